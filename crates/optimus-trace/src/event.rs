@@ -1,0 +1,214 @@
+//! The trace events and the small enums they carry.
+//!
+//! One message's trace is `MessageBegin`, then schema reads, field reads/writes, converter ops
+//! and balanced `Enter`/`Leave` pairs in the order the engine performs them, then `MessageEnd`.
+//! [`check_structure`] verifies that shape, so models can rely on it.
+
+use crate::file::TraceError;
+
+/// Whether a message is being serialized or deserialized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// In-memory message → wire bytes (serialization).
+    Encode = 0,
+    /// Wire bytes → in-memory message (deserialization).
+    Decode = 1,
+}
+
+impl Direction {
+    pub(crate) fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            0 => Some(Self::Encode),
+            1 => Some(Self::Decode),
+            _ => None,
+        }
+    }
+}
+
+/// The wire format being produced or consumed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// Protobuf binary wire format.
+    Protobuf = 0,
+    /// Protobuf's canonical JSON mapping.
+    ProtobufJson = 1,
+    /// Apache Thrift binary protocol.
+    ThriftBinary = 2,
+    /// Apache Thrift compact protocol.
+    ThriftCompact = 3,
+    /// Cereal's object-graph format.
+    Cereal = 4,
+}
+
+impl Format {
+    pub(crate) fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            0 => Some(Self::Protobuf),
+            1 => Some(Self::ProtobufJson),
+            2 => Some(Self::ThriftBinary),
+            3 => Some(Self::ThriftCompact),
+            4 => Some(Self::Cereal),
+            _ => None,
+        }
+    }
+}
+
+/// Which memory an address belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Region {
+    /// In-memory message objects in host memory (arena records, strings, sub-messages).
+    Message = 0,
+    /// The serialized byte buffer (output of encode, input of decode).
+    Buffer = 1,
+    /// Accelerator-resident memory: fields placed on the offload engine (RPCAcc's Acc bit).
+    Accel = 2,
+}
+
+impl Region {
+    pub(crate) fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            0 => Some(Self::Message),
+            1 => Some(Self::Buffer),
+            2 => Some(Self::Accel),
+            _ => None,
+        }
+    }
+}
+
+/// One thing a DT accelerator does while transforming a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// A transformation of one top-level message starts.
+    MessageBegin {
+        /// Encode or decode.
+        direction: Direction,
+        /// The wire format.
+        format: Format,
+        /// Index of the message type in the engine's `SchemaSet`.
+        type_id: u32,
+    },
+    /// The transformation ends; `wire_bytes` is the size of the serialized form.
+    MessageEnd {
+        /// Bytes of the serialized message (produced by encode, consumed by decode).
+        wire_bytes: u64,
+    },
+    /// A schema entry `{type, address}` was read.
+    SchemaRead {
+        /// Field kind / converter class of the entry (engine's numbering).
+        kind: u16,
+        /// Address of the schema entry itself.
+        addr: u64,
+        /// Size of the entry in bytes.
+        size: u32,
+    },
+    /// Field data was read.
+    FieldRead {
+        /// Which memory the bytes live in.
+        region: Region,
+        /// Address of the first byte.
+        addr: u64,
+        /// Number of bytes read.
+        bytes: u32,
+    },
+    /// Field data was written.
+    FieldWrite {
+        /// Which memory the bytes go to.
+        region: Region,
+        /// Address of the first byte.
+        addr: u64,
+        /// Number of bytes written.
+        bytes: u32,
+    },
+    /// A converter op transformed `bytes` input bytes.
+    Convert {
+        /// Converter op id (engine's `ConvOp` as a number).
+        op: u16,
+        /// Input bytes the op consumed.
+        bytes: u32,
+    },
+    /// Descent into a sub-message of type `type_id`.
+    Enter {
+        /// Index of the sub-message type in the `SchemaSet`.
+        type_id: u32,
+    },
+    /// Return from the innermost sub-message.
+    Leave,
+}
+
+/// Checks that `events` is a sequence of well-formed messages: each starts with `MessageBegin`,
+/// ends with `MessageEnd`, has balanced `Enter`/`Leave`, and nothing sits between messages.
+///
+/// # Errors
+/// [`TraceError::Structure`] naming the index of the first offending event.
+pub fn check_structure(events: &[Event]) -> Result<(), TraceError> {
+    let mut in_message = false;
+    let mut depth: u32 = 0;
+    for (i, ev) in events.iter().enumerate() {
+        let bad = |why: &'static str| Err(TraceError::Structure { index: i, why });
+        match ev {
+            Event::MessageBegin { .. } => {
+                if in_message {
+                    return bad("MessageBegin inside a message");
+                }
+                in_message = true;
+            }
+            Event::MessageEnd { .. } => {
+                if !in_message {
+                    return bad("MessageEnd outside a message");
+                }
+                if depth != 0 {
+                    return bad("MessageEnd with unclosed Enter");
+                }
+                in_message = false;
+            }
+            Event::Enter { .. } => {
+                if !in_message {
+                    return bad("Enter outside a message");
+                }
+                depth += 1;
+            }
+            Event::Leave => {
+                if !in_message || depth == 0 {
+                    return bad("Leave without Enter");
+                }
+                depth -= 1;
+            }
+            _ => {
+                if !in_message {
+                    return bad("event outside a message");
+                }
+            }
+        }
+    }
+    if in_message {
+        return Err(TraceError::Structure { index: events.len(), why: "trace ends inside a message" });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn begin() -> Event {
+        Event::MessageBegin { direction: Direction::Encode, format: Format::Protobuf, type_id: 0 }
+    }
+
+    #[test]
+    fn structure_accepts_balanced_messages() {
+        let evs = [begin(), Event::Enter { type_id: 1 }, Event::Leave, Event::MessageEnd { wire_bytes: 3 }];
+        assert!(check_structure(&evs).is_ok());
+        assert!(check_structure(&[]).is_ok());
+    }
+
+    #[test]
+    fn structure_rejects_unbalanced() {
+        let evs = [begin(), Event::Enter { type_id: 1 }, Event::MessageEnd { wire_bytes: 3 }];
+        assert!(matches!(check_structure(&evs), Err(TraceError::Structure { index: 2, .. })));
+        assert!(check_structure(&[Event::Leave]).is_err());
+        assert!(check_structure(&[begin()]).is_err());
+        assert!(check_structure(&[begin(), begin()]).is_err());
+        assert!(check_structure(&[Event::Convert { op: 1, bytes: 1 }]).is_err());
+    }
+}
