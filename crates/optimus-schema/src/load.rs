@@ -1,0 +1,223 @@
+//! Loading a [`SchemaSet`]: `.proto` files through protox, in-memory sources, or a
+//! `FileDescriptorSet` that `protoc -o` wrote.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use prost::Message as _;
+use prost_types::FileDescriptorSet;
+use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
+
+use crate::types::SchemaSet;
+use crate::SchemaError;
+
+/// The name under which [`SchemaSet::from_source`] compiles a lone source.
+pub const DEFAULT_PROTO_NAME: &str = "input.proto";
+
+impl SchemaSet {
+    /// Compiles `.proto` files found through `includes` (like `protoc -I`). When `includes`
+    /// is empty, each file's own directory is the include path. Google's well-known types
+    /// (`google/protobuf/*.proto`) are always importable.
+    ///
+    /// # Errors
+    /// [`SchemaError::Compile`] with protox's message (file, line and column) when a file
+    /// does not parse, an import is missing, or a name does not resolve.
+    pub fn from_proto_files(
+        files: &[impl AsRef<Path>],
+        includes: &[impl AsRef<Path>],
+    ) -> Result<SchemaSet, SchemaError> {
+        let mut dirs: Vec<PathBuf> = includes.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        if dirs.is_empty() {
+            for f in files {
+                let parent = f.as_ref().parent().unwrap_or(Path::new(""));
+                let parent = if parent.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    parent.to_path_buf()
+                };
+                if !dirs.contains(&parent) {
+                    dirs.push(parent);
+                }
+            }
+        }
+        for f in files {
+            let f = f.as_ref();
+            if !f.exists() {
+                return Err(SchemaError::Io {
+                    path: f.to_path_buf(),
+                    source: std::io::Error::from(std::io::ErrorKind::NotFound),
+                });
+            }
+        }
+        let mut compiler = protox::Compiler::new(&dirs).map_err(compile_error)?;
+        compiler.include_imports(true);
+        compiler.open_files(files).map_err(compile_error)?;
+        SchemaSet::from_descriptor_set(&compiler.file_descriptor_set())
+    }
+
+    /// Compiles in-memory `.proto` sources, given as `(import name, text)` pairs; they may
+    /// import each other by those names and Google's well-known types. Every source is
+    /// compiled.
+    ///
+    /// # Errors
+    /// [`SchemaError::Compile`] when a source does not compile.
+    pub fn from_sources(sources: &[(&str, &str)]) -> Result<SchemaSet, SchemaError> {
+        let mut chain = ChainFileResolver::new();
+        chain.add(MemoryResolver(
+            sources
+                .iter()
+                .map(|(n, s)| (n.to_string(), s.to_string()))
+                .collect(),
+        ));
+        chain.add(GoogleFileResolver::new());
+        let mut compiler = protox::Compiler::with_file_resolver(chain);
+        compiler.include_imports(true);
+        for (name, _) in sources {
+            compiler.open_file(name).map_err(compile_error)?;
+        }
+        SchemaSet::from_descriptor_set(&compiler.file_descriptor_set())
+    }
+
+    /// Compiles one in-memory `.proto` source named [`DEFAULT_PROTO_NAME`].
+    ///
+    /// # Errors
+    /// [`SchemaError::Compile`] when the source does not compile.
+    pub fn from_source(source: &str) -> Result<SchemaSet, SchemaError> {
+        SchemaSet::from_sources(&[(DEFAULT_PROTO_NAME, source)])
+    }
+
+    /// Loads a serialized `FileDescriptorSet` (`protoc -o FILE --include_imports`).
+    ///
+    /// # Errors
+    /// [`SchemaError::DescriptorSet`] when the bytes do not parse, [`SchemaError::Invalid`]
+    /// when a referenced type is missing (write the set with `--include_imports`).
+    pub fn from_descriptor_set_bytes(bytes: &[u8]) -> Result<SchemaSet, SchemaError> {
+        let set = FileDescriptorSet::decode(bytes)
+            .map_err(|e| SchemaError::DescriptorSet(e.to_string()))?;
+        SchemaSet::from_descriptor_set(&set)
+    }
+
+    /// Reads and loads a descriptor set file.
+    ///
+    /// # Errors
+    /// As [`SchemaSet::from_descriptor_set_bytes`], or [`SchemaError::Io`].
+    pub fn from_descriptor_set_file(path: impl AsRef<Path>) -> Result<SchemaSet, SchemaError> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|source| SchemaError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        SchemaSet::from_descriptor_set_bytes(&bytes)
+    }
+
+    /// Compiles decoded descriptors.
+    ///
+    /// # Errors
+    /// [`SchemaError::Invalid`] when the descriptors are inconsistent.
+    pub fn from_descriptor_set(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError> {
+        crate::compile::compile(set)
+    }
+}
+
+fn compile_error(e: protox::Error) -> SchemaError {
+    SchemaError::Compile(e.to_string())
+}
+
+/// Resolves imports from sources held in memory.
+struct MemoryResolver(HashMap<String, String>);
+
+impl FileResolver for MemoryResolver {
+    fn open_file(&self, name: &str) -> Result<File, protox::Error> {
+        match self.0.get(name) {
+            Some(source) => File::from_source(name, source),
+            None => Err(protox::Error::file_not_found(name)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Cardinality, Kind, WellKnown};
+
+    const ZOO: &str = r#"
+        syntax = "proto2";
+        package zoo;
+        import "google/protobuf/timestamp.proto";
+        message A {
+          optional int32 a_int = 1 [default = -7];
+          repeated sint64 many = 3 [packed = true];
+          repeated fixed32 loose = 4;
+          map<string, A> children = 5;
+          oneof choice { string s = 6; bytes b = 7 [default = "x\001"]; }
+          optional group G = 8 { optional int32 gv = 9; }
+          optional google.protobuf.Timestamp when = 10;
+          optional E e = 11 [default = TWO];
+          extensions 100 to 199;
+          required string must = 2;
+        }
+        enum E { ONE = 1; TWO = 2; }
+        extend A { optional string ext_name = 100; }
+    "#;
+
+    #[test]
+    fn proto2_zoo_compiles() {
+        let s = SchemaSet::from_source(ZOO).unwrap();
+        let a = s.message(s.message_by_name("zoo.A").unwrap());
+        let numbers: Vec<u32> = a.fields.iter().map(|f| f.number).collect();
+        assert_eq!(numbers, [1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 100]);
+        assert_eq!(a.field_by_number(1).unwrap().json_name, "aInt");
+        assert!(a.field_by_number(3).unwrap().is_packed);
+        assert!(!a.field_by_number(4).unwrap().is_packed);
+        assert_eq!(a.field_by_number(5).unwrap().cardinality, Cardinality::Map);
+        assert_eq!(a.field_by_number(8).unwrap().kind, Kind::Group);
+        assert!(a.field_by_number(2).unwrap().is_required);
+        assert_eq!(a.oneofs.len(), 1);
+        assert_eq!(a.oneofs[0].fields.len(), 2);
+        let ext = a.field_by_number(100).unwrap();
+        assert!(ext.is_extension);
+        assert_eq!(ext.json_name, "[zoo.ext_name]");
+        assert_eq!(a.field_by_name("[zoo.ext_name]").unwrap().number, 100);
+        assert_eq!(
+            a.field_by_number(7).unwrap().default,
+            Some(crate::DefaultValue::Bytes(b"x\x01".to_vec()))
+        );
+        assert_eq!(
+            a.field_by_number(11).unwrap().default,
+            Some(crate::DefaultValue::Enum(2))
+        );
+        let e = s.enum_type(s.enum_by_name("zoo.E").unwrap());
+        assert!(e.is_closed);
+        let ts = s.message(s.message_by_name("google.protobuf.Timestamp").unwrap());
+        assert_eq!(ts.well_known, Some(WellKnown::Timestamp));
+        assert!(a.field_index_by_number(9).is_none());
+        assert!(a.field_index_by_number(5000).is_none());
+    }
+
+    #[test]
+    fn proto3_presence_and_packing() {
+        let s = SchemaSet::from_source(
+            r#"syntax = "proto3";
+               message M { int32 a = 1; optional int32 b = 2; repeated int32 c = 3;
+                           repeated int32 d = 4 [packed = false]; M m = 5; int32 big = 100000; }
+               service S { rpc Call(M) returns (M); }"#,
+        )
+        .unwrap();
+        let m = s.message(s.message_by_name(".M").unwrap());
+        assert_eq!(m.field_by_number(1).unwrap().cardinality, Cardinality::Singular);
+        assert_eq!(m.field_by_number(2).unwrap().cardinality, Cardinality::Optional);
+        assert!(m.field_by_number(2).unwrap().oneof.is_none());
+        assert!(m.field_by_number(3).unwrap().is_packed);
+        assert!(!m.field_by_number(4).unwrap().is_packed);
+        assert_eq!(m.field_by_number(5).unwrap().cardinality, Cardinality::Optional);
+        assert_eq!(m.field_by_number(100000).unwrap().name, "big");
+        assert_eq!(s.services()[0].methods[0].name, "Call");
+    }
+
+    #[test]
+    fn compile_errors_are_reported() {
+        let e = SchemaSet::from_source("message M { int32 a = 1 }").unwrap_err();
+        assert!(matches!(e, SchemaError::Compile(_)), "{e}");
+        assert!(SchemaSet::from_descriptor_set_bytes(b"\xff\xff").is_err());
+    }
+}

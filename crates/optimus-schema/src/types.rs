@@ -1,0 +1,404 @@
+//! The compiled schema: message types, fields, enums, services and record layouts.
+
+use std::collections::HashMap;
+
+use crate::kind::{Kind, WireType};
+
+/// Index of a message type in its [`SchemaSet`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MessageId(pub u32);
+
+/// Index of an enum type in its [`SchemaSet`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EnumId(pub u32);
+
+/// The `.proto` syntax a type was declared in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// `syntax = "proto2";` (or none).
+    Proto2,
+    /// `syntax = "proto3";`.
+    Proto3,
+}
+
+/// How many values a field holds and how its presence is tracked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cardinality {
+    /// One value without presence (proto3 implicit presence): the default value is not written.
+    Singular,
+    /// One value with explicit presence (proto2 optional/required, proto3 `optional`,
+    /// oneof members and every message field).
+    Optional,
+    /// Zero or more values.
+    Repeated,
+    /// A map: repeated entries of the map-entry type with key = 1 and value = 2.
+    Map,
+}
+
+/// A field's default value, as declared (proto2 `[default = ...]`) or implied by its kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DefaultValue {
+    /// `bool`.
+    Bool(bool),
+    /// Signed integers (int32, int64, sint*, sfixed*).
+    I64(i64),
+    /// Unsigned integers (uint32, uint64, fixed*).
+    U64(u64),
+    /// `float` and `double`.
+    F64(f64),
+    /// An enum value number.
+    Enum(i32),
+    /// `string`.
+    String(String),
+    /// `bytes`.
+    Bytes(Vec<u8>),
+}
+
+/// Well-known types whose JSON form is special.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WellKnown {
+    /// `google.protobuf.Any`.
+    Any,
+    /// `google.protobuf.Timestamp`.
+    Timestamp,
+    /// `google.protobuf.Duration`.
+    Duration,
+    /// `google.protobuf.FieldMask`.
+    FieldMask,
+    /// `google.protobuf.Struct`.
+    Struct,
+    /// `google.protobuf.Value`.
+    Value,
+    /// `google.protobuf.ListValue`.
+    ListValue,
+    /// `google.protobuf.Empty`.
+    Empty,
+    /// One of the wrapper messages (`Int32Value`, `StringValue`, ...): JSON is the bare value.
+    Wrapper,
+}
+
+impl WellKnown {
+    /// The well-known type with this fully qualified name, if any.
+    pub fn from_full_name(name: &str) -> Option<WellKnown> {
+        Some(match name {
+            "google.protobuf.Any" => WellKnown::Any,
+            "google.protobuf.Timestamp" => WellKnown::Timestamp,
+            "google.protobuf.Duration" => WellKnown::Duration,
+            "google.protobuf.FieldMask" => WellKnown::FieldMask,
+            "google.protobuf.Struct" => WellKnown::Struct,
+            "google.protobuf.Value" => WellKnown::Value,
+            "google.protobuf.ListValue" => WellKnown::ListValue,
+            "google.protobuf.Empty" => WellKnown::Empty,
+            "google.protobuf.DoubleValue"
+            | "google.protobuf.FloatValue"
+            | "google.protobuf.Int64Value"
+            | "google.protobuf.UInt64Value"
+            | "google.protobuf.Int32Value"
+            | "google.protobuf.UInt32Value"
+            | "google.protobuf.BoolValue"
+            | "google.protobuf.StringValue"
+            | "google.protobuf.BytesValue" => WellKnown::Wrapper,
+            _ => return None,
+        })
+    }
+}
+
+/// One field of a message type (or an extension merged into its extendee).
+#[derive(Debug, Clone)]
+pub struct Field {
+    /// Field number.
+    pub number: u32,
+    /// Name as declared; for extensions, the fully qualified extension name.
+    pub name: String,
+    /// JSON name (lowerCamelCase, or `json_name`); for extensions `[full.name]`.
+    pub json_name: String,
+    /// Value kind.
+    pub kind: Kind,
+    /// Singular, optional, repeated or map.
+    pub cardinality: Cardinality,
+    /// Repeated values are written packed.
+    pub is_packed: bool,
+    /// proto2 `required`.
+    pub is_required: bool,
+    /// Index into the message's `oneofs` (real oneofs only, not proto3 `optional`).
+    pub oneof: Option<u32>,
+    /// The message type of a message, group or map field (for maps: the entry type).
+    pub message: Option<MessageId>,
+    /// The enum type of an enum field.
+    pub enum_type: Option<EnumId>,
+    /// The declared default (proto2), if any.
+    pub default: Option<DefaultValue>,
+    /// This field is an extension declared elsewhere.
+    pub is_extension: bool,
+    /// Where the field's value lives in the message record.
+    pub slot: Slot,
+    /// The tag (number << 3 | wire type) of an unpacked value, precomputed.
+    pub tag: u32,
+}
+
+impl Field {
+    /// Whether the field tracks presence (a set default value is still written).
+    pub fn has_presence(&self) -> bool {
+        self.cardinality == Cardinality::Optional
+    }
+
+    /// Whether the field holds a list (repeated or map).
+    pub fn is_list(&self) -> bool {
+        matches!(self.cardinality, Cardinality::Repeated | Cardinality::Map)
+    }
+
+    /// Whether this is a map field.
+    pub fn is_map(&self) -> bool {
+        self.cardinality == Cardinality::Map
+    }
+
+    /// The wire type of one unpacked value.
+    pub fn wire_type(&self) -> WireType {
+        self.kind.wire_type()
+    }
+}
+
+/// Where a field's value lives in a message record: OP's `{type, address}` is the field
+/// descriptor plus the record base plus this slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    /// Index of the value slot in the record.
+    pub index: u32,
+    /// Bit in the record's presence bitmap (the instance schema) set while the field is set.
+    pub presence_bit: u32,
+}
+
+/// The record layout of a message type: how many slots and presence words a record has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Number of value slots.
+    pub slot_count: u32,
+    /// Number of 64-bit words in the presence bitmap.
+    pub presence_words: u32,
+}
+
+/// A oneof group.
+#[derive(Debug, Clone)]
+pub struct Oneof {
+    /// Name as declared.
+    pub name: String,
+    /// Indices into the message's `fields` of the members.
+    pub fields: Vec<u32>,
+}
+
+/// A compiled message type.
+#[derive(Debug, Clone)]
+pub struct MessageType {
+    /// Fully qualified name without a leading dot (`pkg.Outer.Inner`).
+    pub full_name: String,
+    /// Syntax of the declaring file.
+    pub syntax: Syntax,
+    /// Fields (extensions included), sorted by number.
+    pub fields: Vec<Field>,
+    /// Oneof groups.
+    pub oneofs: Vec<Oneof>,
+    /// This is a synthesized map entry type.
+    pub is_map_entry: bool,
+    /// `option message_set_wire_format = true`.
+    pub is_message_set: bool,
+    /// Declared extension ranges, `[start, end)`.
+    pub extension_ranges: Vec<(u32, u32)>,
+    /// Well-known type, if this is one.
+    pub well_known: Option<WellKnown>,
+    /// Record layout.
+    pub layout: Layout,
+    /// Indices of required fields.
+    pub required_fields: Vec<u32>,
+    pub(crate) dense: Vec<u32>,
+    pub(crate) by_name: HashMap<String, u32>,
+}
+
+/// `dense` entries that hold no field.
+pub(crate) const NO_FIELD: u32 = u32::MAX;
+
+impl MessageType {
+    /// The index in `fields` of the field with this number: O(1) for small numbers, else a
+    /// binary search.
+    #[inline]
+    pub fn field_index_by_number(&self, number: u32) -> Option<usize> {
+        if let Some(&i) = self.dense.get(number as usize) {
+            return (i != NO_FIELD).then_some(i as usize);
+        }
+        self.fields.binary_search_by_key(&number, |f| f.number).ok()
+    }
+
+    /// The field with this number.
+    #[inline]
+    pub fn field_by_number(&self, number: u32) -> Option<&Field> {
+        self.field_index_by_number(number).map(|i| &self.fields[i])
+    }
+
+    /// The index of the field with this declared name, JSON name or (for extensions)
+    /// `[full.name]`.
+    pub fn field_index_by_name(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).map(|&i| i as usize)
+    }
+
+    /// The field with this declared name or JSON name.
+    pub fn field_by_name(&self, name: &str) -> Option<&Field> {
+        self.field_index_by_name(name).map(|i| &self.fields[i])
+    }
+
+    /// The short name (after the last dot).
+    pub fn name(&self) -> &str {
+        self.full_name.rsplit('.').next().unwrap_or(&self.full_name)
+    }
+
+    /// Whether `number` lies in a declared extension range.
+    pub fn is_extension_number(&self, number: u32) -> bool {
+        self.extension_ranges
+            .iter()
+            .any(|&(lo, hi)| number >= lo && number < hi)
+    }
+}
+
+/// One value of an enum type.
+#[derive(Debug, Clone)]
+pub struct EnumValue {
+    /// Name as declared.
+    pub name: String,
+    /// Number.
+    pub number: i32,
+}
+
+/// A compiled enum type.
+#[derive(Debug, Clone)]
+pub struct EnumType {
+    /// Fully qualified name without a leading dot.
+    pub full_name: String,
+    /// Values in declaration order (aliases included); the first is the default.
+    pub values: Vec<EnumValue>,
+    /// Closed (proto2): unknown numbers are kept as unknown fields, not as values.
+    pub is_closed: bool,
+}
+
+impl EnumType {
+    /// The first declared value with this number.
+    pub fn value_by_number(&self, number: i32) -> Option<&EnumValue> {
+        self.values.iter().find(|v| v.number == number)
+    }
+
+    /// The value with this name.
+    pub fn value_by_name(&self, name: &str) -> Option<&EnumValue> {
+        self.values.iter().find(|v| v.name == name)
+    }
+
+    /// The default value's number (the first declared value).
+    pub fn default_number(&self) -> i32 {
+        self.values.first().map_or(0, |v| v.number)
+    }
+
+    /// Whether `number` is a declared value.
+    pub fn contains(&self, number: i32) -> bool {
+        self.values.iter().any(|v| v.number == number)
+    }
+}
+
+/// One RPC method of a service.
+#[derive(Debug, Clone)]
+pub struct Method {
+    /// Name as declared.
+    pub name: String,
+    /// Request message type.
+    pub input: MessageId,
+    /// Response message type.
+    pub output: MessageId,
+    /// The client sends a stream.
+    pub client_streaming: bool,
+    /// The server sends a stream.
+    pub server_streaming: bool,
+}
+
+/// A `service` block.
+#[derive(Debug, Clone)]
+pub struct Service {
+    /// Fully qualified name without a leading dot.
+    pub full_name: String,
+    /// Methods in declaration order; a method's index is its method id.
+    pub methods: Vec<Method>,
+}
+
+/// Every type of a set of `.proto` files, compiled for the engine.
+#[derive(Debug, Clone, Default)]
+pub struct SchemaSet {
+    pub(crate) messages: Vec<MessageType>,
+    pub(crate) enums: Vec<EnumType>,
+    pub(crate) services: Vec<Service>,
+    pub(crate) message_names: HashMap<String, MessageId>,
+    pub(crate) enum_names: HashMap<String, EnumId>,
+}
+
+impl SchemaSet {
+    /// The message type with this id.
+    ///
+    /// # Panics
+    /// If the id does not come from this set.
+    #[inline]
+    pub fn message(&self, id: MessageId) -> &MessageType {
+        &self.messages[id.0 as usize]
+    }
+
+    /// The enum type with this id.
+    ///
+    /// # Panics
+    /// If the id does not come from this set.
+    #[inline]
+    pub fn enum_type(&self, id: EnumId) -> &EnumType {
+        &self.enums[id.0 as usize]
+    }
+
+    /// The message type with this fully qualified name (a leading dot is accepted).
+    pub fn message_by_name(&self, name: &str) -> Option<MessageId> {
+        self.message_names
+            .get(name.strip_prefix('.').unwrap_or(name))
+            .copied()
+    }
+
+    /// The enum type with this fully qualified name (a leading dot is accepted).
+    pub fn enum_by_name(&self, name: &str) -> Option<EnumId> {
+        self.enum_names
+            .get(name.strip_prefix('.').unwrap_or(name))
+            .copied()
+    }
+
+    /// All message types, with their ids.
+    pub fn messages(&self) -> impl Iterator<Item = (MessageId, &MessageType)> {
+        self.messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (MessageId(i as u32), m))
+    }
+
+    /// All enum types, with their ids.
+    pub fn enums(&self) -> impl Iterator<Item = (EnumId, &EnumType)> {
+        self.enums
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (EnumId(i as u32), e))
+    }
+
+    /// All services.
+    pub fn services(&self) -> &[Service] {
+        &self.services
+    }
+
+    /// The service with this fully qualified name.
+    pub fn service_by_name(&self, name: &str) -> Option<&Service> {
+        let name = name.strip_prefix('.').unwrap_or(name);
+        self.services.iter().find(|s| s.full_name == name)
+    }
+
+    /// For a map field: the key and value fields of its entry type.
+    ///
+    /// # Panics
+    /// If `field` is not a map field of this set.
+    pub fn map_entry_fields(&self, field: &Field) -> (&Field, &Field) {
+        let entry = self.message(field.message.expect("map field has an entry type"));
+        (&entry.fields[0], &entry.fields[1])
+    }
+}
