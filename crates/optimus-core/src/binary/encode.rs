@@ -1,0 +1,260 @@
+//! Protobuf wire-format encoder: deterministic output in two passes over the instance schema.
+//!
+//! The size pass records the length of every sub-message in pre-order; the write pass walks
+//! the same fields in the same order, takes each length from that record, and appends into one
+//! buffer reserved once. Fields come out in number order (the presence bitmap's order), map
+//! entries sorted by key, unknown fields last — byte-identical to Google protobuf's
+//! deterministic serialization.
+
+use optimus_schema::{Cardinality, Field, Kind, SchemaSet, WireType};
+
+use super::varint::{varint_len, write_varint, zigzag32, zigzag64};
+use crate::value::{List, Value};
+use crate::Message;
+
+/// Lengths of sub-messages in the order the write pass meets them.
+pub(crate) struct Sizes {
+    lens: Vec<u32>,
+    next: usize,
+}
+
+impl Sizes {
+    fn take(&mut self) -> usize {
+        let len = self.lens[self.next];
+        self.next += 1;
+        len as usize
+    }
+}
+
+/// Encodes `msg`, appending to `out`.
+pub(crate) fn encode_into(schema: &SchemaSet, msg: &Message, out: &mut Vec<u8>) {
+    let mut sizes = Sizes {
+        lens: Vec::new(),
+        next: 0,
+    };
+    let total = message_size(schema, msg, &mut sizes.lens);
+    out.reserve(total);
+    write_message(schema, msg, &mut sizes, out);
+}
+
+/// The encoded size of `msg`.
+pub(crate) fn encoded_len(schema: &SchemaSet, msg: &Message) -> usize {
+    message_size(schema, msg, &mut Vec::new())
+}
+
+fn message_size(schema: &SchemaSet, msg: &Message, lens: &mut Vec<u32>) -> usize {
+    let ty = schema.message(msg.type_id());
+    let mut size = msg.unknown_fields().len();
+    for index in msg.set_fields() {
+        let field = &ty.fields[index];
+        let Some(value) = msg.get(index) else { continue };
+        size += field_size(schema, field, value, lens);
+    }
+    size
+}
+
+fn tag_len(number: u32) -> usize {
+    varint_len(u64::from(number) << 3)
+}
+
+fn field_size(schema: &SchemaSet, field: &Field, value: &Value, lens: &mut Vec<u32>) -> usize {
+    let tag = tag_len(field.number);
+    match (field.cardinality, value) {
+        (Cardinality::Map, Value::Map(map)) => {
+            let (kf, vf) = schema.map_entry_fields(field);
+            let mut size = 0;
+            for (key, v) in map {
+                let slot = lens.len();
+                lens.push(0);
+                let entry = tag_len(1) + scalar_size(kf.kind, &key.to_value())
+                    + tag_len(2)
+                    + element_size(schema, vf, v, lens);
+                lens[slot] = entry as u32;
+                size += tag + varint_len(entry as u64) + entry;
+            }
+            size
+        }
+        (_, Value::List(list)) if field.is_packed => {
+            let body = packed_body_size(list);
+            if body == 0 {
+                0
+            } else {
+                tag + varint_len(body as u64) + body
+            }
+        }
+        (_, Value::List(List::Message(items))) => items
+            .iter()
+            .map(|m| tag + message_element_size(schema, field, m, lens))
+            .sum(),
+        (_, Value::List(list)) => (0..list.len())
+            .map(|i| tag + scalar_size(field.kind, &list.get(i).expect("index in range")))
+            .sum(),
+        (_, v) => tag + element_size(schema, field, v, lens),
+    }
+}
+
+/// Size of one value after its tag (sub-messages: length prefix included, or the end tag).
+fn element_size(schema: &SchemaSet, field: &Field, value: &Value, lens: &mut Vec<u32>) -> usize {
+    match value {
+        Value::Message(m) => message_element_size(schema, field, m, lens),
+        v => scalar_size(field.kind, v),
+    }
+}
+
+fn message_element_size(schema: &SchemaSet, field: &Field, m: &Message, lens: &mut Vec<u32>) -> usize {
+    if field.kind == Kind::Group {
+        return message_size(schema, m, lens) + tag_len(field.number);
+    }
+    let slot = lens.len();
+    lens.push(0);
+    let len = message_size(schema, m, lens);
+    lens[slot] = len as u32;
+    varint_len(len as u64) + len
+}
+
+fn scalar_size(kind: Kind, value: &Value) -> usize {
+    match (kind, value) {
+        (Kind::Sint32, Value::I32(v)) => varint_len(u64::from(zigzag32(*v))),
+        (Kind::Sint64, Value::I64(v)) => varint_len(zigzag64(*v)),
+        (Kind::Sfixed32 | Kind::Fixed32 | Kind::Float, _) => 4,
+        (Kind::Sfixed64 | Kind::Fixed64 | Kind::Double, _) => 8,
+        (_, Value::I32(v) | Value::Enum(v)) => varint_len(*v as i64 as u64),
+        (_, Value::I64(v)) => varint_len(*v as u64),
+        (_, Value::U32(v)) => varint_len(u64::from(*v)),
+        (_, Value::U64(v)) => varint_len(*v),
+        (_, Value::Bool(_)) => 1,
+        (_, Value::String(s)) => varint_len(s.len() as u64) + s.len(),
+        (_, Value::Bytes(b)) => varint_len(b.len() as u64) + b.len(),
+        _ => 0,
+    }
+}
+
+fn packed_body_size(list: &List) -> usize {
+    match list {
+        List::Bool(v) => v.len(),
+        List::F32(v) => v.len() * 4,
+        List::F64(v) => v.len() * 8,
+        List::I32(v) => v.iter().map(|x| varint_len(*x as i64 as u64)).sum(),
+        List::Enum(v) => v.iter().map(|x| varint_len(*x as i64 as u64)).sum(),
+        List::I64(v) => v.iter().map(|x| varint_len(*x as u64)).sum(),
+        List::U32(v) => v.iter().map(|x| varint_len(u64::from(*x))).sum(),
+        List::U64(v) => v.iter().map(|x| varint_len(*x)).sum(),
+        List::String(_) | List::Bytes(_) | List::Message(_) => 0,
+    }
+}
+
+/// Packed size for a kind whose list type is shared (sint/sfixed/fixed forms differ).
+fn packed_size_for(kind: Kind, list: &List) -> usize {
+    match kind {
+        Kind::Fixed32 | Kind::Sfixed32 | Kind::Float => list.len() * 4,
+        Kind::Fixed64 | Kind::Sfixed64 | Kind::Double => list.len() * 8,
+        Kind::Sint32 | Kind::Sint64 => (0..list.len())
+            .map(|i| scalar_size(kind, &list.get(i).expect("index in range")))
+            .sum(),
+        _ => packed_body_size(list),
+    }
+}
+
+fn write_message(schema: &SchemaSet, msg: &Message, sizes: &mut Sizes, out: &mut Vec<u8>) {
+    let ty = schema.message(msg.type_id());
+    for index in msg.set_fields() {
+        let field = &ty.fields[index];
+        let Some(value) = msg.get(index) else { continue };
+        write_field(schema, field, value, sizes, out);
+    }
+    out.extend_from_slice(msg.unknown_fields());
+}
+
+fn write_tag(out: &mut Vec<u8>, number: u32, wire: WireType) {
+    write_varint(out, (u64::from(number) << 3) | wire as u64);
+}
+
+fn write_field(schema: &SchemaSet, field: &Field, value: &Value, sizes: &mut Sizes, out: &mut Vec<u8>) {
+    match (field.cardinality, value) {
+        (Cardinality::Map, Value::Map(map)) => {
+            let (kf, vf) = schema.map_entry_fields(field);
+            for (key, v) in map {
+                write_tag(out, field.number, WireType::LengthDelimited);
+                let len = sizes.take();
+                write_varint(out, len as u64);
+                write_tag(out, 1, kf.kind.wire_type());
+                write_scalar(kf.kind, &key.to_value(), out);
+                write_element(schema, vf, v, sizes, out);
+            }
+        }
+        (_, Value::List(list)) if field.is_packed => {
+            let body = packed_size_for(field.kind, list);
+            if body == 0 {
+                return;
+            }
+            write_tag(out, field.number, WireType::LengthDelimited);
+            write_varint(out, body as u64);
+            for i in 0..list.len() {
+                write_scalar(field.kind, &list.get(i).expect("index in range"), out);
+            }
+        }
+        (_, Value::List(List::Message(items))) => {
+            for m in items {
+                write_message_element(schema, field, m, sizes, out);
+            }
+        }
+        (_, Value::List(list)) => {
+            for i in 0..list.len() {
+                write_tag(out, field.number, field.kind.wire_type());
+                write_scalar(field.kind, &list.get(i).expect("index in range"), out);
+            }
+        }
+        (_, v) => write_element(schema, field, v, sizes, out),
+    }
+}
+
+/// Writes one value with its tag (`field`'s number and kind).
+fn write_element(schema: &SchemaSet, field: &Field, value: &Value, sizes: &mut Sizes, out: &mut Vec<u8>) {
+    match value {
+        Value::Message(m) => write_message_element(schema, field, m, sizes, out),
+        v => {
+            write_tag(out, field.number, field.kind.wire_type());
+            write_scalar(field.kind, v, out);
+        }
+    }
+}
+
+fn write_message_element(schema: &SchemaSet, field: &Field, m: &Message, sizes: &mut Sizes, out: &mut Vec<u8>) {
+    if field.kind == Kind::Group {
+        write_tag(out, field.number, WireType::StartGroup);
+        write_message(schema, m, sizes, out);
+        write_tag(out, field.number, WireType::EndGroup);
+    } else {
+        write_tag(out, field.number, WireType::LengthDelimited);
+        let len = sizes.take();
+        write_varint(out, len as u64);
+        write_message(schema, m, sizes, out);
+    }
+}
+
+fn write_scalar(kind: Kind, value: &Value, out: &mut Vec<u8>) {
+    match (kind, value) {
+        (Kind::Sint32, Value::I32(v)) => write_varint(out, u64::from(zigzag32(*v))),
+        (Kind::Sint64, Value::I64(v)) => write_varint(out, zigzag64(*v)),
+        (Kind::Sfixed32, Value::I32(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Kind::Fixed32, Value::U32(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Kind::Float, Value::F32(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Kind::Sfixed64, Value::I64(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Kind::Fixed64, Value::U64(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Kind::Double, Value::F64(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (_, Value::I32(v) | Value::Enum(v)) => write_varint(out, *v as i64 as u64),
+        (_, Value::I64(v)) => write_varint(out, *v as u64),
+        (_, Value::U32(v)) => write_varint(out, u64::from(*v)),
+        (_, Value::U64(v)) => write_varint(out, *v),
+        (_, Value::Bool(v)) => out.push(u8::from(*v)),
+        (_, Value::String(s)) => {
+            write_varint(out, s.len() as u64);
+            out.extend_from_slice(s.as_bytes());
+        }
+        (_, Value::Bytes(b)) => {
+            write_varint(out, b.len() as u64);
+            out.extend_from_slice(b);
+        }
+        _ => debug_assert!(false, "value {value:?} does not fit kind {kind:?}"),
+    }
+}

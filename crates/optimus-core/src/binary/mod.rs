@@ -1,0 +1,112 @@
+//! The protobuf binary wire format: decode (merge semantics, unknown fields kept) and
+//! deterministic encode.
+
+mod decode;
+mod encode;
+pub(crate) mod varint;
+
+use optimus_schema::{MessageId, SchemaSet};
+
+use crate::{DecodeErrorKind, Error, Message, DEFAULT_DEPTH_LIMIT};
+
+/// Limits and checks applied while decoding.
+#[derive(Debug, Clone)]
+pub struct DecodeOptions {
+    /// Deepest nesting of messages and groups accepted.
+    pub depth_limit: u32,
+    /// Fail when a proto2 `required` field is missing after decoding.
+    pub check_required: bool,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions {
+            depth_limit: DEFAULT_DEPTH_LIMIT,
+            check_required: true,
+        }
+    }
+}
+
+/// Decodes one message of type `id` from wire-format `bytes`.
+///
+/// # Errors
+/// [`Error::Decode`] with the field path and byte offset when the bytes are malformed, nest
+/// too deep, hold invalid UTF-8 in a string, or (with `check_required`) lack a required field.
+pub fn decode(
+    schema: &SchemaSet,
+    id: MessageId,
+    bytes: &[u8],
+    opts: &DecodeOptions,
+) -> Result<Message, Error> {
+    let mut msg = Message::new(schema, id);
+    merge(schema, &mut msg, bytes, opts)?;
+    Ok(msg)
+}
+
+/// Merges wire-format `bytes` into `msg`: scalars are replaced (last one wins), sub-messages
+/// merged, repeated fields appended.
+///
+/// # Errors
+/// As [`decode`]; `msg` may hold part of the input when an error is returned.
+pub fn merge(
+    schema: &SchemaSet,
+    msg: &mut Message,
+    bytes: &[u8],
+    opts: &DecodeOptions,
+) -> Result<(), Error> {
+    let decoder = decode::Decoder {
+        schema,
+        buf: bytes,
+        opts,
+    };
+    let root = schema.message(msg.type_id()).full_name.clone();
+    let mut pos = 0;
+    decoder
+        .merge_message(msg, &mut pos, bytes.len(), 0, None)
+        .map_err(|e| e.within(root.clone()))?;
+    if opts.check_required {
+        if let Some(missing) = msg.missing_required(schema) {
+            return Err(Error::decode(bytes.len(), DecodeErrorKind::MissingRequired(missing)).within(root));
+        }
+    }
+    Ok(())
+}
+
+/// Encodes `msg` deterministically (fields by number, map entries by key, unknown fields last).
+pub fn encode(schema: &SchemaSet, msg: &Message) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode::encode_into(schema, msg, &mut out);
+    out
+}
+
+/// Encodes `msg`, appending to `out`.
+pub fn encode_to(schema: &SchemaSet, msg: &Message, out: &mut Vec<u8>) {
+    encode::encode_into(schema, msg, out);
+}
+
+/// The number of bytes [`encode`] writes for `msg`.
+pub fn encoded_len(schema: &SchemaSet, msg: &Message) -> usize {
+    encode::encoded_len(schema, msg)
+}
+
+/// Reads a varint length prefix at the start of `bytes` (for delimited streams): returns the
+/// length and the prefix size, or `None` when `bytes` is empty.
+///
+/// # Errors
+/// A truncated or overlong prefix.
+pub fn read_length_prefix(bytes: &[u8]) -> Result<Option<(u64, usize)>, Error> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    let mut pos = 0;
+    let len = varint::read_varint(bytes, &mut pos, bytes.len())?;
+    Ok(Some((len, pos)))
+}
+
+/// Appends `len` as a varint length prefix.
+pub fn write_length_prefix(out: &mut Vec<u8>, len: usize) {
+    varint::write_varint(out, len as u64);
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,131 @@
+//! Binary codec tests: the Optimus Prime messages re-encode byte-identically, merge rules,
+//! unknown fields, groups, and malformed input.
+
+use optimus_schema::SchemaSet;
+
+use super::*;
+use crate::Value;
+
+const PEERS: &str = include_str!("../../../../testdata/peers.proto");
+
+fn peers() -> SchemaSet {
+    SchemaSet::from_source(PEERS).unwrap()
+}
+
+#[test]
+fn peer_messages_re_encode_byte_identically() {
+    let s = peers();
+    for (name, bytes) in [
+        ("bench.Flat", &include_bytes!("../../../../testdata/flat.bin")[..]),
+        ("bench.Mixed", &include_bytes!("../../../../testdata/mixed.bin")[..]),
+        ("bench.Nested", &include_bytes!("../../../../testdata/nested.bin")[..]),
+    ] {
+        let id = s.message_by_name(name).unwrap();
+        let m = decode(&s, id, bytes, &DecodeOptions::default()).unwrap();
+        assert!(m.unknown_fields().is_empty(), "{name}");
+        assert_eq!(encode(&s, &m), bytes, "{name}");
+        assert_eq!(encoded_len(&s, &m), bytes.len());
+    }
+}
+
+fn zoo() -> SchemaSet {
+    SchemaSet::from_source(
+        r#"syntax = "proto2";
+           message Z {
+             optional int32 a = 1;
+             optional Z sub = 2;
+             repeated int32 packed = 3 [packed = true];
+             repeated int32 loose = 4;
+             optional group G = 5 { optional int32 x = 6; }
+             map<string, int32> m = 7;
+             optional E e = 8;
+             repeated E es = 9 [packed = true];
+             optional string s = 10;
+           }
+           enum E { A = 0; B = 1; }"#,
+    )
+    .unwrap()
+}
+
+fn dec(s: &SchemaSet, bytes: &[u8]) -> Result<Message, Error> {
+    decode(s, s.message_by_name("Z").unwrap(), bytes, &DecodeOptions::default())
+}
+
+#[test]
+fn last_scalar_wins_and_sub_messages_merge() {
+    let s = zoo();
+    // a=1, a=2, sub{a=3}, sub{sub{a=4}}
+    let m = dec(&s, &[8, 1, 8, 2, 18, 2, 8, 3, 18, 4, 18, 2, 8, 4]).unwrap();
+    assert_eq!(m.get_by_name(&s, "a").unwrap(), Value::I32(2));
+    assert_eq!(encode(&s, &m), [8, 2, 18, 6, 8, 3, 18, 2, 8, 4]);
+}
+
+#[test]
+fn packed_and_unpacked_are_both_accepted() {
+    let s = zoo();
+    // packed field sent unpacked, loose field sent packed.
+    let m = dec(&s, &[24, 1, 24, 2, 34, 2, 5, 6]).unwrap();
+    assert_eq!(encode(&s, &m), [26, 2, 1, 2, 32, 5, 32, 6]);
+}
+
+#[test]
+fn groups_and_unknown_fields_round_trip() {
+    let s = zoo();
+    // group 5 {x=7}, unknown varint field 99, unknown group 100 { 1: 1 }
+    let input = [43, 48, 7, 44, 152, 6, 1, 163, 6, 8, 1, 164, 6];
+    let m = dec(&s, &input).unwrap();
+    assert_eq!(encode(&s, &m), input);
+}
+
+#[test]
+fn closed_enum_unknown_values_stay_unknown() {
+    let s = zoo();
+    // e = 5 (unknown), es packed [1, 7]
+    let m = dec(&s, &[64, 5, 74, 2, 1, 7]).unwrap();
+    assert!(!m.has(s.message(m.type_id()).field_index_by_number(8).unwrap()));
+    assert_eq!(encode(&s, &m), [74, 1, 1, 64, 5, 72, 7]);
+}
+
+#[test]
+fn map_entries_sorted_with_missing_parts_defaulted() {
+    let s = zoo();
+    // entries: {"b": 2}, {value only: 1}, {"a"} ; missing key is "", missing value 0
+    let m = dec(&s, &[58, 5, 10, 1, b'b', 16, 2, 58, 2, 16, 1, 58, 3, 10, 1, b'a']).unwrap();
+    assert_eq!(
+        encode(&s, &m),
+        [58, 4, 10, 0, 16, 1, 58, 5, 10, 1, b'a', 16, 0, 58, 5, 10, 1, b'b', 16, 2]
+    );
+}
+
+#[test]
+fn malformed_input_names_path_and_offset() {
+    let s = zoo();
+    let e = dec(&s, &[18, 3, 8, 1, 18, 5]).unwrap_err();
+    let d = e.as_decode().unwrap();
+    assert_eq!(d.path_string(), "Z.sub.sub");
+    assert_eq!(d.offset, 5);
+    assert!(matches!(d.kind, DecodeErrorKind::LengthOverrun { .. }), "{e}");
+    for bad in [&[0u8, 1][..], &[15, 1], &[8], &[44], &[43, 48, 1], &[82, 1, 0xff]] {
+        assert!(dec(&s, bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn depth_limit_is_enforced() {
+    let s = zoo();
+    let mut bytes: Vec<u8> = vec![8, 1];
+    for _ in 0..150 {
+        let mut outer = vec![18];
+        write_length_prefix(&mut outer, bytes.len());
+        outer.extend_from_slice(&bytes);
+        bytes = outer;
+    }
+    let e = dec(&s, &bytes).unwrap_err();
+    assert!(matches!(e.as_decode().unwrap().kind, DecodeErrorKind::TooDeep(100)), "{e}");
+    let opts = DecodeOptions {
+        depth_limit: 200,
+        ..Default::default()
+    };
+    let m = decode(&s, s.message_by_name("Z").unwrap(), &bytes, &opts).unwrap();
+    assert_eq!(encode(&s, &m), bytes);
+}

@@ -1,0 +1,183 @@
+//! Varint, zigzag and fixed-width converter ops over a bounds-checked input cursor.
+//!
+//! The one-byte varint is taken inline; longer forms go through an unrolled loop that stops
+//! at 10 bytes (bits past 64 are dropped, as Google protobuf does).
+
+use crate::{DecodeErrorKind, Error};
+
+/// Longest varint (a 64-bit value).
+pub(crate) const MAX_VARINT_BYTES: usize = 10;
+
+/// Reads a varint at `*pos`, not reading at or past `end`.
+#[inline]
+pub(crate) fn read_varint(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Error> {
+    let p = *pos;
+    if p < end {
+        let b = buf[p];
+        if b < 0x80 {
+            *pos = p + 1;
+            return Ok(u64::from(b));
+        }
+    }
+    read_varint_slow(buf, pos, end)
+}
+
+#[inline(never)]
+fn read_varint_slow(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Error> {
+    let start = *pos;
+    let mut value = 0u64;
+    for i in 0..MAX_VARINT_BYTES {
+        let p = start + i;
+        if p >= end {
+            return Err(Error::decode(
+                start,
+                DecodeErrorKind::Truncated {
+                    needed: 1,
+                    remaining: 0,
+                },
+            ));
+        }
+        let b = buf[p];
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            *pos = p + 1;
+            return Ok(value);
+        }
+    }
+    Err(Error::decode(start, DecodeErrorKind::VarintTooLong(MAX_VARINT_BYTES)))
+}
+
+/// Reads `N` bytes at `*pos`.
+#[inline]
+pub(crate) fn read_fixed<const N: usize>(
+    buf: &[u8],
+    pos: &mut usize,
+    end: usize,
+) -> Result<[u8; N], Error> {
+    let p = *pos;
+    if end - p < N {
+        return Err(Error::decode(
+            p,
+            DecodeErrorKind::Truncated {
+                needed: N,
+                remaining: end - p,
+            },
+        ));
+    }
+    let mut out = [0u8; N];
+    out.copy_from_slice(&buf[p..p + N]);
+    *pos = p + N;
+    Ok(out)
+}
+
+/// Reads a length prefix and checks it against what remains; returns the end of the value.
+#[inline]
+pub(crate) fn read_length(buf: &[u8], pos: &mut usize, end: usize) -> Result<usize, Error> {
+    let at = *pos;
+    let len = read_varint(buf, pos, end)?;
+    let remaining = end - *pos;
+    if len > remaining as u64 {
+        return Err(Error::decode(at, DecodeErrorKind::LengthOverrun { len, remaining }));
+    }
+    Ok(*pos + len as usize)
+}
+
+/// Appends `v` as a varint.
+#[inline]
+pub(crate) fn write_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Bytes `v` takes as a varint.
+#[inline]
+pub(crate) fn varint_len(v: u64) -> usize {
+    // 1 + floor(bits / 7), with 0 taking one byte.
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    (bits * 9 + 64) / 64
+}
+
+/// Zigzag-encodes a signed 32-bit value.
+#[inline]
+pub(crate) fn zigzag32(v: i32) -> u32 {
+    ((v << 1) ^ (v >> 31)) as u32
+}
+
+/// Zigzag-encodes a signed 64-bit value.
+#[inline]
+pub(crate) fn zigzag64(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// Undoes [`zigzag32`].
+#[inline]
+pub(crate) fn unzigzag32(v: u32) -> i32 {
+    ((v >> 1) as i32) ^ -((v & 1) as i32)
+}
+
+/// Undoes [`zigzag64`].
+#[inline]
+pub(crate) fn unzigzag64(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_seven_bit_boundary_round_trips() {
+        let mut values = vec![0u64, 1, u64::MAX, u64::MAX - 1];
+        for k in 1..=9 {
+            let b = 1u64 << (7 * k);
+            values.extend([b - 1, b, b + 1]);
+        }
+        for v in values {
+            let mut out = Vec::new();
+            write_varint(&mut out, v);
+            assert_eq!(out.len(), varint_len(v), "{v}");
+            let mut pos = 0;
+            assert_eq!(read_varint(&out, &mut pos, out.len()).unwrap(), v);
+            assert_eq!(pos, out.len());
+            // One byte short is truncated, never a panic.
+            let mut pos = 0;
+            assert!(read_varint(&out, &mut pos, out.len() - 1).is_err());
+        }
+    }
+
+    #[test]
+    fn overlong_varints() {
+        // Ten bytes with high bits set in the last one: bits past 64 are dropped.
+        let ten = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f];
+        let mut pos = 0;
+        assert_eq!(read_varint(&ten, &mut pos, 10).unwrap(), u64::MAX);
+        let eleven = [0xff; 11];
+        let mut pos = 0;
+        let e = read_varint(&eleven, &mut pos, 11).unwrap_err();
+        assert!(e.to_string().contains("longer than 10"), "{e}");
+    }
+
+    #[test]
+    fn zigzag_edges() {
+        for v in [0, -1, 1, i32::MIN, i32::MAX] {
+            assert_eq!(unzigzag32(zigzag32(v)), v);
+        }
+        for v in [0, -1, 1, i64::MIN, i64::MAX] {
+            assert_eq!(unzigzag64(zigzag64(v)), v);
+        }
+        assert_eq!(zigzag32(-1), 1);
+        assert_eq!(zigzag64(i64::MIN), u64::MAX);
+    }
+
+    #[test]
+    fn lengths_are_checked_before_slicing() {
+        let buf = [5u8, 1, 2];
+        let mut pos = 0;
+        assert!(read_length(&buf, &mut pos, 3).is_err());
+        let mut pos = 0;
+        assert!(read_fixed::<4>(&buf, &mut pos, 3).is_err());
+    }
+}

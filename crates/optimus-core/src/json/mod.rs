@@ -1,0 +1,1 @@
+//! The proto3 JSON mapping.

@@ -1,0 +1,362 @@
+//! Dynamic messages: a record of value slots plus the instance schema of set fields.
+//!
+//! A [`Message`] is laid out by its type's `Layout`: one slot per field and a presence bitmap.
+//! The bitmap is the message's *instance schema* (Optimus Prime's list of `{type, address}`
+//! entries for the fields that are set): setters fill a slot and set its bit, and encoders walk
+//! only the set bits, which come out in field-number order because fields are sorted by number.
+
+use optimus_schema::{Cardinality, Field, MessageId, SchemaSet};
+
+use crate::value::{List, Map, Value};
+use crate::Error;
+
+/// One message of a type in a [`SchemaSet`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    type_id: MessageId,
+    presence: Vec<u64>,
+    slots: Vec<Value>,
+    unknown: Vec<u8>,
+}
+
+/// The placeholder in slots whose field is not set; never read while the bit is clear.
+const UNSET: Value = Value::Bool(false);
+
+impl Message {
+    /// An empty message of type `id`.
+    ///
+    /// # Panics
+    /// If `id` does not come from `schema`.
+    pub fn new(schema: &SchemaSet, id: MessageId) -> Message {
+        let layout = schema.message(id).layout;
+        Message {
+            type_id: id,
+            presence: vec![0; layout.presence_words as usize],
+            slots: vec![UNSET; layout.slot_count as usize],
+            unknown: Vec::new(),
+        }
+    }
+
+    /// The message's type.
+    pub fn type_id(&self) -> MessageId {
+        self.type_id
+    }
+
+    /// Whether the field at `index` (in the type's `fields`) is set.
+    #[inline]
+    pub fn has(&self, index: usize) -> bool {
+        self.presence
+            .get(index / 64)
+            .is_some_and(|w| w & (1 << (index % 64)) != 0)
+    }
+
+    /// The value of the field at `index`, if it is set.
+    #[inline]
+    pub fn get(&self, index: usize) -> Option<&Value> {
+        self.has(index).then(|| &self.slots[index])
+    }
+
+    /// The value of the field at `index`, or its default when it is not set.
+    pub fn get_or_default(&self, schema: &SchemaSet, index: usize) -> Value {
+        match self.get(index) {
+            Some(v) => v.clone(),
+            None => Value::default_for(schema, &schema.message(self.type_id).fields[index]),
+        }
+    }
+
+    /// The instance schema: indices of the set fields, in field-number order.
+    pub fn set_fields(&self) -> SetFields<'_> {
+        SetFields {
+            words: &self.presence,
+            word_index: 0,
+            current: self.presence.first().copied().unwrap_or(0),
+        }
+    }
+
+    /// Number of set fields.
+    pub fn set_count(&self) -> usize {
+        self.presence.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Sets the field at `index` to `value`, clearing the other members of its oneof. A field
+    /// without presence set to its zero value (or an empty list or map) becomes unset.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the value's type is not the field's.
+    pub fn set(&mut self, schema: &SchemaSet, index: usize, value: Value) -> Result<(), Error> {
+        let ty = schema.message(self.type_id);
+        let field = ty.fields.get(index).ok_or_else(|| Error::NoSuchField {
+            message: ty.full_name.clone(),
+            field: index.to_string(),
+        })?;
+        if !value.matches(field) {
+            return Err(Error::TypeMismatch {
+                field: format!("{}.{}", ty.full_name, field.name),
+                expected: describe(field),
+            });
+        }
+        let clears = match field.cardinality {
+            Cardinality::Singular | Cardinality::Repeated | Cardinality::Map => value.is_zero(),
+            Cardinality::Optional => false,
+        };
+        if clears {
+            self.clear(schema, index);
+        } else {
+            self.clear_oneof_siblings(schema, field, index);
+            self.slots[index] = value;
+            self.mark(index);
+        }
+        Ok(())
+    }
+
+    /// Sets the field named `name` (declared or JSON name).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchField`] or [`Error::TypeMismatch`].
+    pub fn set_by_name(&mut self, schema: &SchemaSet, name: &str, value: Value) -> Result<(), Error> {
+        let index = self.index_of(schema, name)?;
+        self.set(schema, index, value)
+    }
+
+    /// The value of the field named `name` (declared or JSON name), or its default.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchField`].
+    pub fn get_by_name(&self, schema: &SchemaSet, name: &str) -> Result<Value, Error> {
+        let index = self.index_of(schema, name)?;
+        Ok(self.get_or_default(schema, index))
+    }
+
+    fn index_of(&self, schema: &SchemaSet, name: &str) -> Result<usize, Error> {
+        let ty = schema.message(self.type_id);
+        ty.field_index_by_name(name).ok_or_else(|| Error::NoSuchField {
+            message: ty.full_name.clone(),
+            field: name.to_string(),
+        })
+    }
+
+    /// Unsets the field at `index`.
+    pub fn clear(&mut self, _schema: &SchemaSet, index: usize) {
+        if self.has(index) {
+            self.presence[index / 64] &= !(1 << (index % 64));
+            self.slots[index] = UNSET;
+        }
+    }
+
+    /// The slot of the field at `index`, set to its default first if it was not set; the
+    /// field becomes set (and its oneof siblings unset). For repeated fields this is the
+    /// list, for maps the map, for messages the sub-message.
+    pub fn get_or_insert(&mut self, schema: &SchemaSet, index: usize) -> &mut Value {
+        if !self.has(index) {
+            let field = &schema.message(self.type_id).fields[index];
+            self.clear_oneof_siblings(schema, field, index);
+            self.slots[index] = Value::default_for(schema, field);
+            self.mark(index);
+        }
+        &mut self.slots[index]
+    }
+
+    /// The list of the repeated field at `index` (created empty if unset).
+    ///
+    /// # Panics
+    /// If the field is not repeated.
+    pub fn list_mut(&mut self, schema: &SchemaSet, index: usize) -> &mut List {
+        match self.get_or_insert(schema, index) {
+            Value::List(l) => l,
+            other => panic!("field {index} is not repeated: {other:?}"),
+        }
+    }
+
+    /// The map of the map field at `index` (created empty if unset).
+    ///
+    /// # Panics
+    /// If the field is not a map.
+    pub fn map_mut(&mut self, schema: &SchemaSet, index: usize) -> &mut Map {
+        match self.get_or_insert(schema, index) {
+            Value::Map(m) => m,
+            other => panic!("field {index} is not a map: {other:?}"),
+        }
+    }
+
+    /// The sub-message of the message field at `index` (created empty if unset).
+    ///
+    /// # Panics
+    /// If the field is not a singular message field.
+    pub fn message_mut(&mut self, schema: &SchemaSet, index: usize) -> &mut Message {
+        match self.get_or_insert(schema, index) {
+            Value::Message(m) => m,
+            other => panic!("field {index} is not a message: {other:?}"),
+        }
+    }
+
+    /// Unsets a field without presence whose value became its zero (after a decode wrote it).
+    pub(crate) fn drop_if_zero(&mut self, index: usize) {
+        if self.slots[index].is_zero() {
+            self.presence[index / 64] &= !(1 << (index % 64));
+            self.slots[index] = UNSET;
+        }
+    }
+
+    /// Sets the presence bit of `index` and stores `value` without checks (decoder fast path).
+    #[inline]
+    pub(crate) fn put(&mut self, schema: &SchemaSet, field: &Field, index: usize, value: Value) {
+        if field.oneof.is_some() {
+            self.clear_oneof_siblings(schema, field, index);
+        }
+        self.slots[index] = value;
+        self.mark(index);
+    }
+
+    #[inline]
+    fn mark(&mut self, index: usize) {
+        self.presence[index / 64] |= 1 << (index % 64);
+    }
+
+    fn clear_oneof_siblings(&mut self, schema: &SchemaSet, field: &Field, index: usize) {
+        if let Some(o) = field.oneof {
+            let ty = schema.message(self.type_id);
+            for &sibling in &ty.oneofs[o as usize].fields {
+                if sibling as usize != index {
+                    self.clear(schema, sibling as usize);
+                }
+            }
+        }
+    }
+
+    /// The bytes of fields this message's type does not know, in wire format, in the order
+    /// they arrived.
+    pub fn unknown_fields(&self) -> &[u8] {
+        &self.unknown
+    }
+
+    /// Appends wire-format bytes of unknown fields.
+    pub fn push_unknown(&mut self, bytes: &[u8]) {
+        self.unknown.extend_from_slice(bytes);
+    }
+
+    /// Drops every field and unknown byte, keeping the allocations for reuse.
+    pub fn clear_all(&mut self) {
+        for (w, word) in self.presence.iter_mut().enumerate() {
+            let mut bits = *word;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                self.slots[w * 64 + b] = UNSET;
+                bits &= bits - 1;
+            }
+            *word = 0;
+        }
+        self.unknown.clear();
+    }
+
+    /// Whether every required field (recursively) is set.
+    pub fn is_initialized(&self, schema: &SchemaSet) -> bool {
+        self.missing_required(schema).is_none()
+    }
+
+    /// The path of the first required field that is not set, if any.
+    pub fn missing_required(&self, schema: &SchemaSet) -> Option<String> {
+        let ty = schema.message(self.type_id);
+        for &r in &ty.required_fields {
+            if !self.has(r as usize) {
+                return Some(format!("{}.{}", ty.full_name, ty.fields[r as usize].name));
+            }
+        }
+        for index in self.set_fields() {
+            let field = &ty.fields[index];
+            if !field.kind.is_message() {
+                continue;
+            }
+            let missing = match &self.slots[index] {
+                Value::Message(m) => m.missing_required(schema),
+                Value::List(List::Message(list)) => {
+                    list.iter().find_map(|m| m.missing_required(schema))
+                }
+                Value::Map(map) => map.values().find_map(|v| match v {
+                    Value::Message(m) => m.missing_required(schema),
+                    _ => None,
+                }),
+                _ => None,
+            };
+            if missing.is_some() {
+                return missing;
+            }
+        }
+        None
+    }
+}
+
+fn describe(field: &Field) -> String {
+    match field.cardinality {
+        Cardinality::Repeated => format!("repeated {}", field.kind.proto_name()),
+        Cardinality::Map => "map".to_string(),
+        _ => field.kind.proto_name().to_string(),
+    }
+}
+
+/// Iterator over the set fields' indices in number order (see [`Message::set_fields`]).
+pub struct SetFields<'a> {
+    words: &'a [u64],
+    word_index: usize,
+    current: u64,
+}
+
+impl Iterator for SetFields<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        loop {
+            if self.current != 0 {
+                let bit = self.current.trailing_zeros() as usize;
+                self.current &= self.current - 1;
+                return Some(self.word_index * 64 + bit);
+            }
+            self.word_index += 1;
+            self.current = *self.words.get(self.word_index)?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> SchemaSet {
+        SchemaSet::from_source(
+            r#"syntax = "proto3";
+               message M { int32 a = 1; string s = 2; repeated int32 r = 3;
+                           oneof o { int32 x = 4; M sub = 5; } optional int32 p = 6; }"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn setters_fill_the_instance_schema_in_number_order() {
+        let s = schema();
+        let id = s.message_by_name("M").unwrap();
+        let mut m = Message::new(&s, id);
+        m.set_by_name(&s, "s", Value::String("hi".into())).unwrap();
+        m.set_by_name(&s, "a", Value::I32(7)).unwrap();
+        assert_eq!(m.set_fields().collect::<Vec<_>>(), [0, 1]);
+        m.set_by_name(&s, "a", Value::I32(0)).unwrap();
+        assert_eq!(m.set_fields().collect::<Vec<_>>(), [1]);
+        m.set_by_name(&s, "p", Value::I32(0)).unwrap();
+        assert!(m.has(5));
+        assert!(m.set_by_name(&s, "a", Value::String("x".into())).is_err());
+        assert!(m.set_by_name(&s, "nope", Value::I32(1)).is_err());
+    }
+
+    #[test]
+    fn oneof_members_replace_each_other() {
+        let s = schema();
+        let id = s.message_by_name("M").unwrap();
+        let mut m = Message::new(&s, id);
+        m.set_by_name(&s, "x", Value::I32(0)).unwrap();
+        assert!(m.has(3));
+        m.message_mut(&s, 4);
+        assert!(!m.has(3) && m.has(4));
+        assert_eq!(m.get_by_name(&s, "x").unwrap(), Value::I32(0));
+        m.clear_all();
+        assert_eq!(m.set_count(), 0);
+    }
+}

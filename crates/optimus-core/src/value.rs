@@ -1,0 +1,313 @@
+//! Field values: one scalar, string, bytes or sub-message; typed lists; sorted maps.
+
+use std::collections::BTreeMap;
+
+use optimus_schema::{DefaultValue, Field, Kind, SchemaSet};
+
+use crate::message::Message;
+
+/// The value of one singular field, a list element or a map value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// `bool`.
+    Bool(bool),
+    /// `int32`, `sint32`, `sfixed32`.
+    I32(i32),
+    /// `int64`, `sint64`, `sfixed64`.
+    I64(i64),
+    /// `uint32`, `fixed32`.
+    U32(u32),
+    /// `uint64`, `fixed64`.
+    U64(u64),
+    /// `float`.
+    F32(f32),
+    /// `double`.
+    F64(f64),
+    /// An enum value number (known or not).
+    Enum(i32),
+    /// `string`.
+    String(String),
+    /// `bytes`.
+    Bytes(Vec<u8>),
+    /// A sub-message (message or group).
+    Message(Box<Message>),
+    /// The values of a repeated field.
+    List(List),
+    /// The entries of a map field, sorted by key.
+    Map(Map),
+}
+
+/// The entries of a map field; a `BTreeMap` keeps them in the key order that deterministic
+/// serialization writes.
+pub type Map = BTreeMap<MapKey, Value>;
+
+/// A map key: integers, bool or string.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MapKey {
+    /// `bool` keys.
+    Bool(bool),
+    /// `int32`, `sint32`, `sfixed32` keys.
+    I32(i32),
+    /// `int64`, `sint64`, `sfixed64` keys.
+    I64(i64),
+    /// `uint32`, `fixed32` keys.
+    U32(u32),
+    /// `uint64`, `fixed64` keys.
+    U64(u64),
+    /// `string` keys.
+    String(String),
+}
+
+/// The values of a repeated field, stored by kind so packed fields are contiguous.
+#[derive(Debug, Clone, PartialEq)]
+pub enum List {
+    /// `bool`.
+    Bool(Vec<bool>),
+    /// `int32`, `sint32`, `sfixed32`.
+    I32(Vec<i32>),
+    /// `int64`, `sint64`, `sfixed64`.
+    I64(Vec<i64>),
+    /// `uint32`, `fixed32`.
+    U32(Vec<u32>),
+    /// `uint64`, `fixed64`.
+    U64(Vec<u64>),
+    /// `float`.
+    F32(Vec<f32>),
+    /// `double`.
+    F64(Vec<f64>),
+    /// Enum numbers.
+    Enum(Vec<i32>),
+    /// `string`.
+    String(Vec<String>),
+    /// `bytes`.
+    Bytes(Vec<Vec<u8>>),
+    /// Messages and groups.
+    Message(Vec<Message>),
+}
+
+macro_rules! for_each_list {
+    ($list:expr, $v:ident => $body:expr) => {
+        match $list {
+            List::Bool($v) => $body,
+            List::I32($v) => $body,
+            List::I64($v) => $body,
+            List::U32($v) => $body,
+            List::U64($v) => $body,
+            List::F32($v) => $body,
+            List::F64($v) => $body,
+            List::Enum($v) => $body,
+            List::String($v) => $body,
+            List::Bytes($v) => $body,
+            List::Message($v) => $body,
+        }
+    };
+}
+
+impl List {
+    /// An empty list for values of `kind`.
+    pub fn new(kind: Kind) -> List {
+        match kind {
+            Kind::Bool => List::Bool(Vec::new()),
+            Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => List::I32(Vec::new()),
+            Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => List::I64(Vec::new()),
+            Kind::Uint32 | Kind::Fixed32 => List::U32(Vec::new()),
+            Kind::Uint64 | Kind::Fixed64 => List::U64(Vec::new()),
+            Kind::Float => List::F32(Vec::new()),
+            Kind::Double => List::F64(Vec::new()),
+            Kind::Enum => List::Enum(Vec::new()),
+            Kind::String => List::String(Vec::new()),
+            Kind::Bytes => List::Bytes(Vec::new()),
+            Kind::Message | Kind::Group => List::Message(Vec::new()),
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        for_each_list!(self, v => v.len())
+    }
+
+    /// Whether the list holds no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value at `index`, copied out as a [`Value`].
+    pub fn get(&self, index: usize) -> Option<Value> {
+        Some(match self {
+            List::Bool(v) => Value::Bool(*v.get(index)?),
+            List::I32(v) => Value::I32(*v.get(index)?),
+            List::I64(v) => Value::I64(*v.get(index)?),
+            List::U32(v) => Value::U32(*v.get(index)?),
+            List::U64(v) => Value::U64(*v.get(index)?),
+            List::F32(v) => Value::F32(*v.get(index)?),
+            List::F64(v) => Value::F64(*v.get(index)?),
+            List::Enum(v) => Value::Enum(*v.get(index)?),
+            List::String(v) => Value::String(v.get(index)?.clone()),
+            List::Bytes(v) => Value::Bytes(v.get(index)?.clone()),
+            List::Message(v) => Value::Message(Box::new(v.get(index)?.clone())),
+        })
+    }
+
+    /// Appends `value`, which must be of the list's kind.
+    ///
+    /// # Errors
+    /// Gives the value back when its type does not match the list.
+    pub fn push(&mut self, value: Value) -> Result<(), Value> {
+        match (self, value) {
+            (List::Bool(l), Value::Bool(v)) => l.push(v),
+            (List::I32(l), Value::I32(v)) => l.push(v),
+            (List::I64(l), Value::I64(v)) => l.push(v),
+            (List::U32(l), Value::U32(v)) => l.push(v),
+            (List::U64(l), Value::U64(v)) => l.push(v),
+            (List::F32(l), Value::F32(v)) => l.push(v),
+            (List::F64(l), Value::F64(v)) => l.push(v),
+            (List::Enum(l), Value::Enum(v)) => l.push(v),
+            (List::String(l), Value::String(v)) => l.push(v),
+            (List::Bytes(l), Value::Bytes(v)) => l.push(v),
+            (List::Message(l), Value::Message(v)) => l.push(*v),
+            (_, v) => return Err(v),
+        }
+        Ok(())
+    }
+}
+
+impl Value {
+    /// The value a field reads as when it is not set: its declared default, else the zero
+    /// of its kind (an empty message for message fields, an empty list or map for those).
+    pub fn default_for(schema: &SchemaSet, field: &Field) -> Value {
+        if field.is_map() {
+            return Value::Map(Map::new());
+        }
+        if field.is_list() {
+            return Value::List(List::new(field.kind));
+        }
+        Value::default_scalar(schema, field)
+    }
+
+    /// The default of one value of `field` (ignoring cardinality).
+    pub fn default_scalar(schema: &SchemaSet, field: &Field) -> Value {
+        let d = field.default.as_ref();
+        match field.kind {
+            Kind::Bool => Value::Bool(matches!(d, Some(DefaultValue::Bool(true)))),
+            Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => Value::I32(match d {
+                Some(DefaultValue::I64(v)) => *v as i32,
+                _ => 0,
+            }),
+            Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => Value::I64(match d {
+                Some(DefaultValue::I64(v)) => *v,
+                _ => 0,
+            }),
+            Kind::Uint32 | Kind::Fixed32 => Value::U32(match d {
+                Some(DefaultValue::U64(v)) => *v as u32,
+                _ => 0,
+            }),
+            Kind::Uint64 | Kind::Fixed64 => Value::U64(match d {
+                Some(DefaultValue::U64(v)) => *v,
+                _ => 0,
+            }),
+            Kind::Float => Value::F32(match d {
+                Some(DefaultValue::F64(v)) => *v as f32,
+                _ => 0.0,
+            }),
+            Kind::Double => Value::F64(match d {
+                Some(DefaultValue::F64(v)) => *v,
+                _ => 0.0,
+            }),
+            Kind::Enum => Value::Enum(match d {
+                Some(DefaultValue::Enum(v)) => *v,
+                _ => field
+                    .enum_type
+                    .map_or(0, |e| schema.enum_type(e).default_number()),
+            }),
+            Kind::String => Value::String(match d {
+                Some(DefaultValue::String(s)) => s.clone(),
+                _ => String::new(),
+            }),
+            Kind::Bytes => Value::Bytes(match d {
+                Some(DefaultValue::Bytes(b)) => b.clone(),
+                _ => Vec::new(),
+            }),
+            Kind::Message | Kind::Group => Value::Message(Box::new(Message::new(
+                schema,
+                field.message.expect("message field has a type"),
+            ))),
+        }
+    }
+
+    /// Whether this is the zero value of its type (what proto3 implicit presence omits).
+    pub fn is_zero(&self) -> bool {
+        match self {
+            Value::Bool(v) => !*v,
+            Value::I32(v) | Value::Enum(v) => *v == 0,
+            Value::I64(v) => *v == 0,
+            Value::U32(v) => *v == 0,
+            Value::U64(v) => *v == 0,
+            // -0.0 is written: only +0.0 is the default.
+            Value::F32(v) => v.to_bits() == 0,
+            Value::F64(v) => v.to_bits() == 0,
+            Value::String(v) => v.is_empty(),
+            Value::Bytes(v) => v.is_empty(),
+            Value::Message(_) => false,
+            Value::List(l) => l.is_empty(),
+            Value::Map(m) => m.is_empty(),
+        }
+    }
+
+    /// Whether this value has the Rust type that `field` stores (cardinality included).
+    pub fn matches(&self, field: &Field) -> bool {
+        match self {
+            Value::List(l) => {
+                field.cardinality == optimus_schema::Cardinality::Repeated
+                    && std::mem::discriminant(l) == std::mem::discriminant(&List::new(field.kind))
+            }
+            Value::Map(_) => field.is_map(),
+            v if !field.is_list() => v.matches_kind(field.kind),
+            _ => false,
+        }
+    }
+
+    /// Whether this scalar value has the Rust type that values of `kind` use.
+    pub fn matches_kind(&self, kind: Kind) -> bool {
+        matches!(
+            (self, kind),
+            (Value::Bool(_), Kind::Bool)
+                | (Value::I32(_), Kind::Int32 | Kind::Sint32 | Kind::Sfixed32)
+                | (Value::I64(_), Kind::Int64 | Kind::Sint64 | Kind::Sfixed64)
+                | (Value::U32(_), Kind::Uint32 | Kind::Fixed32)
+                | (Value::U64(_), Kind::Uint64 | Kind::Fixed64)
+                | (Value::F32(_), Kind::Float)
+                | (Value::F64(_), Kind::Double)
+                | (Value::Enum(_), Kind::Enum)
+                | (Value::String(_), Kind::String)
+                | (Value::Bytes(_), Kind::Bytes)
+                | (Value::Message(_), Kind::Message | Kind::Group)
+        )
+    }
+
+    /// This value as a map key, if its type can be one.
+    pub fn into_map_key(self) -> Option<MapKey> {
+        Some(match self {
+            Value::Bool(v) => MapKey::Bool(v),
+            Value::I32(v) => MapKey::I32(v),
+            Value::I64(v) => MapKey::I64(v),
+            Value::U32(v) => MapKey::U32(v),
+            Value::U64(v) => MapKey::U64(v),
+            Value::String(v) => MapKey::String(v),
+            _ => return None,
+        })
+    }
+}
+
+impl MapKey {
+    /// The key as a [`Value`].
+    pub fn to_value(&self) -> Value {
+        match self {
+            MapKey::Bool(v) => Value::Bool(*v),
+            MapKey::I32(v) => Value::I32(*v),
+            MapKey::I64(v) => Value::I64(*v),
+            MapKey::U32(v) => Value::U32(*v),
+            MapKey::U64(v) => Value::U64(*v),
+            MapKey::String(v) => Value::String(v.clone()),
+        }
+    }
+}
