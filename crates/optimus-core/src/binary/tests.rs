@@ -104,7 +104,9 @@ fn malformed_input_names_path_and_offset() {
     let d = e.as_decode().unwrap();
     assert_eq!(d.path_string(), "Z.sub.sub");
     assert_eq!(d.offset, 5);
-    assert!(matches!(d.kind, DecodeErrorKind::LengthOverrun { .. }), "{e}");
+    assert!(matches!(d.kind, DecodeErrorKind::Truncated { .. }), "{e}");
+    let e = dec(&s, &[18, 9, 8, 1]).unwrap_err();
+    assert!(matches!(e.as_decode().unwrap().kind, DecodeErrorKind::LengthOverrun { len: 9, remaining: 2 }), "{e}");
     for bad in [&[0u8, 1][..], &[15, 1], &[8], &[44], &[43, 48, 1], &[82, 1, 0xff]] {
         assert!(dec(&s, bad).is_err(), "{bad:?}");
     }
