@@ -1,0 +1,58 @@
+//! `optimus`: the command-line front end. Thin glue over the library crates: it parses
+//! arguments, owns stdin/stdout/stderr, and turns errors into one line and exit code 1.
+#![forbid(unsafe_code)]
+
+mod bench;
+mod convert;
+mod schema_cmd;
+mod source;
+
+use std::io;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Schema-driven data transformation for RPCs: protobuf binary and JSON, table-driven.
+#[derive(Parser)]
+#[command(name = "optimus", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands; each lives in its own module.
+#[derive(Subcommand)]
+enum Command {
+    /// Convert one message (or a delimited stream) between protobuf binary and JSON.
+    Convert(convert::ConvertArgs),
+    /// List the types of a schema: fields, kinds, cardinality and record layout.
+    Schema(schema_cmd::SchemaArgs),
+    /// Measure encode and decode speed on the embedded workloads (or your own messages).
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Convert(a) => convert::run(a),
+        Command::Schema(a) => schema_cmd::run(a),
+        Command::Bench(a) => bench::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            eprintln!("error: {}", chain.join(": ").replace('\n', " "));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// A closed stdout (`optimus ... | head`) ends the program quietly.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,175 @@
+//! Testee for Google's protobuf conformance suite (`conformance_test_runner`).
+//!
+//! Protocol: until EOF on stdin, read a 4-byte little-endian length and a serialized
+//! `conformance.ConformanceRequest`; answer with a length and a `ConformanceResponse`. The
+//! requests and responses themselves are decoded and encoded by the optimus engine, with the
+//! conformance protos compiled at start-up from copies embedded in this binary.
+#![forbid(unsafe_code)]
+
+use std::io::{self, Read, Write};
+
+use optimus_core::binary::{self, DecodeOptions};
+use optimus_core::json::{self, JsonOptions};
+use optimus_core::{Error, Message, Value};
+use optimus_schema::{MessageId, SchemaSet};
+
+const PROTOS: &[(&str, &str)] = &[
+    (
+        "conformance.proto",
+        include_str!("../../../testdata/conformance/conformance.proto"),
+    ),
+    (
+        "test_messages_proto2.proto",
+        include_str!("../../../testdata/conformance/test_messages_proto2.proto"),
+    ),
+    (
+        "test_messages_proto3.proto",
+        include_str!("../../../testdata/conformance/test_messages_proto3.proto"),
+    ),
+];
+
+// ConformanceRequest / ConformanceResponse field numbers (conformance.proto).
+const REQ_PROTOBUF_PAYLOAD: u32 = 1;
+const REQ_JSON_PAYLOAD: u32 = 2;
+const REQ_OUTPUT_FORMAT: u32 = 3;
+const REQ_MESSAGE_TYPE: u32 = 4;
+const REQ_TEST_CATEGORY: u32 = 5;
+const RESP_PARSE_ERROR: &str = "parse_error";
+const RESP_SERIALIZE_ERROR: &str = "serialize_error";
+const RESP_RUNTIME_ERROR: &str = "runtime_error";
+const RESP_PROTOBUF_PAYLOAD: &str = "protobuf_payload";
+const RESP_JSON_PAYLOAD: &str = "json_payload";
+const RESP_SKIPPED: &str = "skipped";
+// WireFormat and TestCategory values.
+const FORMAT_PROTOBUF: i32 = 1;
+const FORMAT_JSON: i32 = 2;
+const CATEGORY_JSON_IGNORE_UNKNOWN: i32 = 3;
+
+struct Testee {
+    schema: SchemaSet,
+    request: MessageId,
+    response: MessageId,
+}
+
+enum Outcome {
+    Payload(&'static str, Value),
+    Failure(&'static str, String),
+}
+
+impl Testee {
+    fn new() -> Result<Testee, String> {
+        let schema = SchemaSet::from_sources(PROTOS).map_err(|e| e.to_string())?;
+        let request = schema
+            .message_by_name("conformance.ConformanceRequest")
+            .ok_or("no ConformanceRequest")?;
+        let response = schema
+            .message_by_name("conformance.ConformanceResponse")
+            .ok_or("no ConformanceResponse")?;
+        Ok(Testee {
+            schema,
+            request,
+            response,
+        })
+    }
+
+    fn field<'m>(&self, msg: &'m Message, number: u32) -> Option<&'m Value> {
+        let ty = self.schema.message(msg.type_id());
+        msg.get(ty.field_index_by_number(number)?)
+    }
+
+    fn serve(&self, request_bytes: &[u8]) -> Result<Vec<u8>, Error> {
+        let request = binary::decode(&self.schema, self.request, request_bytes, &DecodeOptions::default())?;
+        let outcome = self.run(&request);
+        let mut response = Message::new(&self.schema, self.response);
+        match outcome {
+            Outcome::Payload(name, v) => response.set_by_name(&self.schema, name, v)?,
+            Outcome::Failure(name, why) => response.set_by_name(&self.schema, name, Value::String(why))?,
+        }
+        Ok(binary::encode(&self.schema, &response))
+    }
+
+    fn run(&self, request: &Message) -> Outcome {
+        let type_name = match self.field(request, REQ_MESSAGE_TYPE) {
+            Some(Value::String(s)) => s.as_str(),
+            _ => "",
+        };
+        if type_name == "conformance.FailureSet" {
+            // No expected failures.
+            return Outcome::Payload(RESP_PROTOBUF_PAYLOAD, Value::Bytes(Vec::new()));
+        }
+        let Some(id) = self.schema.message_by_name(type_name) else {
+            return Outcome::Failure(RESP_RUNTIME_ERROR, format!("unknown message type {type_name:?}"));
+        };
+        let category = match self.field(request, REQ_TEST_CATEGORY) {
+            Some(Value::Enum(c)) => *c,
+            _ => 0,
+        };
+        let json_opts = JsonOptions {
+            ignore_unknown: category == CATEGORY_JSON_IGNORE_UNKNOWN,
+            ..JsonOptions::default()
+        };
+        let parsed = if let Some(Value::Bytes(b)) = self.field(request, REQ_PROTOBUF_PAYLOAD) {
+            binary::decode(&self.schema, id, b, &DecodeOptions::default())
+        } else if let Some(Value::String(s)) = self.field(request, REQ_JSON_PAYLOAD) {
+            json::decode(&self.schema, id, s, &json_opts)
+        } else {
+            return Outcome::Failure(RESP_SKIPPED, "only protobuf and JSON input".into());
+        };
+        let msg = match parsed {
+            Ok(m) => m,
+            Err(e) => return Outcome::Failure(RESP_PARSE_ERROR, e.to_string()),
+        };
+        match self.field(request, REQ_OUTPUT_FORMAT) {
+            Some(Value::Enum(FORMAT_PROTOBUF)) => {
+                Outcome::Payload(RESP_PROTOBUF_PAYLOAD, Value::Bytes(binary::encode(&self.schema, &msg)))
+            }
+            Some(Value::Enum(FORMAT_JSON)) => match json::encode(&self.schema, &msg, &json_opts) {
+                Ok(s) => Outcome::Payload(RESP_JSON_PAYLOAD, Value::String(s)),
+                Err(e) => Outcome::Failure(RESP_SERIALIZE_ERROR, e.to_string()),
+            },
+            _ => Outcome::Failure(RESP_SKIPPED, "only protobuf and JSON output".into()),
+        }
+    }
+}
+
+fn main() {
+    let testee = match Testee::new() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("optimus-conformance: {e}");
+            std::process::exit(1);
+        }
+    };
+    let mut stdin = io::stdin().lock();
+    let mut stdout = io::stdout().lock();
+    loop {
+        let mut len = [0u8; 4];
+        match stdin.read_exact(&mut len) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return,
+            Err(e) => {
+                eprintln!("optimus-conformance: {e}");
+                std::process::exit(1);
+            }
+        }
+        let mut request = vec![0u8; u32::from_le_bytes(len) as usize];
+        if let Err(e) = stdin.read_exact(&mut request) {
+            eprintln!("optimus-conformance: truncated request: {e}");
+            std::process::exit(1);
+        }
+        let response = match testee.serve(&request) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("optimus-conformance: bad request: {e}");
+                std::process::exit(1);
+            }
+        };
+        let written = stdout
+            .write_all(&(response.len() as u32).to_le_bytes())
+            .and_then(|()| stdout.write_all(&response))
+            .and_then(|()| stdout.flush());
+        if written.is_err() {
+            return;
+        }
+    }
+}
