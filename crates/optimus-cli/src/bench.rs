@@ -195,6 +195,17 @@ fn measure(args: &BenchArgs, mut f: impl FnMut() -> Result<()>) -> Result<Vec<f6
     Ok(ns)
 }
 
+/// The schema, type and bytes of an embedded workload (flat, mixed, nested).
+pub fn embedded_workload(name: &str) -> Result<(SchemaSet, MessageId, Vec<u8>)> {
+    let (_, type_name, bytes) = WORKLOADS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .with_context(|| format!("no workload named {name:?} (try flat, mixed, nested)"))?;
+    let schema = SchemaSet::from_source(PEERS_PROTO)?;
+    let id = schema.message_by_name(type_name).context("embedded workload type")?;
+    Ok((schema, id, bytes.to_vec()))
+}
+
 fn load_workloads(args: &BenchArgs) -> Result<(SchemaSet, Vec<Workload>)> {
     if let (Some(proto), Some(type_name), Some(input)) = (&args.proto, &args.type_name, &args.input) {
         let schema = SchemaSet::from_proto_files(&[proto], &args.include)?;

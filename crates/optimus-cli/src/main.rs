@@ -6,6 +6,7 @@ mod bench;
 mod convert;
 mod schema_cmd;
 mod source;
+mod trace_cmd;
 
 use std::io;
 use std::process::ExitCode;
@@ -29,6 +30,8 @@ enum Command {
     Schema(schema_cmd::SchemaArgs),
     /// Measure encode and decode speed on the embedded workloads (or your own messages).
     Bench(bench::BenchArgs),
+    /// Record the events an accelerator would perform on messages, as a trace file.
+    Trace(trace_cmd::TraceArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => convert::run(a),
         Command::Schema(a) => schema_cmd::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Trace(a) => trace_cmd::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

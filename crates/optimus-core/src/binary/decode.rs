@@ -6,29 +6,33 @@ use optimus_schema::{Cardinality, Field, Kind, MessageType, SchemaSet, WireType}
 use super::varint::{
     read_fixed, read_length, read_varint, unzigzag32, unzigzag64,
 };
+use optimus_trace::{Region, Tracer};
+
 use super::DecodeOptions;
 use crate::value::{List, Value};
 use crate::{DecodeErrorKind, Error, Message};
 
-/// Decodes wire-format bytes into messages of one schema.
-pub(crate) struct Decoder<'a> {
+/// Decodes wire-format bytes into messages of one schema, reporting each step to a tracer.
+pub(crate) struct Decoder<'a, T: Tracer> {
     pub(crate) schema: &'a SchemaSet,
     pub(crate) buf: &'a [u8],
     pub(crate) opts: &'a DecodeOptions,
+    pub(crate) t: &'a mut T,
 }
 
-impl Decoder<'_> {
+impl<T: Tracer> Decoder<'_, T> {
     /// Merges the fields in `buf[*pos..end]` into `msg`. With `group = Some(n)`, the input is
     /// the body of group `n` and ends at its end-group tag.
     pub(crate) fn merge_message(
-        &self,
+        &mut self,
         msg: &mut Message,
         pos: &mut usize,
         end: usize,
         depth: u32,
         group: Option<u32>,
     ) -> Result<(), Error> {
-        let ty = self.schema.message(msg.type_id());
+        let schema = self.schema;
+        let ty = schema.message(msg.type_id());
         while *pos < end {
             let tag_start = *pos;
             let tag = read_varint(self.buf, pos, end)?;
@@ -43,6 +47,9 @@ impl Decoder<'_> {
             let handled = match known {
                 Some(index) => {
                     let field = &ty.fields[index];
+                    if T::ENABLED {
+                        self.t.schema_read(field.kind as u16, field as *const Field as u64, std::mem::size_of::<Field>() as u32);
+                    }
                     self.merge_field(msg, ty, field, index, wire, tag_start, pos, end, depth)
                         .map_err(|e| e.within(field.name.clone()))?
                 }
@@ -63,7 +70,7 @@ impl Decoder<'_> {
     /// wire type does not fit the field, so the caller keeps it as an unknown field.
     #[allow(clippy::too_many_arguments)]
     fn merge_field(
-        &self,
+        &mut self,
         msg: &mut Message,
         ty: &MessageType,
         field: &Field,
@@ -133,7 +140,7 @@ impl Decoder<'_> {
         Ok(true)
     }
 
-    fn is_unknown_closed_enum(&self, field: &Field, value: &Value) -> bool {
+    fn is_unknown_closed_enum(&mut self, field: &Field, value: &Value) -> bool {
         match (field.enum_type, value) {
             (Some(e), Value::Enum(n)) => {
                 let e = self.schema.enum_type(e);
@@ -145,7 +152,7 @@ impl Decoder<'_> {
 
     /// Decodes a fresh sub-message (list element) of a message or group field.
     fn decode_sub_message(
-        &self,
+        &mut self,
         field: &Field,
         wire: WireType,
         pos: &mut usize,
@@ -159,7 +166,7 @@ impl Decoder<'_> {
 
     /// Merges a length-delimited sub-message or a group body into `sub`.
     fn merge_sub_message(
-        &self,
+        &mut self,
         sub: &mut Message,
         field: &Field,
         wire: WireType,
@@ -170,17 +177,20 @@ impl Decoder<'_> {
         if depth + 1 > self.opts.depth_limit {
             return Err(Error::decode(*pos, DecodeErrorKind::TooDeep(self.opts.depth_limit)));
         }
+        self.t.enter(sub.type_id().0);
         if wire == WireType::StartGroup {
-            self.merge_message(sub, pos, end, depth + 1, Some(field.number))
+            self.merge_message(sub, pos, end, depth + 1, Some(field.number))?;
         } else {
             let sub_end = read_length(self.buf, pos, end)?;
-            self.merge_message(sub, pos, sub_end, depth + 1, None)
+            self.merge_message(sub, pos, sub_end, depth + 1, None)?;
         }
+        self.t.leave();
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
     fn merge_map_entry(
-        &self,
+        &mut self,
         msg: &mut Message,
         field: &Field,
         index: usize,
@@ -212,7 +222,7 @@ impl Decoder<'_> {
     }
 
     fn merge_packed(
-        &self,
+        &mut self,
         msg: &mut Message,
         field: &Field,
         index: usize,
@@ -260,7 +270,21 @@ impl Decoder<'_> {
 
     /// Reads one non-message value of `kind`.
     #[inline]
-    fn read_scalar(&self, kind: Kind, pos: &mut usize, end: usize) -> Result<Value, Error> {
+    fn read_scalar(&mut self, kind: Kind, pos: &mut usize, end: usize) -> Result<Value, Error> {
+        let at = *pos;
+        let value = self.read_scalar_untraced(kind, pos, end)?;
+        if T::ENABLED {
+            let n = (*pos - at) as u32;
+            self.t.field_read(Region::Buffer, at as u64, n);
+            self.t.convert(kind as u16, n);
+            let (addr, bytes) = crate::binary::value_extent(&value);
+            self.t.field_write(Region::Message, addr, bytes);
+        }
+        Ok(value)
+    }
+
+    #[inline]
+    fn read_scalar_untraced(&mut self, kind: Kind, pos: &mut usize, end: usize) -> Result<Value, Error> {
         let buf = self.buf;
         Ok(match kind {
             Kind::Int32 => Value::I32(read_varint(buf, pos, end)? as i32),
@@ -299,7 +323,7 @@ impl Decoder<'_> {
 
     /// Skips one field's value (after its tag), groups included.
     pub(crate) fn skip_field(
-        &self,
+        &mut self,
         number: u32,
         wire: WireType,
         tag_start: usize,

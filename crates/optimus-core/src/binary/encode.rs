@@ -7,6 +7,7 @@
 //! deterministic serialization.
 
 use optimus_schema::{Cardinality, Field, Kind, SchemaSet, WireType};
+use optimus_trace::{Direction, Format, Region, Tracer};
 
 use super::varint::{varint_len, write_varint, zigzag32, zigzag64};
 use crate::value::{List, Value};
@@ -26,15 +27,18 @@ impl Sizes {
     }
 }
 
-/// Encodes `msg`, appending to `out`.
-pub(crate) fn encode_into(schema: &SchemaSet, msg: &Message, out: &mut Vec<u8>) {
+/// Encodes `msg`, appending to `out`, reporting each step to `t`.
+pub(crate) fn encode_into<T: Tracer>(schema: &SchemaSet, msg: &Message, out: &mut Vec<u8>, t: &mut T) {
     let mut sizes = Sizes {
         lens: Vec::new(),
         next: 0,
     };
     let total = message_size(schema, msg, &mut sizes.lens);
     out.reserve(total);
-    write_message(schema, msg, &mut sizes, out);
+    t.message_begin(Direction::Encode, Format::Protobuf, msg.type_id().0);
+    let mut w = Writer { schema, sizes: &mut sizes, out, t };
+    w.message(msg);
+    t.message_end(total as u64);
 }
 
 /// The encoded size of `msg`.
@@ -155,80 +159,129 @@ fn packed_size_for(kind: Kind, list: &List) -> usize {
     }
 }
 
-fn write_message(schema: &SchemaSet, msg: &Message, sizes: &mut Sizes, out: &mut Vec<u8>) {
-    let ty = schema.message(msg.type_id());
-    for index in msg.set_fields() {
-        let field = &ty.fields[index];
-        let Some(value) = msg.get(index) else { continue };
-        write_field(schema, field, value, sizes, out);
+/// The write pass: walks the instance schema again and appends, tracing as it goes.
+struct Writer<'a, T: Tracer> {
+    schema: &'a SchemaSet,
+    sizes: &'a mut Sizes,
+    out: &'a mut Vec<u8>,
+    t: &'a mut T,
+}
+
+impl<T: Tracer> Writer<'_, T> {
+    fn message(&mut self, msg: &Message) {
+        let schema = self.schema;
+        let ty = schema.message(msg.type_id());
+        for index in msg.set_fields() {
+            let field = &ty.fields[index];
+            let Some(value) = msg.get(index) else { continue };
+            if T::ENABLED {
+                self.t.schema_read(field.kind as u16, addr_of(field), std::mem::size_of::<Field>() as u32);
+            }
+            self.field(field, value);
+        }
+        if T::ENABLED && !msg.unknown_fields().is_empty() {
+            let n = msg.unknown_fields().len() as u32;
+            self.t.field_read(Region::Message, msg.unknown_fields().as_ptr() as u64, n);
+            self.t.field_write(Region::Buffer, self.out.len() as u64, n);
+        }
+        self.out.extend_from_slice(msg.unknown_fields());
     }
-    out.extend_from_slice(msg.unknown_fields());
-}
 
-fn write_tag(out: &mut Vec<u8>, number: u32, wire: WireType) {
-    write_varint(out, (u64::from(number) << 3) | wire as u64);
-}
+    fn tag(&mut self, number: u32, wire: WireType) {
+        write_varint(self.out, (u64::from(number) << 3) | wire as u64);
+    }
 
-fn write_field(schema: &SchemaSet, field: &Field, value: &Value, sizes: &mut Sizes, out: &mut Vec<u8>) {
-    match (field.cardinality, value) {
-        (Cardinality::Map, Value::Map(map)) => {
-            let (kf, vf) = schema.map_entry_fields(field);
-            for (key, v) in map {
-                write_tag(out, field.number, WireType::LengthDelimited);
-                let len = sizes.take();
-                write_varint(out, len as u64);
-                write_tag(out, 1, kf.kind.wire_type());
-                write_scalar(kf.kind, &key.to_value(), out);
-                write_element(schema, vf, v, sizes, out);
+    fn field(&mut self, field: &Field, value: &Value) {
+        match (field.cardinality, value) {
+            (Cardinality::Map, Value::Map(map)) => {
+                let (kf, vf) = self.schema.map_entry_fields(field);
+                for (key, v) in map {
+                    self.tag(field.number, WireType::LengthDelimited);
+                    let len = self.sizes.take();
+                    write_varint(self.out, len as u64);
+                    self.tag(1, kf.kind.wire_type());
+                    self.scalar(kf.kind, &key.to_value());
+                    self.element(vf, v);
+                }
+            }
+            (_, Value::List(list)) if field.is_packed => {
+                let body = packed_size_for(field.kind, list);
+                if body == 0 {
+                    return;
+                }
+                self.tag(field.number, WireType::LengthDelimited);
+                write_varint(self.out, body as u64);
+                for i in 0..list.len() {
+                    self.scalar(field.kind, &list.get(i).expect("index in range"));
+                }
+            }
+            (_, Value::List(List::Message(items))) => {
+                for m in items {
+                    self.message_element(field, m);
+                }
+            }
+            (_, Value::List(list)) => {
+                for i in 0..list.len() {
+                    self.tag(field.number, field.kind.wire_type());
+                    self.scalar(field.kind, &list.get(i).expect("index in range"));
+                }
+            }
+            (_, v) => self.element(field, v),
+        }
+    }
+
+    /// Writes one value with its tag (`field`'s number and kind).
+    fn element(&mut self, field: &Field, value: &Value) {
+        match value {
+            Value::Message(m) => self.message_element(field, m),
+            v => {
+                self.tag(field.number, field.kind.wire_type());
+                self.scalar(field.kind, v);
             }
         }
-        (_, Value::List(list)) if field.is_packed => {
-            let body = packed_size_for(field.kind, list);
-            if body == 0 {
-                return;
-            }
-            write_tag(out, field.number, WireType::LengthDelimited);
-            write_varint(out, body as u64);
-            for i in 0..list.len() {
-                write_scalar(field.kind, &list.get(i).expect("index in range"), out);
-            }
+    }
+
+    fn message_element(&mut self, field: &Field, m: &Message) {
+        self.t.enter(m.type_id().0);
+        if field.kind == Kind::Group {
+            self.tag(field.number, WireType::StartGroup);
+            self.message(m);
+            self.tag(field.number, WireType::EndGroup);
+        } else {
+            self.tag(field.number, WireType::LengthDelimited);
+            let len = self.sizes.take();
+            write_varint(self.out, len as u64);
+            self.message(m);
         }
-        (_, Value::List(List::Message(items))) => {
-            for m in items {
-                write_message_element(schema, field, m, sizes, out);
-            }
+        self.t.leave();
+    }
+
+    fn scalar(&mut self, kind: Kind, value: &Value) {
+        let at = self.out.len();
+        write_scalar(kind, value, self.out);
+        if T::ENABLED {
+            let written = (self.out.len() - at) as u32;
+            let (addr, read) = value_extent(value);
+            self.t.field_read(Region::Message, addr, read);
+            self.t.convert(kind as u16, read);
+            self.t.field_write(Region::Buffer, at as u64, written);
         }
-        (_, Value::List(list)) => {
-            for i in 0..list.len() {
-                write_tag(out, field.number, field.kind.wire_type());
-                write_scalar(field.kind, &list.get(i).expect("index in range"), out);
-            }
-        }
-        (_, v) => write_element(schema, field, v, sizes, out),
     }
 }
 
-/// Writes one value with its tag (`field`'s number and kind).
-fn write_element(schema: &SchemaSet, field: &Field, value: &Value, sizes: &mut Sizes, out: &mut Vec<u8>) {
+/// The address of a schema entry (what an accelerator's schema read fetches).
+fn addr_of<X>(x: &X) -> u64 {
+    x as *const X as u64
+}
+
+/// Where a value's data lives and how many bytes it spans.
+pub(crate) fn value_extent(value: &Value) -> (u64, u32) {
     match value {
-        Value::Message(m) => write_message_element(schema, field, m, sizes, out),
-        v => {
-            write_tag(out, field.number, field.kind.wire_type());
-            write_scalar(field.kind, v, out);
-        }
-    }
-}
-
-fn write_message_element(schema: &SchemaSet, field: &Field, m: &Message, sizes: &mut Sizes, out: &mut Vec<u8>) {
-    if field.kind == Kind::Group {
-        write_tag(out, field.number, WireType::StartGroup);
-        write_message(schema, m, sizes, out);
-        write_tag(out, field.number, WireType::EndGroup);
-    } else {
-        write_tag(out, field.number, WireType::LengthDelimited);
-        let len = sizes.take();
-        write_varint(out, len as u64);
-        write_message(schema, m, sizes, out);
+        Value::String(s) => (s.as_ptr() as u64, s.len() as u32),
+        Value::Bytes(b) => (b.as_ptr() as u64, b.len() as u32),
+        Value::Bool(_) => (addr_of(value), 1),
+        Value::I32(_) | Value::U32(_) | Value::F32(_) | Value::Enum(_) => (addr_of(value), 4),
+        _ => (addr_of(value), 8),
     }
 }
 

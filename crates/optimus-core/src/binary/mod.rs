@@ -3,9 +3,11 @@
 
 mod decode;
 mod encode;
+pub(crate) use encode::value_extent;
 pub(crate) mod varint;
 
 use optimus_schema::{MessageId, SchemaSet};
+use optimus_trace::{Direction, Format, NoTrace, Tracer};
 
 use crate::{DecodeErrorKind, Error, Message, DEFAULT_DEPTH_LIMIT};
 
@@ -54,10 +56,40 @@ pub fn merge(
     bytes: &[u8],
     opts: &DecodeOptions,
 ) -> Result<(), Error> {
-    let decoder = decode::Decoder {
+    merge_traced(schema, msg, bytes, opts, &mut NoTrace)
+}
+
+/// Decodes one message like [`decode`], reporting to `tracer` every step an accelerator would
+/// perform: schema entries read, wire bytes read, converter ops, fields written, nesting.
+///
+/// # Errors
+/// As [`decode`].
+pub fn decode_traced<T: Tracer>(
+    schema: &SchemaSet,
+    id: MessageId,
+    bytes: &[u8],
+    opts: &DecodeOptions,
+    tracer: &mut T,
+) -> Result<Message, Error> {
+    let mut msg = Message::new(schema, id);
+    tracer.message_begin(Direction::Decode, Format::Protobuf, id.0);
+    merge_traced(schema, &mut msg, bytes, opts, tracer)?;
+    tracer.message_end(bytes.len() as u64);
+    Ok(msg)
+}
+
+fn merge_traced<T: Tracer>(
+    schema: &SchemaSet,
+    msg: &mut Message,
+    bytes: &[u8],
+    opts: &DecodeOptions,
+    tracer: &mut T,
+) -> Result<(), Error> {
+    let mut decoder = decode::Decoder {
         schema,
         buf: bytes,
         opts,
+        t: tracer,
     };
     let root = schema.message(msg.type_id()).full_name.clone();
     let mut pos = 0;
@@ -75,13 +107,19 @@ pub fn merge(
 /// Encodes `msg` deterministically (fields by number, map entries by key, unknown fields last).
 pub fn encode(schema: &SchemaSet, msg: &Message) -> Vec<u8> {
     let mut out = Vec::new();
-    encode::encode_into(schema, msg, &mut out);
+    encode::encode_into(schema, msg, &mut out, &mut NoTrace);
     out
 }
 
 /// Encodes `msg`, appending to `out`.
 pub fn encode_to(schema: &SchemaSet, msg: &Message, out: &mut Vec<u8>) {
-    encode::encode_into(schema, msg, out);
+    encode::encode_into(schema, msg, out, &mut NoTrace);
+}
+
+/// Encodes `msg` like [`encode_to`], reporting to `tracer` every step an accelerator would
+/// perform: schema entries read, field data read, converter ops, bytes written, nesting.
+pub fn encode_traced<T: Tracer>(schema: &SchemaSet, msg: &Message, out: &mut Vec<u8>, tracer: &mut T) {
+    encode::encode_into(schema, msg, out, tracer);
 }
 
 /// The number of bytes [`encode`] writes for `msg`.

@@ -131,3 +131,35 @@ fn depth_limit_is_enforced() {
     let m = decode(&s, s.message_by_name("Z").unwrap(), &bytes, &opts).unwrap();
     assert_eq!(encode(&s, &m), bytes);
 }
+
+#[test]
+fn traces_are_well_formed_and_do_not_change_output() {
+    use optimus_trace::{check_structure, Event, Recorder};
+    let s = peers();
+    let id = s.message_by_name("bench.Mixed").unwrap();
+    let bytes = include_bytes!("../../../../testdata/mixed.bin");
+    let mut rec = Recorder::new();
+    let m = decode_traced(&s, id, bytes, &DecodeOptions::default(), &mut rec).unwrap();
+    check_structure(&rec.events).unwrap();
+    let enters = rec.events.iter().filter(|e| matches!(e, Event::Enter { .. })).count();
+    assert_eq!(enters, 3, "header, item and geo");
+    let decode_reads: u32 = rec
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::FieldRead { bytes, .. } => Some(*bytes),
+            _ => None,
+        })
+        .sum();
+    assert!(decode_reads as usize <= bytes.len());
+
+    let mut rec = Recorder::new();
+    let mut out = Vec::new();
+    encode_traced(&s, &m, &mut out, &mut rec);
+    assert_eq!(out, bytes);
+    check_structure(&rec.events).unwrap();
+    assert_eq!(rec.events.last(), Some(&Event::MessageEnd { wire_bytes: bytes.len() as u64 }));
+    let converts = rec.events.iter().filter(|e| matches!(e, Event::Convert { .. })).count();
+    // Mixed has 12 scalar fields at the top and 5 + 4 + 4 in its sub-messages.
+    assert_eq!(converts, 12 + 5 + 4 + 4);
+}

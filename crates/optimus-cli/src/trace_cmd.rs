@@ -1,0 +1,111 @@
+//! `optimus trace`: record the accelerator events of encoding or decoding messages, as the
+//! compact trace file that `optimus sim --trace` replays.
+
+use std::io::{self, Read, Write};
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use optimus_core::binary::{self, DecodeOptions};
+use optimus_schema::SchemaSet;
+use optimus_trace::TraceWriter;
+
+use crate::bench::embedded_workload;
+use crate::source::{find_type, SchemaSource};
+
+/// Which transformation to trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Operation {
+    /// Message → protobuf bytes (serialization).
+    Encode,
+    /// Protobuf bytes → message (deserialization).
+    Decode,
+}
+
+/// Arguments of `optimus trace`.
+#[derive(Args, Debug)]
+pub struct TraceArgs {
+    /// An embedded workload (flat, mixed, nested) instead of --proto/--type and stdin.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["proto", "descriptor_set", "type_name"])]
+    workload: Option<String>,
+    /// A .proto file to compile (repeatable).
+    #[arg(long = "proto", value_name = "FILE")]
+    proto: Vec<std::path::PathBuf>,
+    /// An include directory for imports (repeatable).
+    #[arg(short = 'I', long = "include", value_name = "DIR")]
+    include: Vec<std::path::PathBuf>,
+    /// A FileDescriptorSet written by `protoc -o FILE --include_imports`.
+    #[arg(long = "descriptor-set", value_name = "FILE", conflicts_with = "proto")]
+    descriptor_set: Option<std::path::PathBuf>,
+    /// Fully qualified message type of the input.
+    #[arg(long = "type", value_name = "FULL.NAME", required_unless_present = "workload")]
+    type_name: Option<String>,
+    /// The transformation to trace.
+    #[arg(long, value_enum, default_value_t = Operation::Decode)]
+    op: Operation,
+    /// stdin holds varint-length-delimited protobuf messages rather than one message.
+    #[arg(long)]
+    delimited: bool,
+    /// Trace each message this many times (a longer steady-state trace) [default: 1].
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    repeat: u32,
+}
+
+/// Runs `optimus trace`: protobuf messages in (stdin or an embedded workload), trace file out.
+pub fn run(args: TraceArgs) -> Result<()> {
+    let (schema, id, messages): (SchemaSet, _, Vec<Vec<u8>>) = match &args.workload {
+        Some(name) => {
+            let (schema, id, bytes) = embedded_workload(name)?;
+            (schema, id, vec![bytes])
+        }
+        None => {
+            if args.proto.is_empty() && args.descriptor_set.is_none() {
+                anyhow::bail!("--proto or --descriptor-set (or --workload) is required");
+            }
+            let source = SchemaSource {
+                proto: args.proto.clone(),
+                include: args.include.clone(),
+                descriptor_set: args.descriptor_set.clone(),
+            };
+            let schema = source.load()?;
+            let id = find_type(&schema, args.type_name.as_deref().unwrap_or_default())?;
+            let mut input = Vec::new();
+            io::stdin().lock().read_to_end(&mut input).context("reading stdin")?;
+            let messages = if args.delimited { split_delimited(&input)? } else { vec![input] };
+            (schema, id, messages)
+        }
+    };
+    let opts = DecodeOptions::default();
+    let mut writer = TraceWriter::new();
+    for _ in 0..args.repeat {
+        for (i, bytes) in messages.iter().enumerate() {
+            match args.op {
+                Operation::Decode => {
+                    binary::decode_traced(&schema, id, bytes, &opts, &mut writer)
+                        .with_context(|| format!("message {i}"))?;
+                }
+                Operation::Encode => {
+                    let msg = binary::decode(&schema, id, bytes, &opts).with_context(|| format!("message {i}"))?;
+                    let mut out = Vec::with_capacity(bytes.len());
+                    binary::encode_traced(&schema, &msg, &mut out, &mut writer);
+                }
+            }
+        }
+    }
+    let mut stdout = io::stdout().lock();
+    stdout.write_all(&writer.finish())?;
+    Ok(stdout.flush()?)
+}
+
+fn split_delimited(input: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while let Some((len, prefix)) = binary::read_length_prefix(&input[pos..])? {
+        let start = pos + prefix;
+        let body = input
+            .get(start..start.saturating_add(len as usize))
+            .with_context(|| format!("message {} at stream byte {pos} is truncated", out.len()))?;
+        out.push(body.to_vec());
+        pos = start + body.len();
+    }
+    Ok(out)
+}
