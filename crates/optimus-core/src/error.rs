@@ -105,6 +105,9 @@ pub enum DecodeErrorKind {
         /// Element size.
         size: usize,
     },
+    /// Decoding would allocate more than the memory limit.
+    #[error("message memory would exceed the limit of {0} bytes")]
+    MemoryLimit(usize),
     /// A required field is missing.
     #[error("missing required field {0}")]
     MissingRequired(String),

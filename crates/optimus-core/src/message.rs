@@ -11,12 +11,23 @@ use crate::value::{List, Map, Value};
 use crate::Error;
 
 /// One message of a type in a [`SchemaSet`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Message {
     type_id: MessageId,
     presence: Vec<u64>,
     slots: Vec<Value>,
     unknown: Vec<u8>,
+}
+
+/// Equal when of the same type with the same set fields, values and unknown bytes (whether
+/// or not a record was allocated).
+impl PartialEq for Message {
+    fn eq(&self, other: &Message) -> bool {
+        self.type_id == other.type_id
+            && self.unknown == other.unknown
+            && self.set_fields().eq(other.set_fields())
+            && self.set_fields().all(|i| self.slots[i] == other.slots[i])
+    }
 }
 
 /// The placeholder in slots whose field is not set; never read while the bit is clear.
@@ -28,13 +39,31 @@ impl Message {
     /// # Panics
     /// If `id` does not come from `schema`.
     pub fn new(schema: &SchemaSet, id: MessageId) -> Message {
-        let layout = schema.message(id).layout;
+        // The record is allocated when the first field is set, so an empty message (often
+        // most sub-messages of a wide type) costs no allocation.
+        let _ = schema.message(id);
         Message {
             type_id: id,
-            presence: vec![0; layout.presence_words as usize],
-            slots: vec![UNSET; layout.slot_count as usize],
+            presence: Vec::new(),
+            slots: Vec::new(),
             unknown: Vec::new(),
         }
+    }
+
+    /// Allocates the record (slots and presence words) if it is not yet.
+    #[inline]
+    fn ensure_record(&mut self, schema: &SchemaSet) {
+        if self.slots.is_empty() {
+            let layout = schema.message(self.type_id).layout;
+            self.presence = vec![0; layout.presence_words as usize];
+            self.slots = vec![UNSET; layout.slot_count as usize];
+        }
+    }
+
+    /// Bytes of the record this message's type allocates once a field is set.
+    pub fn record_bytes(schema: &SchemaSet, id: MessageId) -> usize {
+        let layout = schema.message(id).layout;
+        layout.slot_count as usize * std::mem::size_of::<Value>() + layout.presence_words as usize * 8
     }
 
     /// The message's type.
@@ -102,6 +131,7 @@ impl Message {
         if clears {
             self.clear(schema, index);
         } else {
+            self.ensure_record(schema);
             self.clear_oneof_siblings(schema, field, index);
             self.slots[index] = value;
             self.mark(index);
@@ -148,6 +178,7 @@ impl Message {
     /// list, for maps the map, for messages the sub-message.
     pub fn get_or_insert(&mut self, schema: &SchemaSet, index: usize) -> &mut Value {
         if !self.has(index) {
+            self.ensure_record(schema);
             let field = &schema.message(self.type_id).fields[index];
             self.clear_oneof_siblings(schema, field, index);
             self.slots[index] = Value::default_for(schema, field);
@@ -200,6 +231,7 @@ impl Message {
     /// Sets the presence bit of `index` and stores `value` without checks (decoder fast path).
     #[inline]
     pub(crate) fn put(&mut self, schema: &SchemaSet, field: &Field, index: usize, value: Value) {
+        self.ensure_record(schema);
         if field.oneof.is_some() {
             self.clear_oneof_siblings(schema, field, index);
         }

@@ -18,6 +18,8 @@ pub(crate) struct Decoder<'a, T: Tracer> {
     pub(crate) buf: &'a [u8],
     pub(crate) opts: &'a DecodeOptions,
     pub(crate) t: &'a mut T,
+    /// Bytes of message records this decode may still allocate.
+    pub(crate) budget: usize,
 }
 
 impl<T: Tracer> Decoder<'_, T> {
@@ -119,6 +121,7 @@ impl<T: Tracer> Decoder<'_, T> {
                     let sub_id = field.message.expect("message field has a type");
                     let already = matches!(msg.get(index), Some(Value::Message(_)));
                     if !already {
+                        self.charge(sub_id, *pos)?;
                         msg.put(self.schema, field, index, Value::Message(Box::new(Message::new(self.schema, sub_id))));
                     }
                     let sub = msg.message_mut(self.schema, index);
@@ -140,6 +143,21 @@ impl<T: Tracer> Decoder<'_, T> {
         Ok(true)
     }
 
+    /// Charges the record of a new sub-message of type `id` against the memory budget.
+    fn charge(&mut self, id: optimus_schema::MessageId, at: usize) -> Result<(), Error> {
+        let cost = Message::record_bytes(self.schema, id) + std::mem::size_of::<Message>();
+        match self.budget.checked_sub(cost) {
+            Some(left) => {
+                self.budget = left;
+                Ok(())
+            }
+            None => Err(Error::decode(
+                at,
+                DecodeErrorKind::MemoryLimit(self.opts.memory_budget(self.buf.len())),
+            )),
+        }
+    }
+
     fn is_unknown_closed_enum(&mut self, field: &Field, value: &Value) -> bool {
         match (field.enum_type, value) {
             (Some(e), Value::Enum(n)) => {
@@ -159,7 +177,9 @@ impl<T: Tracer> Decoder<'_, T> {
         end: usize,
         depth: u32,
     ) -> Result<Message, Error> {
-        let mut sub = Message::new(self.schema, field.message.expect("message field has a type"));
+        let id = field.message.expect("message field has a type");
+        self.charge(id, *pos)?;
+        let mut sub = Message::new(self.schema, id);
         self.merge_sub_message(&mut sub, field, wire, pos, end, depth)?;
         Ok(sub)
     }

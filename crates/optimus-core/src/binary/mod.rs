@@ -18,6 +18,23 @@ pub struct DecodeOptions {
     pub depth_limit: u32,
     /// Fail when a proto2 `required` field is missing after decoding.
     pub check_required: bool,
+    /// Most bytes of message records one decode may allocate; `None` allows
+    /// [`MEMORY_BASE_BYTES`] plus [`MEMORY_BYTES_PER_INPUT_BYTE`] per input byte, so memory
+    /// stays proportional to the input however many empty sub-messages it holds.
+    pub memory_limit_bytes: Option<usize>,
+}
+
+/// Message memory every decode may use, whatever the input size.
+pub const MEMORY_BASE_BYTES: usize = 16 << 20;
+/// Message memory allowed per input byte beyond [`MEMORY_BASE_BYTES`].
+pub const MEMORY_BYTES_PER_INPUT_BYTE: usize = 1024;
+
+impl DecodeOptions {
+    pub(crate) fn memory_budget(&self, input_len: usize) -> usize {
+        self.memory_limit_bytes.unwrap_or_else(|| {
+            MEMORY_BASE_BYTES.saturating_add(input_len.saturating_mul(MEMORY_BYTES_PER_INPUT_BYTE))
+        })
+    }
 }
 
 impl Default for DecodeOptions {
@@ -25,6 +42,7 @@ impl Default for DecodeOptions {
         DecodeOptions {
             depth_limit: DEFAULT_DEPTH_LIMIT,
             check_required: true,
+            memory_limit_bytes: None,
         }
     }
 }
@@ -90,6 +108,7 @@ fn merge_traced<T: Tracer>(
         buf: bytes,
         opts,
         t: tracer,
+        budget: opts.memory_budget(bytes.len()),
     };
     let root = schema.message(msg.type_id()).full_name.clone();
     let mut pos = 0;

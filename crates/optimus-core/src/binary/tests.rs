@@ -163,3 +163,22 @@ fn traces_are_well_formed_and_do_not_change_output() {
     // Mixed has 12 scalar fields at the top and 5 + 4 + 4 in its sub-messages.
     assert_eq!(converts, 12 + 5 + 4 + 4);
 }
+
+#[test]
+fn memory_is_bounded_by_the_input() {
+    let s = zoo();
+    // 50,000 empty sub-messages in a repeated... here: the same singular field merged, which
+    // allocates once, and then a tight explicit limit that a few sub-messages exceed.
+    let mut bytes = Vec::new();
+    for _ in 0..50_000 {
+        bytes.extend_from_slice(&[18, 0]);
+    }
+    assert!(dec(&s, &bytes).is_ok());
+    let nested = [18, 4, 18, 2, 18, 0];
+    let opts = DecodeOptions {
+        memory_limit_bytes: Some(100),
+        ..Default::default()
+    };
+    let e = decode(&s, s.message_by_name("Z").unwrap(), &nested, &opts).unwrap_err();
+    assert!(matches!(e.as_decode().unwrap().kind, DecodeErrorKind::MemoryLimit(100)), "{e}");
+}
