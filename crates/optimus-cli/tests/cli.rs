@@ -1,0 +1,99 @@
+//! The `optimus` binary end to end: conversions, streams, schema listing, traces and the
+//! error contract (one line on stderr, exit status 1, never a panic).
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const PEERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/peers.proto");
+const MIXED: &[u8] = include_bytes!("../../../testdata/mixed.bin");
+const FLAT: &[u8] = include_bytes!("../../../testdata/flat.bin");
+
+fn optimus(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_optimus"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("optimus runs");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn convert(ty: &str, from: &str, to: &str, extra: &[&str], stdin: &[u8]) -> Output {
+    let mut args = vec!["convert", "--proto", PEERS, "--type", ty, "--from", from, "--to", to];
+    args.extend_from_slice(extra);
+    optimus(&args, stdin)
+}
+
+#[test]
+fn binary_json_binary_is_byte_identical() {
+    let json = convert("bench.Mixed", "protobuf", "json", &[], MIXED);
+    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
+    let text = String::from_utf8(json.stdout).unwrap();
+    assert!(text.starts_with('{') && text.ends_with("}\n"), "{text}");
+    let back = convert("bench.Mixed", "json", "protobuf", &[], text.as_bytes());
+    assert!(back.status.success(), "{}", String::from_utf8_lossy(&back.stderr));
+    assert_eq!(back.stdout, MIXED);
+    let same = convert("bench.Mixed", "protobuf", "protobuf", &[], MIXED);
+    assert_eq!(same.stdout, MIXED);
+}
+
+#[test]
+fn delimited_streams() {
+    let mut stream = Vec::new();
+    for m in [FLAT, FLAT, FLAT] {
+        stream.push(m.len() as u8 | 0x80);
+        stream.push((m.len() >> 7) as u8);
+        stream.extend_from_slice(m);
+    }
+    let lines = convert("bench.Flat", "protobuf", "json", &["--delimited"], &stream);
+    assert!(lines.status.success(), "{}", String::from_utf8_lossy(&lines.stderr));
+    let text = String::from_utf8(lines.stdout).unwrap();
+    assert_eq!(text.lines().count(), 3);
+    let back = convert("bench.Flat", "json", "protobuf", &["--delimited"], text.as_bytes());
+    assert_eq!(back.stdout, stream);
+}
+
+#[test]
+fn errors_are_one_line_with_path_and_offset() {
+    let out = convert("bench.Mixed", "protobuf", "json", &[], &MIXED[..MIXED.len() - 3]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: bench.Mixed"), "{err}");
+    assert!(err.contains("at byte"), "{err}");
+
+    let out = convert("bench.Mixed", "json", "protobuf", &[], b"{\"id\": \"x\"}");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "));
+
+    let out = convert("bench.Nope", "json", "protobuf", &[], b"{}");
+    assert_eq!(out.status.code(), Some(1));
+    let out = optimus(&["convert", "--proto", "/no/such.proto", "--type", "a.B", "--from", "json", "--to", "json"], b"{}");
+    assert_eq!(out.status.code(), Some(1));
+    let out = optimus(&["convert", "--type", "a.B", "--from", "json", "--to", "json"], b"{}");
+    assert_eq!(out.status.code(), Some(2), "usage errors exit 2");
+}
+
+#[test]
+fn help_and_schema_listing() {
+    for cmd in ["convert", "schema", "bench", "trace"] {
+        let out = optimus(&[cmd, "--help"], b"");
+        assert!(out.status.success(), "{cmd} --help");
+    }
+    let out = optimus(&["schema", "--proto", PEERS, "--type", "bench.Mixed"], b"");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("message bench.Mixed"), "{text}");
+    assert!(text.contains("bench.MixedGeo"), "{text}");
+}
+
+#[test]
+fn trace_files_are_written() {
+    let out = optimus(&["trace", "--workload", "nested", "--op", "encode"], b"");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let events = optimus_trace::decode(&out.stdout).unwrap();
+    optimus_trace::check_structure(&events).unwrap();
+    assert!(events.len() > 20);
+}
