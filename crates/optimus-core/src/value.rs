@@ -298,6 +298,139 @@ impl Value {
     }
 }
 
+macro_rules! typed_accessors {
+    ($( $(#[$doc:meta])* $name:ident -> $ty:ty, $variant:ident; )*) => {
+        impl Value {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> Option<$ty> {
+                    match self {
+                        Value::$variant(v) => Some(*v),
+                        _ => None,
+                    }
+                }
+            )*
+        }
+    };
+}
+
+typed_accessors! {
+    /// The value of a `bool` field.
+    as_bool -> bool, Bool;
+    /// The value of an `int32`, `sint32` or `sfixed32` field.
+    as_i32 -> i32, I32;
+    /// The value of an `int64`, `sint64` or `sfixed64` field.
+    as_i64 -> i64, I64;
+    /// The value of a `uint32` or `fixed32` field.
+    as_u32 -> u32, U32;
+    /// The value of a `uint64` or `fixed64` field.
+    as_u64 -> u64, U64;
+    /// The value of a `float` field.
+    as_f32 -> f32, F32;
+    /// The value of a `double` field.
+    as_f64 -> f64, F64;
+    /// The number of an enum field.
+    as_enum -> i32, Enum;
+}
+
+impl Value {
+    /// The text of a `string` field.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The bytes of a `bytes` field.
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Value::Bytes(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The sub-message of a message field.
+    pub fn as_message(&self) -> Option<&Message> {
+        match self {
+            Value::Message(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The values of a repeated field.
+    pub fn as_list(&self) -> Option<&List> {
+        match self {
+            Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The entries of a map field.
+    pub fn as_map(&self) -> Option<&Map> {
+        match self {
+            Value::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+}
+
+impl From<bool> for Value {
+    fn from(v: bool) -> Value {
+        Value::Bool(v)
+    }
+}
+impl From<i32> for Value {
+    fn from(v: i32) -> Value {
+        Value::I32(v)
+    }
+}
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::I64(v)
+    }
+}
+impl From<u32> for Value {
+    fn from(v: u32) -> Value {
+        Value::U32(v)
+    }
+}
+impl From<u64> for Value {
+    fn from(v: u64) -> Value {
+        Value::U64(v)
+    }
+}
+impl From<f32> for Value {
+    fn from(v: f32) -> Value {
+        Value::F32(v)
+    }
+}
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::F64(v)
+    }
+}
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::String(v.to_string())
+    }
+}
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::String(v)
+    }
+}
+impl From<Vec<u8>> for Value {
+    fn from(v: Vec<u8>) -> Value {
+        Value::Bytes(v)
+    }
+}
+impl From<Message> for Value {
+    fn from(v: Message) -> Value {
+        Value::Message(Box::new(v))
+    }
+}
+
 impl MapKey {
     /// The key as a [`Value`].
     pub fn to_value(&self) -> Value {
