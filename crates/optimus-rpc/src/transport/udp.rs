@@ -1,0 +1,241 @@
+//! UDP transport: one datagram per frame, sent with one `sendmmsg` and received with one
+//! `recvmmsg` per burst (non-blocking), so a burst of B frames costs one system call each way.
+//!
+//! Peers are socket addresses; a datagram from a new address gets a new peer id. Delivery is
+//! unreliable, which the NIC's timeouts, retries and de-duplication turn into at-most-once calls.
+
+use std::collections::HashMap;
+use std::io;
+use std::mem::MaybeUninit;
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::os::fd::AsRawFd;
+
+use super::{PeerId, Transport, TxQueue};
+
+/// Largest datagram we send or accept.
+pub const UDP_MTU: usize = 9000;
+const BURST: usize = 32;
+
+/// See the module docs.
+pub struct Udp {
+    sock: UdpSocket,
+    peers: Vec<(SocketAddr, libc::sockaddr_storage, libc::socklen_t)>,
+    by_addr: HashMap<SocketAddr, PeerId>,
+    rx_bufs: Vec<u8>,
+}
+
+fn to_storage(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero bytes are a valid `sockaddr_storage`.
+    let mut st: libc::sockaddr_storage = unsafe { MaybeUninit::zeroed().assume_init() };
+    let len = match a {
+        SocketAddr::V4(v4) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(v4.ip().octets()) },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: `sockaddr_storage` is larger than and aligned for `sockaddr_in`.
+            unsafe { (&mut st as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>().write(sin) };
+            core::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v6) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: v6.flowinfo(),
+                sin6_addr: libc::in6_addr { s6_addr: v6.ip().octets() },
+                sin6_scope_id: v6.scope_id(),
+            };
+            // SAFETY: `sockaddr_storage` is larger than and aligned for `sockaddr_in6`.
+            unsafe { (&mut st as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>().write(sin6) };
+            core::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (st, len as libc::socklen_t)
+}
+
+fn from_storage(st: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match st.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a `sockaddr_in`.
+            let sin = unsafe { &*(st as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let ip = std::net::Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+            Some(SocketAddr::from((ip, u16::from_be(sin.sin_port))))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a `sockaddr_in6`.
+            let sin6 = unsafe { &*(st as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some(SocketAddr::from((ip, u16::from_be(sin6.sin6_port))))
+        }
+        _ => None,
+    }
+}
+
+impl Udp {
+    /// Binds a non-blocking socket to `addr` (`127.0.0.1:0` for any port).
+    ///
+    /// # Errors
+    /// The bind fails.
+    pub fn bind(addr: &str) -> io::Result<Self> {
+        let sock = UdpSocket::bind(addr)?;
+        sock.set_nonblocking(true)?;
+        Ok(Self { sock, peers: Vec::new(), by_addr: HashMap::new(), rx_bufs: vec![0; BURST * UDP_MTU] })
+    }
+
+    fn peer_for(&mut self, a: SocketAddr) -> PeerId {
+        if let Some(p) = self.by_addr.get(&a) {
+            return *p;
+        }
+        let p = self.peers.len() as PeerId;
+        let (st, len) = to_storage(&a);
+        self.peers.push((a, st, len));
+        self.by_addr.insert(a, p);
+        p
+    }
+}
+
+impl Transport for Udp {
+    const NAME: &'static str = "udp";
+    const MTU: usize = UDP_MTU;
+    const TX_BURST: usize = BURST;
+    const RX_BURST: usize = BURST;
+
+    fn send_burst(&mut self, q: &mut TxQueue) -> io::Result<usize> {
+        let n = q.len().min(BURST);
+        if n == 0 {
+            return Ok(0);
+        }
+        let mut iov: [MaybeUninit<libc::iovec>; BURST] = [const { MaybeUninit::uninit() }; BURST];
+        // SAFETY: all-zero bytes are a valid `mmsghdr` (null pointers, zero lengths).
+        let mut msgs: [libc::mmsghdr; BURST] = unsafe { MaybeUninit::zeroed().assume_init() };
+        let mut ready = 0;
+        for i in 0..n {
+            let Some((peer, buf)) = q.get(i) else { break };
+            let Some((_, st, len)) = self.peers.get(peer as usize) else { break };
+            iov[ready].write(libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() });
+            msgs[ready].msg_hdr.msg_name = st as *const libc::sockaddr_storage as *mut libc::c_void;
+            msgs[ready].msg_hdr.msg_namelen = *len;
+            msgs[ready].msg_hdr.msg_iov = iov[ready].as_mut_ptr();
+            msgs[ready].msg_hdr.msg_iovlen = 1;
+            ready += 1;
+        }
+        if ready == 0 {
+            // The first frame names an unknown peer: drop it so the queue moves on.
+            q.consume(1);
+            return Ok(1);
+        }
+        // SAFETY: `msgs[..ready]` point to live iovecs, buffers in `q` and addresses in
+        // `self.peers`, none of which change during the call; the kernel only reads them.
+        let sent = unsafe {
+            libc::sendmmsg(self.sock.as_raw_fd(), msgs.as_mut_ptr(), ready as libc::c_uint, libc::MSG_DONTWAIT)
+        };
+        if sent < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+                // A per-datagram failure (e.g. refused): drop that frame, as the network would.
+                _ => {
+                    q.consume(1);
+                    Ok(1)
+                }
+            };
+        }
+        q.consume(sent as usize);
+        Ok(sent as usize)
+    }
+
+    fn recv_burst<F: FnMut(PeerId, &[u8])>(&mut self, max: usize, mut f: F) -> io::Result<usize> {
+        let n = max.min(BURST);
+        if n == 0 {
+            return Ok(0);
+        }
+        let mut iov: [MaybeUninit<libc::iovec>; BURST] = [const { MaybeUninit::uninit() }; BURST];
+        // SAFETY: all-zero bytes are valid for both types.
+        let mut msgs: [libc::mmsghdr; BURST] = unsafe { MaybeUninit::zeroed().assume_init() };
+        // SAFETY: as above.
+        let mut names: [libc::sockaddr_storage; BURST] = unsafe { MaybeUninit::zeroed().assume_init() };
+        let base = self.rx_bufs.as_mut_ptr();
+        for i in 0..n {
+            // SAFETY: `rx_bufs` holds `BURST * UDP_MTU` bytes and `i < BURST`.
+            let p = unsafe { base.add(i * UDP_MTU) };
+            iov[i].write(libc::iovec { iov_base: p.cast(), iov_len: UDP_MTU });
+            msgs[i].msg_hdr.msg_name = (&mut names[i] as *mut libc::sockaddr_storage).cast();
+            msgs[i].msg_hdr.msg_namelen = core::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            msgs[i].msg_hdr.msg_iov = iov[i].as_mut_ptr();
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        // SAFETY: every header points to a distinct `UDP_MTU` slice of `rx_bufs` and a distinct
+        // `sockaddr_storage`, all live for the call; MSG_DONTWAIT makes it non-blocking.
+        let got = unsafe {
+            libc::recvmmsg(
+                self.sock.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                core::ptr::null_mut(),
+            )
+        };
+        if got < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted | io::ErrorKind::ConnectionRefused => Ok(0),
+                _ => Err(e),
+            };
+        }
+        let got = got as usize;
+        for i in 0..got {
+            let Some(addr) = from_storage(&names[i]) else { continue };
+            let peer = self.peer_for(addr);
+            // A datagram larger than the buffer is truncated (MSG_TRUNC); the frame check then
+            // rejects it, so cap the length at the buffer.
+            let len = (msgs[i].msg_len as usize).min(UDP_MTU);
+            let start = i * UDP_MTU;
+            f(peer, &self.rx_bufs[start..start + len]);
+        }
+        Ok(got)
+    }
+
+    fn connect(&mut self, addr: &str) -> io::Result<PeerId> {
+        let a = addr
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("no address for {addr}")))?;
+        Ok(self.peer_for(a))
+    }
+
+    fn local_addr(&self) -> String {
+        self.sock.local_addr().map(|a| a.to_string()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_crosses_in_one_call_each_way() {
+        let mut a = Udp::bind("127.0.0.1:0").unwrap();
+        let mut b = Udp::bind("127.0.0.1:0").unwrap();
+        let pb = a.connect(&b.local_addr()).unwrap();
+        let mut q = TxQueue::new(64);
+        for i in 0..10u8 {
+            q.push(pb, &[i; 100]);
+        }
+        let mut sent = 0;
+        while sent < 10 {
+            sent += a.send_burst(&mut q).unwrap();
+        }
+        let mut got = Vec::new();
+        for _ in 0..10_000 {
+            b.recv_burst(32, |_, f| got.push(f.to_vec())).unwrap();
+            if got.len() == 10 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        assert_eq!(got.len(), 10);
+        assert!(got.iter().enumerate().all(|(i, f)| f == &vec![i as u8; 100]));
+    }
+}

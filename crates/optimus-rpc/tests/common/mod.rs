@@ -1,0 +1,80 @@
+//! Helpers shared by the integration tests: echo handlers, NIC setup, closed-loop drivers.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use optimus_rpc::{
+    ClientOptions, IdlePolicy, Nic, NicConfig, NicHandle, NicThread, RegionLayout, RpcClient, RpcError,
+    Status, Transport,
+};
+
+/// Echo: the response is the request.
+pub fn echo(_m: u16, req: &[u8], resp: &mut Vec<u8>) -> Status {
+    resp.extend_from_slice(req);
+    Status::Ok
+}
+
+pub fn config(n_qps: usize) -> NicConfig {
+    NicConfig { layout: RegionLayout { n_qps, ring_lines: 1024 }, ..NicConfig::default() }
+}
+
+pub fn start<T: Transport>(t: T, cfg: NicConfig, inline_echo: bool) -> (NicThread<T>, NicHandle) {
+    let (mut nic, h) = Nic::new(t, cfg).expect("nic");
+    if inline_echo {
+        nic.set_handler(echo);
+    }
+    (nic.spawn(None, IdlePolicy::default()), h)
+}
+
+/// The payload of call `i` of client `t`: unique and of varying length (1..=300 bytes).
+pub fn payload(t: usize, i: usize) -> Vec<u8> {
+    let mut p = format!("{t}:{i}:").into_bytes();
+    let len = 1 + (i * 37 + t * 11) % 300;
+    while p.len() < len {
+        p.push(b'a' + (p.len() % 26) as u8);
+    }
+    p
+}
+
+/// Runs `m` calls on `conn` keeping up to `depth` in flight; checks every call is answered
+/// exactly once with its own payload. Returns the number of completions.
+pub fn closed_loop(c: &mut RpcClient, t: usize, conn: u32, m: usize, depth: usize) -> usize {
+    let mut outstanding: HashMap<u64, usize> = HashMap::new();
+    let mut next = 0usize;
+    let mut done = 0usize;
+    let mut spins = 0u64;
+    while done < m {
+        while next < m && outstanding.len() < depth {
+            match c.submit(conn, 0, &payload(t, next)) {
+                Ok(id) => {
+                    assert!(outstanding.insert(id, next).is_none(), "call id reused while in flight");
+                    next += 1;
+                }
+                Err(RpcError::Backpressure) => break,
+                Err(e) => panic!("submit: {e}"),
+            }
+        }
+        c.flush();
+        let n = c.poll(|id, r| {
+            let i = outstanding.remove(&id).expect("completion for a call not in flight (duplicate?)");
+            let got = r.unwrap_or_else(|e| panic!("call {t}:{i} failed: {e}"));
+            assert_eq!(got, payload(t, i).as_slice(), "wrong payload for {t}:{i}");
+        });
+        done += n;
+        if n == 0 {
+            spins += 1;
+            IdlePolicy::default().wait(spins.min(u32::MAX as u64) as u32);
+            assert!(spins < 50_000_000, "no progress");
+        } else {
+            spins = 0;
+        }
+    }
+    assert!(outstanding.is_empty());
+    done
+}
+
+pub fn client_opts(batch: usize) -> ClientOptions {
+    ClientOptions { batch, call_timeout: Duration::from_secs(30), ..ClientOptions::default() }
+}
