@@ -1,0 +1,269 @@
+//! JSON number converter ops: exact integers from decimal text, range-checked floats, and
+//! shortest round-trip float output.
+//!
+//! Integers are read exactly from the digits (never through `f64`), so `1e5`, `100.000` and
+//! `9223372036854775807` are all exact; anything with a fractional part is rejected.
+
+use std::fmt::Write;
+
+use super::reader::is_number;
+
+/// Why text is not an integer of the wanted range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IntError {
+    /// Not a JSON number at all (`3x3`, ` 1`, `+1`, `0x10`).
+    NotNumber,
+    /// A number with a non-zero fractional part (`0.5`).
+    NotInteger,
+    /// An integer beyond the range.
+    OutOfRange,
+}
+
+impl IntError {
+    /// What to tell the user.
+    pub(crate) fn why(self) -> &'static str {
+        match self {
+            IntError::NotNumber => "not a number",
+            IntError::NotInteger => "not an integer",
+            IntError::OutOfRange => "integer out of range",
+        }
+    }
+}
+
+/// Exponents beyond this are clamped: they are out of range (or zero) either way.
+const EXPONENT_CLAMP: i64 = 1 << 20;
+
+/// The exact integer value of the JSON number `text`, if it is one within `[min, max]`.
+pub(crate) fn parse_integer(text: &str, min: i128, max: i128) -> Result<i128, IntError> {
+    if !is_number(text) {
+        return Err(IntError::NotNumber);
+    }
+    let b = text.as_bytes();
+    let negative = b[0] == b'-';
+    let mantissa_end = b.iter().position(|&c| c == b'e' || c == b'E').unwrap_or(b.len());
+    let mut exponent: i64 = 0;
+    if mantissa_end < b.len() {
+        let exp = &b[mantissa_end + 1..];
+        let (sign, digits) = match exp[0] {
+            b'-' => (-1, &exp[1..]),
+            b'+' => (1, &exp[1..]),
+            _ => (1, exp),
+        };
+        for &d in digits {
+            exponent = (exponent * 10 + i64::from(d - b'0')).min(EXPONENT_CLAMP);
+        }
+        exponent *= sign;
+    }
+    // Significant digits: integer part then fraction, the fraction shifting the exponent.
+    let mantissa = &b[usize::from(negative)..mantissa_end];
+    let (int_part, frac_part) = match mantissa.iter().position(|&c| c == b'.') {
+        Some(dot) => (&mantissa[..dot], &mantissa[dot + 1..]),
+        None => (mantissa, &mantissa[..0]),
+    };
+    let digits = || int_part.iter().chain(frac_part);
+    let leading_zeros = digits().take_while(|&&d| d == b'0').count();
+    let total = int_part.len() + frac_part.len();
+    if leading_zeros == total {
+        return Ok(0);
+    }
+    let trailing_zeros = digits().rev().take_while(|&&d| d == b'0').count();
+    let significant = total - leading_zeros - trailing_zeros;
+    exponent += trailing_zeros as i64 - frac_part.len() as i64;
+    if exponent < 0 {
+        return Err(IntError::NotInteger);
+    }
+    // 10^20 > 2^64: more digits than that cannot be in any protobuf integer range.
+    if significant as i64 + exponent > 20 {
+        return Err(IntError::OutOfRange);
+    }
+    let mut v: i128 = 0;
+    for &d in digits().skip(leading_zeros).take(significant) {
+        v = v * 10 + i128::from(d - b'0');
+    }
+    for _ in 0..exponent {
+        v *= 10;
+    }
+    if negative {
+        v = -v;
+    }
+    if v < min || v > max {
+        return Err(IntError::OutOfRange);
+    }
+    Ok(v)
+}
+
+/// A float field's value from a JSON number's text: `None` when it is beyond the range of
+/// `f64` (or, with `is_f32`, of `f32`).
+pub(crate) fn parse_float(text: &str, is_f32: bool) -> Option<f64> {
+    let v: f64 = text.parse().ok()?;
+    // A float accepts what rounds to a finite `f32`: its shortest form (`3.4028235e38` for
+    // the largest) may lie a little beyond `f32::MAX` read as a double.
+    if !v.is_finite() || (is_f32 && !(v as f32).is_finite()) {
+        return None;
+    }
+    Some(v)
+}
+
+/// A float field's value from a quoted string: `NaN`, `Infinity`, `-Infinity` or a number.
+pub(crate) fn parse_float_string(s: &str, is_f32: bool) -> Option<f64> {
+    match s {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ if is_number(s) => parse_float(s, is_f32),
+        _ => None,
+    }
+}
+
+/// Appends a `double` in JSON: the shortest digits that read back to the same value, in the
+/// ECMAScript layout (`0.001`, `1e+21`, `1.5e-7`); NaN and the infinities quoted.
+pub(crate) fn write_f64(out: &mut String, v: f64) {
+    if let Some(s) = special(v) {
+        out.push_str(s);
+    } else {
+        layout(out, &format!("{v:e}"));
+    }
+}
+
+/// Appends a `float` in JSON, with the shortest digits that read back to the same `f32`.
+pub(crate) fn write_f32(out: &mut String, v: f32) {
+    if let Some(s) = special(f64::from(v)) {
+        out.push_str(s);
+    } else {
+        layout(out, &format!("{v:e}"));
+    }
+}
+
+fn special(v: f64) -> Option<&'static str> {
+    if v.is_nan() {
+        Some("\"NaN\"")
+    } else if v == f64::INFINITY {
+        Some("\"Infinity\"")
+    } else if v == f64::NEG_INFINITY {
+        Some("\"-Infinity\"")
+    } else {
+        None
+    }
+}
+
+/// Rewrites Rust's shortest scientific form (`-1.25e-7`, `1e0`) in the ECMAScript layout.
+fn layout(out: &mut String, sci: &str) {
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    out.push_str(sign);
+    let (lead, rest) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let n = 1 + rest.len() as i32;
+    if (0..21).contains(&exp) {
+        out.push_str(lead);
+        if n - 1 <= exp {
+            out.push_str(rest);
+            out.extend(std::iter::repeat('0').take((exp - (n - 1)) as usize));
+        } else {
+            out.push_str(&rest[..exp as usize]);
+            out.push('.');
+            out.push_str(&rest[exp as usize..]);
+        }
+    } else if (-6..0).contains(&exp) {
+        out.push_str("0.");
+        out.extend(std::iter::repeat('0').take((-exp - 1) as usize));
+        out.push_str(lead);
+        out.push_str(rest);
+    } else {
+        out.push_str(lead);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
+        }
+        let _ = write!(out, "e{}{}", if exp < 0 { '-' } else { '+' }, exp.unsigned_abs());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const I32: (i128, i128) = (i32::MIN as i128, i32::MAX as i128);
+    const U64: (i128, i128) = (0, u64::MAX as i128);
+    const I64: (i128, i128) = (i64::MIN as i128, i64::MAX as i128);
+
+    #[test]
+    fn integers_are_exact() {
+        let p = |s, (lo, hi)| parse_integer(s, lo, hi);
+        assert_eq!(p("1e5", I32), Ok(100_000));
+        assert_eq!(p("100000.000", I32), Ok(100_000));
+        assert_eq!(p("2.147483647e9", I32), Ok(2_147_483_647));
+        assert_eq!(p("-2.147483648e9", I32), Ok(-2_147_483_648));
+        assert_eq!(p("2147483648", I32), Err(IntError::OutOfRange));
+        assert_eq!(p("-2147483649", I32), Err(IntError::OutOfRange));
+        assert_eq!(p("-0", I32), Ok(0));
+        assert_eq!(p("0.0e-999999999999", I32), Ok(0));
+        assert_eq!(p("0.5", I32), Err(IntError::NotInteger));
+        assert_eq!(p("1e-1", I32), Err(IntError::NotInteger));
+        assert_eq!(p("1.5e1", I32), Ok(15));
+        assert_eq!(p("1e999999999999999", I32), Err(IntError::OutOfRange));
+        assert_eq!(p("9223372036854775807", I64), Ok(i64::MAX as i128));
+        assert_eq!(p("-9223372036854775808", I64), Ok(i64::MIN as i128));
+        assert_eq!(p("9223372036854775808", I64), Err(IntError::OutOfRange));
+        assert_eq!(p("18446744073709551615", U64), Ok(u64::MAX as i128));
+        assert_eq!(p("18446744073709551616", U64), Err(IntError::OutOfRange));
+        assert_eq!(p("-1", U64), Err(IntError::OutOfRange));
+        assert_eq!(p("100000000000000000000000", U64), Err(IntError::OutOfRange));
+        for bad in ["3x3", " 1", "1 ", "+1", "0x10", "01", "", "1e", "Infinity"] {
+            assert_eq!(p(bad, I64), Err(IntError::NotNumber), "{bad}");
+        }
+    }
+
+    #[test]
+    fn floats_check_their_range() {
+        assert_eq!(parse_float("3.402823e+38", true), Some(3.402823e38));
+        assert_eq!(parse_float("3.502823e+38", true), None);
+        assert_eq!(parse_float("3.4028235e38", true), Some(3.4028235e38));
+        assert_eq!(parse_float("3.40282356e38", true), Some(3.40282356e38));
+        assert_eq!(parse_float("3.40282357e38", true), None);
+        assert_eq!(parse_float("1e39", true), None);
+        assert_eq!(parse_float("1e39", false), Some(1e39));
+        assert_eq!(parse_float("1.89769e+308", false), None);
+        assert!(parse_float_string("NaN", true).unwrap().is_nan());
+        assert_eq!(parse_float_string("-Infinity", false), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_float_string("1.5", false), Some(1.5));
+        assert_eq!(parse_float_string("nan", false), None);
+        assert_eq!(parse_float_string(" 1", false), None);
+    }
+
+    #[test]
+    fn floats_are_written_shortest() {
+        let f64s = |v: f64| {
+            let mut s = String::new();
+            write_f64(&mut s, v);
+            s
+        };
+        let f32s = |v: f32| {
+            let mut s = String::new();
+            write_f32(&mut s, v);
+            s
+        };
+        assert_eq!(f64s(0.0), "0");
+        assert_eq!(f64s(-0.0), "-0");
+        assert_eq!(f64s(1.0), "1");
+        assert_eq!(f64s(1234.5678), "1234.5678");
+        assert_eq!(f64s(0.001), "0.001");
+        assert_eq!(f64s(-1e-6), "-0.000001");
+        assert_eq!(f64s(1e-7), "1e-7");
+        assert_eq!(f64s(1.5e-7), "1.5e-7");
+        assert_eq!(f64s(1e20), "100000000000000000000");
+        assert_eq!(f64s(1e21), "1e+21");
+        assert_eq!(f64s(-1.79769e308), "-1.79769e+308");
+        assert_eq!(f64s(f64::NAN), "\"NaN\"");
+        assert_eq!(f64s(f64::NEG_INFINITY), "\"-Infinity\"");
+        assert_eq!(f32s(1.175494e-38), "1.175494e-38");
+        assert_eq!(f32s(0.1), "0.1");
+        assert_eq!(f32s(f32::MAX), "3.4028235e+38");
+        for v in [0.1f64, 1.0 / 3.0, 5e-324, f64::MAX, 123456789.125] {
+            assert_eq!(f64s(v).parse::<f64>().unwrap(), v);
+        }
+    }
+}

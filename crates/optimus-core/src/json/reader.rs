@@ -1,0 +1,496 @@
+//! JSON pull parser: a cursor over the text's bytes that hands out one token at a time.
+//!
+//! Every error carries the byte offset where the problem starts. Strings come back borrowed
+//! when they hold no escapes; numbers come back as their validated RFC 8259 text, so the
+//! caller decides how to read them exactly (integers) or approximately (floats). Nothing here
+//! recurses without a depth budget, and every loop consumes input or returns.
+
+use std::borrow::Cow;
+
+use crate::error::{DecodeErrorKind, Error};
+
+/// The kind of the next JSON value, as seen from its first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Token {
+    /// `{`
+    Object,
+    /// `[`
+    Array,
+    /// `"`
+    String,
+    /// `-` or a digit.
+    Number,
+    /// `t`
+    True,
+    /// `f`
+    False,
+    /// `n`
+    Null,
+}
+
+/// A JSON syntax or value error at `offset`.
+#[cold]
+pub(crate) fn json_err(offset: usize, why: impl Into<String>) -> Error {
+    Error::decode(offset, DecodeErrorKind::Json(why.into()))
+}
+
+/// A cursor over JSON text.
+pub(crate) struct Reader<'a> {
+    src: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader at the start of `src`.
+    pub(crate) fn new(src: &'a str) -> Reader<'a> {
+        Reader {
+            src,
+            bytes: src.as_bytes(),
+            pos: 0,
+        }
+    }
+
+    /// The byte offset of the cursor.
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Moves the cursor back to `pos`, an offset this reader handed out before (to read an
+    /// object a second time, as `Any` does once it knows its `@type`).
+    pub(crate) fn rewind(&mut self, pos: usize) {
+        debug_assert!(pos <= self.pos);
+        self.pos = pos;
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    /// Skips whitespace and classifies the next value without consuming it.
+    pub(crate) fn peek(&mut self) -> Result<Token, Error> {
+        self.skip_ws();
+        Ok(match self.bytes.get(self.pos) {
+            None => return Err(json_err(self.pos, "unexpected end of input, expected a value")),
+            Some(b'{') => Token::Object,
+            Some(b'[') => Token::Array,
+            Some(b'"') => Token::String,
+            Some(b'-' | b'0'..=b'9') => Token::Number,
+            Some(b't') => Token::True,
+            Some(b'f') => Token::False,
+            Some(b'n') => Token::Null,
+            Some(&b) => return Err(self.unexpected(b, "a value")),
+        })
+    }
+
+    #[cold]
+    fn unexpected(&self, b: u8, expected: &str) -> Error {
+        let found = if b.is_ascii_graphic() {
+            format!("'{}'", b as char)
+        } else {
+            format!("byte 0x{b:02x}")
+        };
+        json_err(self.pos, format!("expected {expected}, found {found}"))
+    }
+
+    fn expect_byte(&mut self, want: u8, expected: &str) -> Result<(), Error> {
+        self.skip_ws();
+        match self.bytes.get(self.pos) {
+            Some(&b) if b == want => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(&b) => Err(self.unexpected(b, expected)),
+            None => Err(json_err(
+                self.pos,
+                format!("unexpected end of input, expected {expected}"),
+            )),
+        }
+    }
+
+    /// Consumes the `{` that opens an object.
+    pub(crate) fn begin_object(&mut self) -> Result<(), Error> {
+        self.expect_byte(b'{', "an object")
+    }
+
+    /// The next member name of the object being read and its offset, with the `:` after it
+    /// consumed; `None` once the closing `}` has been consumed. `first` starts `true` for
+    /// each object and is kept by this function.
+    pub(crate) fn next_key(
+        &mut self,
+        first: &mut bool,
+    ) -> Result<Option<(Cow<'a, str>, usize)>, Error> {
+        self.skip_ws();
+        match self.bytes.get(self.pos) {
+            Some(b'}') => {
+                self.pos += 1;
+                return Ok(None);
+            }
+            Some(b',') if !*first => {
+                self.pos += 1;
+                self.skip_ws();
+            }
+            None => return Err(json_err(self.pos, "unexpected end of input inside an object")),
+            Some(_) if *first => {}
+            Some(&b) => return Err(self.unexpected(b, "',' or '}'")),
+        }
+        *first = false;
+        let key_at = self.pos;
+        match self.bytes.get(self.pos) {
+            Some(b'"') => {}
+            Some(&b) => return Err(self.unexpected(b, "a quoted member name")),
+            None => return Err(json_err(self.pos, "unexpected end of input inside an object")),
+        }
+        let key = self.read_string()?;
+        self.expect_byte(b':', "':'")?;
+        Ok(Some((key, key_at)))
+    }
+
+    /// Consumes the `[` that opens an array.
+    pub(crate) fn begin_array(&mut self) -> Result<(), Error> {
+        self.expect_byte(b'[', "an array")
+    }
+
+    /// Whether another element follows in the array being read (the `,` before it consumed);
+    /// `false` once the closing `]` has been consumed.
+    pub(crate) fn next_element(&mut self, first: &mut bool) -> Result<bool, Error> {
+        self.skip_ws();
+        match self.bytes.get(self.pos) {
+            Some(b']') => {
+                self.pos += 1;
+                Ok(false)
+            }
+            Some(b',') if !*first => {
+                self.pos += 1;
+                Ok(true)
+            }
+            None => Err(json_err(self.pos, "unexpected end of input inside an array")),
+            Some(_) if *first => {
+                *first = false;
+                Ok(true)
+            }
+            Some(&b) => Err(self.unexpected(b, "',' or ']'")),
+        }
+    }
+
+    /// Reads a string value and unescapes it.
+    pub(crate) fn read_string(&mut self) -> Result<Cow<'a, str>, Error> {
+        self.skip_ws();
+        let open = self.pos;
+        match self.bytes.get(open) {
+            Some(b'"') => {}
+            Some(&b) => return Err(self.unexpected(b, "a string")),
+            None => return Err(json_err(open, "unexpected end of input, expected a string")),
+        }
+        self.pos += 1;
+        let start = self.pos;
+        // Fast path: no escapes, the string is a slice of the input. Every stop is at an ASCII
+        // byte, so the slice bounds are char boundaries.
+        loop {
+            match self.bytes.get(self.pos) {
+                None => return Err(json_err(open, "unterminated string")),
+                Some(b'"') => {
+                    let s = &self.src[start..self.pos];
+                    self.pos += 1;
+                    return Ok(Cow::Borrowed(s));
+                }
+                Some(b'\\') => break,
+                Some(&b) if b < 0x20 => return Err(control_char(self.pos, b)),
+                Some(_) => self.pos += 1,
+            }
+        }
+        let mut out = String::with_capacity(self.pos - start + 16);
+        out.push_str(&self.src[start..self.pos]);
+        loop {
+            match self.bytes.get(self.pos) {
+                None => return Err(json_err(open, "unterminated string")),
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(Cow::Owned(out));
+                }
+                Some(b'\\') => self.read_escape(&mut out)?,
+                Some(&b) if b < 0x20 => return Err(control_char(self.pos, b)),
+                Some(_) => {
+                    let run = self.pos;
+                    while let Some(&b) = self.bytes.get(self.pos) {
+                        if b == b'"' || b == b'\\' || b < 0x20 {
+                            break;
+                        }
+                        self.pos += 1;
+                    }
+                    out.push_str(&self.src[run..self.pos]);
+                }
+            }
+        }
+    }
+
+    /// Reads one escape sequence (the cursor is at its backslash) and appends its character.
+    fn read_escape(&mut self, out: &mut String) -> Result<(), Error> {
+        let at = self.pos;
+        let c = match self.bytes.get(at + 1) {
+            Some(b'"') => '"',
+            Some(b'\\') => '\\',
+            Some(b'/') => '/',
+            Some(b'b') => '\u{8}',
+            Some(b'f') => '\u{c}',
+            Some(b'n') => '\n',
+            Some(b'r') => '\r',
+            Some(b't') => '\t',
+            Some(b'u') => {
+                self.pos = at + 2;
+                let hi = self.hex4(at)?;
+                let c = match hi {
+                    0xD800..=0xDBFF => {
+                        if self.bytes.get(self.pos..self.pos + 2) != Some(b"\\u") {
+                            return Err(json_err(at, "unpaired high surrogate in \\u escape"));
+                        }
+                        self.pos += 2;
+                        let lo = self.hex4(at)?;
+                        if !(0xDC00..=0xDFFF).contains(&lo) {
+                            return Err(json_err(at, "unpaired high surrogate in \\u escape"));
+                        }
+                        0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                    }
+                    0xDC00..=0xDFFF => {
+                        return Err(json_err(at, "unpaired low surrogate in \\u escape"))
+                    }
+                    _ => hi,
+                };
+                // Surrogates are excluded above, so every remaining value is a char.
+                out.push(char::from_u32(c).ok_or_else(|| json_err(at, "invalid \\u escape"))?);
+                return Ok(());
+            }
+            Some(_) => return Err(json_err(at, "invalid escape sequence")),
+            None => return Err(json_err(at, "unterminated string")),
+        };
+        out.push(c);
+        self.pos = at + 2;
+        Ok(())
+    }
+
+    fn hex4(&mut self, escape_at: usize) -> Result<u32, Error> {
+        let digits = self
+            .bytes
+            .get(self.pos..self.pos + 4)
+            .ok_or_else(|| json_err(escape_at, "truncated \\u escape"))?;
+        let mut v = 0u32;
+        for &d in digits {
+            let x = match d {
+                b'0'..=b'9' => d - b'0',
+                b'a'..=b'f' => d - b'a' + 10,
+                b'A'..=b'F' => d - b'A' + 10,
+                _ => return Err(json_err(escape_at, "invalid hex digit in \\u escape")),
+            };
+            v = v << 4 | u32::from(x);
+        }
+        self.pos += 4;
+        Ok(v)
+    }
+
+    /// Reads a number and returns its text, checked against the JSON grammar
+    /// (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`).
+    pub(crate) fn read_number(&mut self) -> Result<&'a str, Error> {
+        self.skip_ws();
+        let start = self.pos;
+        let len = number_len(&self.bytes[start..])
+            .ok_or_else(|| json_err(start, "invalid number"))?;
+        self.pos += len;
+        Ok(&self.src[start..self.pos])
+    }
+
+    /// Consumes the literal `true`, `false` or `null` given as `word`.
+    pub(crate) fn read_literal(&mut self, word: &str) -> Result<(), Error> {
+        self.skip_ws();
+        if self.bytes[self.pos..].starts_with(word.as_bytes()) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(json_err(self.pos, format!("expected {word}")))
+        }
+    }
+
+    /// Reads and discards one value of any kind; objects and arrays may nest `depth_left`
+    /// levels deep (this one included).
+    pub(crate) fn skip_value(&mut self, depth_left: u32) -> Result<(), Error> {
+        match self.peek()? {
+            Token::Object => {
+                if depth_left == 0 {
+                    return Err(too_deep(self.pos));
+                }
+                self.begin_object()?;
+                let mut first = true;
+                while self.next_key(&mut first)?.is_some() {
+                    self.skip_value(depth_left - 1)?;
+                }
+            }
+            Token::Array => {
+                if depth_left == 0 {
+                    return Err(too_deep(self.pos));
+                }
+                self.begin_array()?;
+                let mut first = true;
+                while self.next_element(&mut first)? {
+                    self.skip_value(depth_left - 1)?;
+                }
+            }
+            Token::String => {
+                self.read_string()?;
+            }
+            Token::Number => {
+                self.read_number()?;
+            }
+            Token::True => self.read_literal("true")?,
+            Token::False => self.read_literal("false")?,
+            Token::Null => self.read_literal("null")?,
+        }
+        Ok(())
+    }
+
+    /// Checks that only whitespace is left.
+    pub(crate) fn finish(&mut self) -> Result<(), Error> {
+        self.skip_ws();
+        if self.pos == self.bytes.len() {
+            Ok(())
+        } else {
+            Err(Error::decode(self.pos, DecodeErrorKind::TrailingData))
+        }
+    }
+}
+
+#[cold]
+fn control_char(at: usize, b: u8) -> Error {
+    json_err(at, format!("unescaped control character 0x{b:02x} in string"))
+}
+
+#[cold]
+fn too_deep(at: usize) -> Error {
+    json_err(at, "nesting too deep")
+}
+
+/// The length of the JSON number at the start of `b`, if one starts there.
+pub(crate) fn number_len(b: &[u8]) -> Option<usize> {
+    let digits = |i: usize| b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i += digits(i),
+        _ => return None,
+    }
+    if b.get(i) == Some(&b'.') {
+        let n = digits(i + 1);
+        if n == 0 {
+            return None;
+        }
+        i += 1 + n;
+    }
+    if let Some(b'e' | b'E') = b.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = b.get(i) {
+            i += 1;
+        }
+        let n = digits(i);
+        if n == 0 {
+            return None;
+        }
+        i += n;
+    }
+    Some(i)
+}
+
+/// Whether all of `s` is one JSON number.
+pub(crate) fn is_number(s: &str) -> bool {
+    number_len(s.as_bytes()) == Some(s.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offset(e: Error) -> usize {
+        e.as_decode().expect("decode error").offset
+    }
+
+    #[test]
+    fn strings_unescape_and_borrow_when_plain() {
+        let mut r = Reader::new(r#" "plain" "a\"\\\/\b\f\n\r\t\u0041\u00e9\uD83D\uDE01z""#);
+        assert!(matches!(r.read_string().unwrap(), Cow::Borrowed("plain")));
+        assert_eq!(r.read_string().unwrap(), "a\"\\/\u{8}\u{c}\n\r\tAé😁z");
+        r.finish().unwrap();
+    }
+
+    #[test]
+    fn bad_strings_report_their_offset() {
+        for (text, at) in [
+            (r#""abc\"#, 4),
+            (r#""abc"#, 0),
+            (r#""ab\uD800""#, 3),
+            (r#""ab\uDC00""#, 3),
+            (r#""\uDE01\uD83D""#, 1),
+            (r#""\uD83D\u0041""#, 1),
+            (r#""\U8C37""#, 1),
+            (r#""\u8C3""#, 1),
+            (r#""\uXXXX""#, 1),
+            ("\"a\nb\"", 2),
+            ("'x'", 0),
+        ] {
+            let mut r = Reader::new(text);
+            assert_eq!(offset(r.read_string().unwrap_err()), at, "{text}");
+        }
+    }
+
+    #[test]
+    fn number_grammar() {
+        for ok in ["0", "-0", "1", "-12", "1.5", "1e5", "1E+5", "1.0e-2", "100.000"] {
+            assert!(is_number(ok), "{ok}");
+        }
+        for bad in ["", "-", "+1", "01", "-01", "1.", ".5", "1e", "1e+", "0x10", " 1", "1 ", "NaN"] {
+            assert!(!is_number(bad), "{bad}");
+        }
+        let mut r = Reader::new("[1,-2.5e3 ]");
+        r.begin_array().unwrap();
+        let mut first = true;
+        assert!(r.next_element(&mut first).unwrap());
+        assert_eq!(r.read_number().unwrap(), "1");
+        assert!(r.next_element(&mut first).unwrap());
+        assert_eq!(r.read_number().unwrap(), "-2.5e3");
+        assert!(!r.next_element(&mut first).unwrap());
+    }
+
+    #[test]
+    fn objects_reject_trailing_commas_and_missing_commas() {
+        let keys = |text: &str| -> Result<Vec<String>, Error> {
+            let mut r = Reader::new(text);
+            r.begin_object()?;
+            let mut first = true;
+            let mut out = Vec::new();
+            while let Some((k, _)) = r.next_key(&mut first)? {
+                r.skip_value(10)?;
+                out.push(k.into_owned());
+            }
+            r.finish()?;
+            Ok(out)
+        };
+        assert_eq!(keys(r#"{ "a" : 1 , "b":[true,null,{}] }"#).unwrap(), ["a", "b"]);
+        assert!(keys("{}").unwrap().is_empty());
+        assert_eq!(offset(keys(r#"{"a":1,}"#).unwrap_err()), 7);
+        assert_eq!(offset(keys(r#"{"a":1 "b":2}"#).unwrap_err()), 7);
+        assert_eq!(offset(keys("{a:1}").unwrap_err()), 1);
+        assert_eq!(offset(keys("{,}").unwrap_err()), 1);
+        assert_eq!(offset(keys(r#"{"a":[1,]}"#).unwrap_err()), 8);
+        assert_eq!(offset(keys(r#"{"a":1} x"#).unwrap_err()), 8);
+        assert!(keys("{\"a\":1\n// c\n}").is_err());
+        assert!(keys(r#"{"a":True}"#).is_err());
+        assert!(keys(r#"{"a":1"#).is_err());
+    }
+
+    #[test]
+    fn skipping_is_depth_bounded() {
+        let deep = "[".repeat(50) + &"]".repeat(50);
+        assert!(Reader::new(&deep).skip_value(50).is_ok());
+        assert!(Reader::new(&deep).skip_value(49).is_err());
+        let huge = "[".repeat(100_000);
+        assert!(Reader::new(&huge).skip_value(100).is_err());
+    }
+}
