@@ -1,0 +1,316 @@
+//! Fault and bad-input tests.
+//!
+//! - A lossy network (drops, duplicates, delays, reorders, corrupts) between two NICs: every
+//!   call completes exactly once, with its own payload or a timeout, and the handler runs at
+//!   most once per call.
+//! - Mutated frames (truncated, corrupted, oversized, wrong magic/kind/flags, trailing bytes,
+//!   no checksum, random bytes) thrown at a server by a raw endpoint: the server drops and
+//!   counts every one, answers the valid ones, and keeps serving a well-behaved client.
+//! - A server that restarts: calls on the old connection fail with `Disconnected`, never run.
+
+mod common;
+
+use std::collections::HashMap;
+use std::net::UdpSocket;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use optimus_rpc::frame::{self, FrameHeader, FrameKind, HEADER_BYTES};
+use optimus_rpc::transport::lossy::Lossy;
+use optimus_rpc::transport::TxQueue;
+use optimus_rpc::{
+    IdlePolicy, LossConfig, LoopbackNet, Nic, NicConfig, RpcError, Status, Transport, Udp,
+};
+
+#[test]
+fn lossy_network_gives_each_call_exactly_one_outcome() {
+    const CLIENTS: usize = 3;
+    const CALLS: usize = 400;
+    let net = LoopbackNet::new();
+    let loss = LossConfig { drop: 0.15, duplicate: 0.15, delay: 0.2, max_delay_polls: 40, corrupt: 0.03, seed: 7 };
+    let server_t = Lossy::new(net.endpoint(), LossConfig { seed: 11, ..loss });
+    let client_t = Lossy::new(net.endpoint(), loss);
+    let addr = server_t.local_addr();
+    let cfg = NicConfig { timeout: Duration::from_millis(3), max_retries: 8, ..config(CLIENTS) };
+
+    let runs: Arc<Mutex<HashMap<Vec<u8>, u32>>> = Arc::default();
+    let (mut server, _) = Nic::new(server_t, cfg).unwrap();
+    let r = runs.clone();
+    server.set_handler(move |_m: u16, req: &[u8], resp: &mut Vec<u8>| {
+        *r.lock().unwrap().entry(req.to_vec()).or_default() += 1;
+        resp.extend_from_slice(req);
+        Status::Ok
+    });
+    let server = server.spawn(None, IdlePolicy::default());
+    let (client, ch) = Nic::new(client_t, cfg).unwrap();
+    let client = client.spawn(None, IdlePolicy::default());
+    let conn = ch.connect(&addr, Duration::from_secs(20)).expect("connect over a lossy network");
+
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|t| {
+            let ch = ch.clone();
+            std::thread::spawn(move || {
+                let mut c = ch.client(client_opts(4)).unwrap();
+                let mut outstanding: HashMap<u64, usize> = HashMap::new();
+                let (mut next, mut ok, mut timed_out) = (0, 0, 0);
+                let mut spins = 0u32;
+                while ok + timed_out < CALLS {
+                    while next < CALLS && outstanding.len() < 8 {
+                        let id = c.submit(conn, 0, &payload(t, next)).expect("submit");
+                        outstanding.insert(id, next);
+                        next += 1;
+                    }
+                    c.flush();
+                    let n = c.poll(|id, r| {
+                        let i = outstanding.remove(&id).expect("a call completed twice");
+                        match r {
+                            Ok(p) => {
+                                assert_eq!(p, payload(t, i).as_slice());
+                                ok += 1;
+                            }
+                            Err(RpcError::Timeout) => timed_out += 1,
+                            Err(e) => panic!("unexpected outcome {e}"),
+                        }
+                    });
+                    spins = if n == 0 { spins + 1 } else { 0 };
+                    IdlePolicy::default().wait(spins);
+                }
+                (ok, timed_out)
+            })
+        })
+        .collect();
+    let mut oks = 0;
+    for t in threads {
+        let (ok, to) = t.join().expect("client thread");
+        assert_eq!(ok + to, CALLS);
+        oks += ok;
+    }
+    let cs = client.stop().stats();
+    let server = server.stop();
+    let ss = server.stats();
+    let loss_done = server.transport().stats();
+    let runs = runs.lock().unwrap();
+    assert!(runs.values().all(|&n| n == 1), "a handler ran twice for one call");
+    assert!(runs.len() >= oks, "every successful call ran its handler");
+    assert!(oks > CLIENTS * CALLS / 2, "the network is lossy, not dead: {oks} ok");
+    assert!(cs.retransmits > 0 && ss.duplicate_requests > 0, "faults were exercised: {cs:?} {ss:?}");
+    assert!(loss_done.dropped > 0 && loss_done.duplicated > 0 && loss_done.delayed > 0);
+    assert!(ss.dropped_checksum + cs.dropped_checksum > 0, "corruption was caught");
+}
+
+fn sealed(h: FrameHeader, payload: &[u8]) -> Vec<u8> {
+    let mut f = FrameHeader { payload_len: payload.len() as u32, ..h }.encode().to_vec();
+    f.extend_from_slice(payload);
+    frame::seal(&mut f);
+    f
+}
+
+/// Every way we know to spoil a valid request frame, each a frame the server must drop.
+fn mutations(valid: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for len in [0, 1, 10, HEADER_BYTES - 1, HEADER_BYTES, valid.len() - 1] {
+        out.push(valid[..len].to_vec()); // truncated
+    }
+    for byte in 0..valid.len() {
+        let mut f = valid.to_vec();
+        f[byte] ^= 1 << (byte % 8); // corrupted, one flip per byte
+        out.push(f);
+    }
+    let mut f = valid.to_vec();
+    f.push(0);
+    out.push(f); // trailing byte
+    let h = FrameHeader::decode(valid).unwrap();
+    out.push(sealed(FrameHeader { magic: 0xBEEF, ..h }, b"x"));
+    out.push(sealed(FrameHeader { version: 9, ..h }, b"x"));
+    out.push(sealed(FrameHeader { kind: 0x42, ..h }, b"x"));
+    out.push(sealed(FrameHeader { kind: FrameKind::Pad as u8, ..h }, b"x"));
+    out.push(sealed(FrameHeader { flags: 0x80, ..h }, b"x"));
+    out.push(sealed(h, &vec![7u8; 2000])); // oversized for this server (max 1024)
+    let mut unsealed = FrameHeader { payload_len: 1, flags: 0, checksum: 0, ..h }.encode().to_vec();
+    unsealed.push(1);
+    out.push(unsealed); // no checksum on a network frame
+    let mut x = 0x1234_5678_9ABC_DEF0u64;
+    for n in 0..50 {
+        let f: Vec<u8> = (0..(n * 7 % 120))
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        out.push(f); // random bytes
+    }
+    out
+}
+
+#[test]
+fn mutated_frames_are_dropped_and_counted_while_serving_others() {
+    let net = LoopbackNet::new();
+    let st = net.endpoint();
+    let addr = st.local_addr();
+    let cfg = NicConfig { max_payload: 1024, ..config(1) };
+    let (server, sh) = start(st, cfg, true);
+    let (client, ch) = start(net.endpoint(), config(1), false);
+    let conn = ch.connect(&addr, Duration::from_secs(10)).unwrap();
+
+    // The attacker: a raw endpoint that speaks frames by hand.
+    let mut raw = net.endpoint();
+    let server_peer = raw.connect(&addr).unwrap();
+    let mut q = TxQueue::new(4096);
+    let mut exchange = |raw: &mut optimus_rpc::transport::loopback::Loopback, frames: &[Vec<u8>]| {
+        for f in frames {
+            q.push(server_peer, f);
+            while !q.is_empty() {
+                raw.send_burst(&mut q).unwrap();
+            }
+        }
+    };
+    let hello = sealed(FrameHeader { request_id: 99, aux: 1, ..FrameHeader::new(FrameKind::Connect) }, b"");
+    exchange(&mut raw, &[hello]);
+    let mut server_conn = None;
+    for _ in 0..100_000 {
+        raw.recv_burst(8, |_, f| {
+            let (h, k, _) = frame::check_frame(f, 1 << 20).unwrap();
+            if k == FrameKind::ConnectAck {
+                server_conn = Some(h.conn_id);
+            }
+        })
+        .unwrap();
+        if server_conn.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    let server_conn = server_conn.expect("handshake");
+    let valid = sealed(
+        FrameHeader { conn_id: server_conn, request_id: 1, aux: 1, ..FrameHeader::new(FrameKind::Request) },
+        b"valid request payload",
+    );
+    let bad = mutations(&valid);
+
+    // A well-behaved client keeps calling while the bad frames arrive.
+    let good = std::thread::spawn(move || {
+        let mut c = ch.client(client_opts(1)).unwrap();
+        closed_loop(&mut c, 0, conn, 2000, 4)
+    });
+    for chunk in bad.chunks(64) {
+        exchange(&mut raw, chunk);
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    exchange(&mut raw, &[valid.clone()]);
+    let mut answered = false;
+    for _ in 0..100_000 {
+        raw.recv_burst(8, |_, f| {
+            let (h, k, p) = frame::check_frame(f, 1 << 20).unwrap();
+            if k == FrameKind::Response && h.request_id == 1 {
+                assert_eq!(p, b"valid request payload");
+                answered = true;
+            }
+        })
+        .unwrap();
+        if answered {
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    assert!(answered, "the valid request after the mutations was answered");
+    assert_eq!(good.join().expect("good client"), 2000);
+    let s = server.stop().stats();
+    drop(sh);
+    client.stop();
+    let dropped = s.dropped_malformed + s.dropped_checksum + s.dropped_oversized;
+    assert_eq!(dropped as usize, bad.len(), "every bad frame dropped and counted: {s:?}");
+    assert!(s.dropped_checksum > 0 && s.dropped_malformed > 0 && s.dropped_oversized > 0);
+    assert_eq!(net.dropped(), 0);
+}
+
+#[test]
+fn garbage_datagrams_do_not_stop_a_udp_server() {
+    let st = Udp::bind("127.0.0.1:0").unwrap();
+    let addr = st.local_addr();
+    let (server, _) = start(st, config(1), true);
+    let (client, ch) = start(Udp::bind("127.0.0.1:0").unwrap(), config(1), false);
+    let conn = ch.connect(&addr, Duration::from_secs(10)).unwrap();
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let valid = sealed(FrameHeader::new(FrameKind::Request), b"hello");
+    let bad = mutations(&valid);
+    for f in &bad {
+        sock.send_to(f, &addr).unwrap();
+    }
+    let mut c = ch.client(client_opts(1)).unwrap();
+    assert_eq!(closed_loop(&mut c, 0, conn, 500, 2), 500);
+    drop(c);
+    client.stop();
+    let s = server.stop().stats();
+    // The kernel may drop datagrams under load, so only require that drops were counted and
+    // nothing bad was served.
+    assert!(s.dropped_malformed + s.dropped_checksum > 0, "{s:?}");
+    assert_eq!(s.requests_served, 500, "only the good client's calls ran");
+}
+
+#[test]
+fn restarted_server_answers_old_connections_with_disconnected() {
+    let sock_addr = {
+        let s = Udp::bind("127.0.0.1:0").unwrap();
+        s.local_addr()
+    };
+    let (server, _) = start(Udp::bind(&sock_addr).unwrap(), config(1), true);
+    let (client, ch) = start(Udp::bind("127.0.0.1:0").unwrap(), config(1), false);
+    let conn = ch.connect(&sock_addr, Duration::from_secs(10)).unwrap();
+    let mut c = ch.client(client_opts(1)).unwrap();
+    let mut out = Vec::new();
+    c.call(conn, 0, b"first life", &mut out).unwrap();
+    let first = server.stop().stats();
+    assert_eq!(first.requests_served, 1);
+
+    let (server2, _) = start(Udp::bind(&sock_addr).unwrap(), config(1), true);
+    assert!(matches!(c.call(conn, 0, b"second life", &mut out), Err(RpcError::Disconnected)));
+    // The connection is now closed on the client side too; a new one works.
+    assert!(matches!(c.call(conn, 0, b"again", &mut out), Err(RpcError::Disconnected)));
+    let conn2 = ch.connect(&sock_addr, Duration::from_secs(10)).unwrap();
+    c.call(conn2, 0, b"new connection", &mut out).unwrap();
+    assert_eq!(out, b"new connection");
+    drop(c);
+    client.stop();
+    let s2 = server2.stop().stats();
+    assert_eq!(s2.requests_served, 1, "the old connection's call never ran");
+    assert_eq!(s2.unknown_conn, 1);
+}
+
+#[test]
+fn unreachable_server_times_out_each_call_once() {
+    // Nobody listens at this address: connect fails, and calls on a connection whose server
+    // vanished end in Timeout exactly once.
+    let dead = {
+        let s = Udp::bind("127.0.0.1:0").unwrap();
+        s.local_addr()
+    };
+    let cfg = NicConfig { timeout: Duration::from_millis(2), max_retries: 2, ..config(1) };
+    let (client, ch) = start(Udp::bind("127.0.0.1:0").unwrap(), cfg, false);
+    assert!(matches!(ch.connect(&dead, Duration::from_secs(5)), Err(RpcError::Timeout)));
+
+    let (server, _) = start(Udp::bind(&dead).unwrap(), config(1), true);
+    let conn = ch.connect(&dead, Duration::from_secs(10)).unwrap();
+    server.stop();
+    let mut c = ch.client(client_opts(1)).unwrap();
+    let results = Arc::new(Mutex::new(Vec::new()));
+    for i in 0..20u32 {
+        let r = results.clone();
+        c.call_async(conn, 0, &i.to_le_bytes(), move |x| r.lock().unwrap().push((i, x.err())))
+            .unwrap();
+    }
+    c.flush();
+    while results.lock().unwrap().len() < 20 {
+        c.poll(|_, _| {});
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    c.poll(|_, _| {});
+    let r = results.lock().unwrap();
+    assert_eq!(r.len(), 20, "exactly one outcome each");
+    assert!(r.iter().all(|(_, e)| matches!(e, Some(RpcError::Timeout))));
+    drop(c);
+    assert_eq!(client.stop().stats().timeouts, 20);
+}
