@@ -69,8 +69,7 @@ impl<'a, 's> Decoder<'a, 's> {
 
     /// Reads one message's JSON form (an object, or a well-known type's own form) into `msg`.
     pub(crate) fn read_message(&mut self, msg: &mut Message) -> Result<(), Error> {
-        let ty = self.schema.message(msg.type_id());
-        if let Some(wk) = ty.well_known.filter(|&w| w != WellKnown::Empty) {
+        if let Some(wk) = wkt::special_form(self.schema, msg.type_id()) {
             return wkt::read(self, msg, wk);
         }
         self.expect(Token::Object, "an object")?;

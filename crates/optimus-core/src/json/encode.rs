@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
-use optimus_schema::{Cardinality, Field, SchemaSet, WellKnown};
+use optimus_schema::{Cardinality, Field, SchemaSet};
 
 use super::number::{write_f32, write_f64};
 use super::{wkt, JsonOptions};
@@ -74,8 +74,7 @@ impl<'s, 'o> Encoder<'s, 'o> {
             )));
         }
         self.depth += 1;
-        let ty = self.schema.message(msg.type_id());
-        let r = match ty.well_known.filter(|&w| w != WellKnown::Empty) {
+        let r = match wkt::special_form(self.schema, msg.type_id()) {
             Some(wk) => wkt::write(self, msg, wk),
             None => {
                 self.out.push('{');
@@ -337,6 +336,28 @@ mod tests {
         assert!(out.starts_with(r#"{"some_int":-1,"#), "{out}");
         assert!(out.contains(r#""[p.ext_num]":"12""#), "{out}");
         assert_eq!(decode(&s, id, &out, &JsonOptions::default()).unwrap(), m);
+    }
+
+    #[test]
+    fn deep_messages_are_bounded() {
+        let s = SchemaSet::from_source("syntax = \"proto3\"; message R { R r = 1; int32 v = 2; }").unwrap();
+        let id = s.message_by_name("R").unwrap();
+        let chain = |depth: u32| {
+            let mut m = Message::new(&s, id);
+            m.set_by_name(&s, "v", Value::I32(1)).unwrap();
+            for _ in 1..depth {
+                let mut outer = Message::new(&s, id);
+                outer.set_by_name(&s, "r", Value::Message(Box::new(m))).unwrap();
+                m = outer;
+            }
+            m
+        };
+        let text = encode(&s, &chain(ENCODE_DEPTH_LIMIT), &JsonOptions::default()).unwrap();
+        assert_eq!(text.len(), ENCODE_DEPTH_LIMIT as usize * 6 + 1);
+        let e = encode(&s, &chain(ENCODE_DEPTH_LIMIT + 1), &JsonOptions::default()).unwrap_err();
+        assert!(matches!(e, Error::Encode { .. }), "{e}");
+        let opts = JsonOptions { depth_limit: ENCODE_DEPTH_LIMIT, ..JsonOptions::default() };
+        assert_eq!(encode(&s, &decode(&s, id, &text, &opts).unwrap(), &opts).unwrap(), text);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use optimus_schema::{Field, MessageId, SchemaSet, WellKnown};
+use optimus_schema::{Field, Kind, MessageId, MessageType, SchemaSet, WellKnown};
 
 use super::decode::{message_type, Decoder};
 use super::encode::{encode_err, within, write_str, Encoder};
@@ -25,12 +25,51 @@ const TIMESTAMP_MIN_SECONDS: i64 = -62_135_596_800;
 const TIMESTAMP_MAX_SECONDS: i64 = 253_402_300_799;
 const NANOS_PER_SECOND: i64 = 1_000_000_000;
 
-/// The index and descriptor of field `number` of `msg`'s type.
+/// Whether `ty` has the fields that the JSON form of `wk` reads and writes. A type that merely
+/// borrows a well-known name (declared by hand with other fields) is read and written as an
+/// ordinary message instead.
+pub(crate) fn has_shape(schema: &SchemaSet, ty: &MessageType, wk: WellKnown) -> bool {
+    use optimus_schema::Cardinality::{Map, Repeated};
+    let f = |number: u32, kind: Kind| {
+        ty.field_by_number(number)
+            .filter(|f| f.kind == kind && !f.is_list() && (!kind.is_message() || f.message.is_some()))
+    };
+    let list_of = |number: u32, kind: Kind| {
+        ty.field_by_number(number)
+            .is_some_and(|f| f.kind == kind && f.cardinality == Repeated && (!kind.is_message() || f.message.is_some()))
+    };
+    match wk {
+        WellKnown::Any => f(1, Kind::String).is_some() && f(2, Kind::Bytes).is_some(),
+        WellKnown::Timestamp | WellKnown::Duration => {
+            f(1, Kind::Int64).is_some() && f(2, Kind::Int32).is_some()
+        }
+        WellKnown::FieldMask => list_of(1, Kind::String),
+        WellKnown::Struct => ty.field_by_number(1).is_some_and(|f| {
+            f.cardinality == Map && f.message.is_some() && {
+                let (k, v) = schema.map_entry_fields(f);
+                k.kind == Kind::String && v.kind == Kind::Message && v.message.is_some()
+            }
+        }),
+        WellKnown::ListValue => list_of(1, Kind::Message),
+        WellKnown::Value => {
+            f(1, Kind::Enum).is_some()
+                && f(2, Kind::Double).is_some()
+                && f(3, Kind::String).is_some()
+                && f(4, Kind::Bool).is_some()
+                && f(5, Kind::Message).is_some()
+                && f(6, Kind::Message).is_some()
+        }
+        WellKnown::Wrapper => ty.field_by_number(1).is_some_and(|f| !f.is_list() && !f.kind.is_message()),
+        WellKnown::Empty => false,
+    }
+}
+
+/// The index and descriptor of field `number` of `msg`'s type, which [`has_shape`] checked.
 fn field<'s>(schema: &'s SchemaSet, msg: &Message, number: u32) -> (usize, &'s Field) {
     let ty = schema.message(msg.type_id());
     let index = ty
         .field_index_by_number(number)
-        .unwrap_or_else(|| panic!("{} has no field {number}", ty.full_name));
+        .unwrap_or_else(|| unreachable!("has_shape checked {} field {number}", ty.full_name));
     (index, &ty.fields[index])
 }
 
@@ -115,7 +154,7 @@ fn read_struct(d: &mut Decoder<'_, '_>, msg: &mut Message) -> Result<(), Error> 
     let mut first = true;
     while let Some((key, _)) = d.r.next_key(&mut first)? {
         let mut v = Message::new(schema, value_id);
-        read_value(d, &mut v).map_err(|e| e.within(format!("[{key:?}]")))?;
+        d.read_message(&mut v).map_err(|e| e.within(format!("[{key:?}]")))?;
         map.insert(MapKey::String(key.into_owned()), Value::Message(Box::new(v)));
     }
     d.leave();
@@ -133,7 +172,7 @@ fn read_list_value(d: &mut Decoder<'_, '_>, msg: &mut Message) -> Result<(), Err
     let mut first = true;
     while d.r.next_element(&mut first)? {
         let mut v = Message::new(schema, value_id);
-        read_value(d, &mut v).map_err(|e| e.within(format!("[{}]", values.len())))?;
+        d.read_message(&mut v).map_err(|e| e.within(format!("[{}]", values.len())))?;
         values.push(v);
     }
     d.leave();
@@ -157,18 +196,10 @@ fn read_value(d: &mut Decoder<'_, '_>, msg: &mut Message) -> Result<(), Error> {
             (4, Value::Bool(b))
         }
         Token::Object | Token::Array => {
-            let (number, wk) = if tok == Token::Object {
-                (5, WellKnown::Struct)
-            } else {
-                (6, WellKnown::ListValue)
-            };
+            let number = if tok == Token::Object { 5 } else { 6 };
             let (_, f) = field(schema, msg, number);
             let mut sub = Message::new(schema, message_type(f));
-            if wk == WellKnown::Struct {
-                read_struct(d, &mut sub)?;
-            } else {
-                read_list_value(d, &mut sub)?;
-            }
+            d.read_message(&mut sub)?;
             (number, Value::Message(Box::new(sub)))
         }
     };
@@ -244,13 +275,16 @@ fn resolve_type_url(schema: &SchemaSet, url: &str) -> Option<MessageId> {
     schema.message_by_name(name)
 }
 
+/// The well-known type whose own JSON form messages of `id` take, if any.
+pub(crate) fn special_form(schema: &SchemaSet, id: MessageId) -> Option<WellKnown> {
+    let ty = schema.message(id);
+    ty.well_known.filter(|&w| has_shape(schema, ty, w))
+}
+
 /// Whether a type is written as `"value"` inside an Any (a well-known type with its own
 /// JSON form).
 fn has_special_form(schema: &SchemaSet, id: MessageId) -> bool {
-    schema
-        .message(id)
-        .well_known
-        .is_some_and(|w| w != WellKnown::Empty)
+    special_form(schema, id).is_some()
 }
 
 /// Writes the JSON form of well-known type `wk`.
@@ -282,7 +316,7 @@ pub(crate) fn write(e: &mut Encoder<'_, '_>, msg: &Message, wk: WellKnown) -> Re
         }
         WellKnown::Duration => {
             let (secs, nanos) = (get_i64(schema, msg, 1), get_i64(schema, msg, 2));
-            if secs.abs() > DURATION_MAX_SECONDS
+            if secs.unsigned_abs() > DURATION_MAX_SECONDS as u64
                 || nanos.abs() >= NANOS_PER_SECOND
                 || (secs < 0 && nanos > 0)
                 || (secs > 0 && nanos < 0)
