@@ -94,8 +94,8 @@ impl<'a, 's> Decoder<'a, 's> {
     pub(crate) fn read_fields(&mut self, msg: &mut Message, skip_type_key: bool) -> Result<(), Error> {
         let schema = self.schema;
         let ty = schema.message(msg.type_id());
-        let mut seen = vec![0u64; ty.fields.len().div_ceil(64)];
-        let mut oneof_set = vec![false; ty.oneofs.len()];
+        let mut seen = BitSet::new(ty.fields.len());
+        let mut oneof_set = BitSet::new(ty.oneofs.len());
         let mut first = true;
         while let Some((key, key_at)) = self.r.next_key(&mut first)? {
             if skip_type_key && key == "@type" {
@@ -110,13 +110,11 @@ impl<'a, 's> Decoder<'a, 's> {
                 return Err(unknown_field(key_at, &key, ty));
             };
             let field = &ty.fields[index];
-            let (word, bit) = (index / 64, 1u64 << (index % 64));
-            if seen[word] & bit != 0 {
+            if !seen.insert(index) {
                 return Err(json_err(key_at, format!("duplicate field \"{key}\"")));
             }
-            seen[word] |= bit;
             if let Some(o) = field.oneof {
-                if oneof_set[o as usize] && (self.r.peek()? != Token::Null || accepts_null(schema, field)) {
+                if oneof_set.contains(o as usize) && (self.r.peek()? != Token::Null || accepts_null(schema, field)) {
                     let name = &ty.oneofs[o as usize].name;
                     return Err(json_err(key_at, format!("oneof {name} has more than one field set")));
                 }
@@ -125,7 +123,7 @@ impl<'a, 's> Decoder<'a, 's> {
                 .read_field(msg, index, field)
                 .map_err(|e| e.within(segment(field)))?;
             if let (true, Some(o)) = (set, field.oneof) {
-                oneof_set[o as usize] = true;
+                oneof_set.insert(o as usize);
             }
         }
         Ok(())
@@ -294,6 +292,44 @@ impl<'a, 's> Decoder<'a, 's> {
             }
             _ => Err(json_err(at, format!("expected a value of enum {}", e.full_name))),
         }
+    }
+}
+
+/// A set of small indices (fields or oneofs of one message) that needs no allocation for
+/// types of up to 256 fields.
+struct BitSet {
+    inline: [u64; 4],
+    spill: Vec<u64>,
+}
+
+impl BitSet {
+    fn new(len: usize) -> BitSet {
+        let words = len.div_ceil(64);
+        BitSet {
+            inline: [0; 4],
+            spill: if words > 4 { vec![0; words] } else { Vec::new() },
+        }
+    }
+
+    fn words(&mut self) -> &mut [u64] {
+        if self.spill.is_empty() {
+            &mut self.inline
+        } else {
+            &mut self.spill
+        }
+    }
+
+    /// Adds `i`; whether it was absent.
+    fn insert(&mut self, i: usize) -> bool {
+        let w = &mut self.words()[i / 64];
+        let bit = 1u64 << (i % 64);
+        let absent = *w & bit == 0;
+        *w |= bit;
+        absent
+    }
+
+    fn contains(&mut self, i: usize) -> bool {
+        self.words()[i / 64] & (1u64 << (i % 64)) != 0
     }
 }
 
@@ -509,6 +545,19 @@ mod tests {
             encode(&s, &m, &JsonOptions::default()).unwrap(),
             r#"{"optionalInt32":3,"repeatedNestedEnum":["FOO","BAR"],"mapStringNestedEnum":{"b":"BAZ"}}"#
         );
+    }
+
+    #[test]
+    fn closed_enums_reject_unknown_numbers() {
+        let s = SchemaSet::from_source(
+            "syntax = \"proto2\"; enum E { A = 1; } message M { optional E e = 1; repeated E r = 2; }",
+        )
+        .unwrap();
+        let id = s.message_by_name("M").unwrap();
+        assert!(decode(&s, id, r#"{"e": 2}"#, &JsonOptions::default()).is_err());
+        let lenient = JsonOptions { ignore_unknown: true, ..JsonOptions::default() };
+        let m = decode(&s, id, r#"{"e": 2, "r": [1, 2, "B", "A"]}"#, &lenient).unwrap();
+        assert_eq!(encode(&s, &m, &JsonOptions::default()).unwrap(), r#"{"r":["A","A"]}"#);
     }
 
     #[test]

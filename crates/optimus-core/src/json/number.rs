@@ -146,6 +146,12 @@ fn special(v: f64) -> Option<&'static str> {
     }
 }
 
+fn zeros(out: &mut String, n: i32) {
+    for _ in 0..n {
+        out.push('0');
+    }
+}
+
 /// Rewrites Rust's shortest scientific form (`-1.25e-7`, `1e0`) in the ECMAScript layout.
 fn layout(out: &mut String, sci: &str) {
     let (mantissa, exp) = sci.split_once('e').unwrap_or((sci, "0"));
@@ -161,7 +167,7 @@ fn layout(out: &mut String, sci: &str) {
         out.push_str(lead);
         if n - 1 <= exp {
             out.push_str(rest);
-            out.extend(std::iter::repeat('0').take((exp - (n - 1)) as usize));
+            zeros(out, exp - (n - 1));
         } else {
             out.push_str(&rest[..exp as usize]);
             out.push('.');
@@ -169,7 +175,7 @@ fn layout(out: &mut String, sci: &str) {
         }
     } else if (-6..0).contains(&exp) {
         out.push_str("0.");
-        out.extend(std::iter::repeat('0').take((-exp - 1) as usize));
+        zeros(out, -exp - 1);
         out.push_str(lead);
         out.push_str(rest);
     } else {

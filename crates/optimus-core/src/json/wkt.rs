@@ -223,9 +223,8 @@ fn read_any(d: &mut Decoder<'_, '_>, msg: &mut Message) -> Result<(), Error> {
             if url.is_some() {
                 return Err(json_err(key_at, "duplicate field \"@type\""));
             }
-            let at = d.r.pos();
-            d.expect(Token::String, "a type URL string")?;
-            url = Some((d.r.read_string()?.into_owned(), at));
+            let (s, at) = read_string(d, "a type URL string")?;
+            url = Some((s.into_owned(), at));
         } else {
             d.skip()?;
         }
@@ -550,7 +549,7 @@ fn parse_timestamp(s: &str) -> Option<(i64, i32)> {
         }
         _ => return None,
     };
-    let secs = days_from_civil(y, mo, d as u32) * 86_400 + h * 3600 + mi * 60 + sec - offset;
+    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - offset;
     if !(TIMESTAMP_MIN_SECONDS..=TIMESTAMP_MAX_SECONDS).contains(&secs) {
         return None;
     }
@@ -762,6 +761,48 @@ mod tests {
         let v = m.message_mut(&s, s.message(id).field_index_by_name("optional_value").unwrap());
         v.set_by_name(&s, "number_value", Value::F64(f64::NAN)).unwrap();
         assert!(encode(&s, &m, &JsonOptions::default()).is_err());
+    }
+
+    #[test]
+    fn any_edges() {
+        let s = conformance();
+        let id = s.message_by_name("protobuf_test_messages.proto3.TestAllTypesProto3").unwrap();
+        let lenient = JsonOptions { ignore_unknown: true, ..JsonOptions::default() };
+        let text = r#"{"optionalAny": {"x": [1], "@type": "t/google.protobuf.Int32Value", "value": "7"}}"#;
+        let m = decode(&s, id, text, &lenient).unwrap();
+        assert_eq!(
+            encode(&s, &m, &JsonOptions::default()).unwrap(),
+            r#"{"optionalAny":{"@type":"t/google.protobuf.Int32Value","value":7}}"#
+        );
+        let dup = r#"{"optionalAny": {"@type": "t/google.protobuf.Int32Value", "@type": "t/google.protobuf.Int32Value"}}"#;
+        let e = decode(&s, id, dup, &JsonOptions::default()).unwrap_err();
+        assert_eq!(e.as_decode().unwrap().offset, 58);
+        let e = decode(&s, id, r#"{"optionalAny": {"@type": "no-slash"}}"#, &JsonOptions::default()).unwrap_err();
+        assert_eq!(e.as_decode().unwrap().offset, 26);
+        assert_eq!(e.as_decode().unwrap().path_string(), "TestAllTypesProto3.optional_any");
+        // An Any whose type the schema does not know cannot be written.
+        let mut m = Message::new(&s, id);
+        let any = m.message_mut(&s, s.message(id).field_index_by_name("optional_any").unwrap());
+        any.set_by_name(&s, "type_url", Value::String("t/nope.Nope".into())).unwrap();
+        match encode(&s, &m, &JsonOptions::default()).unwrap_err() {
+            Error::Encode { path, .. } => assert_eq!(path, "TestAllTypesProto3.optional_any"),
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn well_known_errors_point_at_the_value() {
+        let s = conformance();
+        let id = s.message_by_name("protobuf_test_messages.proto3.TestAllTypesProto3").unwrap();
+        for (text, offset, path) in [
+            (r#"{"optionalTimestamp": "bad"}"#, 22, "TestAllTypesProto3.optional_timestamp"),
+            (r#"{"repeatedDuration": ["1s", "2"]}"#, 28, "TestAllTypesProto3.repeated_duration[1]"),
+            (r#"{"optionalStruct": {"a": {"b": [1, NaN]}}}"#, 35, r#"TestAllTypesProto3.optional_struct["a"]["b"][1]"#),
+        ] {
+            let e = decode(&s, id, text, &JsonOptions::default()).unwrap_err();
+            let d = e.as_decode().unwrap();
+            assert_eq!((d.offset, d.path_string().as_str()), (offset, path), "{text}");
+        }
     }
 
     #[test]
