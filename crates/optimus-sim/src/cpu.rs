@@ -1,0 +1,81 @@
+//! Software DT baseline: instructions per field and per byte, retired at a fixed IPC.
+//!
+//! Optimus Prime §2.3 measures ~25 dynamic instructions per byte on an ARM core and §1 argues
+//! a lower bound of 5 instructions per output byte; Table 4 and Fig. 7 give the resulting
+//! throughputs. This model counts instructions from a trace: a fixed cost per field, per
+//! varint byte, per copied byte and per sub-message (size pass, call, length prefix).
+
+use optimus_trace::{Event, Region};
+use serde::{Deserialize, Serialize};
+
+use crate::workload::builder::ops;
+use crate::workload::MessageTrace;
+
+/// CPU core model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CpuConfig {
+    /// Clock in GHz. Default 2 (Optimus Prime Table 1).
+    pub clock_ghz: f64,
+    /// Instructions retired per cycle on DT code. Default 1.2 (calibrated: §1's 700 ns for
+    /// 300 B at 5 instructions/byte and §2.3's ~1 Gbps cap at 25 instructions/byte).
+    pub ipc: f64,
+    /// Instructions per field (reflection dispatch, has-bit test, size pass, tag write).
+    /// Default 117 (fitted to Fig. 7's best 1.7 Gbps, Flat).
+    pub per_field: f64,
+    /// Instructions per varint output byte. Default 5 (§1: "five emitted instructions per
+    /// output byte").
+    pub per_varint_byte: f64,
+    /// Instructions per copied byte (memcpy of strings, fixed-width). Default 0.5.
+    pub per_copy_byte: f64,
+    /// Instructions per sub-message (ByteSize recursion, call, length prefix). Default 254
+    /// (fitted to Table 4's 1.3 Gbps, Mixed).
+    pub per_submessage: f64,
+}
+
+impl Default for CpuConfig {
+    fn default() -> Self {
+        Self { clock_ghz: 2.0, ipc: 1.2, per_field: 117.0, per_varint_byte: 5.0, per_copy_byte: 0.5, per_submessage: 254.0 }
+    }
+}
+
+impl CpuConfig {
+    /// Instructions to transform one message.
+    pub fn instructions(&self, t: &MessageTrace) -> f64 {
+        let mut n = 0.0;
+        let mut last_op = 0u16;
+        for e in &t.events {
+            match e {
+                Event::SchemaRead { .. } => n += self.per_field,
+                Event::Convert { op, bytes } => {
+                    last_op = *op;
+                    if *op == ops::SUBMESSAGE {
+                        n += self.per_submessage;
+                    } else if *op == ops::BYTES || *op == ops::STRING || *op == ops::FIXED32 || *op == ops::FIXED64 {
+                        n += self.per_copy_byte * f64::from(*bytes);
+                    }
+                }
+                Event::FieldWrite { region: Region::Buffer, bytes, .. } if last_op == ops::VARINT || last_op == ops::ZIGZAG || last_op == ops::BOOL => {
+                    n += self.per_varint_byte * f64::from(*bytes);
+                }
+                _ => {}
+            }
+        }
+        n
+    }
+
+    /// Nanoseconds to transform one message.
+    pub fn message_ns(&self, t: &MessageTrace) -> f64 {
+        self.instructions(t) / self.ipc / self.clock_ghz
+    }
+
+    /// Throughput of one core in Gbps of serialized bytes.
+    pub fn gbps(&self, t: &MessageTrace) -> f64 {
+        t.wire_bytes as f64 * 8.0 / self.message_ns(t)
+    }
+
+    /// Nanoseconds for `bytes` output bytes at `instr_per_byte` (§1's bound).
+    pub fn bytes_ns(&self, bytes: f64, instr_per_byte: f64) -> f64 {
+        bytes * instr_per_byte / self.ipc / self.clock_ghz
+    }
+}

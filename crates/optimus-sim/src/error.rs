@@ -1,0 +1,56 @@
+//! The crate's one error type.
+
+/// Errors from configuring a model, loading a workload or replaying a trace.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// A configuration value is invalid or inconsistent with another.
+    #[error("config {component}.{field}: {why}")]
+    Config {
+        /// Component whose config is wrong (`op.block_buffer`).
+        component: &'static str,
+        /// The offending field.
+        field: &'static str,
+        /// What is wrong, with the value found.
+        why: String,
+    },
+    /// The trace file could not be read or is ill-formed.
+    #[error("trace: {0}")]
+    Trace(#[from] optimus_trace::TraceError),
+    /// A trace is well-formed but cannot drive this model (e.g. no message in it).
+    #[error("workload {name}: {why}")]
+    Workload {
+        /// Workload or file name.
+        name: String,
+        /// What is missing or wrong.
+        why: String,
+    },
+    /// Protobuf wire bytes of a workload message are malformed.
+    #[error("{path} at byte {offset}: {why}")]
+    Wire {
+        /// Message/field path being decoded.
+        path: String,
+        /// Byte offset in the message.
+        offset: usize,
+        /// What was expected and found.
+        why: String,
+    },
+    /// A .proto workload description could not be parsed.
+    #[error("proto line {line}: {why}")]
+    Proto {
+        /// 1-based line number.
+        line: usize,
+        /// What was expected.
+        why: String,
+    },
+    /// The calibration targets file is malformed.
+    #[error("targets: {0}")]
+    Targets(String),
+}
+
+/// Shorthand for `Result<T, SimError>`.
+pub type Result<T> = std::result::Result<T, SimError>;
+
+pub(crate) fn config_err(component: &'static str, field: &'static str, why: impl Into<String>) -> SimError {
+    SimError::Config { component, field, why: why.into() }
+}

@@ -1,0 +1,227 @@
+//! Optimus Prime configuration: one struct per component, presets citing the paper.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::mem::{BlockBufferConfig, MemoryConfig, NocConfig};
+use crate::error::{config_err, Result};
+
+/// Dispatcher and requesting cores (§4.1, §5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DispatcherConfig {
+    /// Cycles from a request's MMIO write reaching OP to its schema pointer reaching a Reader.
+    /// Default 2 (register write + hardware queue).
+    pub dispatch_cycles: u32,
+    /// Cores issuing requests; 0 = every tile but OP's, minus one for the OS (§5: 15 of 16).
+    pub cores: u32,
+    /// Cycles a core spends between seeing a completion and issuing its next request (polling
+    /// loop and request set-up). Default 20.
+    pub core_gap_cycles: u32,
+}
+
+impl Default for DispatcherConfig {
+    fn default() -> Self {
+        Self { dispatch_cycles: 2, cores: 0, core_gap_cycles: 20 }
+    }
+}
+
+/// Reader (§4.3, §4.6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReaderConfig {
+    /// Bytes of field data in one Chunk; a field of `b` bytes leaves as `ceil(b / chunk_bytes)`
+    /// Chunks, one per cycle (§4.6: "one Chunk per cycle"). Default 8 (a 64-bit datapath).
+    pub chunk_bytes: u32,
+    /// Schema entries the Field Buffer holds: how far ahead of the field being emitted the
+    /// prefetcher may issue (§4.6 Prefetching). Default 12 (calibrated, see docs/simulator.md).
+    pub field_buffer_entries: u32,
+    /// Memory requests a Reader issues per cycle. Default 1.
+    pub issue_per_cycle: u32,
+    /// Cycles to rotate to another time-sharing context. Default 1 (§4.6: "rotated in one cycle").
+    pub context_switch_cycles: u32,
+    /// Chunk queue between Reader and Converter. Default 16.
+    pub chunk_queue: u32,
+}
+
+impl Default for ReaderConfig {
+    fn default() -> Self {
+        Self { chunk_bytes: 8, field_buffer_entries: 12, issue_per_cycle: 1, context_switch_cycles: 1, chunk_queue: 16 }
+    }
+}
+
+/// Converter (§4.4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConverterConfig {
+    /// Instruction memory entries. Default 128 (§4.4).
+    pub imem_entries: u32,
+    /// Pipeline stages (fetch, decode+RF, execute, writeback). Default 4 (§4.4).
+    pub stages: u32,
+    /// Instructions per Chunk for each converter op id; ops not listed take
+    /// `default_instructions` (specialized: one instruction, §4.4 "for common data types (e.g.
+    /// varint), a single instruction performs the conversion"). Programs for other ops are the
+    /// programmable converter: they must fit the instruction memory together.
+    pub programs: BTreeMap<u16, u32>,
+    /// Instructions of an op without a program. Default 1.
+    pub default_instructions: u32,
+}
+
+impl Default for ConverterConfig {
+    fn default() -> Self {
+        Self { imem_entries: 128, stages: 4, programs: BTreeMap::new(), default_instructions: 1 }
+    }
+}
+
+impl ConverterConfig {
+    /// Instructions per Chunk of `op`.
+    pub fn instructions(&self, op: u16) -> u32 {
+        self.programs.get(&op).copied().unwrap_or(self.default_instructions).max(1)
+    }
+}
+
+/// Writer (§4.5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WriterConfig {
+    /// Cycles to hand a transformed Chunk to the write buffer. Default 1.
+    pub cycles_per_chunk: u32,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        Self { cycles_per_chunk: 1 }
+    }
+}
+
+/// The whole Optimus Prime model: OP{pipelines, interleave} on a mesh.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OpConfig {
+    /// Seed of the model's `ChaCha8Rng` (LLC/forwarding draws).
+    pub seed: u64,
+    /// Clock in GHz. Default 2 (Table 1: cores and OP at 2GHz).
+    pub clock_ghz: f64,
+    /// Transformation pipelines `n` of OP{n,j}. Default 1.
+    pub pipelines: u32,
+    /// Time-sharing degree `j`: message contexts per Reader. Default 1.
+    pub interleave: u32,
+    /// Reader prefetching from schema addresses (§4.6). Default on; off in OP_Base.
+    pub prefetch: bool,
+    /// Decoupled Reader/Converter/Writer overlap (§4.6). Default on; off in OP_Base.
+    pub pipelining: bool,
+    /// Cycles simulated before measuring. Default 4000.
+    pub warmup_cycles: u64,
+    /// Cycles measured. Default 40000.
+    pub measure_cycles: u64,
+    /// Dispatcher and cores.
+    pub dispatcher: DispatcherConfig,
+    /// Reader.
+    pub reader: ReaderConfig,
+    /// Converter.
+    pub converter: ConverterConfig,
+    /// Writer.
+    pub writer: WriterConfig,
+    /// Block Buffer.
+    pub block_buffer: BlockBufferConfig,
+    /// Mesh NoC.
+    pub noc: NocConfig,
+    /// LLC and memory.
+    pub memory: MemoryConfig,
+}
+
+impl Default for OpConfig {
+    fn default() -> Self {
+        Self::paper_4x4(1, 1)
+    }
+}
+
+impl OpConfig {
+    /// OP{n,j} in the paper's 16-core 4×4 server (Optimus Prime Table 1, §5).
+    pub fn paper_4x4(pipelines: u32, interleave: u32) -> Self {
+        Self {
+            seed: 1,
+            clock_ghz: 2.0,
+            pipelines,
+            interleave,
+            prefetch: true,
+            pipelining: true,
+            warmup_cycles: 4000,
+            measure_cycles: 40000,
+            dispatcher: DispatcherConfig::default(),
+            reader: ReaderConfig::default(),
+            converter: ConverterConfig::default(),
+            writer: WriterConfig::default(),
+            block_buffer: BlockBufferConfig::default(),
+            noc: NocConfig::default(),
+            memory: MemoryConfig::default(),
+        }
+    }
+
+    /// OP{n,j} in the 64-core 8×8 server of Fig. 9 and Table 4.
+    pub fn paper_8x8(pipelines: u32, interleave: u32) -> Self {
+        let mut c = Self::paper_4x4(pipelines, interleave);
+        c.noc.mesh = 8;
+        c
+    }
+
+    /// OP_Base of Fig. 7: one pipeline, no pipelining, no prefetching.
+    pub fn op_base() -> Self {
+        let mut c = Self::paper_4x4(1, 1);
+        c.prefetch = false;
+        c.pipelining = false;
+        c
+    }
+
+    /// Checks every component and the derived values.
+    ///
+    /// # Errors
+    /// [`crate::SimError::Config`] naming the component and field.
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=64).contains(&self.pipelines) {
+            return Err(config_err("op", "pipelines", format!("{} (1..=64)", self.pipelines)));
+        }
+        if !(1..=16).contains(&self.interleave) {
+            return Err(config_err("op", "interleave", format!("{} (1..=16 contexts)", self.interleave)));
+        }
+        if !(self.clock_ghz > 0.0) {
+            return Err(config_err("op", "clock_ghz", "must be positive"));
+        }
+        if self.measure_cycles == 0 {
+            return Err(config_err("op", "measure_cycles", "must be positive"));
+        }
+        if self.reader.chunk_bytes == 0 || self.reader.field_buffer_entries == 0 || self.reader.issue_per_cycle == 0 || self.reader.chunk_queue == 0 {
+            return Err(config_err("op.reader", "chunk_bytes", "chunk_bytes, field_buffer_entries, issue_per_cycle and chunk_queue must be positive"));
+        }
+        let imem: u32 = self.converter.programs.values().sum();
+        if imem > self.converter.imem_entries {
+            return Err(config_err("op.converter", "programs", format!("{imem} instructions do not fit {} I-Mem entries", self.converter.imem_entries)));
+        }
+        if self.converter.stages == 0 {
+            return Err(config_err("op.converter", "stages", "at least one stage"));
+        }
+        self.block_buffer.validate()?;
+        self.noc.validate()?;
+        self.memory.validate()?;
+        let cores = self.cores();
+        if cores == 0 || cores >= self.noc.mesh * self.noc.mesh + 64 {
+            return Err(config_err("op.dispatcher", "cores", format!("{cores} cores on a {0}x{0} mesh", self.noc.mesh)));
+        }
+        Ok(())
+    }
+
+    /// Requesting cores after defaults are resolved.
+    pub fn cores(&self) -> u32 {
+        if self.dispatcher.cores == 0 {
+            (self.noc.mesh * self.noc.mesh).saturating_sub(1).max(1)
+        } else {
+            self.dispatcher.cores
+        }
+    }
+
+    /// Memory latency in cycles.
+    pub fn mem_cycles(&self) -> u64 {
+        (self.memory.mem_latency_ns * self.clock_ghz).round() as u64
+    }
+}

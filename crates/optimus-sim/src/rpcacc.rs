@@ -1,0 +1,402 @@
+//! The RPCAcc model (PCIe-attached RPC accelerator) and the baselines it is compared with:
+//! ProtoACC over PCIe, ProtoACC on-chip, CPU-only, and the Dagger (UPI) variants.
+//!
+//! Every design replays the same message programs (see [`crate::program`]):
+//! - **Serializer engine** (ProtoACC-style, used by ProtoACC-PCIe/-OnChip and Dagger-ProtoACC):
+//!   walks fields in order, issuing each field's memory read once its address is known (the
+//!   dependence chain of sub-messages and strings) and up to `read_window_fields` ahead, with at
+//!   most `max_outstanding_reads` in flight; each read costs the interconnect latency plus
+//!   bytes over bandwidth; each field costs `cycles_per_field` at the accelerator clock.
+//! - **Memory-affinity serialization** (RPCAcc §III-C): the host CPU pre-serializes its fields
+//!   without encoding into a contiguous DMA-safe buffer (large copies offloaded to the memcpy
+//!   engine), one MMIO notifies the card, one DMA read fetches the buffer, the serializer
+//!   encodes `encode_bits_per_cycle` per cycle and reads accelerator-resident fields locally.
+//! - **Deserializer** (§III-B): `deser_lanes` lanes parse at `cycles_per_field` per field plus
+//!   the input at `encode_bits_per_cycle`; results cross PCIe either field by field (one DMA
+//!   write transaction per field) or one-shot (one per `temp_buffer_bytes`), through a DMA
+//!   engine that costs `dma_txn_ns` per transaction plus bytes over bandwidth.
+
+use serde::{Deserialize, Serialize};
+
+use optimus_trace::{Direction, Region};
+
+use crate::cpu::CpuConfig;
+use crate::error::{config_err, Result};
+use crate::program::Program;
+use crate::workload::{builder::TraceBuilder, hpb, Instance, MessageTrace, ProtoFile, ACCEL_BASE, ARENA_BASE};
+
+/// An interconnect or memory: latency and bandwidth.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// One access round trip in ns.
+    pub latency_ns: f64,
+    /// Bandwidth in GB/s (= bytes per ns).
+    pub bw_gbytes_s: f64,
+}
+
+/// RPCAcc and baseline parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RpcAccConfig {
+    /// Seed of the HyperProtoBench-like population.
+    pub seed: u64,
+    /// Accelerator clock in MHz. Default 250 (§IV-A: "RPC/transport logic runs at 250 MHz").
+    pub clock_mhz: f64,
+    /// PCIe. Default 1250 ns, 12.8 GB/s (Table I, RPCAcc row).
+    pub pcie: LinkConfig,
+    /// Host memory as seen on-chip. Default 70 ns (§II-C: DDR5), 64 GB/s.
+    pub host_mem: LinkConfig,
+    /// Accelerator off-chip memory (U280 HBM). Default 150 ns, 100 GB/s (not stated; typical).
+    pub accel_mem: LinkConfig,
+    /// UPI for the Dagger variants. Default 800 ns round trip (§IV-E: 400 ns one-way),
+    /// 19.2 GB/s (Table I).
+    pub upi: LinkConfig,
+    /// Outstanding reads of the serializer's memory interface. Default 16.
+    pub max_outstanding_reads: u32,
+    /// Fields ahead of the one being encoded whose reads may be in flight. Default 8.
+    pub read_window_fields: u32,
+    /// Cycles per field in the (de)serializer pipelines. Default 2.
+    pub cycles_per_field: f64,
+    /// Bits encoded/parsed per cycle. Default 512 (§III-C: "per-512-bit ... one cycle").
+    pub encode_bits_per_cycle: f64,
+    /// Deserializer lanes. Default 4 (§III-B).
+    pub deser_lanes: u32,
+    /// Temp Buffer bytes (one-shot DMA granule). Default 4096 (§III-B).
+    pub temp_buffer_bytes: u32,
+    /// DMA engine cost of one PCIe write transaction in ns (descriptor, TLPs, completion
+    /// credit): the "limited number of concurrent PCIe transactions" of §II-C C1. Default 5
+    /// (calibrated to Fig. 5's 2.2× average, see docs/simulator.md).
+    pub dma_txn_ns: f64,
+    /// Same, for writes into the card's own memory (HBM channels in parallel). Default 1.
+    pub local_txn_ns: f64,
+    /// MMIO doorbell from host to card in ns. Default 625 (half a PCIe round trip).
+    pub mmio_ns: f64,
+    /// Host CPU (2.0 GHz Xeon Silver 4514Y, §IV-A) running protobuf software.
+    pub cpu: CpuConfig,
+    /// Host instructions per field of pre-serialization (no encoding). Default 20.
+    pub preser_per_field: f64,
+    /// Fields at least this large are copied by the memcpy engine (DSA). Default 1024.
+    pub dsa_threshold_bytes: u32,
+    /// Host cost of one memcpy-engine submission in ns. Default 100.
+    pub dsa_submit_ns: f64,
+    /// Memcpy-engine bandwidth in GB/s. Default 30.
+    pub dsa_bw_gbytes_s: f64,
+}
+
+impl Default for RpcAccConfig {
+    fn default() -> Self {
+        Self {
+            seed: 2024,
+            clock_mhz: 250.0,
+            pcie: LinkConfig { latency_ns: 1250.0, bw_gbytes_s: 12.8 },
+            host_mem: LinkConfig { latency_ns: 70.0, bw_gbytes_s: 64.0 },
+            accel_mem: LinkConfig { latency_ns: 150.0, bw_gbytes_s: 100.0 },
+            upi: LinkConfig { latency_ns: 800.0, bw_gbytes_s: 19.2 },
+            max_outstanding_reads: 16,
+            read_window_fields: 8,
+            cycles_per_field: 2.0,
+            encode_bits_per_cycle: 512.0,
+            deser_lanes: 4,
+            temp_buffer_bytes: 4096,
+            dma_txn_ns: 5.0,
+            local_txn_ns: 1.0,
+            mmio_ns: 625.0,
+            cpu: CpuConfig::default(),
+            preser_per_field: 20.0,
+            dsa_threshold_bytes: 1024,
+            dsa_submit_ns: 100.0,
+            dsa_bw_gbytes_s: 30.0,
+        }
+    }
+}
+
+impl RpcAccConfig {
+    /// Checks parameters.
+    ///
+    /// # Errors
+    /// [`crate::SimError::Config`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        for (v, f) in [(self.clock_mhz, "clock_mhz"), (self.pcie.bw_gbytes_s, "pcie"), (self.encode_bits_per_cycle, "encode_bits_per_cycle"), (self.dsa_bw_gbytes_s, "dsa_bw_gbytes_s")] {
+            if !(v > 0.0) {
+                return Err(config_err("rpcacc", f, format!("{v} must be positive")));
+            }
+        }
+        if self.pcie.latency_ns < 0.0 || self.max_outstanding_reads == 0 || self.read_window_fields == 0 || self.deser_lanes == 0 || self.temp_buffer_bytes == 0 {
+            return Err(config_err("rpcacc", "max_outstanding_reads", "latencies non-negative; counts and buffer sizes positive"));
+        }
+        Ok(())
+    }
+}
+
+/// One message prepared for every design: its serialize and deserialize programs.
+#[derive(Clone, Debug)]
+pub struct RpcMessage {
+    /// Bench name.
+    pub bench: String,
+    /// Index in the bench.
+    pub index: usize,
+    /// Serialization program (fields placed as built).
+    pub ser: Program,
+    /// Deserialization program.
+    pub deser: Program,
+    /// Serialization trace (for the CPU model).
+    pub ser_trace: MessageTrace,
+    /// Deserialization trace.
+    pub deser_trace: MessageTrace,
+    /// Mean payload bytes per field (Fig. 5's x axis).
+    pub avg_field_bytes: f64,
+}
+
+/// Builds the programs of one instance.
+pub fn prepare(bench: &str, index: usize, proto: &ProtoFile, inst: &Instance, placement: &dyn Fn(usize, usize) -> bool) -> RpcMessage {
+    let b = TraceBuilder::new(proto).with_placement(placement);
+    let wire = inst.wire_bytes();
+    let ser_trace = MessageTrace { events: b.encode(inst, ARENA_BASE, ACCEL_BASE), wire_bytes: wire, direction: Direction::Encode };
+    let deser_trace = MessageTrace { events: b.decode(inst, ARENA_BASE, ACCEL_BASE), wire_bytes: wire, direction: Direction::Decode };
+    RpcMessage {
+        bench: bench.to_string(),
+        index,
+        ser: Program::from_trace(&ser_trace),
+        deser: Program::from_trace(&deser_trace),
+        ser_trace,
+        deser_trace,
+        avg_field_bytes: hpb::avg_field_bytes(inst),
+    }
+}
+
+/// The HyperProtoBench-like suite, every field in host memory.
+pub fn suite(cfg: &RpcAccConfig) -> Vec<RpcMessage> {
+    let host = |_: usize, _: usize| false;
+    hpb::suite(cfg.seed)
+        .iter()
+        .flat_map(|b| b.messages.iter().enumerate().map(|(i, m)| prepare(&b.name, i, &b.proto, m, &host)).collect::<Vec<_>>())
+        .collect()
+}
+
+/// A field-granular memory request of the serializer engine.
+#[derive(Clone, Copy, Debug)]
+struct Req {
+    item: usize,
+    dep: Option<usize>,
+    bytes: u32,
+    region: Region,
+    is_schema: bool,
+}
+
+/// Merges a program's line accesses into one request per (item, dependence, region).
+fn requests(p: &Program) -> (Vec<Req>, Vec<usize>) {
+    let mut reqs: Vec<Req> = Vec::new();
+    let mut map = vec![0usize; p.accesses.len()];
+    for (i, a) in p.accesses.iter().enumerate() {
+        let dep = a.dep.map(|d| map[d as usize]);
+        match reqs.last_mut() {
+            Some(r) if r.item == a.item as usize && r.dep == dep && r.region == a.region && !a.is_schema => {
+                r.bytes += a.bytes;
+                map[i] = reqs.len() - 1;
+            }
+            _ => {
+                reqs.push(Req { item: a.item as usize, dep, bytes: a.bytes, region: a.region, is_schema: a.is_schema });
+                map[i] = reqs.len() - 1;
+            }
+        }
+    }
+    (reqs, map)
+}
+
+/// Time in ns for a ProtoACC-style serializer to encode `p`, with `link(region)` giving the
+/// latency and bandwidth of each memory. Schema reads are served from the on-card schema
+/// table (RPCAcc §III-B) and cost nothing; the data they point to still waits for the parent
+/// field's pointer.
+pub fn serializer_ns(cfg: &RpcAccConfig, p: &Program, link: &dyn Fn(Region) -> LinkConfig, cycle_ns: f64) -> f64 {
+    let (reqs, _) = requests(p);
+    let mut done = vec![0.0f64; reqs.len()];
+    let mut inflight: std::collections::BinaryHeap<std::cmp::Reverse<u64>> = Default::default();
+    let mut item_done = vec![0.0f64; p.items.len()];
+    let w = cfg.read_window_fields as usize;
+    let mut t_item = 0.0f64;
+    let mut next_req = 0usize;
+    for (i, it) in p.items.iter().enumerate() {
+        // Issue every request of items up to i + w whose address is known.
+        while next_req < reqs.len() && reqs[next_req].item < i + w {
+            let r = reqs[next_req];
+            let window_open = if r.item >= w { item_done[r.item - w] } else { 0.0 };
+            let mut at = window_open.max(r.dep.map_or(0.0, |d| done[d]));
+            if r.is_schema {
+                done[next_req] = at;
+            } else {
+                while inflight.len() >= cfg.max_outstanding_reads as usize {
+                    let std::cmp::Reverse(t) = inflight.pop().unwrap_or(std::cmp::Reverse(0));
+                    at = at.max(t as f64 / 1000.0);
+                }
+                let l = link(r.region);
+                let fin = at + l.latency_ns + f64::from(r.bytes) / l.bw_gbytes_s;
+                done[next_req] = fin;
+                inflight.push(std::cmp::Reverse((fin * 1000.0) as u64));
+            }
+            next_req += 1;
+        }
+        let ready = reqs.iter().enumerate().filter(|(_, r)| r.item == i).map(|(k, _)| done[k]).fold(0.0, f64::max);
+        let bytes: u32 = it.converts.iter().map(|c| c.1).sum();
+        let work = (cfg.cycles_per_field + f64::from(bytes) * 8.0 / cfg.encode_bits_per_cycle) * cycle_ns;
+        t_item = t_item.max(ready) + work;
+        item_done[i] = t_item;
+    }
+    t_item
+}
+
+/// Host CPU time in ns of a full software serialization.
+pub fn cpu_ser_ns(cfg: &RpcAccConfig, m: &RpcMessage) -> f64 {
+    cfg.cpu.message_ns(&m.ser_trace)
+}
+
+/// Host CPU time in ns of pre-serialization (no encoding; large host fields to the memcpy
+/// engine; accelerator-resident fields skipped), and the memcpy engine's time.
+pub fn preser_ns(cfg: &RpcAccConfig, m: &RpcMessage, use_dsa: bool) -> (f64, f64) {
+    let mut instr = 0.0;
+    let mut dsa = 0.0;
+    let mut host_ns = 0.0;
+    for it in &m.ser.items {
+        instr += cfg.preser_per_field;
+        let host_bytes: u32 = (it.first_access..it.end_access)
+            .map(|a| m.ser.accesses[a as usize])
+            .filter(|a| !a.is_schema && a.region != Region::Accel)
+            .map(|a| a.bytes)
+            .sum();
+        if use_dsa && host_bytes >= cfg.dsa_threshold_bytes {
+            host_ns += cfg.dsa_submit_ns;
+            dsa += f64::from(host_bytes) / cfg.dsa_bw_gbytes_s;
+        } else {
+            instr += cfg.cpu.per_copy_byte * f64::from(host_bytes);
+        }
+    }
+    (host_ns + instr / cfg.cpu.ipc / cfg.cpu.clock_ghz, dsa)
+}
+
+/// Serialization times (ns) of one message on each design.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct SerTimes {
+    /// CPU-only: software serialization, then a DMA of the output to the NIC.
+    pub cpu_only: f64,
+    /// ProtoACC-PCIe: the serializer on the card reads every field across PCIe.
+    pub protoacc_pcie: f64,
+    /// ProtoACC-OnChip: the serializer next to host memory; output crosses PCIe to the NIC.
+    pub protoacc_onchip: f64,
+    /// RPCAcc memory-affinity serialization.
+    pub rpcacc: f64,
+}
+
+/// Serialization times of `m` at accelerator clock `clock_mhz`.
+pub fn ser_times(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerTimes {
+    let cyc = 1000.0 / clock_mhz;
+    let wire = m.ser.wire_bytes as f64;
+    let pcie = cfg.pcie;
+    let acc = cfg.accel_mem;
+    let to_nic = pcie.latency_ns + wire / pcie.bw_gbytes_s;
+    let cpu_only = cpu_ser_ns(cfg, m) + cfg.mmio_ns + to_nic;
+    let over_pcie = |r: Region| if r == Region::Accel { acc } else { pcie };
+    let protoacc_pcie = cfg.mmio_ns + serializer_ns(cfg, &m.ser, &over_pcie, cyc);
+    let host = cfg.host_mem;
+    let on_chip = |r: Region| if r == Region::Accel { pcie } else { host };
+    let protoacc_onchip = serializer_ns(cfg, &m.ser, &on_chip, cyc) + to_nic;
+    let (pre, dsa) = preser_ns(cfg, m, true);
+    let pre_bytes: f64 = m.ser.accesses.iter().filter(|a| !a.is_schema && a.region != Region::Accel).map(|a| f64::from(a.bytes)).sum::<f64>()
+        + 8.0 * m.ser.items.len() as f64;
+    let acc_bytes: f64 = m.ser.accesses.iter().filter(|a| a.region == Region::Accel).map(|a| f64::from(a.bytes)).sum();
+    let fetch = pcie.latency_ns + pre_bytes / pcie.bw_gbytes_s;
+    let encode = (pre_bytes + acc_bytes) * 8.0 / cfg.encode_bits_per_cycle * cyc + m.ser.items.len() as f64 * cyc;
+    let local = if acc_bytes > 0.0 { acc.latency_ns + acc_bytes / acc.bw_gbytes_s } else { 0.0 };
+    let rpcacc = pre.max(dsa) + cfg.mmio_ns + fetch + encode + local;
+    SerTimes { cpu_only, protoacc_pcie, protoacc_onchip, rpcacc }
+}
+
+/// Deserialization results of one message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct DeserTimes {
+    /// Throughput (messages/µs, all lanes) writing field by field across PCIe.
+    pub fbf_host_rate: f64,
+    /// Same, one-shot DMA from the Temp Buffer.
+    pub oneshot_host_rate: f64,
+    /// Field by field into the card's own memory.
+    pub fbf_local_rate: f64,
+    /// Latency (ns) field by field over `link`, last field landed.
+    pub fbf_latency_ns: f64,
+    /// Latency (ns) with one-shot DMA over `link`.
+    pub oneshot_latency_ns: f64,
+}
+
+/// Deserialization throughput and latency of `m`; latencies use `link` one-way.
+pub fn deser_times(cfg: &RpcAccConfig, m: &RpcMessage, link_one_way_ns: f64, link_bw: f64, clock_mhz: f64) -> DeserTimes {
+    let cyc = 1000.0 / clock_mhz;
+    let p = &m.deser;
+    let wire = p.wire_bytes as f64;
+    let fields = p.items.len() as f64;
+    let parse = (fields * cfg.cycles_per_field + wire * 8.0 / cfg.encode_bits_per_cycle) * cyc;
+    let writes: Vec<u32> = p.items.iter().flat_map(|i| i.writes.iter().map(|w| w.2)).collect();
+    let out: f64 = writes.iter().map(|&b| f64::from(b)).sum();
+    let bw = cfg.pcie.bw_gbytes_s;
+    let dma_fbf = writes.len() as f64 * cfg.dma_txn_ns + out / bw;
+    let chunks = (out / f64::from(cfg.temp_buffer_bytes)).ceil().max(1.0);
+    let dma_one = chunks * cfg.dma_txn_ns + out / bw;
+    let dma_local = writes.len() as f64 * cfg.local_txn_ns + out / cfg.accel_mem.bw_gbytes_s;
+    let lanes = f64::from(cfg.deser_lanes);
+    // Lanes parse in parallel; the DMA engine is shared.
+    let rate = |dma: f64| (lanes / parse).min(1.0 / dma) * 1000.0;
+    let last = writes.last().copied().unwrap_or(0) as f64;
+    DeserTimes {
+        fbf_host_rate: rate(dma_fbf),
+        oneshot_host_rate: rate(dma_one),
+        fbf_local_rate: rate(dma_local),
+        fbf_latency_ns: parse + link_one_way_ns + last / link_bw,
+        oneshot_latency_ns: parse + link_one_way_ns + out.min(f64::from(cfg.temp_buffer_bytes)) / link_bw,
+    }
+}
+
+/// Geometric mean.
+pub fn geomean(xs: impl IntoIterator<Item = f64>) -> f64 {
+    let (mut s, mut n) = (0.0, 0u32);
+    for x in xs {
+        s += x.max(1e-300).ln();
+        n += 1;
+    }
+    if n == 0 {
+        return f64::NAN;
+    }
+    (s / f64::from(n)).exp()
+}
+
+/// Arithmetic mean.
+pub fn mean(xs: impl IntoIterator<Item = f64>) -> f64 {
+    let (mut s, mut n) = (0.0, 0u32);
+    for x in xs {
+        s += x;
+        n += 1;
+    }
+    s / f64::from(n.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pcie_latency_slows_nested_serialization() {
+        let cfg = RpcAccConfig::default();
+        let msgs = suite(&cfg);
+        let m = msgs.iter().find(|m| m.ser.max_depth >= 3).expect("a nested message");
+        let fast = serializer_ns(&cfg, &m.ser, &|_| LinkConfig { latency_ns: 70.0, bw_gbytes_s: 12.8 }, 4.0);
+        let slow = serializer_ns(&cfg, &m.ser, &|_| LinkConfig { latency_ns: 1250.0, bw_gbytes_s: 12.8 }, 4.0);
+        assert!(slow > 3.0 * fast, "{slow} vs {fast}");
+    }
+
+    #[test]
+    fn oneshot_beats_field_by_field() {
+        let cfg = RpcAccConfig::default();
+        for m in suite(&cfg).iter().take(10) {
+            let d = deser_times(&cfg, m, 625.0, 12.8, 250.0);
+            assert!(d.oneshot_host_rate >= d.fbf_host_rate);
+            assert!(d.fbf_local_rate >= d.fbf_host_rate);
+        }
+        assert!(RpcAccConfig { deser_lanes: 0, ..Default::default() }.validate().is_err());
+    }
+}

@@ -1,0 +1,76 @@
+//! Calibration against the papers: every target listed as met must stay met, every target not
+//! met must be listed in docs/simulator.md with its reason.
+
+use optimus_sim::calibrate::{reproduce_op, reproduce_rpcacc, Row, Status};
+
+/// Optimus Prime targets the model meets (exact within 15 %, approx within 25 %).
+const MET_OP: &[&str] = &[
+    "op.abstract.speedup_vs_software.x",
+    "op.abstract.perf_per_watt_vs_cpu.x",
+    "op.sec1.cpu_300B_latency_lower_bound.ns",
+    "op.sec2_1.xeon_x5670_dt_throughput.min.MBps",
+    "op.sec2_1.xeon_x5670_dt_throughput.max.MBps",
+    "op.sec2_3.cpu_throughput_cap.gbps",
+    "op.fig7.cpu_ser_best.gbps",
+    "op.fig7.op_base_ser_vs_cpu.x",
+    "op.fig7.prefetch_pipelining_gain.min.x",
+    "op.sec6_1.field_read_latency.prefetch.cycles",
+    "op.fig7.op_1_1.ser.nested.gbps",
+    "op.fig7.op_1_1.ser.flat.gbps",
+    "op.fig8.pipelines_for_40gbps.flat",
+    "op.fig8.pipelines_for_40gbps.mixed",
+    "op.fig8.nested_plateau.gbps",
+    "op.fig8.plateau_link_bw.gbps",
+    "op.fig8.noc_avg_link_util_at_saturation.pct",
+    "op.fig9.amat_ratio_8x8_vs_4x4.x",
+    "op.fig9.sat_pipelines.op_n_2.4x4",
+    "op.table3.dt.cpu.us",
+    "op.table3.dt.op_3_2_4x4.us",
+    "op.table3.dt.op_3_4_8x8.us",
+    "op.table4.cpu.throughput.gbps",
+    "op.table4.op_12_1.throughput.gbps",
+    "op.table4.op_12_1.perf_per_watt.x",
+    "op.table4.op_3_4.throughput.gbps",
+    "op.table4.op_3_4.perf_per_watt.x",
+    "op.sec6_5.perf_per_watt_op_3_4_vs_op_12_1.x",
+    "op.sec4_6.prefetch_accuracy.pct",
+];
+
+/// RPCAcc targets the model meets.
+const MET_RPCACC: &[&str] = &[
+    "rpcacc.abstract.rpc_layer_time_vs_accel_baseline.x",
+    "rpcacc.fig5.oneshot_deser_speedup.avg.x",
+    "rpcacc.sec4c.preser_cpu_cycles_vs_cpu_ser.pct",
+    "rpcacc.fig7.memaff_vs_protoacc_pcie.x",
+];
+
+const DOC: &str = include_str!("../../../docs/simulator.md");
+
+fn check(rows: &[Row], met: &[&str]) {
+    for id in met {
+        let r = rows.iter().find(|r| r.id == *id).unwrap_or_else(|| panic!("{id}: no such target"));
+        assert_eq!(r.status, Status::Met, "{id} regressed: paper {} model {:?}", r.paper, r.model);
+    }
+    for r in rows {
+        if matches!(r.status, Status::Missed | Status::NotModeled) {
+            assert!(DOC.contains(&format!("`{}`", r.id)), "{} is not met and not listed in docs/simulator.md", r.id);
+        }
+        if r.status == Status::Met && !met.contains(&r.id.as_str()) {
+            // A newly met target: fine, but it should be added to the list above.
+            assert!(r.deviation.is_some());
+        }
+    }
+}
+
+#[test]
+fn optimus_prime_targets() {
+    let (rows, figs) = reproduce_op().unwrap();
+    check(&rows, MET_OP);
+    assert_eq!(figs.fig8.len(), 3);
+}
+
+#[test]
+fn rpcacc_targets() {
+    let (rows, _) = reproduce_rpcacc().unwrap();
+    check(&rows, MET_RPCACC);
+}

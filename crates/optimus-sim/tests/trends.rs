@@ -1,0 +1,87 @@
+//! Trends beyond the calibration points, and determinism.
+
+use optimus_sim::op::{self, OpConfig};
+use optimus_sim::rpcacc::{self, LinkConfig, RpcAccConfig};
+use optimus_sim::workload::MessageClass;
+use optimus_trace::Direction;
+
+fn gbps(cfg: OpConfig, c: MessageClass) -> f64 {
+    op::run(&cfg, &[c.trace(Direction::Encode).unwrap()]).unwrap().throughput_gbps
+}
+
+#[test]
+fn throughput_rises_with_pipelines_until_the_link_saturates() {
+    let t: Vec<f64> = [1, 2, 4, 8, 16].iter().map(|&n| gbps(OpConfig::paper_4x4(n, 1), MessageClass::Nested)).collect();
+    assert!(t[1] > 1.8 * t[0] && t[2] > 1.5 * t[1], "{t:?}");
+    // Plateau near 50 Gbps: doubling pipelines past saturation adds little.
+    assert!(t[4] < 1.1 * t[3] && t[4] > 40.0 && t[4] < 60.0, "{t:?}");
+    let port = op::run(&OpConfig::paper_4x4(16, 1), &[MessageClass::Nested.trace(Direction::Encode).unwrap()]).unwrap().port_gbps;
+    assert!(port > 480.0 && port <= 520.0, "{port}");
+}
+
+#[test]
+fn bigger_mesh_costs_throughput_and_time_sharing_recovers_it() {
+    let m = MessageClass::Mixed;
+    let t44 = gbps(OpConfig::paper_4x4(2, 1), m);
+    let t88 = gbps(OpConfig::paper_8x8(2, 1), m);
+    let t88_j2 = gbps(OpConfig::paper_8x8(2, 2), m);
+    assert!(t88 < 0.7 * t44, "{t88} vs {t44}");
+    assert!(t88_j2 > 0.9 * t44, "{t88_j2} vs {t44}");
+}
+
+#[test]
+fn prefetching_and_pipelining_help() {
+    for c in MessageClass::ALL {
+        assert!(gbps(OpConfig::paper_4x4(1, 1), c) > 1.8 * gbps(OpConfig::op_base(), c));
+    }
+}
+
+#[test]
+fn pcie_latency_hurts_serialization_monotonically() {
+    let cfg = RpcAccConfig::default();
+    let ms = rpcacc::suite(&cfg);
+    let at = |l: f64| rpcacc::geomean(ms.iter().map(|m| rpcacc::serializer_ns(&cfg, &m.ser, &|_| LinkConfig { latency_ns: l, bw_gbytes_s: 12.8 }, 4.0)));
+    let ts: Vec<f64> = [70.0, 500.0, 1250.0, 2000.0].iter().map(|&l| at(l)).collect();
+    assert!(ts.windows(2).all(|w| w[1] > w[0]), "{ts:?}");
+    // Memory-affinity serialization is hurt less by PCIe latency than ProtoACC-PCIe.
+    let slow = RpcAccConfig { pcie: LinkConfig { latency_ns: 2500.0, bw_gbytes_s: 12.8 }, ..cfg.clone() };
+    let gain = |c: &RpcAccConfig| rpcacc::geomean(ms.iter().map(|m| { let s = rpcacc::ser_times(c, m, 250.0); s.protoacc_pcie / s.rpcacc }));
+    assert!(gain(&slow) > gain(&cfg));
+}
+
+#[test]
+fn same_seed_same_trace_same_stats() {
+    let t = MessageClass::Mixed.trace(Direction::Encode).unwrap();
+    let a = op::run(&OpConfig::paper_4x4(3, 2), std::slice::from_ref(&t)).unwrap();
+    let b = op::run(&OpConfig::paper_4x4(3, 2), std::slice::from_ref(&t)).unwrap();
+    assert_eq!(a, b);
+    let mut cfg = OpConfig::paper_4x4(3, 2);
+    cfg.memory.llc_hit_ratio = 0.9;
+    let c = op::run(&cfg, std::slice::from_ref(&t)).unwrap();
+    let d = op::run(&cfg, std::slice::from_ref(&t)).unwrap();
+    assert_eq!(c, d);
+    cfg.seed = 99;
+    let e = op::run(&cfg, std::slice::from_ref(&t)).unwrap();
+    assert_ne!(c.stats, e.stats);
+}
+
+#[test]
+fn a_reader_with_a_known_trace_takes_a_known_time() {
+    // OP_Base on Flat: no overlap, so every field waits for its misses; the model's time per
+    // message must equal what its own counters say (chunks + stalls + completion overheads).
+    let r = op::run(&OpConfig::op_base(), &[MessageClass::Flat.trace(Direction::Encode).unwrap()]).unwrap();
+    assert!(r.field_read_latency_cycles > 15.0 && r.field_read_latency_cycles < 30.0, "{}", r.field_read_latency_cycles);
+    assert!(r.reader_stall_fraction > 0.8);
+    assert!(OpConfig { pipelines: 0, ..OpConfig::default() }.validate().is_err());
+    let mut bad = OpConfig::default();
+    bad.converter.programs.insert(9, 200);
+    assert!(bad.validate().is_err());
+}
+
+#[test]
+fn configs_reject_unknown_fields() {
+    assert!(serde_json::from_str::<OpConfig>(r#"{"pipelines": 2, "bogus": 1}"#).is_err());
+    let c: OpConfig = serde_json::from_str(r#"{"pipelines": 2, "noc": {"mesh": 8}}"#).unwrap();
+    assert_eq!((c.pipelines, c.noc.mesh, c.noc.link_bytes), (2, 8, 16));
+    assert!(serde_json::from_str::<RpcAccConfig>(r#"{"pcie_ns": 5}"#).is_err());
+}
