@@ -75,7 +75,7 @@ impl<'a, 's> Decoder<'a, 's> {
         self.expect(Token::Object, "an object")?;
         self.enter()?;
         self.r.begin_object()?;
-        self.read_fields(msg, false)?;
+        self.read_fields(msg, TypeKey::Field, true)?;
         self.leave();
         Ok(())
     }
@@ -89,16 +89,23 @@ impl<'a, 's> Decoder<'a, 's> {
         }
     }
 
-    /// Reads the members of an object whose `{` is consumed, up to and including its `}`.
-    /// With `skip_type_key`, a member `@type` is skipped (the fields of an `Any`'s payload).
-    pub(crate) fn read_fields(&mut self, msg: &mut Message, skip_type_key: bool) -> Result<(), Error> {
+    /// Reads the members of an object whose `{` is consumed (and, unless `first`, some of its
+    /// members), up to and including its `}`. `type_key` says what a member `@type` is.
+    pub(crate) fn read_fields(
+        &mut self,
+        msg: &mut Message,
+        type_key: TypeKey,
+        mut first: bool,
+    ) -> Result<(), Error> {
         let schema = self.schema;
         let ty = schema.message(msg.type_id());
         let mut seen = BitSet::new(ty.fields.len());
         let mut oneof_set = BitSet::new(ty.oneofs.len());
-        let mut first = true;
         while let Some((key, key_at)) = self.r.next_key(&mut first)? {
-            if skip_type_key && key == "@type" {
+            if type_key != TypeKey::Field && key == "@type" {
+                if type_key == TypeKey::Duplicate {
+                    return Err(json_err(key_at, "duplicate field \"@type\""));
+                }
                 self.skip()?;
                 continue;
             }
@@ -293,6 +300,17 @@ impl<'a, 's> Decoder<'a, 's> {
             _ => Err(json_err(at, format!("expected a value of enum {}", e.full_name))),
         }
     }
+}
+
+/// What a member named `@type` is in an object being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TypeKey {
+    /// A field name like any other (ordinary messages).
+    Field,
+    /// The `Any`'s type URL, already read in a first pass: skip it.
+    Skip,
+    /// A second type URL after the one the `Any` began with: an error.
+    Duplicate,
 }
 
 /// A set of small indices (fields or oneofs of one message) that needs no allocation for

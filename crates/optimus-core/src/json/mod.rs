@@ -1,12 +1,12 @@
 //! The proto3 JSON mapping: options, and the entry points over the reader and writer.
 //!
-//! [`decode`] reads JSON text with a byte-level pull parser ([`reader`]) driven by the message
-//! type's field table ([`decode`](self::decode)); [`encode`] walks the instance schema and writes
-//! compact JSON ([`encode`](self::encode)). Well-known types have their own forms ([`wkt`]),
-//! numbers their exact conversions ([`number`]). Behaviour follows Google's conformance suite
-//! (protobuf 3.21 with recommended tests): lowerCamel names out, both names in, 64-bit
-//! integers as strings, `NaN`/`Infinity` as strings, base64 bytes, enum names, duplicate and
-//! unknown fields rejected.
+//! [`decode`] reads JSON text with a byte-level pull parser (`reader`) driven by the message
+//! type's field table (`decode`); [`encode`] walks the instance schema and writes compact
+//! JSON (`encode`). Well-known types have their own forms (`wkt`), numbers their exact
+//! conversions (`number`). Behaviour follows Google's conformance suite (protobuf 3.21 with
+//! the recommended tests): lowerCamel names out, both names in, 64-bit integers as strings,
+//! `NaN`/`Infinity` as strings, base64 bytes, enum names, duplicate and unknown fields
+//! rejected. Duplicate keys inside a map or `Struct` object keep the last value, as upb does.
 
 mod decode;
 mod encode;

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use optimus_schema::{Field, Kind, MessageId, MessageType, SchemaSet, WellKnown};
 
-use super::decode::{message_type, Decoder};
+use super::decode::{message_type, Decoder, TypeKey};
 use super::encode::{encode_err, within, write_str, Encoder};
 use super::number::write_f64;
 use super::reader::{json_err, Token};
@@ -128,7 +128,7 @@ pub(crate) fn read(d: &mut Decoder<'_, '_>, msg: &mut Message, wk: WellKnown) ->
             d.expect(Token::Object, "an object")?;
             d.enter()?;
             d.r.begin_object()?;
-            d.read_fields(msg, false)?;
+            d.read_fields(msg, TypeKey::Field, true)?;
             d.leave();
             Ok(())
         }
@@ -207,46 +207,64 @@ fn read_value(d: &mut Decoder<'_, '_>, msg: &mut Message) -> Result<(), Error> {
 }
 
 /// `Any`: `{"@type": url, ...fields}` or, for a well-known payload, `{"@type": url, "value": v}`.
-/// `@type` may come last, so the object is scanned for it first and then read again.
+/// `@type` usually comes first and the members are read in one pass; when it does not, the
+/// object is scanned for it first and then read again.
 fn read_any(d: &mut Decoder<'_, '_>, msg: &mut Message) -> Result<(), Error> {
-    let schema = d.schema;
     d.expect(Token::Object, "an object")?;
     let start = d.r.pos();
     d.enter()?;
     d.r.begin_object()?;
-    let mut url = None;
-    let mut members = 0usize;
     let mut first = true;
-    while let Some((key, key_at)) = d.r.next_key(&mut first)? {
-        members += 1;
-        if key == "@type" {
-            if url.is_some() {
-                return Err(json_err(key_at, "duplicate field \"@type\""));
-            }
-            let (s, at) = read_string(d, "a type URL string")?;
-            url = Some((s.into_owned(), at));
-        } else {
-            d.skip()?;
-        }
-    }
-    d.leave();
-    let Some((url, url_at)) = url else {
-        if members == 0 {
-            return Ok(());
-        }
-        return Err(json_err(start, "Any has no \"@type\""));
+    let Some((key, _)) = d.r.next_key(&mut first)? else {
+        d.leave();
+        return Ok(());
     };
+    if key == "@type" {
+        let (url, url_at) = read_string(d, "a type URL string")?;
+        let url = url.into_owned();
+        read_any_members(d, msg, url, url_at, TypeKey::Duplicate, false)
+    } else {
+        // Scan for the type URL, then read the members from the start.
+        d.r.rewind(start);
+        d.r.begin_object()?;
+        let mut url = None;
+        let mut first = true;
+        while let Some((key, key_at)) = d.r.next_key(&mut first)? {
+            if key == "@type" {
+                if url.is_some() {
+                    return Err(json_err(key_at, "duplicate field \"@type\""));
+                }
+                let (s, at) = read_string(d, "a type URL string")?;
+                url = Some((s.into_owned(), at));
+            } else {
+                d.skip()?;
+            }
+        }
+        let (url, url_at) = url.ok_or_else(|| json_err(start, "Any has no \"@type\""))?;
+        d.r.rewind(start);
+        d.r.begin_object()?;
+        read_any_members(d, msg, url, url_at, TypeKey::Skip, true)
+    }
+}
+
+/// Reads the members of an Any (other than its `@type`, given as `url`) up to its `}`, and
+/// leaves the level [`read_any`] entered.
+fn read_any_members(
+    d: &mut Decoder<'_, '_>,
+    msg: &mut Message,
+    url: String,
+    url_at: usize,
+    type_key: TypeKey,
+    mut first: bool,
+) -> Result<(), Error> {
+    let schema = d.schema;
     let id = resolve_type_url(schema, &url)
         .ok_or_else(|| json_err(url_at, format!("unknown type in Any: \"{url}\"")))?;
     let mut inner = Message::new(schema, id);
-    d.r.rewind(start);
-    d.enter()?;
-    d.r.begin_object()?;
     if has_special_form(schema, id) {
-        let mut first = true;
         let mut seen_value = false;
         while let Some((key, key_at)) = d.r.next_key(&mut first)? {
-            if key == "@type" {
+            if key == "@type" && type_key == TypeKey::Skip {
                 d.skip()?;
             } else if key == "value" {
                 if seen_value {
@@ -254,6 +272,8 @@ fn read_any(d: &mut Decoder<'_, '_>, msg: &mut Message) -> Result<(), Error> {
                 }
                 seen_value = true;
                 d.read_message(&mut inner).map_err(|e| e.within("value"))?;
+            } else if key == "@type" {
+                return Err(json_err(key_at, "duplicate field \"@type\""));
             } else if d.opts.ignore_unknown {
                 d.skip()?;
             } else {
@@ -261,7 +281,7 @@ fn read_any(d: &mut Decoder<'_, '_>, msg: &mut Message) -> Result<(), Error> {
             }
         }
     } else {
-        d.read_fields(&mut inner, true)?;
+        d.read_fields(&mut inner, type_key, first)?;
     }
     d.leave();
     set(schema, msg, 1, Value::String(url))?;
@@ -777,6 +797,13 @@ mod tests {
         let dup = r#"{"optionalAny": {"@type": "t/google.protobuf.Int32Value", "@type": "t/google.protobuf.Int32Value"}}"#;
         let e = decode(&s, id, dup, &JsonOptions::default()).unwrap_err();
         assert_eq!(e.as_decode().unwrap().offset, 58);
+        let dup = r#"{"optionalAny": {"@type": "t/protobuf_test_messages.proto3.TestAllTypesProto3", "@type": "x"}}"#;
+        let e = decode(&s, id, dup, &lenient).unwrap_err();
+        assert_eq!(e.as_decode().unwrap().offset, 80);
+        let dup = r#"{"optionalAny": {"optionalInt32": 1, "@type": "t/google.protobuf.Int32Value", "@type": "x"}}"#;
+        assert!(decode(&s, id, dup, &lenient).is_err());
+        let missing = r#"{"optionalAny": {"optionalInt32": 1}}"#;
+        assert_eq!(decode(&s, id, missing, &lenient).unwrap_err().as_decode().unwrap().offset, 16);
         let e = decode(&s, id, r#"{"optionalAny": {"@type": "no-slash"}}"#, &JsonOptions::default()).unwrap_err();
         assert_eq!(e.as_decode().unwrap().offset, 26);
         assert_eq!(e.as_decode().unwrap().path_string(), "TestAllTypesProto3.optional_any");
