@@ -5,6 +5,7 @@
 mod bench;
 mod convert;
 mod schema_cmd;
+mod sim_cmd;
 mod source;
 mod trace_cmd;
 
@@ -32,6 +33,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Record the events an accelerator would perform on messages, as a trace file.
     Trace(trace_cmd::TraceArgs),
+    /// Run the Optimus Prime or RPCAcc timing model, or reproduce the papers' results.
+    Sim(sim_cmd::SimArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Command::Schema(a) => schema_cmd::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Trace(a) => trace_cmd::run(a),
+        Command::Sim(a) => sim_cmd::run_sim(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
