@@ -357,7 +357,7 @@ impl RpcClient {
             }
             if n == 0 {
                 spins = spins.saturating_add(1);
-                if spins % 4096 == 0 {
+                if spins & 4095 == 0 {
                     // `poll` expires calls only every 1024 idle polls; check ours on time too.
                     let k = (id & ((1 << SLOT_BITS) - 1)) as usize;
                     if self.slots[k].id == id && self.slots[k].deadline <= Instant::now() {

@@ -21,6 +21,8 @@
 //! [`nic`] (the poll loop), [`client`], [`worker`], [`transport`] (loopback, lossy, UDP, TCP).
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
+// `is_multiple_of` is newer than the workspace's rust-version.
+#![allow(clippy::manual_is_multiple_of)]
 
 pub mod client;
 pub mod frame;

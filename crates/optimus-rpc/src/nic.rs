@@ -57,7 +57,9 @@ const WINDOW_MASK: u64 = WINDOW as u64 - 1;
 const NO_QP: u16 = u16::MAX;
 const EPOCH_SHIFT: u32 = 20;
 const SCONN_MASK: u32 = (1 << EPOCH_SHIFT) - 1;
-const _: () = assert!(WINDOW.is_power_of_two() && MAX_SERVER_CONNS <= (1 << EPOCH_SHIFT));
+const _: () = assert!(
+    WINDOW.is_power_of_two() && CONTROL_INTERVAL.is_power_of_two() && MAX_SERVER_CONNS <= (1 << EPOCH_SHIFT)
+);
 
 /// How the NIC finds new work in application rings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -497,7 +499,7 @@ impl<T: Transport> Nic<T> {
     pub fn poll_once(&mut self) -> usize {
         let c = &mut self.c;
         c.polls += 1;
-        if c.polls % CONTROL_INTERVAL == 0
+        if c.polls & (CONTROL_INTERVAL - 1) == 0
             || c.shared.control_flag.load(Ordering::Relaxed)
             || c.region.control_seq().load(Ordering::Relaxed) != c.last_control_seq
         {
@@ -1064,13 +1066,13 @@ impl Core {
             self.complete(origin, method, Status::Unavailable, &[]);
             return;
         }
-        if !self.backlog.is_empty() || !self.to_worker(origin, method, payload) {
+        if !self.backlog.is_empty() || !self.send_to_worker(origin, method, payload) {
             self.backlog.push_back((origin, method, payload.to_vec()));
         }
     }
 
     /// Hands a request to a worker chosen by the balance policy; `false` if all are full.
-    fn to_worker(&mut self, origin: Origin, method: u16, payload: &[u8]) -> bool {
+    fn send_to_worker(&mut self, origin: Origin, method: u16, payload: &[u8]) -> bool {
         let n = self.workers.len();
         if n == 0 {
             return false;
@@ -1278,7 +1280,7 @@ impl Core {
             if matches!(origin, Origin::Gone) {
                 continue;
             }
-            if !self.to_worker(origin, method, &payload) {
+            if !self.send_to_worker(origin, method, &payload) {
                 self.backlog.push_front((origin, method, payload));
                 self.stats.backpressure += 1;
                 break;
@@ -1371,7 +1373,7 @@ impl Core {
         if self.cconns[ci].window[(seq & WINDOW_MASK) as usize].seq != 0 {
             return false; // window full
         }
-        let now = if self.polls % 16 == 0 || self.cconns[ci].outstanding == 0 {
+        let now = if self.polls & 15 == 0 || self.cconns[ci].outstanding == 0 {
             self.now = Instant::now();
             self.now
         } else {

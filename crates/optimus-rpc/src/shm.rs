@@ -288,7 +288,7 @@ impl ShmRegion {
     }
 
     fn atomic_u64(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off + 8 <= OFF_QP_DESC && off % 8 == 0);
+        debug_assert!(off + 8 <= OFF_QP_DESC && off & 7 == 0);
         // SAFETY: `off` is one of the fixed, 8-aligned offsets inside the header lines.
         unsafe { &*self.base.as_ptr().add(off).cast::<AtomicU64>() }
     }

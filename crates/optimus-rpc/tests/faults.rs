@@ -199,7 +199,7 @@ fn mutated_frames_are_dropped_and_counted_while_serving_others() {
         exchange(&mut raw, chunk);
         std::thread::sleep(Duration::from_micros(200));
     }
-    exchange(&mut raw, &[valid.clone()]);
+    exchange(&mut raw, std::slice::from_ref(&valid));
     let mut answered = false;
     for _ in 0..100_000 {
         raw.recv_burst(8, |_, f| {

@@ -115,17 +115,15 @@ impl Transport for Tcp {
         let mut n = 0;
         while n < Self::TX_BURST {
             let Some((peer, frame)) = q.get(0) else { break };
-            match self.streams.get_mut(peer as usize).and_then(|s| s.as_mut()) {
-                Some(s) => {
-                    if s.wbuf.len() - s.wpos >= WRITE_LIMIT {
-                        break; // backpressure: the peer is not reading
-                    }
-                    if !self.dirty.contains(&peer) {
-                        self.dirty.push(peer);
-                    }
-                    s.wbuf.extend_from_slice(frame);
+            // A frame for a peer that is gone is lost with it.
+            if let Some(s) = self.streams.get_mut(peer as usize).and_then(|s| s.as_mut()) {
+                if s.wbuf.len() - s.wpos >= WRITE_LIMIT {
+                    break; // backpressure: the peer is not reading
                 }
-                None => {} // peer gone: the frame is lost with it
+                if !self.dirty.contains(&peer) {
+                    self.dirty.push(peer);
+                }
+                s.wbuf.extend_from_slice(frame);
             }
             q.consume(1);
             n += 1;
