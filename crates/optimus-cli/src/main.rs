@@ -4,6 +4,7 @@
 
 mod bench;
 mod convert;
+mod rpc_cmd;
 mod schema_cmd;
 mod sim_cmd;
 mod source;
@@ -35,6 +36,12 @@ enum Command {
     Trace(trace_cmd::TraceArgs),
     /// Run the Optimus Prime or RPCAcc timing model, or reproduce the papers' results.
     Sim(sim_cmd::SimArgs),
+    /// Serve a .proto service on the soft-NIC RPC stack (shared memory, UDP or TCP).
+    Serve(rpc_cmd::ServeArgs),
+    /// Call a method of a running `optimus serve` with a JSON request; prints the JSON reply.
+    Call(rpc_cmd::CallArgs),
+    /// Closed-loop echo benchmark: optimus-rpc beside tonic gRPC and a bare socket echo.
+    RpcBench(rpc_cmd::RpcBenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +52,9 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::run(a),
         Command::Trace(a) => trace_cmd::run(a),
         Command::Sim(a) => sim_cmd::run_sim(a),
+        Command::Serve(a) => rpc_cmd::serve(a),
+        Command::Call(a) => rpc_cmd::call(a),
+        Command::RpcBench(a) => rpc_cmd::rpc_bench(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

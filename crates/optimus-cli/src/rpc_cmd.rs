@@ -1,0 +1,1114 @@
+//! `optimus serve`, `optimus call` and `optimus rpc-bench`: the RPC stack from the terminal.
+//!
+//! `serve` runs a soft NIC for one `.proto` service (its methods numbered in declaration order)
+//! with an echo handler that checks each request against the method's input type; `call` turns a
+//! JSON request into protobuf with the engine, sends it, and prints the response as JSON, like
+//! grpcurl. `rpc-bench` measures closed-loop echo on this stack and, in the same run, on tonic
+//! gRPC and on a bare busy-polled socket echo, so the numbers are ratios on one machine.
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use hdrhistogram::Histogram;
+use optimus_core::binary::{self, DecodeOptions};
+use optimus_core::json::{self, JsonOptions};
+use optimus_rpc::methods::Method;
+use optimus_rpc::transport::NoTransport;
+use optimus_rpc::{
+    ClientOptions, IdlePolicy, MethodTable, Nic, NicConfig, NicHandle, RegionLayout, RpcClient, ShmRegion, Status,
+    Tcp, Transport, Udp, LOCAL_CONN,
+};
+use optimus_schema::{MessageId, SchemaSet};
+
+use crate::source::SchemaSource;
+
+/// Default address per transport.
+const DEFAULT_SHM: &str = "/dev/shm/optimus-rpc";
+const DEFAULT_NET: &str = "127.0.0.1:7878";
+
+/// How calls travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportKind {
+    /// Shared memory on this host: the client writes into the server NIC's rings.
+    Shm,
+    /// UDP datagrams, batched with sendmmsg/recvmmsg.
+    Udp,
+    /// A TCP stream per connection.
+    Tcp,
+}
+
+impl TransportKind {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Shm => "shm",
+            Self::Udp => "udp",
+            Self::Tcp => "tcp",
+        }
+    }
+
+    fn default_addr(self) -> &'static str {
+        match self {
+            Self::Shm => DEFAULT_SHM,
+            _ => DEFAULT_NET,
+        }
+    }
+}
+
+/// Arguments of `optimus serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    source: SchemaSource,
+    /// Fully qualified service to serve, e.g. `pkg.Greeter` (a unique short name works too).
+    #[arg(long, value_name = "NAME")]
+    service: String,
+    /// Answer each call with its request (checked against the input type); when a method's
+    /// output type differs from its input type, answer with an empty output message.
+    #[arg(long)]
+    echo: bool,
+    /// How clients reach the server [default: shm].
+    #[arg(long, value_enum, default_value_t = TransportKind::Shm)]
+    transport: TransportKind,
+    /// Region file for shm [default: /dev/shm/optimus-rpc]; listen address for udp/tcp
+    /// [default: 127.0.0.1:7878].
+    #[arg(long, value_name = "ADDR")]
+    addr: Option<String>,
+    /// Pin the NIC thread to this CPU [default: not pinned].
+    #[arg(long, value_name = "CPU")]
+    core: Option<usize>,
+    /// Stop after this many seconds [default: run until killed].
+    #[arg(long, value_name = "S")]
+    seconds: Option<f64>,
+}
+
+/// Arguments of `optimus call`.
+#[derive(Args, Debug)]
+pub struct CallArgs {
+    #[command(flatten)]
+    source: SchemaSource,
+    /// The method, `pkg.Service/Method`.
+    #[arg(long, value_name = "SERVICE/METHOD")]
+    method: String,
+    /// The request as proto3 JSON.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    data: String,
+    /// How to reach the server [default: shm].
+    #[arg(long, value_enum, default_value_t = TransportKind::Shm)]
+    transport: TransportKind,
+    /// Region file for shm [default: /dev/shm/optimus-rpc]; server address for udp/tcp
+    /// [default: 127.0.0.1:7878].
+    #[arg(long, value_name = "ADDR")]
+    addr: Option<String>,
+    /// Give up after this many seconds [default: 5].
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    timeout: f64,
+}
+
+/// Arguments of `optimus rpc-bench`.
+#[derive(Args, Debug, Clone)]
+pub struct RpcBenchArgs {
+    /// Transport of the optimus-rpc runs [default: shm].
+    #[arg(long, value_enum, default_value_t = TransportKind::Shm)]
+    transport: TransportKind,
+    /// Calls in flight per client thread, also the publish batch B (1..=32) [default: 1].
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=32))]
+    batch: u32,
+    /// Client threads [default: 1].
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    threads: u32,
+    /// Payload bytes per request and response [default: 64].
+    #[arg(long, default_value_t = 64)]
+    payload: usize,
+    /// Measured seconds per implementation, after a 0.2 s warm-up [default: 2].
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// CPU for the soft NIC (and every server thread); clients use the other CPUs [default: 0].
+    #[arg(long, default_value_t = 0)]
+    nic_core: usize,
+    /// Measure only optimus-rpc, not tonic and the bare socket echo.
+    #[arg(long)]
+    no_peers: bool,
+    /// Print one JSON object per line instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+// ------------------------------------------------------------------------------------ schema
+
+fn find_service<'a>(schema: &'a SchemaSet, name: &str) -> Result<&'a optimus_schema::Service> {
+    if let Some(s) = schema.service_by_name(name) {
+        return Ok(s);
+    }
+    let matches: Vec<_> = schema
+        .services()
+        .iter()
+        .filter(|s| s.full_name.rsplit('.').next() == Some(name))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok(one),
+        [] => {
+            let all: Vec<&str> = schema.services().iter().map(|s| s.full_name.as_str()).collect();
+            bail!("no service {name} in the schema (services: {})", if all.is_empty() { "none".into() } else { all.join(", ") })
+        }
+        _ => bail!("service name {name} is ambiguous; give the full name"),
+    }
+}
+
+fn method_table(schema: &SchemaSet, svc: &optimus_schema::Service) -> Result<MethodTable> {
+    let methods = svc
+        .methods
+        .iter()
+        .map(|m| Method {
+            name: m.name.clone(),
+            input: schema.message(m.input).full_name.clone(),
+            output: schema.message(m.output).full_name.clone(),
+        })
+        .collect();
+    Ok(MethodTable::new(svc.full_name.clone(), methods)?)
+}
+
+// ------------------------------------------------------------------------------------ serve
+
+/// The typed echo handler: decode the request as the method's input type, answer with it.
+struct EchoService {
+    schema: SchemaSet,
+    methods: Vec<(MessageId, MessageId)>,
+}
+
+impl EchoService {
+    fn handle(&self, method: u16, req: &[u8], resp: &mut Vec<u8>) -> Status {
+        let Some(&(input, output)) = self.methods.get(usize::from(method)) else {
+            resp.extend_from_slice(format!("no method with id {method}").as_bytes());
+            return Status::UnknownMethod;
+        };
+        match binary::decode(&self.schema, input, req, &DecodeOptions::default()) {
+            Ok(msg) => {
+                if input == output {
+                    binary::encode_to(&self.schema, &msg, resp);
+                }
+                Status::Ok
+            }
+            Err(e) => {
+                resp.extend_from_slice(format!("bad request: {e}").as_bytes());
+                Status::HandlerError
+            }
+        }
+    }
+}
+
+fn run_nic<T: Transport>(nic: &mut Nic<T>, stop_after: Option<Duration>) {
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        if let Some(d) = stop_after {
+            let (stop, start) = (&stop, &start);
+            s.spawn(move || {
+                while start.elapsed() < d {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                stop.store(true, Ordering::Relaxed);
+            });
+        }
+        nic.run(&stop, IdlePolicy::default());
+    });
+}
+
+/// Removes a region file left by a server that is gone (its heartbeat does not move).
+fn clear_stale_region(path: &Path) -> Result<()> {
+    if !path.exists() {
+        return Ok(());
+    }
+    if let Ok(r) = ShmRegion::open(path) {
+        let before = r.heartbeat().load(Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(100));
+        if r.heartbeat().load(Ordering::Relaxed) != before {
+            bail!("a server is already running on {}", path.display());
+        }
+    }
+    std::fs::remove_file(path).with_context(|| format!("removing stale region {}", path.display()))
+}
+
+/// `optimus serve`.
+pub fn serve(a: ServeArgs) -> Result<()> {
+    if !a.echo {
+        bail!("the command-line server only has the --echo handler; link optimus-rpc for your own handlers");
+    }
+    let schema = a.source.load()?;
+    let svc = find_service(&schema, &a.service)?;
+    let table = method_table(&schema, svc)?;
+    let methods = svc.methods.iter().map(|m| (m.input, m.output)).collect();
+    let echo = EchoService { schema: schema.clone(), methods };
+    let handler = move |m: u16, req: &[u8], resp: &mut Vec<u8>| echo.handle(m, req, resp);
+    let addr = a.addr.clone().unwrap_or_else(|| a.transport.default_addr().to_string());
+    let stop_after = a.seconds.map(Duration::from_secs_f64);
+    if let Some(c) = a.core {
+        optimus_rpc::pin_current_thread(c)?;
+    }
+    let cfg = NicConfig::default();
+    let announce = |where_: &str| {
+        eprintln!(
+            "optimus: serving {} ({} methods: {}) over {} at {where_}",
+            table.service,
+            table.methods.len(),
+            table.methods.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", "),
+            a.transport.name()
+        );
+    };
+    let stats = match a.transport {
+        TransportKind::Shm => {
+            let path = PathBuf::from(&addr);
+            clear_stale_region(&path)?;
+            let region = ShmRegion::create(&path, cfg.layout)
+                .with_context(|| format!("creating region {}", path.display()))?;
+            let (mut nic, _h) = Nic::with_region(NoTransport, cfg, region)?;
+            nic.set_handler(handler);
+            announce(&addr);
+            run_nic(&mut nic, stop_after);
+            nic.stats()
+        }
+        TransportKind::Udp => {
+            let t = Udp::bind(&addr).with_context(|| format!("binding udp {addr}"))?;
+            let local = t.local_addr();
+            let (mut nic, _h) = Nic::new(t, cfg)?;
+            nic.set_handler(handler);
+            announce(&local);
+            run_nic(&mut nic, stop_after);
+            nic.stats()
+        }
+        TransportKind::Tcp => {
+            let t = Tcp::listen(&addr).with_context(|| format!("listening on tcp {addr}"))?;
+            let local = t.local_addr();
+            let (mut nic, _h) = Nic::new(t, cfg)?;
+            nic.set_handler(handler);
+            announce(&local);
+            run_nic(&mut nic, stop_after);
+            nic.stats()
+        }
+    };
+    eprintln!(
+        "optimus: served {} calls; dropped {} malformed, {} bad checksums, {} oversized; {} duplicates",
+        stats.requests_served,
+        stats.dropped_malformed,
+        stats.dropped_checksum,
+        stats.dropped_oversized,
+        stats.duplicate_requests
+    );
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------ call
+
+/// Sends one call and returns the response as JSON text.
+fn call_json(a: &CallArgs) -> Result<String> {
+    let schema = a.source.load()?;
+    let (svc_name, method_name) = MethodTable::split_path(&a.method)
+        .with_context(|| format!("--method must look like pkg.Service/Method, got {}", a.method))?;
+    let svc = find_service(&schema, svc_name)?;
+    let table = method_table(&schema, svc)?;
+    let id = table
+        .id_of(method_name)
+        .with_context(|| format!("service {} has no method {method_name}", table.service))?;
+    let m = &svc.methods[usize::from(id)];
+    let request = json::decode(&schema, m.input, &a.data, &JsonOptions::default())
+        .with_context(|| format!("--data is not a {}", schema.message(m.input).full_name))?;
+    let body = binary::encode(&schema, &request);
+    let addr = a.addr.clone().unwrap_or_else(|| a.transport.default_addr().to_string());
+    let wait = Duration::from_secs_f64(a.timeout.max(0.001));
+    let opts = ClientOptions { call_timeout: wait, ..ClientOptions::default() };
+    let mut out = Vec::new();
+    match a.transport {
+        TransportKind::Shm => {
+            let mut c = RpcClient::attach_path(Path::new(&addr), opts)
+                .with_context(|| format!("attaching to {addr} (is `optimus serve --transport shm` running?)"))?;
+            c.call(LOCAL_CONN, id, &body, &mut out)?;
+        }
+        TransportKind::Udp => remote_call(Udp::bind("127.0.0.1:0")?, &addr, id, &body, wait, opts, &mut out)?,
+        TransportKind::Tcp => remote_call(Tcp::client(), &addr, id, &body, wait, opts, &mut out)?,
+    }
+    let reply = binary::decode(&schema, m.output, &out, &DecodeOptions::default())
+        .with_context(|| format!("response is not a {}", schema.message(m.output).full_name))?;
+    Ok(json::encode(&schema, &reply, &JsonOptions::default())?)
+}
+
+fn remote_call<T: Transport>(
+    t: T,
+    addr: &str,
+    method: u16,
+    body: &[u8],
+    wait: Duration,
+    opts: ClientOptions,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let cfg = NicConfig { layout: RegionLayout { n_qps: 1, ring_lines: 1024 }, ..NicConfig::default() };
+    let (nic, h) = Nic::new(t, cfg)?;
+    let nic = nic.spawn(None, IdlePolicy::default());
+    let conn = h.connect(addr, wait).with_context(|| format!("connecting to {addr}"))?;
+    let mut c = h.client(opts)?;
+    let r = c.call(conn, method, body, out);
+    drop(c);
+    h.close(conn);
+    drop(nic);
+    Ok(r?)
+}
+
+/// `optimus call`.
+pub fn call(a: CallArgs) -> Result<()> {
+    let text = call_json(&a)?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{text}")?;
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------ bench
+
+/// One measured implementation.
+#[derive(Debug, Clone)]
+struct BenchRow {
+    implementation: &'static str,
+    transport: &'static str,
+    calls: u64,
+    seconds: f64,
+    hist: Histogram<u64>,
+}
+
+impl BenchRow {
+    fn mrps(&self) -> f64 {
+        self.calls as f64 / self.seconds / 1e6
+    }
+
+    fn pct_us(&self, q: f64) -> f64 {
+        self.hist.value_at_quantile(q) as f64 / 1000.0
+    }
+}
+
+const WARMUP: Duration = Duration::from_millis(200);
+/// Latency is sampled on one call in `SAMPLE_EVERY` (timestamps cost as much as a call here).
+const SAMPLE_EVERY: u64 = 8;
+
+fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 10_000_000_000, 3).expect("histogram bounds")
+}
+
+/// Phases of a run shared by all its threads: warm-up, measuring, done.
+struct Clock {
+    measuring: AtomicBool,
+    done: AtomicBool,
+}
+
+impl Clock {
+    fn new() -> Arc<Self> {
+        Arc::new(Self { measuring: AtomicBool::new(false), done: AtomicBool::new(false) })
+    }
+
+    /// Drives the phases from the calling thread; returns the measured seconds.
+    fn drive(&self, seconds: f64) -> f64 {
+        std::thread::sleep(WARMUP);
+        self.measuring.store(true, Ordering::Release);
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        self.done.store(true, Ordering::Release);
+        t0.elapsed().as_secs_f64()
+    }
+}
+
+fn client_core(a: &RpcBenchArgs, t: usize) -> Option<usize> {
+    let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    if n < 2 {
+        return None;
+    }
+    let others: Vec<usize> = (0..n).filter(|&c| c != a.nic_core).collect();
+    Some(others[t % others.len()])
+}
+
+/// Closed-loop client on an `RpcClient`: keeps `batch` calls in flight.
+fn rpc_client_loop(mut c: RpcClient, conn: u32, a: &RpcBenchArgs, clock: &Clock, core: Option<usize>) -> (u64, Histogram<u64>) {
+    if let Some(core) = core {
+        let _ = optimus_rpc::pin_current_thread(core);
+    }
+    let payload = vec![0xA5u8; a.payload];
+    let mut started: Vec<Option<Instant>> = vec![None; 1 << 16];
+    let mut hist = new_hist();
+    let mut calls = 0u64;
+    let depth = a.batch as usize;
+    let mut in_flight = 0usize;
+    let mut seq = 0u64;
+    while !clock.done.load(Ordering::Relaxed) {
+        while in_flight < depth {
+            match c.submit(conn, 0, &payload) {
+                Ok(id) => {
+                    seq += 1;
+                    if seq % SAMPLE_EVERY == 0 {
+                        started[(id & 0xFFFF) as usize] = Some(Instant::now());
+                    }
+                    in_flight += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        c.flush();
+        let measuring = clock.measuring.load(Ordering::Relaxed);
+        let n = c.poll(|id, r| {
+            if r.is_err() {
+                return;
+            }
+            if let Some(t) = started[(id & 0xFFFF) as usize].take() {
+                if measuring {
+                    let _ = hist.record(t.elapsed().as_nanos() as u64);
+                }
+            }
+        });
+        in_flight -= n;
+        if measuring {
+            calls += n as u64;
+        }
+    }
+    (calls, hist)
+}
+
+fn run_clients<F>(a: &RpcBenchArgs, clock: &Arc<Clock>, make: F) -> Result<(u64, Histogram<u64>, f64)>
+where
+    F: Fn(usize) -> Result<Box<dyn FnOnce(&Clock) -> (u64, Histogram<u64>) + Send>>,
+{
+    let mut joins = Vec::new();
+    for t in 0..a.threads as usize {
+        let f = make(t)?;
+        let clock = clock.clone();
+        joins.push(std::thread::spawn(move || f(&clock)));
+    }
+    let secs = clock.drive(a.seconds);
+    let mut hist = new_hist();
+    let mut calls = 0;
+    for j in joins {
+        let (c, h) = j.join().map_err(|_| anyhow::anyhow!("a client thread panicked"))?;
+        calls += c;
+        hist.add(h).map_err(|e| anyhow::anyhow!("merging histograms: {e:?}"))?;
+    }
+    Ok((calls, hist, secs))
+}
+
+fn bench_echo(_m: u16, req: &[u8], resp: &mut Vec<u8>) -> Status {
+    resp.extend_from_slice(req);
+    Status::Ok
+}
+
+fn bench_config(a: &RpcBenchArgs) -> NicConfig {
+    NicConfig {
+        layout: RegionLayout { n_qps: (a.threads as usize).max(1), ring_lines: 4096 },
+        max_payload: a.payload.max(64),
+        ..NicConfig::default()
+    }
+}
+
+fn bench_optimus(a: &RpcBenchArgs) -> Result<BenchRow> {
+    let clock = Clock::new();
+    let a2 = a.clone();
+    let opts = ClientOptions { batch: a.batch as usize, idle: IdlePolicy::BUSY, ..ClientOptions::default() };
+    let (calls, hist, secs) = match a.transport {
+        TransportKind::Shm => {
+            let (mut nic, h) = Nic::new(NoTransport, bench_config(a))?;
+            nic.set_handler(bench_echo);
+            let nic = nic.spawn(Some(a.nic_core), IdlePolicy::BUSY);
+            let r = run_clients(a, &clock, |t| {
+                let c = h.client(opts)?;
+                let (a, core) = (a2.clone(), client_core(&a2, t));
+                Ok(Box::new(move |clock: &Clock| rpc_client_loop(c, LOCAL_CONN, &a, clock, core)))
+            });
+            drop(nic);
+            r?
+        }
+        TransportKind::Udp => two_nics(a, &clock, opts, Udp::bind("127.0.0.1:0")?, Udp::bind("127.0.0.1:0")?)?,
+        TransportKind::Tcp => two_nics(a, &clock, opts, Tcp::listen("127.0.0.1:0")?, Tcp::client())?,
+    };
+    Ok(BenchRow { implementation: "optimus-rpc", transport: a.transport.name(), calls, seconds: secs, hist })
+}
+
+/// Server NIC and client NIC, both polled by one thread on the NIC core (one core for the
+/// soft NIC, the others for the application, as with a NIC shared by both sides of a host).
+fn two_nics<S: Transport, C: Transport>(
+    a: &RpcBenchArgs,
+    clock: &Arc<Clock>,
+    opts: ClientOptions,
+    st: S,
+    ct: C,
+) -> Result<(u64, Histogram<u64>, f64)> {
+    let addr = st.local_addr();
+    let (mut server, _sh) = Nic::new(st, bench_config(a))?;
+    server.set_handler(bench_echo);
+    let (mut client, ch): (Nic<C>, NicHandle) = Nic::new(ct, bench_config(a))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let core = a.nic_core;
+    let s2 = stop.clone();
+    let poller = std::thread::spawn(move || {
+        let _ = optimus_rpc::pin_current_thread(core);
+        while !s2.load(Ordering::Relaxed) {
+            server.poll_once();
+            client.poll_once();
+        }
+    });
+    let result = (|| {
+        let conn = ch.connect(&addr, Duration::from_secs(5))?;
+        let a2 = a.clone();
+        run_clients(a, clock, |t| {
+            let c = ch.client(opts)?;
+            let (a, core) = (a2.clone(), client_core(&a2, t));
+            Ok(Box::new(move |clock: &Clock| rpc_client_loop(c, conn, &a, clock, core)))
+        })
+    })();
+    stop.store(true, Ordering::Relaxed);
+    let _ = poller.join();
+    result
+}
+
+/// Bare busy-polled TCP echo: a server thread on the NIC core echoes bytes on non-blocking
+/// sockets; each client keeps `batch` messages in flight on its own connection.
+fn bench_tcp_echo(a: &RpcBenchArgs) -> Result<BenchRow> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (s2, n, core) = (stop.clone(), a.threads as usize, a.nic_core);
+    let server = std::thread::spawn(move || -> std::io::Result<()> {
+        let _ = optimus_rpc::pin_current_thread(core);
+        let mut conns = Vec::new();
+        for _ in 0..n {
+            let (s, _) = listener.accept()?;
+            s.set_nodelay(true)?;
+            s.set_nonblocking(true)?;
+            conns.push(s);
+        }
+        let mut buf = vec![0u8; 1 << 16];
+        while !s2.load(Ordering::Relaxed) {
+            for s in conns.iter_mut() {
+                match s.read(&mut buf) {
+                    Ok(0) => {}
+                    Ok(k) => write_all_spin(s, &buf[..k], &s2)?,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
+    });
+    let clock = Clock::new();
+    let a2 = a.clone();
+    let r = run_clients(a, &clock, |t| {
+        let s = TcpStream::connect(addr)?;
+        s.set_nodelay(true)?;
+        s.set_nonblocking(true)?;
+        let (a, core) = (a2.clone(), client_core(&a2, t));
+        Ok(Box::new(move |clock: &Clock| stream_client_loop(s, &a, clock, core)))
+    });
+    stop.store(true, Ordering::Relaxed);
+    let _ = server.join();
+    let (calls, hist, secs) = r?;
+    Ok(BenchRow { implementation: "tcp-echo", transport: "tcp", calls, seconds: secs, hist })
+}
+
+fn write_all_spin(s: &mut TcpStream, mut b: &[u8], stop: &AtomicBool) -> std::io::Result<()> {
+    while !b.is_empty() && !stop.load(Ordering::Relaxed) {
+        match s.write(b) {
+            Ok(k) => b = &b[k..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn stream_client_loop(mut s: TcpStream, a: &RpcBenchArgs, clock: &Clock, core: Option<usize>) -> (u64, Histogram<u64>) {
+    if let Some(core) = core {
+        let _ = optimus_rpc::pin_current_thread(core);
+    }
+    let msg = vec![0xA5u8; a.payload.max(1)];
+    let mut sent: VecDeque<Instant> = VecDeque::new();
+    let mut hist = new_hist();
+    let mut calls = 0u64;
+    let mut pending_bytes = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    let stop = AtomicBool::new(false);
+    let mut out = Vec::new();
+    while !clock.done.load(Ordering::Relaxed) {
+        out.clear();
+        while sent.len() < a.batch as usize {
+            out.extend_from_slice(&msg);
+            sent.push_back(Instant::now());
+        }
+        if !out.is_empty() && write_all_spin(&mut s, &out, &stop).is_err() {
+            break;
+        }
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => {
+                pending_bytes += k;
+                let measuring = clock.measuring.load(Ordering::Relaxed);
+                while pending_bytes >= msg.len() {
+                    pending_bytes -= msg.len();
+                    if let Some(t) = sent.pop_front() {
+                        if measuring {
+                            calls += 1;
+                            if calls % SAMPLE_EVERY == 0 {
+                                let _ = hist.record(t.elapsed().as_nanos() as u64);
+                            }
+                        }
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => break,
+        }
+    }
+    (calls, hist)
+}
+
+/// Bare busy-polled UDP echo: one datagram per message, `batch` in flight per client.
+fn bench_udp_echo(a: &RpcBenchArgs) -> Result<BenchRow> {
+    let server = UdpSocket::bind("127.0.0.1:0")?;
+    server.set_nonblocking(true)?;
+    let addr = server.local_addr()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (s2, core) = (stop.clone(), a.nic_core);
+    let srv = std::thread::spawn(move || {
+        let _ = optimus_rpc::pin_current_thread(core);
+        let mut buf = vec![0u8; 65536];
+        while !s2.load(Ordering::Relaxed) {
+            if let Ok((k, from)) = server.recv_from(&mut buf) {
+                let _ = server.send_to(&buf[..k], from);
+            }
+        }
+    });
+    let clock = Clock::new();
+    let a2 = a.clone();
+    let r = run_clients(a, &clock, |t| {
+        let s = UdpSocket::bind("127.0.0.1:0")?;
+        s.connect(addr)?;
+        s.set_nonblocking(true)?;
+        let (a, core) = (a2.clone(), client_core(&a2, t));
+        Ok(Box::new(move |clock: &Clock| {
+            if let Some(core) = core {
+                let _ = optimus_rpc::pin_current_thread(core);
+            }
+            let msg = vec![0xA5u8; a.payload.max(1)];
+            let mut buf = vec![0u8; 65536];
+            let mut hist = new_hist();
+            let (mut calls, mut in_flight) = (0u64, 0usize);
+            let mut sent: VecDeque<Instant> = VecDeque::new();
+            let mut last_progress = Instant::now();
+            while !clock.done.load(Ordering::Relaxed) {
+                while in_flight < a.batch as usize {
+                    if s.send(&msg).is_err() {
+                        break;
+                    }
+                    sent.push_back(Instant::now());
+                    in_flight += 1;
+                }
+                match s.recv(&mut buf) {
+                    Ok(_) => {
+                        in_flight -= 1;
+                        last_progress = Instant::now();
+                        let t = sent.pop_front();
+                        if clock.measuring.load(Ordering::Relaxed) {
+                            calls += 1;
+                            if let (Some(t), true) = (t, calls % SAMPLE_EVERY == 0) {
+                                let _ = hist.record(t.elapsed().as_nanos() as u64);
+                            }
+                        }
+                    }
+                    Err(_) => {
+                        // A lost datagram would stall the loop for good: refill after 10 ms.
+                        if last_progress.elapsed() > Duration::from_millis(10) {
+                            in_flight = 0;
+                            sent.clear();
+                            last_progress = Instant::now();
+                        }
+                    }
+                }
+            }
+            (calls, hist)
+        }) as Box<dyn FnOnce(&Clock) -> (u64, Histogram<u64>) + Send>)
+    });
+    stop.store(true, Ordering::Relaxed);
+    let _ = srv.join();
+    let (calls, hist, secs) = r?;
+    Ok(BenchRow { implementation: "udp-echo", transport: "udp", calls, seconds: secs, hist })
+}
+
+mod grpc {
+    //! tonic gRPC echo with a hand-written service and a bytes codec (no protoc, no codegen).
+
+    use std::convert::Infallible;
+    use std::task::{Context, Poll};
+
+    use bytes::{Buf, BufMut};
+    use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+    use tonic::codegen::{http, BoxFuture, Service};
+
+    pub const PATH: &str = "/optimus.bench.Echo/Echo";
+
+    /// Payloads as raw bytes: the same work on both sides as the opaque-bytes RPC stack.
+    #[derive(Clone, Copy, Default)]
+    pub struct BytesCodec;
+
+    impl Codec for BytesCodec {
+        type Encode = Vec<u8>;
+        type Decode = Vec<u8>;
+        type Encoder = BytesCodec;
+        type Decoder = BytesCodec;
+        fn encoder(&mut self) -> Self::Encoder {
+            BytesCodec
+        }
+        fn decoder(&mut self) -> Self::Decoder {
+            BytesCodec
+        }
+    }
+
+    impl Encoder for BytesCodec {
+        type Item = Vec<u8>;
+        type Error = tonic::Status;
+        fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), tonic::Status> {
+            dst.put_slice(&item);
+            Ok(())
+        }
+    }
+
+    impl Decoder for BytesCodec {
+        type Item = Vec<u8>;
+        type Error = tonic::Status;
+        fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, tonic::Status> {
+            let mut v = vec![0u8; src.remaining()];
+            src.copy_to_slice(&mut v);
+            Ok(Some(v))
+        }
+    }
+
+    struct EchoUnary;
+
+    impl tonic::server::UnaryService<Vec<u8>> for EchoUnary {
+        type Response = Vec<u8>;
+        type Future = std::future::Ready<Result<tonic::Response<Vec<u8>>, tonic::Status>>;
+        fn call(&mut self, req: tonic::Request<Vec<u8>>) -> Self::Future {
+            std::future::ready(Ok(tonic::Response::new(req.into_inner())))
+        }
+    }
+
+    /// The echo service as tonic's generated servers look.
+    #[derive(Clone, Default)]
+    pub struct EchoServer;
+
+    impl tonic::server::NamedService for EchoServer {
+        const NAME: &'static str = "optimus.bench.Echo";
+    }
+
+    impl Service<http::Request<tonic::body::Body>> for EchoServer {
+        type Response = http::Response<tonic::body::Body>;
+        type Error = Infallible;
+        type Future = BoxFuture<Self::Response, Self::Error>;
+
+        fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
+            Box::pin(async move {
+                let mut grpc = tonic::server::Grpc::new(BytesCodec);
+                Ok(grpc.unary(EchoUnary, req).await)
+            })
+        }
+    }
+}
+
+/// tonic gRPC echo over loopback HTTP/2: the server runtime on the NIC core, each client
+/// thread a runtime with `batch` concurrent unary calls on one channel.
+fn bench_tonic(a: &RpcBenchArgs) -> Result<BenchRow> {
+    let core = a.nic_core;
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .on_thread_start(move || {
+            let _ = optimus_rpc::pin_current_thread(core);
+        })
+        .build()?;
+    // Pick a free port, then let tonic bind it (clients retry until it listens).
+    let addr = TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = server_rt.spawn(async move {
+        tonic::transport::Server::builder()
+            .add_service(grpc::EchoServer)
+            .serve_with_shutdown(addr, async {
+                let _ = stop_rx.await;
+            })
+            .await
+    });
+    let clock = Clock::new();
+    let a2 = a.clone();
+    let r = run_clients(a, &clock, |t| {
+        let (a, core) = (a2.clone(), client_core(&a2, t));
+        Ok(Box::new(move |clock: &Clock| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("client runtime");
+            if let Some(core) = core {
+                let _ = optimus_rpc::pin_current_thread(core);
+            }
+            rt.block_on(tonic_client(addr, a, clock))
+        }) as Box<dyn FnOnce(&Clock) -> (u64, Histogram<u64>) + Send>)
+    });
+    let _ = stop_tx.send(());
+    let _ = server_rt.block_on(server);
+    let (calls, hist, secs) = r?;
+    Ok(BenchRow { implementation: "tonic-grpc", transport: "tcp", calls, seconds: secs, hist })
+}
+
+async fn tonic_client(addr: std::net::SocketAddr, a: RpcBenchArgs, clock: &Clock) -> (u64, Histogram<u64>) {
+    let Ok(ep) = tonic::transport::Endpoint::from_shared(format!("http://{addr}")) else {
+        return (0, new_hist());
+    };
+    let ep = ep.tcp_nodelay(true);
+    let mut channel = None;
+    for _ in 0..200 {
+        match ep.connect().await {
+            Ok(c) => {
+                channel = Some(c);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+        }
+    }
+    let Some(channel) = channel else { return (0, new_hist()) };
+    let calls = Arc::new(AtomicU64::new(0));
+    let local = tokio::task::LocalSet::new();
+    let hists = Arc::new(std::sync::Mutex::new(new_hist()));
+    // Spawned tasks must be 'static, so the clock's two phases are mirrored into shared flags.
+    let flags = Arc::new((AtomicBool::new(false), AtomicBool::new(false)));
+    let f2 = flags.clone();
+    let mut tasks = Vec::new();
+    for k in 0..a.batch {
+        let (channel, calls, hists, flags) = (channel.clone(), calls.clone(), hists.clone(), flags.clone());
+        let payload = vec![0xA5u8; a.payload];
+        tasks.push(local.spawn_local(async move {
+            let mut grpc = tonic::client::Grpc::new(channel);
+            let path = tonic::codegen::http::uri::PathAndQuery::from_static(grpc::PATH);
+            let mut h = new_hist();
+            let mut n = 0u64;
+            let mut seq = u64::from(k);
+            while !flags.1.load(Ordering::Relaxed) {
+                if grpc.ready().await.is_err() {
+                    break;
+                }
+                let t = Instant::now();
+                let r = grpc.unary(tonic::Request::new(payload.clone()), path.clone(), grpc::BytesCodec).await;
+                if r.is_err() {
+                    break;
+                }
+                seq += 1;
+                if flags.0.load(Ordering::Relaxed) {
+                    n += 1;
+                    if seq % SAMPLE_EVERY == 0 {
+                        let _ = h.record(t.elapsed().as_nanos() as u64);
+                    }
+                }
+            }
+            calls.fetch_add(n, Ordering::Relaxed);
+            let _ = hists.lock().map(|mut all| all.add(h));
+        }));
+    }
+    local
+        .run_until(async move {
+            while !clock.done.load(Ordering::Relaxed) {
+                f2.0.store(clock.measuring.load(Ordering::Relaxed), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            f2.1.store(true, Ordering::Relaxed);
+            for t in tasks {
+                let _ = t.await;
+            }
+        })
+        .await;
+    let h = hists.lock().map(|h| h.clone()).unwrap_or_else(|_| new_hist());
+    (calls.load(Ordering::Relaxed), h)
+}
+
+/// `optimus rpc-bench`.
+pub fn rpc_bench(a: RpcBenchArgs) -> Result<()> {
+    if a.seconds <= 0.0 {
+        bail!("--seconds must be positive");
+    }
+    let mut rows = vec![bench_optimus(&a).context("optimus-rpc run")?];
+    if !a.no_peers {
+        match a.transport {
+            TransportKind::Udp => rows.push(bench_udp_echo(&a).context("udp echo run")?),
+            _ => rows.push(bench_tcp_echo(&a).context("tcp echo run")?),
+        }
+        rows.push(bench_tonic(&a).context("tonic run")?);
+    }
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        for r in &rows {
+            writeln!(
+                out,
+                "{{\"implementation\":\"{}\",\"transport\":\"{}\",\"batch\":{},\"threads\":{},\"payload\":{},\"mrps\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2},\"p999_us\":{:.2}}}",
+                r.implementation,
+                r.transport,
+                a.batch,
+                a.threads,
+                a.payload,
+                r.mrps(),
+                r.pct_us(0.5),
+                r.pct_us(0.99),
+                r.pct_us(0.999)
+            )?;
+        }
+    } else {
+        writeln!(
+            out,
+            "{:<12} {:<9} {:>5} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9}",
+            "impl", "transport", "batch", "threads", "payload", "Mrps", "p50_us", "p99_us", "p999_us"
+        )?;
+        for r in &rows {
+            writeln!(
+                out,
+                "{:<12} {:<9} {:>5} {:>7} {:>7} {:>9.3} {:>9.2} {:>9.2} {:>9.2}",
+                r.implementation,
+                r.transport,
+                a.batch,
+                a.threads,
+                a.payload,
+                r.mrps(),
+                r.pct_us(0.5),
+                r.pct_us(0.99),
+                r.pct_us(0.999)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROTO: &str = r#"
+syntax = "proto3";
+package interop;
+
+enum Color { COLOR_UNSPECIFIED = 0; RED = 1; BLUE = 2; }
+
+message Point { sint32 x = 1; sint32 y = 2; }
+
+message Shape {
+  string name = 1;
+  repeated Point points = 2;
+  Color color = 3;
+  map<string, int64> tags = 4;
+  oneof extra { double area = 5; bytes blob = 6; }
+}
+
+message Summary { uint32 count = 1; }
+
+service Geometry {
+  rpc Echo(Shape) returns (Shape);
+  rpc Count(Shape) returns (Summary);
+}
+"#;
+
+    fn source(dir: &Path) -> SchemaSource {
+        let p = dir.join("interop.proto");
+        std::fs::write(&p, PROTO).unwrap();
+        SchemaSource { proto: vec![p], include: vec![dir.to_path_buf()], descriptor_set: None }
+    }
+
+    fn free_port() -> String {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.local_addr().unwrap().to_string()
+    }
+
+    fn interop(transport: TransportKind, addr: String) {
+        let dir = std::env::temp_dir().join(format!("optimus-rpc-interop-{}-{}", std::process::id(), transport.name()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let serve_args = ServeArgs {
+            source: source(&dir),
+            service: "Geometry".into(),
+            echo: true,
+            transport,
+            addr: Some(addr.clone()),
+            core: None,
+            seconds: Some(3.0),
+        };
+        let server = std::thread::spawn(move || serve(serve_args));
+        let data = r#"{"name":"tri","points":[{"x":1,"y":-2},{"x":-3}],"color":"BLUE","tags":{"a":"7"},"area":1.5}"#;
+        let call_args = |method: &str| CallArgs {
+            source: source(&dir),
+            method: method.into(),
+            data: data.into(),
+            transport,
+            addr: Some(addr.clone()),
+            timeout: 2.0,
+        };
+        let mut got = None;
+        for _ in 0..100 {
+            match call_json(&call_args("interop.Geometry/Echo")) {
+                Ok(t) => {
+                    got = Some(t);
+                    break;
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(20)), // server still starting
+            }
+        }
+        let got = got.expect("echo call");
+        let v: Vec<&str> = ["\"name\":\"tri\"", "\"x\":-3", "\"color\":\"BLUE\"", "\"a\":\"7\"", "\"area\":1.5"].into();
+        for want in v {
+            assert!(got.contains(want), "{want} missing in {got}");
+        }
+        assert_eq!(call_json(&call_args("interop.Geometry/Count")).unwrap(), "{}");
+        let bad = call_json(&CallArgs { data: r#"{"nope":1}"#.into(), ..call_args("interop.Geometry/Echo") });
+        assert!(bad.is_err());
+        assert!(call_json(&call_args("interop.Geometry/Missing")).is_err());
+        server.join().unwrap().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn call_against_serve_over_udp() {
+        interop(TransportKind::Udp, free_port());
+    }
+
+    #[test]
+    fn call_against_serve_over_tcp() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        drop(l);
+        interop(TransportKind::Tcp, addr);
+    }
+
+    #[test]
+    fn call_against_serve_over_shm() {
+        let path = std::env::temp_dir().join(format!("optimus-rpc-interop-region-{}", std::process::id()));
+        interop(TransportKind::Shm, path.to_string_lossy().into_owned());
+    }
+
+    #[test]
+    fn bench_runs_every_implementation_briefly() {
+        for transport in [TransportKind::Shm, TransportKind::Udp, TransportKind::Tcp] {
+            let a = RpcBenchArgs {
+                transport,
+                batch: 4,
+                threads: 1,
+                payload: 64,
+                seconds: 0.05,
+                nic_core: 0,
+                no_peers: transport != TransportKind::Shm,
+                json: true,
+            };
+            let row = bench_optimus(&a).unwrap();
+            assert!(row.calls > 0, "{transport:?} made progress");
+            if transport == TransportKind::Shm {
+                assert!(bench_tcp_echo(&a).unwrap().calls > 0);
+                assert!(bench_udp_echo(&a).unwrap().calls > 0);
+                assert!(bench_tonic(&a).unwrap().calls > 0);
+            }
+        }
+    }
+}
