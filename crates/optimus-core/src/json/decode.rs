@@ -121,9 +121,14 @@ impl<'a, 's> Decoder<'a, 's> {
                 return Err(json_err(key_at, format!("duplicate field \"{key}\"")));
             }
             if let Some(o) = field.oneof {
-                if oneof_set.contains(o as usize) && (self.r.peek()? != Token::Null || accepts_null(schema, field)) {
+                if oneof_set.contains(o as usize)
+                    && (self.r.peek()? != Token::Null || accepts_null(schema, field))
+                {
                     let name = &ty.oneofs[o as usize].name;
-                    return Err(json_err(key_at, format!("oneof {name} has more than one field set")));
+                    return Err(json_err(
+                        key_at,
+                        format!("oneof {name} has more than one field set"),
+                    ));
                 }
             }
             let set = self
@@ -138,7 +143,12 @@ impl<'a, 's> Decoder<'a, 's> {
 
     /// Reads the value of `field`; whether it set the field (not `null`, not a skipped unknown
     /// enum value).
-    fn read_field(&mut self, msg: &mut Message, index: usize, field: &'s Field) -> Result<bool, Error> {
+    fn read_field(
+        &mut self,
+        msg: &mut Message,
+        index: usize,
+        field: &'s Field,
+    ) -> Result<bool, Error> {
         let schema = self.schema;
         if self.r.peek()? == Token::Null && !accepts_null(schema, field) {
             self.r.read_literal("null")?;
@@ -165,7 +175,9 @@ impl<'a, 's> Decoder<'a, 's> {
         let mut first = true;
         let mut i = 0usize;
         while self.r.next_element(&mut first)? {
-            let v = self.read_value(field).map_err(|e| e.within(format!("[{i}]")))?;
+            let v = self
+                .read_value(field)
+                .map_err(|e| e.within(format!("[{i}]")))?;
             if let Some(v) = v {
                 let pushed = list.push(v);
                 debug_assert!(pushed.is_ok(), "read_value gives the field's type");
@@ -220,8 +232,12 @@ impl<'a, 's> Decoder<'a, 's> {
             Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
                 Value::I64(self.read_int(tok, i64::MIN.into(), i64::MAX.into())? as i64)
             }
-            Kind::Uint32 | Kind::Fixed32 => Value::U32(self.read_int(tok, 0, u32::MAX.into())? as u32),
-            Kind::Uint64 | Kind::Fixed64 => Value::U64(self.read_int(tok, 0, u64::MAX.into())? as u64),
+            Kind::Uint32 | Kind::Fixed32 => {
+                Value::U32(self.read_int(tok, 0, u32::MAX.into())? as u32)
+            }
+            Kind::Uint64 | Kind::Fixed64 => {
+                Value::U64(self.read_int(tok, 0, u64::MAX.into())? as u64)
+            }
             Kind::Float => Value::F32(self.read_float(tok, true)? as f32),
             Kind::Double => Value::F64(self.read_float(tok, false)?),
             Kind::String => {
@@ -270,7 +286,9 @@ impl<'a, 's> Decoder<'a, 's> {
 
     fn read_enum(&mut self, field: &Field, tok: Token) -> Result<Option<Value>, Error> {
         let at = self.r.pos();
-        let e = self.schema.enum_type(field.enum_type.expect("enum field has an enum type"));
+        let e = self
+            .schema
+            .enum_type(field.enum_type.expect("enum field has an enum type"));
         match tok {
             Token::String => {
                 let name = self.r.read_string()?;
@@ -290,14 +308,20 @@ impl<'a, 's> Decoder<'a, 's> {
                 } else if self.opts.ignore_unknown {
                     Ok(None)
                 } else {
-                    Err(json_err(at, format!("unknown value {n} of enum {}", e.full_name)))
+                    Err(json_err(
+                        at,
+                        format!("unknown value {n} of enum {}", e.full_name),
+                    ))
                 }
             }
             Token::Null if is_null_value(self.schema, field) => {
                 self.r.read_literal("null")?;
                 Ok(Some(Value::Enum(0)))
             }
-            _ => Err(json_err(at, format!("expected a value of enum {}", e.full_name))),
+            _ => Err(json_err(
+                at,
+                format!("expected a value of enum {}", e.full_name),
+            )),
         }
     }
 }
@@ -325,7 +349,11 @@ impl BitSet {
         let words = len.div_ceil(64);
         BitSet {
             inline: [0; 4],
-            spill: if words > 4 { vec![0; words] } else { Vec::new() },
+            spill: if words > 4 {
+                vec![0; words]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -461,34 +489,58 @@ mod tests {
     fn scalars_round_trip() {
         let s = conformance();
         assert_eq!(
-            round(&s, r#"{"optionalInt32": 1e5, "optional_int64": 9223372036854775807,
+            round(
+                &s,
+                r#"{"optionalInt32": 1e5, "optional_int64": 9223372036854775807,
                          "optionalUint32": "4294967295", "optionalUint64": "18446744073709551615",
                          "optionalSint32": -0, "optionalFloat": "1", "optionalDouble": -1.5e-7,
                          "optionalBool": true, "optionalString": "\u8C37\n",
-                         "optionalBytes": "-_", "optionalNestedEnum": "BAR"}"#),
+                         "optionalBytes": "-_", "optionalNestedEnum": "BAR"}"#
+            ),
             r#"{"optionalInt32":100000,"optionalInt64":"9223372036854775807","optionalUint32":4294967295,"optionalUint64":"18446744073709551615","optionalFloat":1,"optionalDouble":-1.5e-7,"optionalBool":true,"optionalString":"谷\n","optionalBytes":"+w==","optionalNestedEnum":"BAR"}"#
         );
         assert_eq!(
-            round(&s, r#"{"optionalFloat": "NaN", "optionalDouble": "-Infinity", "optionalNestedEnum": 123}"#),
+            round(
+                &s,
+                r#"{"optionalFloat": "NaN", "optionalDouble": "-Infinity", "optionalNestedEnum": 123}"#
+            ),
             r#"{"optionalFloat":"NaN","optionalDouble":"-Infinity","optionalNestedEnum":123}"#
         );
-        assert_eq!(round(&s, r#"{"optionalAliasedEnum": "moo"}"#), r#"{"optionalAliasedEnum":"ALIAS_BAZ"}"#);
+        assert_eq!(
+            round(&s, r#"{"optionalAliasedEnum": "moo"}"#),
+            r#"{"optionalAliasedEnum":"ALIAS_BAZ"}"#
+        );
     }
 
     #[test]
     fn containers_round_trip() {
         let s = conformance();
         assert_eq!(
-            round(&s, r#"{"repeatedInt32": [1, 2], "repeatedNestedEnum": ["FOO", 1],
+            round(
+                &s,
+                r#"{"repeatedInt32": [1, 2], "repeatedNestedEnum": ["FOO", 1],
                          "mapBoolBool": {"true": true, "false": false},
                          "mapInt32Int32": {"\u0031": 2, "-3": 4},
                          "mapStringNestedMessage": {"k": {"a": 1}},
-                         "repeatedNestedMessage": [{}, {"a": 2}]}"#),
+                         "repeatedNestedMessage": [{}, {"a": 2}]}"#
+            ),
             r#"{"repeatedInt32":[1,2],"repeatedNestedMessage":[{},{"a":2}],"repeatedNestedEnum":["FOO","BAR"],"mapInt32Int32":{"-3":4,"1":2},"mapBoolBool":{"false":false,"true":true},"mapStringNestedMessage":{"k":{"a":1}}}"#
         );
-        assert_eq!(round(&s, r#"{"repeatedInt32": null, "mapInt32Int32": null, "optionalNestedMessage": null}"#), "{}");
-        assert_eq!(round(&s, r#"{"oneofUint32": null, "oneofString": ""}"#), r#"{"oneofString":""}"#);
-        assert_eq!(round(&s, r#"{"oneofNullValue": null}"#), r#"{"oneofNullValue":null}"#);
+        assert_eq!(
+            round(
+                &s,
+                r#"{"repeatedInt32": null, "mapInt32Int32": null, "optionalNestedMessage": null}"#
+            ),
+            "{}"
+        );
+        assert_eq!(
+            round(&s, r#"{"oneofUint32": null, "oneofString": ""}"#),
+            r#"{"oneofString":""}"#
+        );
+        assert_eq!(
+            round(&s, r#"{"oneofNullValue": null}"#),
+            r#"{"oneofNullValue":null}"#
+        );
         assert_eq!(round(&s, r#"{"optionalNullValue": null}"#), "{}");
     }
 
@@ -496,20 +548,41 @@ mod tests {
     fn errors_name_the_field_and_offset() {
         let s = conformance();
         let e = err(&s, r#"{"optionalInt32": 2147483648}"#);
-        assert_eq!((e.offset, e.path_string().as_str()), (18, "TestAllTypesProto3.optional_int32"));
+        assert_eq!(
+            (e.offset, e.path_string().as_str()),
+            (
+                18,
+                "protobuf_test_messages.proto3.TestAllTypesProto3.optional_int32"
+            )
+        );
         let e = err(&s, r#"{"repeatedInt32": [1, null]}"#);
-        assert_eq!((e.offset, e.path_string().as_str()), (22, "TestAllTypesProto3.repeated_int32[1]"));
+        assert_eq!(
+            (e.offset, e.path_string().as_str()),
+            (
+                22,
+                "protobuf_test_messages.proto3.TestAllTypesProto3.repeated_int32[1]"
+            )
+        );
         let e = err(&s, r#"{"optionalNestedMessage": {"a": "x"}}"#);
-        assert_eq!(e.path_string(), "TestAllTypesProto3.optional_nested_message.a");
+        assert_eq!(
+            e.path_string(),
+            "protobuf_test_messages.proto3.TestAllTypesProto3.optional_nested_message.a"
+        );
         let e = err(&s, r#"{"mapInt32Int32": {"0": null}}"#);
-        assert_eq!(e.path_string(), "TestAllTypesProto3.map_int32_int32[0]");
+        assert_eq!(
+            e.path_string(),
+            "protobuf_test_messages.proto3.TestAllTypesProto3.map_int32_int32[0]"
+        );
         let e = err(&s, r#"{"nope": 1}"#);
         assert_eq!(e.offset, 1);
         let e = err(&s, r#"{"optionalInt32": 1, "optional_int32": 2}"#);
         assert_eq!(e.offset, 21);
         let e = err(&s, r#"{"oneofUint32": 1, "oneofString": "x"}"#);
         assert_eq!(e.offset, 19);
-        assert!(matches!(err(&s, "{} x").kind, DecodeErrorKind::TrailingData));
+        assert!(matches!(
+            err(&s, "{} x").kind,
+            DecodeErrorKind::TrailingData
+        ));
     }
 
     #[test]
@@ -542,14 +615,20 @@ mod tests {
             r#"{"fieldName1": 1}"#,
             r#"{"optionalNestedMessage": {"a": 1}, "optionalNestedMessage": {}}"#,
         ] {
-            assert!(decode(&s, proto3(&s), text, &JsonOptions::default()).is_err(), "{text}");
+            assert!(
+                decode(&s, proto3(&s), text, &JsonOptions::default()).is_err(),
+                "{text}"
+            );
         }
     }
 
     #[test]
     fn ignore_unknown_skips_names_and_enum_values() {
         let s = conformance();
-        let opts = JsonOptions { ignore_unknown: true, ..JsonOptions::default() };
+        let opts = JsonOptions {
+            ignore_unknown: true,
+            ..JsonOptions::default()
+        };
         let m = decode(
             &s,
             proto3(&s),
@@ -573,19 +652,31 @@ mod tests {
         .unwrap();
         let id = s.message_by_name("M").unwrap();
         assert!(decode(&s, id, r#"{"e": 2}"#, &JsonOptions::default()).is_err());
-        let lenient = JsonOptions { ignore_unknown: true, ..JsonOptions::default() };
+        let lenient = JsonOptions {
+            ignore_unknown: true,
+            ..JsonOptions::default()
+        };
         let m = decode(&s, id, r#"{"e": 2, "r": [1, 2, "B", "A"]}"#, &lenient).unwrap();
-        assert_eq!(encode(&s, &m, &JsonOptions::default()).unwrap(), r#"{"r":["A","A"]}"#);
+        assert_eq!(
+            encode(&s, &m, &JsonOptions::default()).unwrap(),
+            r#"{"r":["A","A"]}"#
+        );
     }
 
     #[test]
     fn depth_is_limited() {
         let s = conformance();
-        let opts = JsonOptions { depth_limit: 5, ..JsonOptions::default() };
+        let opts = JsonOptions {
+            depth_limit: 5,
+            ..JsonOptions::default()
+        };
         let nest = |n: usize| "{\"recursiveMessage\":".repeat(n) + "{}" + &"}".repeat(n);
         assert!(decode(&s, proto3(&s), &nest(4), &opts).is_ok());
         let e = decode(&s, proto3(&s), &nest(5), &opts).unwrap_err();
-        assert!(matches!(e.as_decode().unwrap().kind, DecodeErrorKind::TooDeep(5)));
+        assert!(matches!(
+            e.as_decode().unwrap().kind,
+            DecodeErrorKind::TooDeep(5)
+        ));
         let deep = "{\"optionalValue\":".to_string() + &"[".repeat(200_000);
         assert!(decode(&s, proto3(&s), &deep, &JsonOptions::default()).is_err());
     }

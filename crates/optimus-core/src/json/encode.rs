@@ -124,8 +124,15 @@ impl<'s, 'o> Encoder<'s, 'o> {
         };
         write_str(self.out, name);
         self.out.push(':');
-        let seg = || if field.is_extension { &field.json_name } else { &field.name };
-        self.write_field_value(field, v).map_err(|e| within(e, seg()))
+        let seg = || {
+            if field.is_extension {
+                &field.json_name
+            } else {
+                &field.name
+            }
+        };
+        self.write_field_value(field, v)
+            .map_err(|e| within(e, seg()))
     }
 
     fn write_field_value(&mut self, field: &Field, v: &Value) -> Result<(), Error> {
@@ -140,14 +147,17 @@ impl<'s, 'o> Encoder<'s, 'o> {
                     }
                     match k {
                         MapKey::String(s) => write_str(self.out, s),
-                        MapKey::Bool(b) => self.out.push_str(if *b { "\"true\"" } else { "\"false\"" }),
+                        MapKey::Bool(b) => {
+                            self.out.push_str(if *b { "\"true\"" } else { "\"false\"" })
+                        }
                         MapKey::I32(n) => quoted(self.out, n),
                         MapKey::I64(n) => quoted(self.out, n),
                         MapKey::U32(n) => quoted(self.out, n),
                         MapKey::U64(n) => quoted(self.out, n),
                     }
                     self.out.push(':');
-                    self.write_value(value_field, v).map_err(|e| within(e, &key_segment(k)))?;
+                    self.write_value(value_field, v)
+                        .map_err(|e| within(e, &key_segment(k)))?;
                 }
                 self.out.push('}');
                 Ok(())
@@ -185,7 +195,8 @@ impl<'s, 'o> Encoder<'s, 'o> {
                     if i > 0 {
                         self.out.push(',');
                     }
-                    self.write_message(m).map_err(|e| within(e, &format!("[{i}]")))?;
+                    self.write_message(m)
+                        .map_err(|e| within(e, &format!("[{i}]")))?;
                 }
             }
         }
@@ -331,7 +342,10 @@ mod tests {
         let m = decode(&s, id, text, &JsonOptions::default()).unwrap();
         let text = text.replace(r#"["TWO",1]"#, r#"["TWO","ONE"]"#);
         assert_eq!(encode(&s, &m, &JsonOptions::default()).unwrap(), text);
-        let names = JsonOptions { proto_names: true, ..JsonOptions::default() };
+        let names = JsonOptions {
+            proto_names: true,
+            ..JsonOptions::default()
+        };
         let out = encode(&s, &m, &names).unwrap();
         assert!(out.starts_with(r#"{"some_int":-1,"#), "{out}");
         assert!(out.contains(r#""[p.ext_num]":"12""#), "{out}");
@@ -340,14 +354,17 @@ mod tests {
 
     #[test]
     fn deep_messages_are_bounded() {
-        let s = SchemaSet::from_source("syntax = \"proto3\"; message R { R r = 1; int32 v = 2; }").unwrap();
+        let s = SchemaSet::from_source("syntax = \"proto3\"; message R { R r = 1; int32 v = 2; }")
+            .unwrap();
         let id = s.message_by_name("R").unwrap();
         let chain = |depth: u32| {
             let mut m = Message::new(&s, id);
             m.set_by_name(&s, "v", Value::I32(1)).unwrap();
             for _ in 1..depth {
                 let mut outer = Message::new(&s, id);
-                outer.set_by_name(&s, "r", Value::Message(Box::new(m))).unwrap();
+                outer
+                    .set_by_name(&s, "r", Value::Message(Box::new(m)))
+                    .unwrap();
                 m = outer;
             }
             m
@@ -356,8 +373,14 @@ mod tests {
         assert_eq!(text.len(), ENCODE_DEPTH_LIMIT as usize * 6 + 1);
         let e = encode(&s, &chain(ENCODE_DEPTH_LIMIT + 1), &JsonOptions::default()).unwrap_err();
         assert!(matches!(e, Error::Encode { .. }), "{e}");
-        let opts = JsonOptions { depth_limit: ENCODE_DEPTH_LIMIT, ..JsonOptions::default() };
-        assert_eq!(encode(&s, &decode(&s, id, &text, &opts).unwrap(), &opts).unwrap(), text);
+        let opts = JsonOptions {
+            depth_limit: ENCODE_DEPTH_LIMIT,
+            ..JsonOptions::default()
+        };
+        assert_eq!(
+            encode(&s, &decode(&s, id, &text, &opts).unwrap(), &opts).unwrap(),
+            text
+        );
     }
 
     #[test]
@@ -372,7 +395,10 @@ mod tests {
         .unwrap();
         let id = s.message_by_name("Q").unwrap();
         let m = Message::new(&s, id);
-        let opts = JsonOptions { emit_defaults: true, ..JsonOptions::default() };
+        let opts = JsonOptions {
+            emit_defaults: true,
+            ..JsonOptions::default()
+        };
         assert_eq!(
             encode(&s, &m, &opts).unwrap(),
             r#"{"a":0,"c":[],"d":{},"g":"ZERO","h":""}"#

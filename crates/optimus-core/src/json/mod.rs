@@ -69,7 +69,7 @@ pub fn encode_to(
 ) -> Result<(), Error> {
     encode::Encoder::new(schema, opts, out)
         .write_message(msg)
-        .map_err(|e| encode::within(e, schema.message(msg.type_id()).name()))
+        .map_err(|e| encode::within(e, schema.message(msg.type_id()).full_name.as_str()))
 }
 
 /// Reads a message of type `id` from proto3 JSON text.
@@ -78,11 +78,16 @@ pub fn encode_to(
 /// [`Error::Decode`] with the byte offset and field path of the first problem: malformed
 /// JSON, an unknown field (unless `ignore_unknown`), a field given twice, a value of the wrong
 /// type or out of range, nesting deeper than `depth_limit`, or text after the value.
-pub fn decode(schema: &SchemaSet, id: MessageId, text: &str, opts: &JsonOptions) -> Result<Message, Error> {
+pub fn decode(
+    schema: &SchemaSet,
+    id: MessageId,
+    text: &str,
+    opts: &JsonOptions,
+) -> Result<Message, Error> {
     let mut msg = Message::new(schema, id);
     let mut d = decode::Decoder::new(schema, text, opts);
     d.read_message(&mut msg)
         .and_then(|()| d.r.finish())
-        .map_err(|e| e.within(schema.message(id).name()))?;
+        .map_err(|e| e.within(schema.message(id).full_name.clone()))?;
     Ok(msg)
 }

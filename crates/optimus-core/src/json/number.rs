@@ -40,7 +40,10 @@ pub(crate) fn parse_integer(text: &str, min: i128, max: i128) -> Result<i128, In
     }
     let b = text.as_bytes();
     let negative = b[0] == b'-';
-    let mantissa_end = b.iter().position(|&c| c == b'e' || c == b'E').unwrap_or(b.len());
+    let mantissa_end = b
+        .iter()
+        .position(|&c| c == b'e' || c == b'E')
+        .unwrap_or(b.len());
     let mut exponent: i64 = 0;
     if mantissa_end < b.len() {
         let exp = &b[mantissa_end + 1..];
@@ -184,7 +187,12 @@ fn layout(out: &mut String, sci: &str) {
             out.push('.');
             out.push_str(rest);
         }
-        let _ = write!(out, "e{}{}", if exp < 0 { '-' } else { '+' }, exp.unsigned_abs());
+        let _ = write!(
+            out,
+            "e{}{}",
+            if exp < 0 { '-' } else { '+' },
+            exp.unsigned_abs()
+        );
     }
 }
 
@@ -217,7 +225,10 @@ mod tests {
         assert_eq!(p("18446744073709551615", U64), Ok(u64::MAX as i128));
         assert_eq!(p("18446744073709551616", U64), Err(IntError::OutOfRange));
         assert_eq!(p("-1", U64), Err(IntError::OutOfRange));
-        assert_eq!(p("100000000000000000000000", U64), Err(IntError::OutOfRange));
+        assert_eq!(
+            p("100000000000000000000000", U64),
+            Err(IntError::OutOfRange)
+        );
         for bad in ["3x3", " 1", "1 ", "+1", "0x10", "01", "", "1e", "Infinity"] {
             assert_eq!(p(bad, I64), Err(IntError::NotNumber), "{bad}");
         }
@@ -234,7 +245,10 @@ mod tests {
         assert_eq!(parse_float("1e39", false), Some(1e39));
         assert_eq!(parse_float("1.89769e+308", false), None);
         assert!(parse_float_string("NaN", true).unwrap().is_nan());
-        assert_eq!(parse_float_string("-Infinity", false), Some(f64::NEG_INFINITY));
+        assert_eq!(
+            parse_float_string("-Infinity", false),
+            Some(f64::NEG_INFINITY)
+        );
         assert_eq!(parse_float_string("1.5", false), Some(1.5));
         assert_eq!(parse_float_string("nan", false), None);
         assert_eq!(parse_float_string(" 1", false), None);

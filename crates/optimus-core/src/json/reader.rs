@@ -73,7 +73,12 @@ impl<'a> Reader<'a> {
     pub(crate) fn peek(&mut self) -> Result<Token, Error> {
         self.skip_ws();
         Ok(match self.bytes.get(self.pos) {
-            None => return Err(json_err(self.pos, "unexpected end of input, expected a value")),
+            None => {
+                return Err(json_err(
+                    self.pos,
+                    "unexpected end of input, expected a value",
+                ))
+            }
             Some(b'{') => Token::Object,
             Some(b'[') => Token::Array,
             Some(b'"') => Token::String,
@@ -132,7 +137,12 @@ impl<'a> Reader<'a> {
                 self.pos += 1;
                 self.skip_ws();
             }
-            None => return Err(json_err(self.pos, "unexpected end of input inside an object")),
+            None => {
+                return Err(json_err(
+                    self.pos,
+                    "unexpected end of input inside an object",
+                ))
+            }
             Some(_) if *first => {}
             Some(&b) => return Err(self.unexpected(b, "',' or '}'")),
         }
@@ -141,7 +151,12 @@ impl<'a> Reader<'a> {
         match self.bytes.get(self.pos) {
             Some(b'"') => {}
             Some(&b) => return Err(self.unexpected(b, "a quoted member name")),
-            None => return Err(json_err(self.pos, "unexpected end of input inside an object")),
+            None => {
+                return Err(json_err(
+                    self.pos,
+                    "unexpected end of input inside an object",
+                ))
+            }
         }
         let key = self.read_string()?;
         self.expect_byte(b':', "':'")?;
@@ -166,7 +181,10 @@ impl<'a> Reader<'a> {
                 self.pos += 1;
                 Ok(true)
             }
-            None => Err(json_err(self.pos, "unexpected end of input inside an array")),
+            None => Err(json_err(
+                self.pos,
+                "unexpected end of input inside an array",
+            )),
             Some(_) if *first => {
                 *first = false;
                 Ok(true)
@@ -294,8 +312,8 @@ impl<'a> Reader<'a> {
     pub(crate) fn read_number(&mut self) -> Result<&'a str, Error> {
         self.skip_ws();
         let start = self.pos;
-        let len = number_len(&self.bytes[start..])
-            .ok_or_else(|| json_err(start, "invalid number"))?;
+        let len =
+            number_len(&self.bytes[start..]).ok_or_else(|| json_err(start, "invalid number"))?;
         self.pos += len;
         Ok(&self.src[start..self.pos])
     }
@@ -361,7 +379,10 @@ impl<'a> Reader<'a> {
 
 #[cold]
 fn control_char(at: usize, b: u8) -> Error {
-    json_err(at, format!("unescaped control character 0x{b:02x} in string"))
+    json_err(
+        at,
+        format!("unescaped control character 0x{b:02x} in string"),
+    )
 }
 
 #[cold]
@@ -442,10 +463,14 @@ mod tests {
 
     #[test]
     fn number_grammar() {
-        for ok in ["0", "-0", "1", "-12", "1.5", "1e5", "1E+5", "1.0e-2", "100.000"] {
+        for ok in [
+            "0", "-0", "1", "-12", "1.5", "1e5", "1E+5", "1.0e-2", "100.000",
+        ] {
             assert!(is_number(ok), "{ok}");
         }
-        for bad in ["", "-", "+1", "01", "-01", "1.", ".5", "1e", "1e+", "0x10", " 1", "1 ", "NaN"] {
+        for bad in [
+            "", "-", "+1", "01", "-01", "1.", ".5", "1e", "1e+", "0x10", " 1", "1 ", "NaN",
+        ] {
             assert!(!is_number(bad), "{bad}");
         }
         let mut r = Reader::new("[1,-2.5e3 ]");
@@ -472,7 +497,10 @@ mod tests {
             r.finish()?;
             Ok(out)
         };
-        assert_eq!(keys(r#"{ "a" : 1 , "b":[true,null,{}] }"#).unwrap(), ["a", "b"]);
+        assert_eq!(
+            keys(r#"{ "a" : 1 , "b":[true,null,{}] }"#).unwrap(),
+            ["a", "b"]
+        );
         assert!(keys("{}").unwrap().is_empty());
         assert_eq!(offset(keys(r#"{"a":1,}"#).unwrap_err()), 7);
         assert_eq!(offset(keys(r#"{"a":1 "b":2}"#).unwrap_err()), 7);

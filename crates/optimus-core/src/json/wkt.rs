@@ -31,12 +31,16 @@ const NANOS_PER_SECOND: i64 = 1_000_000_000;
 pub(crate) fn has_shape(schema: &SchemaSet, ty: &MessageType, wk: WellKnown) -> bool {
     use optimus_schema::Cardinality::{Map, Repeated};
     let f = |number: u32, kind: Kind| {
-        ty.field_by_number(number)
-            .filter(|f| f.kind == kind && !f.is_list() && (!kind.is_message() || f.message.is_some()))
+        ty.field_by_number(number).filter(|f| {
+            f.kind == kind && !f.is_list() && (!kind.is_message() || f.message.is_some())
+        })
     };
     let list_of = |number: u32, kind: Kind| {
-        ty.field_by_number(number)
-            .is_some_and(|f| f.kind == kind && f.cardinality == Repeated && (!kind.is_message() || f.message.is_some()))
+        ty.field_by_number(number).is_some_and(|f| {
+            f.kind == kind
+                && f.cardinality == Repeated
+                && (!kind.is_message() || f.message.is_some())
+        })
     };
     match wk {
         WellKnown::Any => f(1, Kind::String).is_some() && f(2, Kind::Bytes).is_some(),
@@ -59,7 +63,9 @@ pub(crate) fn has_shape(schema: &SchemaSet, ty: &MessageType, wk: WellKnown) -> 
                 && f(5, Kind::Message).is_some()
                 && f(6, Kind::Message).is_some()
         }
-        WellKnown::Wrapper => ty.field_by_number(1).is_some_and(|f| !f.is_list() && !f.kind.is_message()),
+        WellKnown::Wrapper => ty
+            .field_by_number(1)
+            .is_some_and(|f| !f.is_list() && !f.kind.is_message()),
         WellKnown::Empty => false,
     }
 }
@@ -93,13 +99,15 @@ pub(crate) fn read(d: &mut Decoder<'_, '_>, msg: &mut Message, wk: WellKnown) ->
         WellKnown::Any => read_any(d, msg),
         WellKnown::Timestamp => {
             let (s, at) = read_string(d, "a timestamp string")?;
-            let (secs, nanos) = parse_timestamp(&s).ok_or_else(|| json_err(at, "invalid timestamp"))?;
+            let (secs, nanos) =
+                parse_timestamp(&s).ok_or_else(|| json_err(at, "invalid timestamp"))?;
             set(schema, msg, 1, Value::I64(secs))?;
             set(schema, msg, 2, Value::I32(nanos))
         }
         WellKnown::Duration => {
             let (s, at) = read_string(d, "a duration string")?;
-            let (secs, nanos) = parse_duration(&s).ok_or_else(|| json_err(at, "invalid duration"))?;
+            let (secs, nanos) =
+                parse_duration(&s).ok_or_else(|| json_err(at, "invalid duration"))?;
             set(schema, msg, 1, Value::I64(secs))?;
             set(schema, msg, 2, Value::I32(nanos))
         }
@@ -108,7 +116,9 @@ pub(crate) fn read(d: &mut Decoder<'_, '_>, msg: &mut Message, wk: WellKnown) ->
             let mut paths = Vec::new();
             if !s.is_empty() {
                 for p in s.split(',') {
-                    paths.push(camel_to_snake(p).ok_or_else(|| json_err(at, "invalid field mask path"))?);
+                    paths.push(
+                        camel_to_snake(p).ok_or_else(|| json_err(at, "invalid field mask path"))?,
+                    );
                 }
             }
             set(schema, msg, 1, Value::List(List::String(paths)))
@@ -136,7 +146,10 @@ pub(crate) fn read(d: &mut Decoder<'_, '_>, msg: &mut Message, wk: WellKnown) ->
 }
 
 /// A string value and its offset.
-fn read_string<'a>(d: &mut Decoder<'a, '_>, what: &str) -> Result<(std::borrow::Cow<'a, str>, usize), Error> {
+fn read_string<'a>(
+    d: &mut Decoder<'a, '_>,
+    what: &str,
+) -> Result<(std::borrow::Cow<'a, str>, usize), Error> {
     d.expect(Token::String, what)?;
     let at = d.r.pos();
     Ok((d.r.read_string()?, at))
@@ -154,8 +167,12 @@ fn read_struct(d: &mut Decoder<'_, '_>, msg: &mut Message) -> Result<(), Error> 
     let mut first = true;
     while let Some((key, _)) = d.r.next_key(&mut first)? {
         let mut v = Message::new(schema, value_id);
-        d.read_message(&mut v).map_err(|e| e.within(format!("[{key:?}]")))?;
-        map.insert(MapKey::String(key.into_owned()), Value::Message(Box::new(v)));
+        d.read_message(&mut v)
+            .map_err(|e| e.within(format!("[{key:?}]")))?;
+        map.insert(
+            MapKey::String(key.into_owned()),
+            Value::Message(Box::new(v)),
+        );
     }
     d.leave();
     msg.set(schema, index, Value::Map(map))
@@ -172,7 +189,8 @@ fn read_list_value(d: &mut Decoder<'_, '_>, msg: &mut Message) -> Result<(), Err
     let mut first = true;
     while d.r.next_element(&mut first)? {
         let mut v = Message::new(schema, value_id);
-        d.read_message(&mut v).map_err(|e| e.within(format!("[{}]", values.len())))?;
+        d.read_message(&mut v)
+            .map_err(|e| e.within(format!("[{}]", values.len())))?;
         values.push(v);
     }
     d.leave();
@@ -277,7 +295,10 @@ fn read_any_members(
             } else if d.opts.ignore_unknown {
                 d.skip()?;
             } else {
-                return Err(json_err(key_at, format!("no field \"{key}\" in Any of a well-known type")));
+                return Err(json_err(
+                    key_at,
+                    format!("no field \"{key}\" in Any of a well-known type"),
+                ));
             }
         }
     } else {
@@ -340,7 +361,9 @@ pub(crate) fn write(e: &mut Encoder<'_, '_>, msg: &Message, wk: WellKnown) -> Re
                 || (secs < 0 && nanos > 0)
                 || (secs > 0 && nanos < 0)
             {
-                return Err(encode_err(format!("Duration {secs}s {nanos}ns is out of range")));
+                return Err(encode_err(format!(
+                    "Duration {secs}s {nanos}ns is out of range"
+                )));
             }
             e.out.push('"');
             if secs < 0 || nanos < 0 {
@@ -362,7 +385,9 @@ pub(crate) fn write(e: &mut Encoder<'_, '_>, msg: &Message, wk: WellKnown) -> Re
                     joined.push(',');
                 }
                 let camel = snake_to_camel(p).ok_or_else(|| {
-                    encode_err(format!("FieldMask path \"{p}\" has no JSON form that reads back"))
+                    encode_err(format!(
+                        "FieldMask path \"{p}\" has no JSON form that reads back"
+                    ))
                 })?;
                 joined.push_str(&camel);
             }
@@ -396,7 +421,8 @@ pub(crate) fn write(e: &mut Encoder<'_, '_>, msg: &Message, wk: WellKnown) -> Re
                     if i > 0 {
                         e.out.push(',');
                     }
-                    e.write_message(v).map_err(|err| within(err, &format!("[{i}]")))?;
+                    e.write_message(v)
+                        .map_err(|err| within(err, &format!("[{i}]")))?;
                 }
             }
             e.out.push(']');
@@ -463,7 +489,8 @@ fn write_any(e: &mut Encoder<'_, '_>, msg: &Message) -> Result<(), Error> {
     write_str(e.out, url);
     if has_special_form(schema, id) {
         e.out.push_str(",\"value\":");
-        e.write_message(&inner).map_err(|err| within(err, "value"))?;
+        e.write_message(&inner)
+            .map_err(|err| within(err, "value"))?;
     } else {
         e.write_fields(&inner, &mut false)?;
     }
@@ -544,12 +571,29 @@ fn fraction(b: &[u8], i: usize) -> Option<(i64, usize)> {
 /// RFC 3339 `YYYY-MM-DDTHH:MM:SS[.f]` with `Z` or `±HH:MM`, within 0001..9999.
 fn parse_timestamp(s: &str) -> Option<(i64, i32)> {
     let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return None;
     }
-    let (y, mo, d) = (digits(b, 0, 4)?, digits(b, 5, 2)? as u32, digits(b, 8, 2)? as u32);
+    let (y, mo, d) = (
+        digits(b, 0, 4)?,
+        digits(b, 5, 2)? as u32,
+        digits(b, 8, 2)? as u32,
+    );
     let (h, mi, sec) = (digits(b, 11, 2)?, digits(b, 14, 2)?, digits(b, 17, 2)?);
-    if y < 1 || !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || sec > 59 {
+    if y < 1
+        || !(1..=12).contains(&mo)
+        || d < 1
+        || d > days_in_month(y, mo)
+        || h > 23
+        || mi > 59
+        || sec > 59
+    {
         return None;
     }
     let (nanos, i) = fraction(b, 19)?;
@@ -640,7 +684,10 @@ mod tests {
     fn civil_dates_round_trip() {
         assert_eq!(days_from_civil(1970, 1, 1), 0);
         assert_eq!(days_from_civil(1, 1, 1) * 86_400, TIMESTAMP_MIN_SECONDS);
-        assert_eq!(days_from_civil(9999, 12, 31) * 86_400 + 86_399, TIMESTAMP_MAX_SECONDS);
+        assert_eq!(
+            days_from_civil(9999, 12, 31) * 86_400 + 86_399,
+            TIMESTAMP_MAX_SECONDS
+        );
         for z in [-719_162, -1, 0, 1, 10_957, 11_016, 2_932_896] {
             let (y, m, d) = civil_from_days(z);
             assert_eq!(days_from_civil(y, m, d), z);
@@ -652,13 +699,22 @@ mod tests {
         assert_eq!(parse_timestamp("1970-01-01T00:00:00Z"), Some((0, 0)));
         assert_eq!(parse_timestamp("1970-01-01T08:00:01+08:00"), Some((1, 0)));
         assert_eq!(parse_timestamp("1969-12-31T16:00:01-08:00"), Some((1, 0)));
-        assert_eq!(parse_timestamp("1993-02-10T00:00:00.000Z"), Some((729_302_400, 0)));
-        assert_eq!(parse_timestamp("0001-01-01T00:00:00Z"), Some((TIMESTAMP_MIN_SECONDS, 0)));
+        assert_eq!(
+            parse_timestamp("1993-02-10T00:00:00.000Z"),
+            Some((729_302_400, 0))
+        );
+        assert_eq!(
+            parse_timestamp("0001-01-01T00:00:00Z"),
+            Some((TIMESTAMP_MIN_SECONDS, 0))
+        );
         assert_eq!(
             parse_timestamp("9999-12-31T23:59:59.999999999Z"),
             Some((TIMESTAMP_MAX_SECONDS, 999_999_999))
         );
-        assert_eq!(parse_timestamp("2000-01-01T00:00:00.5Z"), Some((946_684_800, 500_000_000)));
+        assert_eq!(
+            parse_timestamp("2000-01-01T00:00:00.5Z"),
+            Some((946_684_800, 500_000_000))
+        );
         for bad in [
             "0000-01-01T00:00:00Z",
             "10000-01-01T00:00:00Z",
@@ -682,8 +738,21 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Some((1, 500_000_000)));
         assert_eq!(parse_duration("-1.5s"), Some((-1, -500_000_000)));
         assert_eq!(parse_duration("-0.5s"), Some((0, -500_000_000)));
-        assert_eq!(parse_duration("315576000000.999999999s"), Some((315_576_000_000, 999_999_999)));
-        for bad in ["1", "s", "-s", "1.s", "+1s", "315576000001s", "1.0000000001s", " 1s", "1e3s"] {
+        assert_eq!(
+            parse_duration("315576000000.999999999s"),
+            Some((315_576_000_000, 999_999_999))
+        );
+        for bad in [
+            "1",
+            "s",
+            "-s",
+            "1.s",
+            "+1s",
+            "315576000001s",
+            "1.0000000001s",
+            " 1s",
+            "1e3s",
+        ] {
             assert_eq!(parse_duration(bad), None, "{bad}");
         }
     }
@@ -724,25 +793,55 @@ mod tests {
     fn well_known_types_round_trip() {
         let s = conformance();
         for (input, output) in [
-            (r#"{"optionalTimestamp": "1969-12-31T16:00:00-08:00"}"#, r#"{"optionalTimestamp":"1970-01-01T00:00:00Z"}"#),
-            (r#"{"optionalTimestamp": "1970-01-01T00:00:00.010000000Z"}"#, r#"{"optionalTimestamp":"1970-01-01T00:00:00.010Z"}"#),
-            (r#"{"optionalDuration": "-315576000000.000010000s"}"#, r#"{"optionalDuration":"-315576000000.000010s"}"#),
-            (r#"{"optionalDuration": "-0.000000010s"}"#, r#"{"optionalDuration":"-0.000000010s"}"#),
-            (r#"{"optionalFieldMask": "foo,barBaz"}"#, r#"{"optionalFieldMask":"foo,barBaz"}"#),
-            (r#"{"optionalFieldMask": ""}"#, r#"{"optionalFieldMask":""}"#),
-            (r#"{"optionalInt32Wrapper": 0, "optionalStringWrapper": null, "repeatedInt64Wrapper": [1, "2"]}"#,
-             r#"{"optionalInt32Wrapper":0,"repeatedInt64Wrapper":["1","2"]}"#),
-            (r#"{"optionalStruct": {"a": [1, "x", null, {"b": false}], "c": {}}}"#,
-             r#"{"optionalStruct":{"a":[1,"x",null,{"b":false}],"c":{}}}"#),
-            (r#"{"optionalValue": null, "repeatedValue": [[], {}, 1.5], "repeatedListValue": [[]]}"#,
-             r#"{"optionalValue":null,"repeatedValue":[[],{},1.5],"repeatedListValue":[[]]}"#),
+            (
+                r#"{"optionalTimestamp": "1969-12-31T16:00:00-08:00"}"#,
+                r#"{"optionalTimestamp":"1970-01-01T00:00:00Z"}"#,
+            ),
+            (
+                r#"{"optionalTimestamp": "1970-01-01T00:00:00.010000000Z"}"#,
+                r#"{"optionalTimestamp":"1970-01-01T00:00:00.010Z"}"#,
+            ),
+            (
+                r#"{"optionalDuration": "-315576000000.000010000s"}"#,
+                r#"{"optionalDuration":"-315576000000.000010s"}"#,
+            ),
+            (
+                r#"{"optionalDuration": "-0.000000010s"}"#,
+                r#"{"optionalDuration":"-0.000000010s"}"#,
+            ),
+            (
+                r#"{"optionalFieldMask": "foo,barBaz"}"#,
+                r#"{"optionalFieldMask":"foo,barBaz"}"#,
+            ),
+            (
+                r#"{"optionalFieldMask": ""}"#,
+                r#"{"optionalFieldMask":""}"#,
+            ),
+            (
+                r#"{"optionalInt32Wrapper": 0, "optionalStringWrapper": null, "repeatedInt64Wrapper": [1, "2"]}"#,
+                r#"{"optionalInt32Wrapper":0,"repeatedInt64Wrapper":["1","2"]}"#,
+            ),
+            (
+                r#"{"optionalStruct": {"a": [1, "x", null, {"b": false}], "c": {}}}"#,
+                r#"{"optionalStruct":{"a":[1,"x",null,{"b":false}],"c":{}}}"#,
+            ),
+            (
+                r#"{"optionalValue": null, "repeatedValue": [[], {}, 1.5], "repeatedListValue": [[]]}"#,
+                r#"{"optionalValue":null,"repeatedValue":[[],{},1.5],"repeatedListValue":[[]]}"#,
+            ),
             (r#"{"optionalAny": {}}"#, r#"{"optionalAny":{}}"#),
-            (r#"{"optionalAny": {"optionalInt32": 5, "@type": "type.googleapis.com/protobuf_test_messages.proto3.TestAllTypesProto3"}}"#,
-             r#"{"optionalAny":{"@type":"type.googleapis.com/protobuf_test_messages.proto3.TestAllTypesProto3","optionalInt32":5}}"#),
-            (r#"{"optionalAny": {"@type": "type.googleapis.com/google.protobuf.Any", "value": {"@type": "x/google.protobuf.Duration", "value": "1.5s"}}}"#,
-             r#"{"optionalAny":{"@type":"type.googleapis.com/google.protobuf.Any","value":{"@type":"x/google.protobuf.Duration","value":"1.500s"}}}"#),
-            (r#"{"optionalAny": {"value": {"foo": 1}, "@type": "type.googleapis.com/google.protobuf.Value"}}"#,
-             r#"{"optionalAny":{"@type":"type.googleapis.com/google.protobuf.Value","value":{"foo":1}}}"#),
+            (
+                r#"{"optionalAny": {"optionalInt32": 5, "@type": "type.googleapis.com/protobuf_test_messages.proto3.TestAllTypesProto3"}}"#,
+                r#"{"optionalAny":{"@type":"type.googleapis.com/protobuf_test_messages.proto3.TestAllTypesProto3","optionalInt32":5}}"#,
+            ),
+            (
+                r#"{"optionalAny": {"@type": "type.googleapis.com/google.protobuf.Any", "value": {"@type": "x/google.protobuf.Duration", "value": "1.5s"}}}"#,
+                r#"{"optionalAny":{"@type":"type.googleapis.com/google.protobuf.Any","value":{"@type":"x/google.protobuf.Duration","value":"1.500s"}}}"#,
+            ),
+            (
+                r#"{"optionalAny": {"value": {"foo": 1}, "@type": "type.googleapis.com/google.protobuf.Value"}}"#,
+                r#"{"optionalAny":{"@type":"type.googleapis.com/google.protobuf.Value","value":{"foo":1}}}"#,
+            ),
         ] {
             assert_eq!(round(&s, input).unwrap(), output, "{input}");
         }
@@ -765,30 +864,61 @@ mod tests {
             assert!(round(&s, bad).is_err(), "{bad}");
         }
         // Values that cannot be written name the field.
-        let id = s.message_by_name("protobuf_test_messages.proto3.TestAllTypesProto3").unwrap();
+        let id = s
+            .message_by_name("protobuf_test_messages.proto3.TestAllTypesProto3")
+            .unwrap();
         let mut m = Message::new(&s, id);
-        let ts = m.message_mut(&s, s.message(id).field_index_by_name("optional_timestamp").unwrap());
-        ts.set_by_name(&s, "seconds", Value::I64(TIMESTAMP_MAX_SECONDS + 1)).unwrap();
+        let ts = m.message_mut(
+            &s,
+            s.message(id)
+                .field_index_by_name("optional_timestamp")
+                .unwrap(),
+        );
+        ts.set_by_name(&s, "seconds", Value::I64(TIMESTAMP_MAX_SECONDS + 1))
+            .unwrap();
         match encode(&s, &m, &JsonOptions::default()).unwrap_err() {
-            Error::Encode { path, .. } => assert_eq!(path, "TestAllTypesProto3.optional_timestamp"),
+            Error::Encode { path, .. } => assert_eq!(
+                path,
+                "protobuf_test_messages.proto3.TestAllTypesProto3.optional_timestamp"
+            ),
             other => panic!("{other}"),
         }
         let mut m = Message::new(&s, id);
-        let fm = m.message_mut(&s, s.message(id).field_index_by_name("optional_field_mask").unwrap());
-        fm.set_by_name(&s, "paths", Value::List(List::String(vec!["foo_3_bar".into()]))).unwrap();
+        let fm = m.message_mut(
+            &s,
+            s.message(id)
+                .field_index_by_name("optional_field_mask")
+                .unwrap(),
+        );
+        fm.set_by_name(
+            &s,
+            "paths",
+            Value::List(List::String(vec!["foo_3_bar".into()])),
+        )
+        .unwrap();
         assert!(encode(&s, &m, &JsonOptions::default()).is_err());
         let mut m = Message::new(&s, id);
-        let v = m.message_mut(&s, s.message(id).field_index_by_name("optional_value").unwrap());
-        v.set_by_name(&s, "number_value", Value::F64(f64::NAN)).unwrap();
+        let v = m.message_mut(
+            &s,
+            s.message(id).field_index_by_name("optional_value").unwrap(),
+        );
+        v.set_by_name(&s, "number_value", Value::F64(f64::NAN))
+            .unwrap();
         assert!(encode(&s, &m, &JsonOptions::default()).is_err());
     }
 
     #[test]
     fn any_edges() {
         let s = conformance();
-        let id = s.message_by_name("protobuf_test_messages.proto3.TestAllTypesProto3").unwrap();
-        let lenient = JsonOptions { ignore_unknown: true, ..JsonOptions::default() };
-        let text = r#"{"optionalAny": {"x": [1], "@type": "t/google.protobuf.Int32Value", "value": "7"}}"#;
+        let id = s
+            .message_by_name("protobuf_test_messages.proto3.TestAllTypesProto3")
+            .unwrap();
+        let lenient = JsonOptions {
+            ignore_unknown: true,
+            ..JsonOptions::default()
+        };
+        let text =
+            r#"{"optionalAny": {"x": [1], "@type": "t/google.protobuf.Int32Value", "value": "7"}}"#;
         let m = decode(&s, id, text, &lenient).unwrap();
         assert_eq!(
             encode(&s, &m, &JsonOptions::default()).unwrap(),
@@ -803,16 +933,39 @@ mod tests {
         let dup = r#"{"optionalAny": {"optionalInt32": 1, "@type": "t/google.protobuf.Int32Value", "@type": "x"}}"#;
         assert!(decode(&s, id, dup, &lenient).is_err());
         let missing = r#"{"optionalAny": {"optionalInt32": 1}}"#;
-        assert_eq!(decode(&s, id, missing, &lenient).unwrap_err().as_decode().unwrap().offset, 16);
-        let e = decode(&s, id, r#"{"optionalAny": {"@type": "no-slash"}}"#, &JsonOptions::default()).unwrap_err();
+        assert_eq!(
+            decode(&s, id, missing, &lenient)
+                .unwrap_err()
+                .as_decode()
+                .unwrap()
+                .offset,
+            16
+        );
+        let e = decode(
+            &s,
+            id,
+            r#"{"optionalAny": {"@type": "no-slash"}}"#,
+            &JsonOptions::default(),
+        )
+        .unwrap_err();
         assert_eq!(e.as_decode().unwrap().offset, 26);
-        assert_eq!(e.as_decode().unwrap().path_string(), "TestAllTypesProto3.optional_any");
+        assert_eq!(
+            e.as_decode().unwrap().path_string(),
+            "protobuf_test_messages.proto3.TestAllTypesProto3.optional_any"
+        );
         // An Any whose type the schema does not know cannot be written.
         let mut m = Message::new(&s, id);
-        let any = m.message_mut(&s, s.message(id).field_index_by_name("optional_any").unwrap());
-        any.set_by_name(&s, "type_url", Value::String("t/nope.Nope".into())).unwrap();
+        let any = m.message_mut(
+            &s,
+            s.message(id).field_index_by_name("optional_any").unwrap(),
+        );
+        any.set_by_name(&s, "type_url", Value::String("t/nope.Nope".into()))
+            .unwrap();
         match encode(&s, &m, &JsonOptions::default()).unwrap_err() {
-            Error::Encode { path, .. } => assert_eq!(path, "TestAllTypesProto3.optional_any"),
+            Error::Encode { path, .. } => assert_eq!(
+                path,
+                "protobuf_test_messages.proto3.TestAllTypesProto3.optional_any"
+            ),
             other => panic!("{other}"),
         }
     }
@@ -820,15 +973,33 @@ mod tests {
     #[test]
     fn well_known_errors_point_at_the_value() {
         let s = conformance();
-        let id = s.message_by_name("protobuf_test_messages.proto3.TestAllTypesProto3").unwrap();
+        let id = s
+            .message_by_name("protobuf_test_messages.proto3.TestAllTypesProto3")
+            .unwrap();
         for (text, offset, path) in [
-            (r#"{"optionalTimestamp": "bad"}"#, 22, "TestAllTypesProto3.optional_timestamp"),
-            (r#"{"repeatedDuration": ["1s", "2"]}"#, 28, "TestAllTypesProto3.repeated_duration[1]"),
-            (r#"{"optionalStruct": {"a": {"b": [1, NaN]}}}"#, 35, r#"TestAllTypesProto3.optional_struct["a"]["b"][1]"#),
+            (
+                r#"{"optionalTimestamp": "bad"}"#,
+                22,
+                "protobuf_test_messages.proto3.TestAllTypesProto3.optional_timestamp",
+            ),
+            (
+                r#"{"repeatedDuration": ["1s", "2"]}"#,
+                28,
+                "protobuf_test_messages.proto3.TestAllTypesProto3.repeated_duration[1]",
+            ),
+            (
+                r#"{"optionalStruct": {"a": {"b": [1, NaN]}}}"#,
+                35,
+                r#"protobuf_test_messages.proto3.TestAllTypesProto3.optional_struct["a"]["b"][1]"#,
+            ),
         ] {
             let e = decode(&s, id, text, &JsonOptions::default()).unwrap_err();
             let d = e.as_decode().unwrap();
-            assert_eq!((d.offset, d.path_string().as_str()), (offset, path), "{text}");
+            assert_eq!(
+                (d.offset, d.path_string().as_str()),
+                (offset, path),
+                "{text}"
+            );
         }
     }
 
@@ -837,7 +1008,10 @@ mod tests {
         let s = conformance();
         let dur = s.message_by_name("google.protobuf.Duration").unwrap();
         let m = decode(&s, dur, " \"-1.5s\" ", &JsonOptions::default()).unwrap();
-        assert_eq!(encode(&s, &m, &JsonOptions::default()).unwrap(), "\"-1.500s\"");
+        assert_eq!(
+            encode(&s, &m, &JsonOptions::default()).unwrap(),
+            "\"-1.500s\""
+        );
         let v = s.message_by_name("google.protobuf.Value").unwrap();
         let m = decode(&s, v, "null", &JsonOptions::default()).unwrap();
         assert_eq!(encode(&s, &m, &JsonOptions::default()).unwrap(), "null");
