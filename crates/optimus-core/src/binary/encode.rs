@@ -79,7 +79,7 @@ fn field_size(schema: &SchemaSet, field: &Field, value: &Value, lens: &mut Vec<u
             size
         }
         (_, Value::List(list)) if field.is_packed => {
-            let body = packed_body_size(list);
+            let body = packed_size_for(field.kind, list);
             if body == 0 {
                 0
             } else {
