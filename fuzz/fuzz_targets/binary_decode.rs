@@ -10,7 +10,8 @@ use libfuzzer_sys::fuzz_target;
 use optimus_core::binary::{decode, encode, DecodeOptions};
 
 fuzz_target!(|data: &[u8]| {
-    static SCHEMA: OnceLock<(optimus_schema::SchemaSet, [optimus_schema::MessageId; 2])> = OnceLock::new();
+    static SCHEMA: OnceLock<(optimus_schema::SchemaSet, [optimus_schema::MessageId; 2])> =
+        OnceLock::new();
     let (schema, ids) = SCHEMA.get_or_init(common::schema);
     let opts = DecodeOptions::default();
     for &id in ids {

@@ -10,9 +10,12 @@ use libfuzzer_sys::fuzz_target;
 use optimus_core::json::{decode, encode, JsonOptions};
 
 fuzz_target!(|data: &[u8]| {
-    static SCHEMA: OnceLock<(optimus_schema::SchemaSet, [optimus_schema::MessageId; 2])> = OnceLock::new();
+    static SCHEMA: OnceLock<(optimus_schema::SchemaSet, [optimus_schema::MessageId; 2])> =
+        OnceLock::new();
     let (schema, ids) = SCHEMA.get_or_init(common::schema);
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     let opts = JsonOptions::default();
     for &id in ids {
         if let Ok(msg) = decode(schema, id, text, &opts) {

@@ -18,9 +18,21 @@ use crate::source::find_type;
 /// The Optimus Prime message classes (ASPLOS'20, Table 2) as protobuf messages.
 const PEERS_PROTO: &str = include_str!("../../../testdata/peers.proto");
 const WORKLOADS: &[(&str, &str, &[u8])] = &[
-    ("flat", "bench.Flat", include_bytes!("../../../testdata/flat.bin")),
-    ("mixed", "bench.Mixed", include_bytes!("../../../testdata/mixed.bin")),
-    ("nested", "bench.Nested", include_bytes!("../../../testdata/nested.bin")),
+    (
+        "flat",
+        "bench.Flat",
+        include_bytes!("../../../testdata/flat.bin"),
+    ),
+    (
+        "mixed",
+        "bench.Mixed",
+        include_bytes!("../../../testdata/mixed.bin"),
+    ),
+    (
+        "nested",
+        "bench.Nested",
+        include_bytes!("../../../testdata/nested.bin"),
+    ),
 ];
 
 /// Arguments of `optimus bench`.
@@ -92,7 +104,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut cells = Vec::new();
     let mut out = io::stdout().lock();
     if !args.json {
-        writeln!(out, "{:<8} {:<17} {:>6} {:>11} {:>11} {:>11} {:>8}", "workload", "operation", "bytes", "ns_median", "ns_min", "ns_max", "Gbps")?;
+        writeln!(
+            out,
+            "{:<8} {:<17} {:>6} {:>11} {:>11} {:>11} {:>8}",
+            "workload", "operation", "bytes", "ns_median", "ns_min", "ns_max", "Gbps"
+        )?;
     }
     for w in &workloads {
         let msg = binary::decode(&schema, w.id, &w.bytes, &DecodeOptions::default())
@@ -100,10 +116,21 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let json_text = json::encode(&schema, &msg, &JsonOptions::default())?;
         for (name, op) in ops {
             if progress {
-                eprint!("\roptimus: bench {}/{} {} {}            ", cells.len() + 1, total, w.name, name);
+                eprint!(
+                    "\roptimus: bench {}/{} {} {}            ",
+                    cells.len() + 1,
+                    total,
+                    w.name,
+                    name
+                );
             }
             let ns = measure(&args, || op.run(&schema, w, &msg, &json_text))?;
-            let cell = Cell { workload: w.name.clone(), operation: name, bytes: w.bytes.len(), ns };
+            let cell = Cell {
+                workload: w.name.clone(),
+                operation: name,
+                bytes: w.bytes.len(),
+                ns,
+            };
             print_cell(&mut out, &cell, args.json)?;
             cells.push(cell);
         }
@@ -127,7 +154,13 @@ fn print_cell(out: &mut impl Write, c: &Cell, json: bool) -> Result<()> {
         writeln!(
             out,
             "{:<8} {:<17} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>8.2}",
-            c.workload, c.operation, c.bytes, median, c.stat(0.0), c.stat(1.0), gbps
+            c.workload,
+            c.operation,
+            c.bytes,
+            median,
+            c.stat(0.0),
+            c.stat(1.0),
+            gbps
         )?;
     }
     Ok(())
@@ -149,16 +182,31 @@ impl Op {
                 black_box(binary::encode(schema, black_box(msg)));
             }
             Op::Decode => {
-                black_box(binary::decode(schema, w.id, black_box(&w.bytes), &DecodeOptions::default())?);
+                black_box(binary::decode(
+                    schema,
+                    w.id,
+                    black_box(&w.bytes),
+                    &DecodeOptions::default(),
+                )?);
             }
             Op::JsonEncode => {
-                black_box(json::encode(schema, black_box(msg), &JsonOptions::default())?);
+                black_box(json::encode(
+                    schema,
+                    black_box(msg),
+                    &JsonOptions::default(),
+                )?);
             }
             Op::JsonDecode => {
-                black_box(json::decode(schema, w.id, black_box(json_text), &JsonOptions::default())?);
+                black_box(json::decode(
+                    schema,
+                    w.id,
+                    black_box(json_text),
+                    &JsonOptions::default(),
+                )?);
             }
             Op::Transcode => {
-                let m = binary::decode(schema, w.id, black_box(&w.bytes), &DecodeOptions::default())?;
+                let m =
+                    binary::decode(schema, w.id, black_box(&w.bytes), &DecodeOptions::default())?;
                 black_box(json::encode(schema, &m, &JsonOptions::default())?);
             }
         }
@@ -202,12 +250,15 @@ pub fn embedded_workload(name: &str) -> Result<(SchemaSet, MessageId, Vec<u8>)> 
         .find(|(n, _, _)| *n == name)
         .with_context(|| format!("no workload named {name:?} (try flat, mixed, nested)"))?;
     let schema = SchemaSet::from_source(PEERS_PROTO)?;
-    let id = schema.message_by_name(type_name).context("embedded workload type")?;
+    let id = schema
+        .message_by_name(type_name)
+        .context("embedded workload type")?;
     Ok((schema, id, bytes.to_vec()))
 }
 
 fn load_workloads(args: &BenchArgs) -> Result<(SchemaSet, Vec<Workload>)> {
-    if let (Some(proto), Some(type_name), Some(input)) = (&args.proto, &args.type_name, &args.input) {
+    if let (Some(proto), Some(type_name), Some(input)) = (&args.proto, &args.type_name, &args.input)
+    {
         let schema = SchemaSet::from_proto_files(&[proto], &args.include)?;
         let id = find_type(&schema, type_name)?;
         let data = std::fs::read(input).with_context(|| format!("reading {}", input.display()))?;
@@ -217,7 +268,14 @@ fn load_workloads(args: &BenchArgs) -> Result<(SchemaSet, Vec<Workload>)> {
             .get(prefix..prefix + len as usize)
             .with_context(|| format!("{}: first message is truncated", input.display()))?;
         let name = schema.message(id).name().to_string();
-        return Ok((schema, vec![Workload { name, id, bytes: body.to_vec() }]));
+        return Ok((
+            schema,
+            vec![Workload {
+                name,
+                id,
+                bytes: body.to_vec(),
+            }],
+        ));
     }
     let schema = SchemaSet::from_source(PEERS_PROTO)?;
     let mut workloads = Vec::new();
@@ -225,11 +283,20 @@ fn load_workloads(args: &BenchArgs) -> Result<(SchemaSet, Vec<Workload>)> {
         if args.workload.as_deref().is_some_and(|w| w != *name) {
             continue;
         }
-        let id = schema.message_by_name(type_name).context("embedded workload type")?;
-        workloads.push(Workload { name: name.to_string(), id, bytes: bytes.to_vec() });
+        let id = schema
+            .message_by_name(type_name)
+            .context("embedded workload type")?;
+        workloads.push(Workload {
+            name: name.to_string(),
+            id,
+            bytes: bytes.to_vec(),
+        });
     }
     if workloads.is_empty() {
-        bail!("no workload named {:?} (try flat, mixed, nested)", args.workload.as_deref().unwrap_or(""));
+        bail!(
+            "no workload named {:?} (try flat, mixed, nested)",
+            args.workload.as_deref().unwrap_or("")
+        );
     }
     Ok((schema, workloads))
 }

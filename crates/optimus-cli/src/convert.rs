@@ -109,7 +109,10 @@ pub fn run(args: ConvertArgs) -> Result<()> {
         },
     };
     let mut input = Vec::new();
-    io::stdin().lock().read_to_end(&mut input).context("reading stdin")?;
+    io::stdin()
+        .lock()
+        .read_to_end(&mut input)
+        .context("reading stdin")?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut buf = Vec::new();
     if !args.delimited {
@@ -131,7 +134,10 @@ pub fn run(args: ConvertArgs) -> Result<()> {
 }
 
 /// Splits a delimited stream into `(offset, message bytes)`.
-fn split_stream(input: &[u8], format: Format) -> Box<dyn Iterator<Item = Result<(usize, &[u8])>> + '_> {
+fn split_stream(
+    input: &[u8],
+    format: Format,
+) -> Box<dyn Iterator<Item = Result<(usize, &[u8])>> + '_> {
     match format {
         Format::Json => Box::new(
             input
@@ -153,7 +159,10 @@ fn split_stream(input: &[u8], format: Format) -> Box<dyn Iterator<Item = Result<
                     Ok(None) => return None,
                     Err(e) => {
                         pos = input.len();
-                        return Some(Err(anyhow::Error::from(e).context(format!("length prefix at stream byte {}", input.len() - rest.len()))));
+                        return Some(Err(anyhow::Error::from(e).context(format!(
+                            "length prefix at stream byte {}",
+                            input.len() - rest.len()
+                        ))));
                     }
                 };
                 let start = pos + prefix;

@@ -38,7 +38,12 @@ pub fn run(args: SchemaArgs) -> Result<()> {
                 if e.full_name.starts_with("google.protobuf.") {
                     continue;
                 }
-                let _ = writeln!(text, "enum {} ({})", e.full_name, if e.is_closed { "closed" } else { "open" });
+                let _ = writeln!(
+                    text,
+                    "enum {} ({})",
+                    e.full_name,
+                    if e.is_closed { "closed" } else { "open" }
+                );
                 for v in &e.values {
                     let _ = writeln!(text, "  {} = {}", v.name, v.number);
                 }

@@ -10,8 +10,12 @@ use optimus_schema::{MessageId, SchemaSet};
 #[derive(Args, Debug, Clone)]
 pub struct SchemaSource {
     /// A .proto file to compile (repeatable); its imports are found through -I.
-    #[arg(long = "proto", value_name = "FILE", required_unless_present = "descriptor_set",
-          conflicts_with = "descriptor_set")]
+    #[arg(
+        long = "proto",
+        value_name = "FILE",
+        required_unless_present = "descriptor_set",
+        conflicts_with = "descriptor_set"
+    )]
     pub proto: Vec<PathBuf>,
     /// An include directory for imports (repeatable, like protoc -I); default: each
     /// file's own directory.

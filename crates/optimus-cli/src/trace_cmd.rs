@@ -37,7 +37,11 @@ pub struct TraceArgs {
     #[arg(long = "descriptor-set", value_name = "FILE", conflicts_with = "proto")]
     descriptor_set: Option<std::path::PathBuf>,
     /// Fully qualified message type of the input.
-    #[arg(long = "type", value_name = "FULL.NAME", required_unless_present = "workload")]
+    #[arg(
+        long = "type",
+        value_name = "FULL.NAME",
+        required_unless_present = "workload"
+    )]
     type_name: Option<String>,
     /// The transformation to trace.
     #[arg(long, value_enum, default_value_t = Operation::Decode)]
@@ -69,8 +73,15 @@ pub fn run(args: TraceArgs) -> Result<()> {
             let schema = source.load()?;
             let id = find_type(&schema, args.type_name.as_deref().unwrap_or_default())?;
             let mut input = Vec::new();
-            io::stdin().lock().read_to_end(&mut input).context("reading stdin")?;
-            let messages = if args.delimited { split_delimited(&input)? } else { vec![input] };
+            io::stdin()
+                .lock()
+                .read_to_end(&mut input)
+                .context("reading stdin")?;
+            let messages = if args.delimited {
+                split_delimited(&input)?
+            } else {
+                vec![input]
+            };
             (schema, id, messages)
         }
     };
@@ -84,7 +95,8 @@ pub fn run(args: TraceArgs) -> Result<()> {
                         .with_context(|| format!("message {i}"))?;
                 }
                 Operation::Encode => {
-                    let msg = binary::decode(&schema, id, bytes, &opts).with_context(|| format!("message {i}"))?;
+                    let msg = binary::decode(&schema, id, bytes, &opts)
+                        .with_context(|| format!("message {i}"))?;
                     let mut out = Vec::with_capacity(bytes.len());
                     binary::encode_traced(&schema, &msg, &mut out, &mut writer);
                 }

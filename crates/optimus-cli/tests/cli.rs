@@ -21,7 +21,9 @@ fn optimus(args: &[&str], stdin: &[u8]) -> Output {
 }
 
 fn convert(ty: &str, from: &str, to: &str, extra: &[&str], stdin: &[u8]) -> Output {
-    let mut args = vec!["convert", "--proto", PEERS, "--type", ty, "--from", from, "--to", to];
+    let mut args = vec![
+        "convert", "--proto", PEERS, "--type", ty, "--from", from, "--to", to,
+    ];
     args.extend_from_slice(extra);
     optimus(&args, stdin)
 }
@@ -29,11 +31,19 @@ fn convert(ty: &str, from: &str, to: &str, extra: &[&str], stdin: &[u8]) -> Outp
 #[test]
 fn binary_json_binary_is_byte_identical() {
     let json = convert("bench.Mixed", "protobuf", "json", &[], MIXED);
-    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
+    assert!(
+        json.status.success(),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
     let text = String::from_utf8(json.stdout).unwrap();
     assert!(text.starts_with('{') && text.ends_with("}\n"), "{text}");
     let back = convert("bench.Mixed", "json", "protobuf", &[], text.as_bytes());
-    assert!(back.status.success(), "{}", String::from_utf8_lossy(&back.stderr));
+    assert!(
+        back.status.success(),
+        "{}",
+        String::from_utf8_lossy(&back.stderr)
+    );
     assert_eq!(back.stdout, MIXED);
     let same = convert("bench.Mixed", "protobuf", "protobuf", &[], MIXED);
     assert_eq!(same.stdout, MIXED);
@@ -48,16 +58,32 @@ fn delimited_streams() {
         stream.extend_from_slice(m);
     }
     let lines = convert("bench.Flat", "protobuf", "json", &["--delimited"], &stream);
-    assert!(lines.status.success(), "{}", String::from_utf8_lossy(&lines.stderr));
+    assert!(
+        lines.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lines.stderr)
+    );
     let text = String::from_utf8(lines.stdout).unwrap();
     assert_eq!(text.lines().count(), 3);
-    let back = convert("bench.Flat", "json", "protobuf", &["--delimited"], text.as_bytes());
+    let back = convert(
+        "bench.Flat",
+        "json",
+        "protobuf",
+        &["--delimited"],
+        text.as_bytes(),
+    );
     assert_eq!(back.stdout, stream);
 }
 
 #[test]
 fn errors_are_one_line_with_path_and_offset() {
-    let out = convert("bench.Mixed", "protobuf", "json", &[], &MIXED[..MIXED.len() - 3]);
+    let out = convert(
+        "bench.Mixed",
+        "protobuf",
+        "json",
+        &[],
+        &MIXED[..MIXED.len() - 3],
+    );
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -70,9 +96,25 @@ fn errors_are_one_line_with_path_and_offset() {
 
     let out = convert("bench.Nope", "json", "protobuf", &[], b"{}");
     assert_eq!(out.status.code(), Some(1));
-    let out = optimus(&["convert", "--proto", "/no/such.proto", "--type", "a.B", "--from", "json", "--to", "json"], b"{}");
+    let out = optimus(
+        &[
+            "convert",
+            "--proto",
+            "/no/such.proto",
+            "--type",
+            "a.B",
+            "--from",
+            "json",
+            "--to",
+            "json",
+        ],
+        b"{}",
+    );
     assert_eq!(out.status.code(), Some(1));
-    let out = optimus(&["convert", "--type", "a.B", "--from", "json", "--to", "json"], b"{}");
+    let out = optimus(
+        &["convert", "--type", "a.B", "--from", "json", "--to", "json"],
+        b"{}",
+    );
     assert_eq!(out.status.code(), Some(2), "usage errors exit 2");
 }
 
@@ -92,7 +134,11 @@ fn help_and_schema_listing() {
 #[test]
 fn trace_files_are_written() {
     let out = optimus(&["trace", "--workload", "nested", "--op", "encode"], b"");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let events = optimus_trace::decode(&out.stdout).unwrap();
     optimus_trace::check_structure(&events).unwrap();
     assert!(events.len() > 20);

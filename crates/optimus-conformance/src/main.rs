@@ -78,12 +78,19 @@ impl Testee {
     }
 
     fn serve(&self, request_bytes: &[u8]) -> Result<Vec<u8>, Error> {
-        let request = binary::decode(&self.schema, self.request, request_bytes, &DecodeOptions::default())?;
+        let request = binary::decode(
+            &self.schema,
+            self.request,
+            request_bytes,
+            &DecodeOptions::default(),
+        )?;
         let outcome = self.run(&request);
         let mut response = Message::new(&self.schema, self.response);
         match outcome {
             Outcome::Payload(name, v) => response.set_by_name(&self.schema, name, v)?,
-            Outcome::Failure(name, why) => response.set_by_name(&self.schema, name, Value::String(why))?,
+            Outcome::Failure(name, why) => {
+                response.set_by_name(&self.schema, name, Value::String(why))?
+            }
         }
         Ok(binary::encode(&self.schema, &response))
     }
@@ -98,7 +105,10 @@ impl Testee {
             return Outcome::Payload(RESP_PROTOBUF_PAYLOAD, Value::Bytes(Vec::new()));
         }
         let Some(id) = self.schema.message_by_name(type_name) else {
-            return Outcome::Failure(RESP_RUNTIME_ERROR, format!("unknown message type {type_name:?}"));
+            return Outcome::Failure(
+                RESP_RUNTIME_ERROR,
+                format!("unknown message type {type_name:?}"),
+            );
         };
         let category = match self.field(request, REQ_TEST_CATEGORY) {
             Some(Value::Enum(c)) => *c,
@@ -120,9 +130,10 @@ impl Testee {
             Err(e) => return Outcome::Failure(RESP_PARSE_ERROR, e.to_string()),
         };
         match self.field(request, REQ_OUTPUT_FORMAT) {
-            Some(Value::Enum(FORMAT_PROTOBUF)) => {
-                Outcome::Payload(RESP_PROTOBUF_PAYLOAD, Value::Bytes(binary::encode(&self.schema, &msg)))
-            }
+            Some(Value::Enum(FORMAT_PROTOBUF)) => Outcome::Payload(
+                RESP_PROTOBUF_PAYLOAD,
+                Value::Bytes(binary::encode(&self.schema, &msg)),
+            ),
             Some(Value::Enum(FORMAT_JSON)) => match json::encode(&self.schema, &msg, &json_opts) {
                 Ok(s) => Outcome::Payload(RESP_JSON_PAYLOAD, Value::String(s)),
                 Err(e) => Outcome::Failure(RESP_SERIALIZE_ERROR, e.to_string()),

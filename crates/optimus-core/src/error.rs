@@ -148,7 +148,13 @@ impl fmt::Display for DecodeError {
         if self.path.is_empty() {
             write!(f, "at byte {}: {}", self.offset, self.kind)
         } else {
-            write!(f, "{} at byte {}: {}", self.path_string(), self.offset, self.kind)
+            write!(
+                f,
+                "{} at byte {}: {}",
+                self.path_string(),
+                self.offset,
+                self.kind
+            )
         }
     }
 }

@@ -63,7 +63,8 @@ impl Message {
     /// Bytes of the record this message's type allocates once a field is set.
     pub fn record_bytes(schema: &SchemaSet, id: MessageId) -> usize {
         let layout = schema.message(id).layout;
-        layout.slot_count as usize * std::mem::size_of::<Value>() + layout.presence_words as usize * 8
+        layout.slot_count as usize * std::mem::size_of::<Value>()
+            + layout.presence_words as usize * 8
     }
 
     /// The message's type.
@@ -143,7 +144,12 @@ impl Message {
     ///
     /// # Errors
     /// [`Error::NoSuchField`] or [`Error::TypeMismatch`].
-    pub fn set_by_name(&mut self, schema: &SchemaSet, name: &str, value: Value) -> Result<(), Error> {
+    pub fn set_by_name(
+        &mut self,
+        schema: &SchemaSet,
+        name: &str,
+        value: Value,
+    ) -> Result<(), Error> {
         let index = self.index_of(schema, name)?;
         self.set(schema, index, value)
     }
@@ -159,10 +165,11 @@ impl Message {
 
     fn index_of(&self, schema: &SchemaSet, name: &str) -> Result<usize, Error> {
         let ty = schema.message(self.type_id);
-        ty.field_index_by_name(name).ok_or_else(|| Error::NoSuchField {
-            message: ty.full_name.clone(),
-            field: name.to_string(),
-        })
+        ty.field_index_by_name(name)
+            .ok_or_else(|| Error::NoSuchField {
+                message: ty.full_name.clone(),
+                field: name.to_string(),
+            })
     }
 
     /// Unsets the field at `index`.

@@ -13,15 +13,21 @@ const CASES_PER_DECODER: usize = 100_000;
 #[test]
 fn binary_decoder_survives_mutations() {
     let schema = conformance_schema();
-    let ids: Vec<_> = ["protobuf_test_messages.proto3.TestAllTypesProto3", "protobuf_test_messages.proto2.TestAllTypesProto2"]
-        .iter()
-        .map(|n| schema.message_by_name(n).unwrap())
-        .collect();
+    let ids: Vec<_> = [
+        "protobuf_test_messages.proto3.TestAllTypesProto3",
+        "protobuf_test_messages.proto2.TestAllTypesProto2",
+    ]
+    .iter()
+    .map(|n| schema.message_by_name(n).unwrap())
+    .collect();
     let mut rng = Rng(0x0b71_u64);
     let seeds: Vec<(usize, Vec<u8>)> = (0..64)
         .map(|i| {
             let k = i % ids.len();
-            (k, binary::encode(&schema, &random_message(&schema, ids[k], &mut rng, 3)))
+            (
+                k,
+                binary::encode(&schema, &random_message(&schema, ids[k], &mut rng, 3)),
+            )
         })
         .collect();
     let opts = DecodeOptions::default();
@@ -44,16 +50,22 @@ fn binary_decoder_survives_mutations() {
         }
     }
     assert_eq!(ok + err, CASES_PER_DECODER);
-    assert!(err > 0 && ok > 0, "mutations exercised both outcomes: ok={ok} err={err}");
+    assert!(
+        err > 0 && ok > 0,
+        "mutations exercised both outcomes: ok={ok} err={err}"
+    );
 }
 
 #[test]
 fn json_decoder_survives_mutations() {
     let schema = conformance_schema();
-    let ids: Vec<_> = ["protobuf_test_messages.proto3.TestAllTypesProto3", "protobuf_test_messages.proto2.TestAllTypesProto2"]
-        .iter()
-        .map(|n| schema.message_by_name(n).unwrap())
-        .collect();
+    let ids: Vec<_> = [
+        "protobuf_test_messages.proto3.TestAllTypesProto3",
+        "protobuf_test_messages.proto2.TestAllTypesProto2",
+    ]
+    .iter()
+    .map(|n| schema.message_by_name(n).unwrap())
+    .collect();
     let mut rng = Rng(0x150e_u64);
     let opts = JsonOptions::default();
     let seeds: Vec<(usize, Vec<u8>)> = (0..64)
@@ -74,8 +86,9 @@ fn json_decoder_survives_mutations() {
         match json::decode(&schema, ids[*k], text, &opts) {
             Ok(msg) => {
                 if let Ok(out) = json::encode(&schema, &msg, &opts) {
-                    json::decode(&schema, ids[*k], &out, &opts)
-                        .unwrap_or_else(|e| panic!("case {case}: re-encoded JSON fails: {e}\n{out}"));
+                    json::decode(&schema, ids[*k], &out, &opts).unwrap_or_else(|e| {
+                        panic!("case {case}: re-encoded JSON fails: {e}\n{out}")
+                    });
                 }
                 ok += 1;
             }
@@ -86,5 +99,8 @@ fn json_decoder_survives_mutations() {
         }
     }
     assert_eq!(ok + err, CASES_PER_DECODER);
-    assert!(err > 0 && ok > 0, "mutations exercised both outcomes: ok={ok} err={err}");
+    assert!(
+        err > 0 && ok > 0,
+        "mutations exercised both outcomes: ok={ok} err={err}"
+    );
 }

@@ -247,7 +247,11 @@ fn invalid(element: &str, why: &str) -> SchemaError {
     }
 }
 
-fn resolve_message(schema: &SchemaSet, name: &str, element: &str) -> Result<MessageId, SchemaError> {
+fn resolve_message(
+    schema: &SchemaSet,
+    name: &str,
+    element: &str,
+) -> Result<MessageId, SchemaError> {
     schema
         .message_by_name(name)
         .ok_or_else(|| invalid(element, &format!("unknown message type {name}")))
@@ -278,7 +282,10 @@ fn field(
         .filter(|&n| (1..=536_870_911).contains(&n))
         .ok_or_else(|| invalid(&element, "field number out of range"))?;
     let (message, enum_type) = match kind {
-        Kind::Message | Kind::Group => (Some(resolve_message(schema, f.type_name(), &element)?), None),
+        Kind::Message | Kind::Group => (
+            Some(resolve_message(schema, f.type_name(), &element)?),
+            None,
+        ),
         Kind::Enum => (
             None,
             Some(
@@ -290,9 +297,8 @@ fn field(
         _ => (None, None),
     };
     let repeated = f.label() == Label::Repeated;
-    let is_map = repeated
-        && kind == Kind::Message
-        && message.is_some_and(|id| map_entries[id.0 as usize]);
+    let is_map =
+        repeated && kind == Kind::Message && message.is_some_and(|id| map_entries[id.0 as usize]);
     let in_real_oneof = f.oneof_index.is_some() && !f.proto3_optional();
     let cardinality = if is_map {
         Cardinality::Map
@@ -328,7 +334,11 @@ fn field(
         cardinality,
         is_packed,
         is_required: f.label() == Label::Required,
-        oneof: if in_real_oneof { f.oneof_index.map(|i| i as u32) } else { None },
+        oneof: if in_real_oneof {
+            f.oneof_index.map(|i| i as u32)
+        } else {
+            None
+        },
         message,
         enum_type,
         default,
@@ -372,9 +382,12 @@ fn parse_default(
             "false" => false,
             _ => return Err(bad()),
         }),
-        Kind::Int32 | Kind::Int64 | Kind::Sint32 | Kind::Sint64 | Kind::Sfixed32 | Kind::Sfixed64 => {
-            DefaultValue::I64(text.parse().map_err(|_| bad())?)
-        }
+        Kind::Int32
+        | Kind::Int64
+        | Kind::Sint32
+        | Kind::Sint64
+        | Kind::Sfixed32
+        | Kind::Sfixed64 => DefaultValue::I64(text.parse().map_err(|_| bad())?),
         Kind::Uint32 | Kind::Uint64 | Kind::Fixed32 | Kind::Fixed64 => {
             DefaultValue::U64(text.parse().map_err(|_| bad())?)
         }

@@ -117,7 +117,10 @@ kind_table! {
 impl Kind {
     /// Whether repeated values of this kind may be packed (every scalar but strings and bytes).
     pub fn is_packable(self) -> bool {
-        !matches!(self, Kind::String | Kind::Bytes | Kind::Message | Kind::Group)
+        !matches!(
+            self,
+            Kind::String | Kind::Bytes | Kind::Message | Kind::Group
+        )
     }
 
     /// Whether values of this kind are messages (length-delimited or groups).

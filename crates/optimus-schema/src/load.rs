@@ -204,12 +204,21 @@ mod tests {
         )
         .unwrap();
         let m = s.message(s.message_by_name(".M").unwrap());
-        assert_eq!(m.field_by_number(1).unwrap().cardinality, Cardinality::Singular);
-        assert_eq!(m.field_by_number(2).unwrap().cardinality, Cardinality::Optional);
+        assert_eq!(
+            m.field_by_number(1).unwrap().cardinality,
+            Cardinality::Singular
+        );
+        assert_eq!(
+            m.field_by_number(2).unwrap().cardinality,
+            Cardinality::Optional
+        );
         assert!(m.field_by_number(2).unwrap().oneof.is_none());
         assert!(m.field_by_number(3).unwrap().is_packed);
         assert!(!m.field_by_number(4).unwrap().is_packed);
-        assert_eq!(m.field_by_number(5).unwrap().cardinality, Cardinality::Optional);
+        assert_eq!(
+            m.field_by_number(5).unwrap().cardinality,
+            Cardinality::Optional
+        );
         assert_eq!(m.field_by_number(100000).unwrap().name, "big");
         assert_eq!(s.services()[0].methods[0].name, "Call");
     }

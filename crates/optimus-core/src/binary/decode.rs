@@ -1,11 +1,9 @@
 //! Protobuf wire-format decoder: a per-field lookup in the type's table, then one `match`
 //! on the field's kind. Unknown fields and wire-type mismatches are kept as unknown bytes.
 
-use optimus_schema::{Cardinality, Field, Kind, MessageType, SchemaSet, WireType};
+use optimus_schema::{Cardinality, Field, Kind, SchemaSet, WireType};
 
-use super::varint::{
-    read_fixed, read_length, read_varint, unzigzag32, unzigzag64,
-};
+use super::varint::{read_fixed, read_length, read_varint, unzigzag32, unzigzag64};
 use optimus_trace::{Region, Tracer};
 
 use super::DecodeOptions;
@@ -43,16 +41,23 @@ impl<T: Tracer> Decoder<'_, T> {
                 if group == Some(number) {
                     return Ok(());
                 }
-                return Err(Error::decode(tag_start, DecodeErrorKind::UnexpectedEndGroup(number)));
+                return Err(Error::decode(
+                    tag_start,
+                    DecodeErrorKind::UnexpectedEndGroup(number),
+                ));
             }
             let known = ty.field_index_by_number(number);
             let handled = match known {
                 Some(index) => {
                     let field = &ty.fields[index];
                     if T::ENABLED {
-                        self.t.schema_read(field.kind as u16, field as *const Field as u64, std::mem::size_of::<Field>() as u32);
+                        self.t.schema_read(
+                            field.kind as u16,
+                            field as *const Field as u64,
+                            std::mem::size_of::<Field>() as u32,
+                        );
                     }
-                    self.merge_field(msg, ty, field, index, wire, tag_start, pos, end, depth)
+                    self.merge_field(msg, field, index, wire, tag_start, pos, end, depth)
                         .map_err(|e| e.within(field.name.clone()))?
                 }
                 None => false,
@@ -74,7 +79,6 @@ impl<T: Tracer> Decoder<'_, T> {
     fn merge_field(
         &mut self,
         msg: &mut Message,
-        ty: &MessageType,
         field: &Field,
         index: usize,
         wire: WireType,
@@ -93,7 +97,7 @@ impl<T: Tracer> Decoder<'_, T> {
             }
             Cardinality::Repeated => {
                 if wire == WireType::LengthDelimited && field.kind.is_packable() {
-                    self.merge_packed(msg, field, index, tag_start, pos, end)?;
+                    self.merge_packed(msg, field, index, pos, end)?;
                 } else if wire == expected {
                     if field.kind.is_message() {
                         let sub = self.decode_sub_message(field, wire, pos, end, depth)?;
@@ -122,7 +126,12 @@ impl<T: Tracer> Decoder<'_, T> {
                     let already = matches!(msg.get(index), Some(Value::Message(_)));
                     if !already {
                         self.charge(sub_id, *pos)?;
-                        msg.put(self.schema, field, index, Value::Message(Box::new(Message::new(self.schema, sub_id))));
+                        msg.put(
+                            self.schema,
+                            field,
+                            index,
+                            Value::Message(Box::new(Message::new(self.schema, sub_id))),
+                        );
                     }
                     let sub = msg.message_mut(self.schema, index);
                     self.merge_sub_message(sub, field, wire, pos, end, depth)?;
@@ -139,7 +148,6 @@ impl<T: Tracer> Decoder<'_, T> {
                 }
             }
         }
-        let _ = ty;
         Ok(true)
     }
 
@@ -195,7 +203,10 @@ impl<T: Tracer> Decoder<'_, T> {
         depth: u32,
     ) -> Result<(), Error> {
         if depth + 1 > self.opts.depth_limit {
-            return Err(Error::decode(*pos, DecodeErrorKind::TooDeep(self.opts.depth_limit)));
+            return Err(Error::decode(
+                *pos,
+                DecodeErrorKind::TooDeep(self.opts.depth_limit),
+            ));
         }
         self.t.enter(sub.type_id().0);
         if wire == WireType::StartGroup {
@@ -246,18 +257,16 @@ impl<T: Tracer> Decoder<'_, T> {
         msg: &mut Message,
         field: &Field,
         index: usize,
-        tag_start: usize,
         pos: &mut usize,
         end: usize,
     ) -> Result<(), Error> {
-        let _ = tag_start;
         let packed_end = read_length(self.buf, pos, end)?;
         let size = match field.kind.wire_type() {
             WireType::Fixed32 => 4,
             WireType::Fixed64 => 8,
             _ => 0,
         };
-        if size != 0 && (packed_end - *pos) % size != 0 {
+        if size != 0 && !(packed_end - *pos).is_multiple_of(size) {
             return Err(Error::decode(
                 *pos,
                 DecodeErrorKind::PackedLength {
@@ -304,7 +313,12 @@ impl<T: Tracer> Decoder<'_, T> {
     }
 
     #[inline]
-    fn read_scalar_untraced(&mut self, kind: Kind, pos: &mut usize, end: usize) -> Result<Value, Error> {
+    fn read_scalar_untraced(
+        &mut self,
+        kind: Kind,
+        pos: &mut usize,
+        end: usize,
+    ) -> Result<Value, Error> {
         let buf = self.buf;
         Ok(match kind {
             Kind::Int32 => Value::I32(read_varint(buf, pos, end)? as i32),
@@ -366,11 +380,17 @@ impl<T: Tracer> Decoder<'_, T> {
             }
             WireType::StartGroup => {
                 if depth + 1 > self.opts.depth_limit {
-                    return Err(Error::decode(tag_start, DecodeErrorKind::TooDeep(self.opts.depth_limit)));
+                    return Err(Error::decode(
+                        tag_start,
+                        DecodeErrorKind::TooDeep(self.opts.depth_limit),
+                    ));
                 }
                 loop {
                     if *pos >= end {
-                        return Err(Error::decode(end, DecodeErrorKind::UnterminatedGroup(number)));
+                        return Err(Error::decode(
+                            end,
+                            DecodeErrorKind::UnterminatedGroup(number),
+                        ));
                     }
                     let inner_start = *pos;
                     let tag = read_varint(self.buf, pos, end)?;
@@ -379,13 +399,19 @@ impl<T: Tracer> Decoder<'_, T> {
                         if n == number {
                             break;
                         }
-                        return Err(Error::decode(inner_start, DecodeErrorKind::UnexpectedEndGroup(n)));
+                        return Err(Error::decode(
+                            inner_start,
+                            DecodeErrorKind::UnexpectedEndGroup(n),
+                        ));
                     }
                     self.skip_field(n, w, inner_start, pos, end, depth + 1)?;
                 }
             }
             WireType::EndGroup => {
-                return Err(Error::decode(tag_start, DecodeErrorKind::UnexpectedEndGroup(number)));
+                return Err(Error::decode(
+                    tag_start,
+                    DecodeErrorKind::UnexpectedEndGroup(number),
+                ));
             }
         }
         Ok(())
@@ -398,7 +424,10 @@ impl<T: Tracer> Decoder<'_, T> {
 pub(crate) fn split_tag(tag: u64, at: usize) -> Result<(u32, WireType), Error> {
     let number = tag >> 3;
     if number == 0 || number > 536_870_911 {
-        return Err(Error::decode(at, DecodeErrorKind::InvalidFieldNumber(number)));
+        return Err(Error::decode(
+            at,
+            DecodeErrorKind::InvalidFieldNumber(number),
+        ));
     }
     let wire = WireType::from_bits((tag & 7) as u32)
         .ok_or_else(|| Error::decode(at, DecodeErrorKind::InvalidWireType((tag & 7) as u32)))?;

@@ -28,7 +28,12 @@ impl Sizes {
 }
 
 /// Encodes `msg`, appending to `out`, reporting each step to `t`.
-pub(crate) fn encode_into<T: Tracer>(schema: &SchemaSet, msg: &Message, out: &mut Vec<u8>, t: &mut T) {
+pub(crate) fn encode_into<T: Tracer>(
+    schema: &SchemaSet,
+    msg: &Message,
+    out: &mut Vec<u8>,
+    t: &mut T,
+) {
     let mut sizes = Sizes {
         lens: Vec::new(),
         next: 0,
@@ -36,7 +41,12 @@ pub(crate) fn encode_into<T: Tracer>(schema: &SchemaSet, msg: &Message, out: &mu
     let total = message_size(schema, msg, &mut sizes.lens);
     out.reserve(total);
     t.message_begin(Direction::Encode, Format::Protobuf, msg.type_id().0);
-    let mut w = Writer { schema, sizes: &mut sizes, out, t };
+    let mut w = Writer {
+        schema,
+        sizes: &mut sizes,
+        out,
+        t,
+    };
     w.message(msg);
     t.message_end(total as u64);
 }
@@ -51,7 +61,9 @@ fn message_size(schema: &SchemaSet, msg: &Message, lens: &mut Vec<u32>) -> usize
     let mut size = msg.unknown_fields().len();
     for index in msg.set_fields() {
         let field = &ty.fields[index];
-        let Some(value) = msg.get(index) else { continue };
+        let Some(value) = msg.get(index) else {
+            continue;
+        };
         size += field_size(schema, field, value, lens);
     }
     size
@@ -70,7 +82,8 @@ fn field_size(schema: &SchemaSet, field: &Field, value: &Value, lens: &mut Vec<u
             for (key, v) in map {
                 let slot = lens.len();
                 lens.push(0);
-                let entry = tag_len(1) + scalar_size(kf.kind, &key.to_value())
+                let entry = tag_len(1)
+                    + scalar_size(kf.kind, &key.to_value())
                     + tag_len(2)
                     + element_size(schema, vf, v, lens);
                 lens[slot] = entry as u32;
@@ -105,7 +118,12 @@ fn element_size(schema: &SchemaSet, field: &Field, value: &Value, lens: &mut Vec
     }
 }
 
-fn message_element_size(schema: &SchemaSet, field: &Field, m: &Message, lens: &mut Vec<u32>) -> usize {
+fn message_element_size(
+    schema: &SchemaSet,
+    field: &Field,
+    m: &Message,
+    lens: &mut Vec<u32>,
+) -> usize {
     if field.kind == Kind::Group {
         return message_size(schema, m, lens) + tag_len(field.number);
     }
@@ -173,15 +191,22 @@ impl<T: Tracer> Writer<'_, T> {
         let ty = schema.message(msg.type_id());
         for index in msg.set_fields() {
             let field = &ty.fields[index];
-            let Some(value) = msg.get(index) else { continue };
+            let Some(value) = msg.get(index) else {
+                continue;
+            };
             if T::ENABLED {
-                self.t.schema_read(field.kind as u16, addr_of(field), std::mem::size_of::<Field>() as u32);
+                self.t.schema_read(
+                    field.kind as u16,
+                    addr_of(field),
+                    std::mem::size_of::<Field>() as u32,
+                );
             }
             self.field(field, value);
         }
         if T::ENABLED && !msg.unknown_fields().is_empty() {
             let n = msg.unknown_fields().len() as u32;
-            self.t.field_read(Region::Message, msg.unknown_fields().as_ptr() as u64, n);
+            self.t
+                .field_read(Region::Message, msg.unknown_fields().as_ptr() as u64, n);
             self.t.field_write(Region::Buffer, self.out.len() as u64, n);
         }
         self.out.extend_from_slice(msg.unknown_fields());

@@ -117,7 +117,9 @@ fn merge_traced<T: Tracer>(
         .map_err(|e| e.within(root.clone()))?;
     if opts.check_required {
         if let Some(missing) = msg.missing_required(schema) {
-            return Err(Error::decode(bytes.len(), DecodeErrorKind::MissingRequired(missing)).within(root));
+            return Err(
+                Error::decode(bytes.len(), DecodeErrorKind::MissingRequired(missing)).within(root),
+            );
         }
     }
     Ok(())
@@ -137,7 +139,12 @@ pub fn encode_to(schema: &SchemaSet, msg: &Message, out: &mut Vec<u8>) {
 
 /// Encodes `msg` like [`encode_to`], reporting to `tracer` every step an accelerator would
 /// perform: schema entries read, field data read, converter ops, bytes written, nesting.
-pub fn encode_traced<T: Tracer>(schema: &SchemaSet, msg: &Message, out: &mut Vec<u8>, tracer: &mut T) {
+pub fn encode_traced<T: Tracer>(
+    schema: &SchemaSet,
+    msg: &Message,
+    out: &mut Vec<u8>,
+    tracer: &mut T,
+) {
     encode::encode_into(schema, msg, out, tracer);
 }
 

@@ -16,9 +16,18 @@ fn peers() -> SchemaSet {
 fn peer_messages_re_encode_byte_identically() {
     let s = peers();
     for (name, bytes) in [
-        ("bench.Flat", &include_bytes!("../../../../testdata/flat.bin")[..]),
-        ("bench.Mixed", &include_bytes!("../../../../testdata/mixed.bin")[..]),
-        ("bench.Nested", &include_bytes!("../../../../testdata/nested.bin")[..]),
+        (
+            "bench.Flat",
+            &include_bytes!("../../../../testdata/flat.bin")[..],
+        ),
+        (
+            "bench.Mixed",
+            &include_bytes!("../../../../testdata/mixed.bin")[..],
+        ),
+        (
+            "bench.Nested",
+            &include_bytes!("../../../../testdata/nested.bin")[..],
+        ),
     ] {
         let id = s.message_by_name(name).unwrap();
         let m = decode(&s, id, bytes, &DecodeOptions::default()).unwrap();
@@ -48,7 +57,12 @@ fn zoo() -> SchemaSet {
 }
 
 fn dec(s: &SchemaSet, bytes: &[u8]) -> Result<Message, Error> {
-    decode(s, s.message_by_name("Z").unwrap(), bytes, &DecodeOptions::default())
+    decode(
+        s,
+        s.message_by_name("Z").unwrap(),
+        bytes,
+        &DecodeOptions::default(),
+    )
 }
 
 #[test]
@@ -90,7 +104,11 @@ fn closed_enum_unknown_values_stay_unknown() {
 fn map_entries_sorted_with_missing_parts_defaulted() {
     let s = zoo();
     // entries: {"b": 2}, {value only: 1}, {"a"} ; missing key is "", missing value 0
-    let m = dec(&s, &[58, 5, 10, 1, b'b', 16, 2, 58, 2, 16, 1, 58, 3, 10, 1, b'a']).unwrap();
+    let m = dec(
+        &s,
+        &[58, 5, 10, 1, b'b', 16, 2, 58, 2, 16, 1, 58, 3, 10, 1, b'a'],
+    )
+    .unwrap();
     assert_eq!(
         encode(&s, &m),
         [58, 4, 10, 0, 16, 1, 58, 5, 10, 1, b'a', 16, 0, 58, 5, 10, 1, b'b', 16, 2]
@@ -106,8 +124,24 @@ fn malformed_input_names_path_and_offset() {
     assert_eq!(d.offset, 5);
     assert!(matches!(d.kind, DecodeErrorKind::Truncated { .. }), "{e}");
     let e = dec(&s, &[18, 9, 8, 1]).unwrap_err();
-    assert!(matches!(e.as_decode().unwrap().kind, DecodeErrorKind::LengthOverrun { len: 9, remaining: 2 }), "{e}");
-    for bad in [&[0u8, 1][..], &[15, 1], &[8], &[44], &[43, 48, 1], &[82, 1, 0xff]] {
+    assert!(
+        matches!(
+            e.as_decode().unwrap().kind,
+            DecodeErrorKind::LengthOverrun {
+                len: 9,
+                remaining: 2
+            }
+        ),
+        "{e}"
+    );
+    for bad in [
+        &[0u8, 1][..],
+        &[15, 1],
+        &[8],
+        &[44],
+        &[43, 48, 1],
+        &[82, 1, 0xff],
+    ] {
         assert!(dec(&s, bad).is_err(), "{bad:?}");
     }
 }
@@ -123,7 +157,10 @@ fn depth_limit_is_enforced() {
         bytes = outer;
     }
     let e = dec(&s, &bytes).unwrap_err();
-    assert!(matches!(e.as_decode().unwrap().kind, DecodeErrorKind::TooDeep(100)), "{e}");
+    assert!(
+        matches!(e.as_decode().unwrap().kind, DecodeErrorKind::TooDeep(100)),
+        "{e}"
+    );
     let opts = DecodeOptions {
         depth_limit: 200,
         ..Default::default()
@@ -141,7 +178,11 @@ fn traces_are_well_formed_and_do_not_change_output() {
     let mut rec = Recorder::new();
     let m = decode_traced(&s, id, bytes, &DecodeOptions::default(), &mut rec).unwrap();
     check_structure(&rec.events).unwrap();
-    let enters = rec.events.iter().filter(|e| matches!(e, Event::Enter { .. })).count();
+    let enters = rec
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Enter { .. }))
+        .count();
     assert_eq!(enters, 3, "header, item and geo");
     let decode_reads: u32 = rec
         .events
@@ -158,8 +199,17 @@ fn traces_are_well_formed_and_do_not_change_output() {
     encode_traced(&s, &m, &mut out, &mut rec);
     assert_eq!(out, bytes);
     check_structure(&rec.events).unwrap();
-    assert_eq!(rec.events.last(), Some(&Event::MessageEnd { wire_bytes: bytes.len() as u64 }));
-    let converts = rec.events.iter().filter(|e| matches!(e, Event::Convert { .. })).count();
+    assert_eq!(
+        rec.events.last(),
+        Some(&Event::MessageEnd {
+            wire_bytes: bytes.len() as u64
+        })
+    );
+    let converts = rec
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Convert { .. }))
+        .count();
     // Mixed has 12 scalar fields at the top and 5 + 4 + 4 in its sub-messages.
     assert_eq!(converts, 12 + 5 + 4 + 4);
 }
@@ -180,5 +230,11 @@ fn memory_is_bounded_by_the_input() {
         ..Default::default()
     };
     let e = decode(&s, s.message_by_name("Z").unwrap(), &nested, &opts).unwrap_err();
-    assert!(matches!(e.as_decode().unwrap().kind, DecodeErrorKind::MemoryLimit(100)), "{e}");
+    assert!(
+        matches!(
+            e.as_decode().unwrap().kind,
+            DecodeErrorKind::MemoryLimit(100)
+        ),
+        "{e}"
+    );
 }

@@ -44,7 +44,10 @@ fn read_varint_slow(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Erro
             return Ok(value);
         }
     }
-    Err(Error::decode(start, DecodeErrorKind::VarintTooLong(MAX_VARINT_BYTES)))
+    Err(Error::decode(
+        start,
+        DecodeErrorKind::VarintTooLong(MAX_VARINT_BYTES),
+    ))
 }
 
 /// Reads `N` bytes at `*pos`.
@@ -77,7 +80,10 @@ pub(crate) fn read_length(buf: &[u8], pos: &mut usize, end: usize) -> Result<usi
     let len = read_varint(buf, pos, end)?;
     let remaining = end - *pos;
     if len > remaining as u64 {
-        return Err(Error::decode(at, DecodeErrorKind::LengthOverrun { len, remaining }));
+        return Err(Error::decode(
+            at,
+            DecodeErrorKind::LengthOverrun { len, remaining },
+        ));
     }
     Ok(*pos + len as usize)
 }

@@ -88,22 +88,42 @@ pub fn random_scalar(schema: &SchemaSet, field: &Field, rng: &mut Rng, depth: u3
     let bits = rng.next();
     match field.kind {
         Kind::Bool => Value::Bool(bits & 1 == 1),
-        Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => {
-            Value::I32(pick(rng, &[0, 1, -1, i32::MIN, i32::MAX, 127, 128], bits as i32))
-        }
-        Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
-            Value::I64(pick(rng, &[0, 1, -1, i64::MIN, i64::MAX, 1 << 53], bits as i64))
-        }
+        Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => Value::I32(pick(
+            rng,
+            &[0, 1, -1, i32::MIN, i32::MAX, 127, 128],
+            bits as i32,
+        )),
+        Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => Value::I64(pick(
+            rng,
+            &[0, 1, -1, i64::MIN, i64::MAX, 1 << 53],
+            bits as i64,
+        )),
         Kind::Uint32 | Kind::Fixed32 => Value::U32(pick(rng, &[0, 1, u32::MAX], bits as u32)),
         Kind::Uint64 | Kind::Fixed64 => Value::U64(pick(rng, &[0, 1, u64::MAX], bits)),
         Kind::Float => Value::F32(pick(
             rng,
-            &[0.0, -0.0, 1.5, f32::MAX, f32::MIN_POSITIVE, f32::INFINITY, f32::NEG_INFINITY],
+            &[
+                0.0,
+                -0.0,
+                1.5,
+                f32::MAX,
+                f32::MIN_POSITIVE,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+            ],
             f32::from_bits(bits as u32 & 0x7f7f_ffff),
         )),
         Kind::Double => Value::F64(pick(
             rng,
-            &[0.0, -0.0, 0.1, f64::MAX, f64::MIN_POSITIVE, f64::INFINITY, f64::NEG_INFINITY],
+            &[
+                0.0,
+                -0.0,
+                0.1,
+                f64::MAX,
+                f64::MIN_POSITIVE,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+            ],
             f64::from_bits(bits & 0x7fef_ffff_ffff_ffff),
         )),
         Kind::Enum => {
@@ -111,10 +131,22 @@ pub fn random_scalar(schema: &SchemaSet, field: &Field, rng: &mut Rng, depth: u3
             let declared = e.values[rng.below(e.values.len())].number;
             // NullValue is written as `null` whatever its number: only its one value round-trips.
             let only_declared = e.is_closed || e.full_name == "google.protobuf.NullValue";
-            Value::Enum(if only_declared || rng.chance(80) { declared } else { bits as i32 })
+            Value::Enum(if only_declared || rng.chance(80) {
+                declared
+            } else {
+                bits as i32
+            })
         }
         Kind::String => {
-            let words = ["", "a", "héllo", "日本語", "quote\"back\\slash", "\u{1F600}", "\n\t\u{1}"];
+            let words = [
+                "",
+                "a",
+                "héllo",
+                "日本語",
+                "quote\"back\\slash",
+                "\u{1F600}",
+                "\n\t\u{1}",
+            ];
             let mut s = String::new();
             for _ in 0..rng.below(3) {
                 s.push_str(words[rng.below(words.len())]);
