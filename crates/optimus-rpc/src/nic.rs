@@ -1300,9 +1300,9 @@ impl Core {
             }
             let max = self.max_payload;
             let q = &mut self.qps[i];
-            let (h, kind) = match q.tx.peek(max) {
+            let (h, kind, payload) = match q.tx.peek(max) {
                 None => break,
-                Some(Ok(p)) => (p.header, p.kind),
+                Some(Ok(p)) => (p.header, p.kind, p.payload as *const [u8]),
                 Some(Err(e)) => {
                     q.tx.advance();
                     self.count_bad(&e);
@@ -1314,10 +1314,14 @@ impl Core {
                 self.stats.dropped_malformed += 1;
                 continue;
             }
+            // SAFETY: the frame is published and not yet released, so its producer leaves these
+            // bytes alone until `advance` + `release` below, after the request is handled; the
+            // NIC never writes a tx ring's data.
+            let payload = unsafe { &*payload };
             let taken = if h.conn_id == LOCAL_CONN {
-                self.local_request(i, &h)
+                self.local_request(i, &h, payload)
             } else {
-                self.remote_request(i, &h)
+                self.remote_request(i, &h, payload)
             };
             if !taken {
                 self.stats.backpressure += 1;
@@ -1331,30 +1335,16 @@ impl Core {
         (n, n == TX_BATCH)
     }
 
-    /// The frame at the head of QP `i`'s tx ring (peeked, valid) as a payload slice.
-    fn head_payload(&mut self, i: usize) -> &[u8] {
-        match self.qps[i].tx.peek(usize::MAX) {
-            Some(Ok(p)) => p.payload,
-            _ => &[],
-        }
-    }
-
-    fn local_request(&mut self, i: usize, h: &FrameHeader) -> bool {
+    fn local_request(&mut self, i: usize, h: &FrameHeader, payload: &[u8]) -> bool {
         if !self.can_take_requests(1) {
             return false;
         }
         let origin = Origin::Local { qp: i as u16, host_id: h.request_id };
-        // The payload stays in the ring until `advance`; copy out only what dispatch needs.
-        let payload: *const [u8] = self.head_payload(i);
-        // SAFETY: the frame is published and not yet released, so the producer does not touch
-        // these bytes until `advance` + `release`, which happen after `dispatch` returns; the NIC
-        // itself never writes a tx ring's data.
-        let payload = unsafe { &*payload };
         self.dispatch(origin, h.method_id, payload);
         true
     }
 
-    fn remote_request(&mut self, i: usize, h: &FrameHeader) -> bool {
+    fn remote_request(&mut self, i: usize, h: &FrameHeader, payload: &[u8]) -> bool {
         let handle = h.conn_id;
         let Some(ci) = handle.checked_sub(1).map(|x| x as usize).filter(|&x| x < self.cconns.len()) else {
             let ch = completion_header(handle, h.request_id, h.method_id, Status::Disconnected);
@@ -1386,9 +1376,6 @@ impl Core {
             aux: handle,
             ..FrameHeader::new(FrameKind::Request)
         };
-        let payload: *const [u8] = self.head_payload(i);
-        // SAFETY: as in `local_request`: the ring bytes stay put until we advance and release.
-        let payload = unsafe { &*payload };
         let timeout = self.cfg.timeout;
         let c = &mut self.cconns[ci];
         let peer = c.peer;
@@ -1413,9 +1400,9 @@ impl Core {
         while n < TX_BATCH {
             let max = self.max_payload;
             let q = &mut self.qps[i];
-            let (h, kind) = match q.tx.peek(max) {
+            let (h, kind, payload) = match q.tx.peek(max) {
                 None => break,
-                Some(Ok(p)) => (p.header, p.kind),
+                Some(Ok(p)) => (p.header, p.kind, p.payload as *const [u8]),
                 Some(Err(e)) => {
                     q.tx.advance();
                     self.count_bad(&e);
@@ -1433,8 +1420,7 @@ impl Core {
             }
             let origin = self.pending[k].origin;
             let status = Status::from_u16(h.aux as u16);
-            let payload: *const [u8] = self.head_payload(i);
-            // SAFETY: as in `local_request`.
+            // SAFETY: as in `client_ring`: the frame stays untouched until we advance past it.
             let payload = unsafe { &*payload };
             match origin {
                 Origin::Local { qp, host_id } => {
