@@ -359,6 +359,31 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any bytes: an error or a frame whose parts add up, never a panic.
+        #[test]
+        fn any_bytes_check_without_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            if let Ok((h, _, p)) = check_frame(&bytes, 1 << 20) {
+                proptest::prop_assert_eq!(h.frame_bytes(), bytes.len());
+                proptest::prop_assert_eq!(p.len(), h.payload_len as usize);
+            }
+        }
+
+        /// Sealed frames of any content check, and re-encode to the same bytes.
+        #[test]
+        fn sealed_frames_roundtrip(method in 0u16.., conn in 0u32.., id in 0u64.., aux in 0u32..,
+                                   payload in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+            let h = FrameHeader { method_id: method, conn_id: conn, request_id: id, aux, ..FrameHeader::new(FrameKind::Response) };
+            let mut f = FrameHeader { payload_len: payload.len() as u32, ..h }.encode().to_vec();
+            f.extend_from_slice(&payload);
+            seal(&mut f);
+            let (g, k, p) = check_frame(&f, 1 << 20).unwrap();
+            proptest::prop_assert_eq!(k, FrameKind::Response);
+            proptest::prop_assert_eq!(p, &payload[..]);
+            proptest::prop_assert_eq!(&g.encode()[..], &f[..HEADER_BYTES]);
+        }
+    }
+
     #[test]
     fn bad_frames_name_their_fault() {
         let mut f = sample().encode().to_vec();

@@ -536,6 +536,32 @@ mod tests {
         t.join().unwrap();
     }
 
+    proptest! {
+        /// A producer that scribbles arbitrary bytes and indices: the consumer reports errors
+        /// or frames inside the ring, never panics, never reads out of bounds.
+        #[test]
+        fn consumer_survives_arbitrary_ring_memory(
+            junk in proptest::collection::vec(proptest::num::u8::ANY, 8 * 64),
+            tail in 0u64..40,
+            head in 0u64..40,
+        ) {
+            let (p, mut c) = channel(8);
+            // SAFETY: test-only: fill the 8 data lines and the indices while no frame is in use.
+            unsafe { core::ptr::copy_nonoverlapping(junk.as_ptr(), p.ring.line_ptr(0), junk.len()) };
+            p.ring.idx().tail.store(tail, Ordering::Release);
+            p.ring.idx().head.store(head, Ordering::Release);
+            c.resync();
+            for _ in 0..20 {
+                match c.peek(1 << 20) {
+                    None => break,
+                    Some(Ok(f)) => prop_assert!(f.payload.len() <= 8 * 64),
+                    Some(Err(_)) => {}
+                }
+                c.advance();
+            }
+        }
+    }
+
     #[derive(Debug, Clone)]
     enum Op {
         Push(usize),
