@@ -654,6 +654,23 @@ impl Core {
                 _ => {}
             }
         }
+        // Notifiers are registered just after a QP is claimed, so look for them on every pass.
+        {
+            let ns = self.shared.notifiers.lock().unwrap_or_else(|e| e.into_inner());
+            for (i, q) in self.qps.iter_mut().enumerate() {
+                if q.role == QP_CLIENT {
+                    let n = ns.get(i).cloned().flatten();
+                    let same = match (&q.notifier, &n) {
+                        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                        (None, None) => true,
+                        _ => false,
+                    };
+                    if !same {
+                        q.notifier = n;
+                    }
+                }
+            }
+        }
         if changed {
             self.active = (0..self.qps.len()).filter(|&i| self.qps[i].role != QP_FREE).map(|i| i as u16).collect();
             self.workers = (0..self.qps.len()).filter(|&i| self.qps[i].role == QP_WORKER).map(|i| i as u16).collect();

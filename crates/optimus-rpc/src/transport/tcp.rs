@@ -68,6 +68,8 @@ pub struct Tcp {
     dirty: Vec<PeerId>,
     /// Peers closed since the last `poll_events`.
     closed: Vec<PeerId>,
+    /// Stream the next `recv_burst` starts with.
+    next_read: usize,
 }
 
 impl Tcp {
@@ -83,7 +85,7 @@ impl Tcp {
 
     /// A transport that only connects out.
     pub fn client() -> Self {
-        Self { listener: None, streams: Vec::new(), dirty: Vec::new(), closed: Vec::new() }
+        Self { listener: None, streams: Vec::new(), dirty: Vec::new(), closed: Vec::new(), next_read: 0 }
     }
 
     fn add(&mut self, s: Stream) -> PeerId {
@@ -154,8 +156,12 @@ impl Transport for Tcp {
     fn recv_burst<F: FnMut(PeerId, &[u8])>(&mut self, max: usize, mut f: F) -> io::Result<usize> {
         let mut delivered = 0;
         let mut dead = Vec::new();
-        for (i, slot) in self.streams.iter_mut().enumerate() {
-            let Some(s) = slot.as_mut() else { continue };
+        let n = self.streams.len();
+        // Start one stream further each time, so a busy stream cannot starve the others.
+        self.next_read = if n == 0 { 0 } else { (self.next_read + 1) % n };
+        for k in 0..n {
+            let i = (self.next_read + k) % n;
+            let Some(s) = self.streams[i].as_mut() else { continue };
             if delivered >= max {
                 break;
             }
