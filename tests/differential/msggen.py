@@ -13,9 +13,10 @@ camelCase and back, finite Struct numbers, Any holding a type of the pool).
 
 Two choices keep every generated message exactly representable in both
 binary and JSON, so that any difference is a real one:
-  * -0.0 is never put in a field without presence: Google's implementations
-    disagree on whether such a field is written (C++ and upb write it, the
-    pure-Python runtime does not).
+  * -0.0 is never put in a field without presence, nor in a map value:
+    Google's implementations disagree on what is written (C++ and upb write
+    the -0.0 bits; the pure-Python runtime drops such a field, and writes a
+    map value of -0.0 as +0.0).
   * A float field never holds ±3.4028235e38 (the largest float): Python's
     JSON parser compares the shortest decimal form, which rounds above the
     maximum, with the maximum as a double and rejects it. The next float
@@ -32,6 +33,7 @@ Everything comes from one seeded `random.Random`, so a seed reproduces a run.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import struct
@@ -213,7 +215,7 @@ class MessageGenerator:
                     sub = container[key]
                     self.fill_sub(sub, depth + 1)
                 else:
-                    container[key] = self.scalar(vf, presence=True)
+                    container[key] = self.scalar(vf, presence=False)  # see the module doc
         elif f.label == FD.LABEL_REPEATED:
             container = _get(msg, f)
             n = self._count(depth)
@@ -463,6 +465,31 @@ def _needs_unreachable_required(d: Descriptor, seen=None) -> bool:
 
 
 # ---------------------------------------------------------------- comparing
+
+
+def _int_or_negative_zero(text: str):
+    # `-0` is how C++ (and optimus) write -0.0; Python's json reads it as the
+    # integer 0 and would lose the sign.
+    return -0.0 if text == "-0" else int(text)
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate JSON key {k!r}")
+        out[k] = v
+    return out
+
+
+def parse_json(text, msg, pool):
+    """`json_format.Parse`, except that `-0` stays -0.0 in float fields."""
+    from google.protobuf import json_format
+
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    js = json.loads(text, parse_int=_int_or_negative_zero, object_pairs_hook=_no_duplicates)
+    return json_format.ParseDict(js, msg, descriptor_pool=pool)
 
 
 def canonical_bytes(msg, schema) -> bytes:

@@ -5,6 +5,7 @@ the schema given both as `--descriptor-set` and as `--proto FILE -I ROOT`:
 
   binary -> binary   byte-identical to SerializeToString(deterministic=True)
   binary -> JSON     json_format.Parse of each output line equals the original
+                     (through msggen.parse_json, which keeps `-0` as -0.0)
   JSON   -> binary   from MessageToJson, with JSON names and with proto
                      names, equals the deterministic serialization
   single messages    the same without --delimited, with pretty-printed,
@@ -18,6 +19,7 @@ target/differential/failures/.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import shlex
@@ -52,6 +54,34 @@ def to_json(case, msg, names: bool, indent=None, sort_keys=False) -> str:
         msg, preserving_proto_field_name=names, indent=indent, sort_keys=sort_keys,
         descriptor_pool=case.schema.pool,
     )
+
+
+def explain_bytes(case, want: bytes, got: bytes) -> str:
+    """Where two serializations first differ, and what that means as fields."""
+    n = min(len(want), len(got))
+    at = next((i for i in range(n) if want[i] != got[i]), n)
+    lo = max(0, at - 24)
+    lines = [
+        f"  {len(want)} bytes wanted, {len(got)} got; first difference at byte {at}",
+        f"  want [{lo}:] {want[lo:at + 24].hex()}",
+        f"  got  [{lo}:] {got[lo:at + 24].hex()}",
+    ]
+    parsed = case.schema.new(case.type_name)
+    try:
+        parsed.ParseFromString(got)
+    except Exception as e:  # noqa: BLE001
+        lines.append(f"  Python cannot parse the output: {e}")
+        return "\n".join(lines)
+    wanted = case.schema.new(case.type_name)
+    wanted.ParseFromString(want)
+    a = text_format.MessageToString(wanted, as_utf8=True, descriptor_pool=case.schema.pool, float_format=".17g")
+    b = text_format.MessageToString(parsed, as_utf8=True, descriptor_pool=case.schema.pool, float_format=".17g")
+    if a == b:
+        lines.append("  the output parses to the same fields: the encoding differs (order, packing, -0.0 or NaN bits)")
+    else:
+        diff = list(difflib.unified_diff(a.splitlines(), b.splitlines(), "want", "got", lineterm="", n=1))
+        lines += ["  " + d[:300] for d in diff[:40]]
+    return "\n".join(lines)
 
 
 def describe(case, msg) -> str:
@@ -126,8 +156,7 @@ def test_binary_to_binary(optimus, case, mode, batches, repro):
     for i, (want, got) in enumerate(zip(inputs, outputs)):
         if want != got and len(problems) < MAX_REPORTED:
             problems.append(
-                f"message #{i}: bytes differ\n  want {want.hex()[:400]}\n  got  {got.hex()[:400]}\n"
-                f"{describe(case, msgs[i])}\n" + repro.write(i, msgs[i], "protobuf", "protobuf", want, want, got)
+                f"message #{i}: bytes differ\n{explain_bytes(case, want, got)}\n" + repro.write(i, msgs[i], "protobuf", "protobuf", want, want, got)
             )
     pytest.fail("\n".join(problems))
 
@@ -144,7 +173,7 @@ def test_binary_to_json(optimus, case, mode, batches, repro):
     for i, (line, msg) in enumerate(zip(lines, msgs)):
         try:
             json.loads(line)
-            parsed = json_format.Parse(line, case.schema.new(case.type_name), descriptor_pool=case.schema.pool)
+            parsed = msggen.parse_json(line, case.schema.new(case.type_name), case.schema.pool)
         except Exception as e:  # noqa: BLE001 - any parse failure is the finding
             why = f"Python cannot parse it: {type(e).__name__}: {e}"
         else:
@@ -181,8 +210,8 @@ def test_json_to_binary(optimus, case, mode, batches, repro, names):
     for i, (w, got) in enumerate(zip(want, outputs)):
         if w != got and len(problems) < MAX_REPORTED:
             problems.append(
-                f"message #{i}: bytes differ\n  json {texts[i][:600].decode()}\n  want {w.hex()[:400]}\n"
-                f"  got  {got.hex()[:400]}\n" + repro.write(i, msgs[i], "json", "protobuf", texts[i], w, got)
+                f"message #{i}: bytes differ\n  json {texts[i][:600].decode()}\n{explain_bytes(case, w, got)}\n"
+                + repro.write(i, msgs[i], "json", "protobuf", texts[i], w, got)
             )
     pytest.fail("\n".join(problems))
 
@@ -195,14 +224,13 @@ def test_single_messages(optimus, case, mode, batches, repro):
         res = optimus.convert(args, case.type_name, "protobuf", "protobuf", data, delimited=False)
         assert res.returncode == 0, f"#{i} protobuf->protobuf: {res.stderr_text}\n" + repro.write(
             i, msg, "protobuf", "protobuf", data, data, None)
-        assert res.stdout == data, f"#{i} protobuf->protobuf differs\n" + repro.write(
+        assert res.stdout == data, f"#{i} protobuf->protobuf differs\n{explain_bytes(case, data, res.stdout)}\n" + repro.write(
             i, msg, "protobuf", "protobuf", data, data, res.stdout)
 
         res = optimus.convert(args, case.type_name, "protobuf", "json", data, delimited=False)
         assert res.returncode == 0, f"#{i} protobuf->json: {res.stderr_text}\n" + repro.write(
             i, msg, "protobuf", "json", data, None, None)
-        parsed = json_format.Parse(res.stdout.decode(), case.schema.new(case.type_name),
-                                   descriptor_pool=case.schema.pool)
+        parsed = msggen.parse_json(res.stdout, case.schema.new(case.type_name), case.schema.pool)
         assert msggen.canonical_bytes(parsed, case.schema) == msggen.canonical_bytes(msg, case.schema), (
             f"#{i} protobuf->json parses to a different message\n" + repro.write(
                 i, msg, "protobuf", "json", data, None, res.stdout))
@@ -211,5 +239,5 @@ def test_single_messages(optimus, case, mode, batches, repro):
         res = optimus.convert(args, case.type_name, "json", "protobuf", pretty, delimited=False)
         assert res.returncode == 0, f"#{i} pretty json->protobuf: {res.stderr_text}\n" + repro.write(
             i, msg, "json", "protobuf", pretty, data, None)
-        assert res.stdout == data, f"#{i} pretty json->protobuf differs\n" + repro.write(
+        assert res.stdout == data, f"#{i} pretty json->protobuf differs\n{explain_bytes(case, data, res.stdout)}\n" + repro.write(
             i, msg, "json", "protobuf", pretty, data, res.stdout)
