@@ -38,6 +38,8 @@ pub type CallId = u64;
 /// Most calls one client keeps in flight.
 pub const MAX_CLIENT_IN_FLIGHT: usize = 4096;
 const SLOT_BITS: u32 = 16;
+/// Least time between two scans of the call table for expired deadlines.
+const EXPIRE_EVERY_NS: u64 = 1_000_000;
 const _: () = assert!(MAX_CLIENT_IN_FLIGHT <= 1 << SLOT_BITS);
 
 /// Client settings.
@@ -86,6 +88,7 @@ pub struct RpcClient {
     generation: u64,
     in_flight: usize,
     idle_polls: u32,
+    next_expire_ns: u64,
     max_payload: usize,
     ready: VecDeque<(CallId, Result<Vec<u8>, RpcError>)>,
     notifier: Option<Arc<Notifier>>,
@@ -141,6 +144,7 @@ impl RpcClient {
             generation: 0,
             in_flight: 0,
             idle_polls: 0,
+            next_expire_ns: 0,
             max_payload,
             ready: VecDeque::new(),
             notifier: None,
@@ -302,7 +306,12 @@ impl RpcClient {
             self.idle_polls += 1;
             if self.idle_polls >= 1024 {
                 self.idle_polls = 0;
-                done += self.expire(&mut f);
+                // Scan the table at most once per millisecond of idling.
+                let now = coarse_now_ns();
+                if now >= self.next_expire_ns {
+                    self.next_expire_ns = now + EXPIRE_EVERY_NS;
+                    done += self.expire(&mut f);
+                }
             }
         } else {
             self.idle_polls = 0;

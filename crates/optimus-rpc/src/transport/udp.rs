@@ -22,7 +22,19 @@ pub struct Udp {
     peers: Vec<(SocketAddr, libc::sockaddr_storage, libc::socklen_t)>,
     by_addr: HashMap<SocketAddr, PeerId>,
     rx_bufs: Vec<u8>,
+    /// `recvmmsg` headers, set up once to point into `rx_bufs` and `rx.names`.
+    rx: Box<RxArrays>,
 }
+
+struct RxArrays {
+    msgs: [libc::mmsghdr; BURST],
+    iov: [libc::iovec; BURST],
+    names: [libc::sockaddr_storage; BURST],
+}
+
+// SAFETY: the raw pointers in `rx` point only into this value's own heap allocations
+// (`rx_bufs` and `*rx`), which move with it and are never shared.
+unsafe impl Send for Udp {}
 
 fn to_storage(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: all-zero bytes are a valid `sockaddr_storage`.
@@ -81,7 +93,20 @@ impl Udp {
     pub fn bind(addr: &str) -> io::Result<Self> {
         let sock = UdpSocket::bind(addr)?;
         sock.set_nonblocking(true)?;
-        Ok(Self { sock, peers: Vec::new(), by_addr: HashMap::new(), rx_bufs: vec![0; BURST * UDP_MTU] })
+        let mut rx_bufs = vec![0u8; BURST * UDP_MTU];
+        // SAFETY: all-zero bytes are valid for these plain C structs (null pointers, zero sizes).
+        let mut rx: Box<RxArrays> = Box::new(unsafe { MaybeUninit::zeroed().assume_init() });
+        let base = rx_bufs.as_mut_ptr();
+        for i in 0..BURST {
+            // SAFETY: `i * UDP_MTU` stays inside `rx_bufs`, which holds `BURST * UDP_MTU` bytes.
+            rx.iov[i] = libc::iovec { iov_base: unsafe { base.add(i * UDP_MTU) }.cast(), iov_len: UDP_MTU };
+            let iov: *mut libc::iovec = &mut rx.iov[i];
+            let name: *mut libc::sockaddr_storage = &mut rx.names[i];
+            rx.msgs[i].msg_hdr.msg_iov = iov;
+            rx.msgs[i].msg_hdr.msg_iovlen = 1;
+            rx.msgs[i].msg_hdr.msg_name = name.cast();
+        }
+        Ok(Self { sock, peers: Vec::new(), by_addr: HashMap::new(), rx_bufs, rx })
     }
 
     fn peer_for(&mut self, a: SocketAddr) -> PeerId {
@@ -151,27 +176,19 @@ impl Transport for Udp {
         if n == 0 {
             return Ok(0);
         }
-        let mut iov: [MaybeUninit<libc::iovec>; BURST] = [const { MaybeUninit::uninit() }; BURST];
-        // SAFETY: all-zero bytes are valid for both types.
-        let mut msgs: [libc::mmsghdr; BURST] = unsafe { MaybeUninit::zeroed().assume_init() };
-        // SAFETY: as above.
-        let mut names: [libc::sockaddr_storage; BURST] = unsafe { MaybeUninit::zeroed().assume_init() };
-        let base = self.rx_bufs.as_mut_ptr();
-        for i in 0..n {
-            // SAFETY: `rx_bufs` holds `BURST * UDP_MTU` bytes and `i < BURST`.
-            let p = unsafe { base.add(i * UDP_MTU) };
-            iov[i].write(libc::iovec { iov_base: p.cast(), iov_len: UDP_MTU });
-            msgs[i].msg_hdr.msg_name = (&mut names[i] as *mut libc::sockaddr_storage).cast();
-            msgs[i].msg_hdr.msg_namelen = core::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            msgs[i].msg_hdr.msg_iov = iov[i].as_mut_ptr();
-            msgs[i].msg_hdr.msg_iovlen = 1;
+        for m in self.rx.msgs[..n].iter_mut() {
+            m.msg_hdr.msg_namelen = core::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            m.msg_hdr.msg_controllen = 0;
+            m.msg_hdr.msg_flags = 0;
+            m.msg_len = 0;
         }
-        // SAFETY: every header points to a distinct `UDP_MTU` slice of `rx_bufs` and a distinct
-        // `sockaddr_storage`, all live for the call; MSG_DONTWAIT makes it non-blocking.
+        // SAFETY: the first `n` headers point to distinct `UDP_MTU` slices of `rx_bufs` and to
+        // distinct `sockaddr_storage`s in `rx` (set up in `bind`), all owned by `self` and live for
+        // the call; MSG_DONTWAIT makes it non-blocking.
         let got = unsafe {
             libc::recvmmsg(
                 self.sock.as_raw_fd(),
-                msgs.as_mut_ptr(),
+                self.rx.msgs.as_mut_ptr(),
                 n as libc::c_uint,
                 libc::MSG_DONTWAIT,
                 core::ptr::null_mut(),
@@ -186,11 +203,11 @@ impl Transport for Udp {
         }
         let got = got as usize;
         for i in 0..got {
-            let Some(addr) = from_storage(&names[i]) else { continue };
+            let Some(addr) = from_storage(&self.rx.names[i]) else { continue };
             let peer = self.peer_for(addr);
             // A datagram larger than the buffer is truncated (MSG_TRUNC); the frame check then
             // rejects it, so cap the length at the buffer.
-            let len = (msgs[i].msg_len as usize).min(UDP_MTU);
+            let len = (self.rx.msgs[i].msg_len as usize).min(UDP_MTU);
             let start = i * UDP_MTU;
             f(peer, &self.rx_bufs[start..start + len]);
         }
