@@ -1,5 +1,8 @@
 //! `optimus sim`: run the Optimus Prime or RPCAcc timing model on a workload or trace file, or
 //! reproduce the papers' results (`optimus sim reproduce op|rpcacc`).
+//!
+//! The model crate never calls the engine: this command is the glue that records the engine's
+//! traces ([`EngineTraces`], over `optimus-core`'s traced codec) and hands them to it.
 
 use std::io::{self, Write};
 
@@ -8,7 +11,45 @@ use clap::{Args, Subcommand, ValueEnum};
 use optimus_sim::calibrate::{self, Row, Status};
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::{self, LinkConfig, RpcAccConfig};
-use optimus_sim::workload::{self, MessageTrace};
+use optimus_core::binary::{self, DecodeOptions};
+use optimus_schema::SchemaSet;
+use optimus_sim::workload::{self, MessageTrace, TraceSource, ViewConfig};
+use optimus_trace::{Direction, Event, Recorder};
+
+/// The engine as the model's trace source: compiles the workload's `.proto` and records the
+/// traced codec, decoding (or decoding untraced, then encoding) each message.
+pub struct EngineTraces;
+
+impl TraceSource for EngineTraces {
+    fn trace(
+        &mut self,
+        proto: &str,
+        messages: &[(&str, &[u8])],
+        direction: Direction,
+    ) -> std::result::Result<Vec<Event>, String> {
+        let schema = SchemaSet::from_source(proto).map_err(|e| e.to_string())?;
+        let opts = DecodeOptions::default();
+        let mut rec = Recorder::new();
+        for (ty, bytes) in messages {
+            let id = schema
+                .message_by_name(ty)
+                .ok_or_else(|| format!("no message type {ty}"))?;
+            match direction {
+                Direction::Decode => {
+                    binary::decode_traced(&schema, id, bytes, &opts, &mut rec)
+                        .map_err(|e| e.to_string())?;
+                }
+                Direction::Encode => {
+                    let msg =
+                        binary::decode(&schema, id, bytes, &opts).map_err(|e| e.to_string())?;
+                    let mut out = Vec::with_capacity(bytes.len());
+                    binary::encode_traced(&schema, &msg, &mut out, &mut rec);
+                }
+            }
+        }
+        Ok(rec.events)
+    }
+}
 
 /// Which accelerator to model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -144,16 +185,17 @@ fn load(args: &SimArgs) -> Result<Vec<MessageTrace>> {
     if let Some(path) = &args.trace {
         let bytes = std::fs::read(path).with_context(|| format!("sim: {}", path.display()))?;
         let events = optimus_trace::decode(&bytes).with_context(|| format!("sim: {}", path.display()))?;
-        return Ok(workload::split_messages(&path.display().to_string(), &events)?);
+        let name = path.display().to_string();
+        return Ok(workload::accelerator_view(&name, &events, &ViewConfig::default())?);
     }
     let name = args.workload.as_deref().unwrap_or("mixed");
-    Ok(vec![workload::named(name).context("sim")?])
+    Ok(vec![workload::named(&mut EngineTraces, name).context("sim")?])
 }
 
 fn reproduce(r: ReproduceArgs) -> Result<()> {
     let rows: Vec<Row> = match r.paper {
-        Accel::Op => calibrate::reproduce_op()?.0,
-        Accel::Rpcacc => calibrate::reproduce_rpcacc()?.0,
+        Accel::Op => calibrate::reproduce_op(&mut EngineTraces)?.0,
+        Accel::Rpcacc => calibrate::reproduce_rpcacc(&mut EngineTraces)?.0,
     };
     let out = io::stdout();
     let mut out = out.lock();

@@ -15,7 +15,7 @@ use crate::cpu::CpuConfig;
 use crate::error::{Result, SimError};
 use crate::op::{self, OpConfig, OpReport};
 use crate::rpcacc::{self, geomean, mean, RpcAccConfig};
-use crate::workload::{MessageClass, MessageTrace};
+use crate::workload::{MessageClass, MessageTrace, TraceSource};
 
 /// The project copy of the targets.
 pub const TARGETS_JSON: &str = include_str!("../data/targets.json");
@@ -124,10 +124,10 @@ struct OpRuns {
 }
 
 impl OpRuns {
-    fn new() -> Result<Self> {
+    fn new(source: &mut dyn TraceSource) -> Result<Self> {
         let mut traces = HashMap::new();
         for c in MessageClass::ALL {
-            traces.insert(c, c.trace(Direction::Encode)?);
+            traces.insert(c, c.trace(source, Direction::Encode)?);
         }
         Ok(Self { traces, cache: HashMap::new() })
     }
@@ -186,12 +186,13 @@ pub fn pipelines_for(c: &Curve, gbps: f64) -> f64 {
     c.iter().find(|p| p.1 >= gbps).map_or(f64::NAN, |p| f64::from(p.0))
 }
 
-/// Runs every Optimus Prime experiment; returns the table and the figure data.
+/// Runs every Optimus Prime experiment on the message classes traced by `source`; returns
+/// the table and the figure data.
 ///
 /// # Errors
-/// Only on a broken embedded target file or test data.
-pub fn reproduce_op() -> Result<(Vec<Row>, OpFigures)> {
-    let mut runs = OpRuns::new()?;
+/// A broken embedded target file, or an engine error from `source`.
+pub fn reproduce_op(source: &mut dyn TraceSource) -> Result<(Vec<Row>, OpFigures)> {
+    let mut runs = OpRuns::new(source)?;
     let cpu = CpuConfig::default();
     let cpu_gbps: HashMap<MessageClass, f64> = MessageClass::ALL.iter().map(|c| (*c, cpu.gbps(&runs.traces[c]))).collect();
     let mut figs = OpFigures::default();
@@ -240,7 +241,7 @@ pub fn reproduce_op() -> Result<(Vec<Row>, OpFigures)> {
     let amat8 = runs.run(Mixed, 8, 1, 1, false)?.amat_cycles;
     let lat_32 = runs.run(Mixed, 4, 3, 2, false)?.latency_ns / 1000.0;
     let lat_34 = runs.run(Mixed, 8, 3, 4, false)?.latency_ns / 1000.0;
-    let mixed_deser = MessageClass::Mixed.trace(Direction::Decode)?;
+    let mixed_deser = MessageClass::Mixed.trace(source, Direction::Decode)?;
     let cpu_dt_us = (cpu.message_ns(&runs.traces[&Mixed]) + cpu.message_ns(&mixed_deser)) / 1000.0;
     let xeon = CpuConfig { clock_ghz: 2.93, ..cpu.clone() };
     let xeon_mbps: Vec<f64> = MessageClass::ALL.iter().map(|c| xeon.gbps(&runs.traces[c]) * 1000.0 / 8.0).collect();
@@ -332,13 +333,13 @@ pub struct RpcFigures {
     pub latency_sweep: Vec<(f64, f64)>,
 }
 
-/// Runs every RPCAcc experiment.
+/// Runs every RPCAcc experiment on the HyperProtoBench-like suite traced by `source`.
 ///
 /// # Errors
-/// Only on a broken embedded target file.
-pub fn reproduce_rpcacc() -> Result<(Vec<Row>, RpcFigures)> {
+/// A broken embedded target file, or an engine error from `source`.
+pub fn reproduce_rpcacc(source: &mut dyn TraceSource) -> Result<(Vec<Row>, RpcFigures)> {
     let cfg = RpcAccConfig::default();
-    let ms = rpcacc::suite(&cfg);
+    let ms = rpcacc::suite(&cfg, source)?;
     let cyc = 1000.0 / cfg.clock_mhz;
     let at = |l: f64| move |_: optimus_trace::Region| rpcacc::LinkConfig { latency_ns: l, bw_gbytes_s: cfg.pcie.bw_gbytes_s };
     let ratio = |m: &rpcacc::RpcMessage, l: f64| rpcacc::serializer_ns(&cfg, &m.ser, &at(l), cyc) / rpcacc::serializer_ns(&cfg, &m.ser, &at(70.0), cyc);

@@ -5,10 +5,9 @@
 //! throughputs. This model counts instructions from a trace: a fixed cost per field, per
 //! varint byte, per copied byte and per sub-message (size pass, call, length prefix).
 
-use optimus_trace::{Event, Region};
+use optimus_trace::{class_of, ConvClass, Direction, Event, Region};
 use serde::{Deserialize, Serialize};
 
-use crate::workload::builder::ops;
 use crate::workload::MessageTrace;
 
 /// CPU core model.
@@ -43,19 +42,23 @@ impl CpuConfig {
     /// Instructions to transform one message.
     pub fn instructions(&self, t: &MessageTrace) -> f64 {
         let mut n = 0.0;
-        let mut last_op = 0u16;
+        let mut last = ConvClass::Other;
         for e in &t.events {
             match e {
                 Event::SchemaRead { .. } => n += self.per_field,
+                Event::Enter { .. } => n += self.per_submessage,
                 Event::Convert { op, bytes } => {
-                    last_op = *op;
-                    if *op == ops::SUBMESSAGE {
-                        n += self.per_submessage;
-                    } else if *op == ops::BYTES || *op == ops::STRING || *op == ops::FIXED32 || *op == ops::FIXED64 {
+                    last = class_of(*op);
+                    let varint = matches!(last, ConvClass::Varint | ConvClass::Zigzag);
+                    if matches!(last, ConvClass::Bytes | ConvClass::Fixed) {
                         n += self.per_copy_byte * f64::from(*bytes);
+                    } else if varint && t.direction == Direction::Decode {
+                        // Decode: the op consumed the varint's wire bytes.
+                        n += self.per_varint_byte * f64::from(*bytes);
                     }
                 }
-                Event::FieldWrite { region: Region::Buffer, bytes, .. } if last_op == ops::VARINT || last_op == ops::ZIGZAG || last_op == ops::BOOL => {
+                // Encode: the varint's output bytes, tag included.
+                Event::FieldWrite { region: Region::Buffer, bytes, .. } if matches!(last, ConvClass::Varint | ConvClass::Zigzag) => {
                     n += self.per_varint_byte * f64::from(*bytes);
                 }
                 _ => {}

@@ -25,22 +25,13 @@ pub enum SimError {
         /// What is missing or wrong.
         why: String,
     },
-    /// Protobuf wire bytes of a workload message are malformed.
-    #[error("{path} at byte {offset}: {why}")]
-    Wire {
-        /// Message/field path being decoded.
-        path: String,
-        /// Byte offset in the message.
-        offset: usize,
-        /// What was expected and found.
-        why: String,
-    },
-    /// A .proto workload description could not be parsed.
-    #[error("proto line {line}: {why}")]
-    Proto {
-        /// 1-based line number.
-        line: usize,
-        /// What was expected.
+    /// The engine behind a [`crate::workload::TraceSource`] rejected a workload's schema or
+    /// messages.
+    #[error("workload {name}: engine: {why}")]
+    Engine {
+        /// Workload name.
+        name: String,
+        /// What the engine reported.
         why: String,
     },
     /// The calibration targets file is malformed.

@@ -2,10 +2,17 @@
 //!
 //! [`op`] models Optimus Prime (ASPLOS'20): Dispatcher, n pipelines of Reader/Converter/Writer
 //! with j time-shared contexts, the Block Buffer and the mesh NoC. [`rpcacc`] models the
-//! PCIe-attached RPCAcc and its baselines. Both consume `optimus_trace` events only: from the
-//! engine's tracer (trace files) or from [`workload`]'s trace builder. [`calibrate`] runs the
-//! papers' experiments and compares with their published numbers.
+//! PCIe-attached RPCAcc and its baselines. Both consume `optimus_trace` events only, recorded
+//! by the engine (trace files, or a [`workload::TraceSource`] the caller provides) and seen
+//! through [`workload::view`]. [`calibrate`] runs the papers' experiments and compares with
+//! their published numbers. The crate does not depend on the engine: the CLI and the tests
+//! hand it the engine's traces.
 #![forbid(unsafe_code)]
+
+#[cfg(test)]
+extern crate self as optimus_sim;
+#[cfg(test)]
+pub(crate) mod test_engine;
 
 pub mod calibrate;
 pub mod cpu;

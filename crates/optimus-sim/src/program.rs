@@ -193,11 +193,12 @@ fn push_lines(p: &mut Program, addr: u64, bytes: u32, region: Region, dep: Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_engine::Engine;
     use crate::workload::MessageClass;
 
     #[test]
     fn nested_sub_schema_depends_on_parent_entry() {
-        let p = Program::from_trace(&MessageClass::Nested.trace(Direction::Encode).unwrap());
+        let p = Program::from_trace(&MessageClass::Nested.trace(&mut Engine, Direction::Encode).unwrap());
         assert_eq!(p.max_depth, 1);
         // Every depth-1 schema access hangs from a depth-0 schema access.
         for a in p.accesses.iter().filter(|a| a.depth == 1 && a.is_schema) {
@@ -206,15 +207,16 @@ mod tests {
         }
         // Top-level schema accesses have no dependence.
         assert!(p.accesses.iter().filter(|a| a.depth == 0 && a.is_schema).all(|a| a.dep.is_none()));
-        let out = p.bytes_written(Region::Buffer);
-        assert_eq!(out, 232);
+        assert_eq!(p.bytes_written(Region::Buffer), 232);
     }
 
     #[test]
     fn flat_has_one_item_per_field() {
-        let (_, inst) = MessageClass::Flat.instance().unwrap();
-        let p = Program::from_trace(&MessageClass::Flat.trace(Direction::Encode).unwrap());
-        assert_eq!(p.items.len(), inst.fields.len());
+        let t = MessageClass::Flat.trace(&mut Engine, Direction::Encode).unwrap();
+        let fields = t.events.iter().filter(|e| matches!(e, Event::SchemaRead { .. })).count();
+        let p = Program::from_trace(&t);
+        assert_eq!(p.items.len(), fields);
+        assert_eq!(p.bytes_written(Region::Buffer), 485);
         assert!(p.accesses.iter().filter(|a| !a.is_schema).all(|a| a.dep.is_some()));
     }
 }

@@ -23,7 +23,7 @@ use optimus_trace::{Direction, Region};
 use crate::cpu::CpuConfig;
 use crate::error::{config_err, Result};
 use crate::program::Program;
-use crate::workload::{builder::TraceBuilder, hpb, Instance, MessageTrace, ProtoFile, ACCEL_BASE, ARENA_BASE};
+use crate::workload::{hpb, trace_messages, MessageTrace, TraceSource};
 
 /// An interconnect or memory: latency and bandwidth.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -148,12 +148,9 @@ pub struct RpcMessage {
     pub avg_field_bytes: f64,
 }
 
-/// Builds the programs of one instance.
-pub fn prepare(bench: &str, index: usize, proto: &ProtoFile, inst: &Instance, placement: &dyn Fn(usize, usize) -> bool) -> RpcMessage {
-    let b = TraceBuilder::new(proto).with_placement(placement);
-    let wire = inst.wire_bytes();
-    let ser_trace = MessageTrace { events: b.encode(inst, ARENA_BASE, ACCEL_BASE), wire_bytes: wire, direction: Direction::Encode };
-    let deser_trace = MessageTrace { events: b.decode(inst, ARENA_BASE, ACCEL_BASE), wire_bytes: wire, direction: Direction::Decode };
+/// Builds the programs of one message from its engine traces (every field in host memory:
+/// the generated messages carry no placement bits).
+pub fn prepare(bench: &str, index: usize, ser_trace: MessageTrace, deser_trace: MessageTrace, avg_field_bytes: f64) -> RpcMessage {
     RpcMessage {
         bench: bench.to_string(),
         index,
@@ -161,17 +158,25 @@ pub fn prepare(bench: &str, index: usize, proto: &ProtoFile, inst: &Instance, pl
         deser: Program::from_trace(&deser_trace),
         ser_trace,
         deser_trace,
-        avg_field_bytes: hpb::avg_field_bytes(inst),
+        avg_field_bytes,
     }
 }
 
-/// The HyperProtoBench-like suite, every field in host memory.
-pub fn suite(cfg: &RpcAccConfig) -> Vec<RpcMessage> {
-    let host = |_: usize, _: usize| false;
-    hpb::suite(cfg.seed)
-        .iter()
-        .flat_map(|b| b.messages.iter().enumerate().map(|(i, m)| prepare(&b.name, i, &b.proto, m, &host)).collect::<Vec<_>>())
-        .collect()
+/// The HyperProtoBench-like suite, serialized and deserialized by the engine behind `source`.
+///
+/// # Errors
+/// As [`trace_messages`].
+pub fn suite(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Vec<RpcMessage>> {
+    let mut out = Vec::new();
+    for b in hpb::suite(cfg.seed) {
+        let msgs: Vec<(&str, &[u8])> = b.messages.iter().map(|(t, m)| (t.as_str(), m.as_slice())).collect();
+        let ser = trace_messages(source, &b.name, &b.proto, &msgs, Direction::Encode)?;
+        let deser = trace_messages(source, &b.name, &b.proto, &msgs, Direction::Decode)?;
+        for (i, (s, d)) in ser.into_iter().zip(deser).enumerate() {
+            out.push(prepare(&b.name, i, s, d, b.avg_field_bytes[i]));
+        }
+    }
+    Ok(out)
 }
 
 /// A field-granular memory request of the serializer engine.
@@ -378,11 +383,12 @@ pub fn mean(xs: impl IntoIterator<Item = f64>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_engine::Engine;
 
     #[test]
     fn pcie_latency_slows_nested_serialization() {
         let cfg = RpcAccConfig::default();
-        let msgs = suite(&cfg);
+        let msgs = suite(&cfg, &mut Engine).unwrap();
         let m = msgs.iter().find(|m| m.ser.max_depth >= 3).expect("a nested message");
         let fast = serializer_ns(&cfg, &m.ser, &|_| LinkConfig { latency_ns: 70.0, bw_gbytes_s: 12.8 }, 4.0);
         let slow = serializer_ns(&cfg, &m.ser, &|_| LinkConfig { latency_ns: 1250.0, bw_gbytes_s: 12.8 }, 4.0);
@@ -392,7 +398,7 @@ mod tests {
     #[test]
     fn oneshot_beats_field_by_field() {
         let cfg = RpcAccConfig::default();
-        for m in suite(&cfg).iter().take(10) {
+        for m in suite(&cfg, &mut Engine).unwrap().iter().take(10) {
             let d = deser_times(&cfg, m, 625.0, 12.8, 250.0);
             assert!(d.oneshot_host_rate >= d.fbf_host_rate);
             assert!(d.fbf_local_rate >= d.fbf_host_rate);

@@ -3,6 +3,10 @@
 
 use optimus_sim::calibrate::{reproduce_op, reproduce_rpcacc, Row, Status};
 
+#[path = "../src/test_engine.rs"]
+mod test_engine;
+use test_engine::Engine;
+
 /// Optimus Prime targets the model meets (exact within 15 %, approx within 25 %).
 const MET_OP: &[&str] = &[
     "op.abstract.speedup_vs_software.x",
@@ -42,6 +46,7 @@ const MET_RPCACC: &[&str] = &[
     "rpcacc.fig5.oneshot_deser_speedup.avg.x",
     "rpcacc.sec4c.preser_cpu_cycles_vs_cpu_ser.pct",
     "rpcacc.fig7.memaff_vs_protoacc_pcie.x",
+    "rpcacc.fig9.dagger_rpcacc_ser_reduction.x",
 ];
 
 const DOC: &str = include_str!("../../../docs/simulator.md");
@@ -64,13 +69,13 @@ fn check(rows: &[Row], met: &[&str]) {
 
 #[test]
 fn optimus_prime_targets() {
-    let (rows, figs) = reproduce_op().unwrap();
+    let (rows, figs) = reproduce_op(&mut Engine).unwrap();
     check(&rows, MET_OP);
     assert_eq!(figs.fig8.len(), 3);
 }
 
 #[test]
 fn rpcacc_targets() {
-    let (rows, _) = reproduce_rpcacc().unwrap();
+    let (rows, _) = reproduce_rpcacc(&mut Engine).unwrap();
     check(&rows, MET_RPCACC);
 }

@@ -2,11 +2,19 @@
 
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::{self, LinkConfig, RpcAccConfig};
-use optimus_sim::workload::MessageClass;
+use optimus_sim::workload::{MessageClass, MessageTrace};
 use optimus_trace::Direction;
 
+#[path = "../src/test_engine.rs"]
+mod test_engine;
+use test_engine::Engine;
+
+fn trace(c: MessageClass) -> MessageTrace {
+    c.trace(&mut Engine, Direction::Encode).unwrap()
+}
+
 fn gbps(cfg: OpConfig, c: MessageClass) -> f64 {
-    op::run(&cfg, &[c.trace(Direction::Encode).unwrap()]).unwrap().throughput_gbps
+    op::run(&cfg, &[trace(c)]).unwrap().throughput_gbps
 }
 
 #[test]
@@ -15,7 +23,7 @@ fn throughput_rises_with_pipelines_until_the_link_saturates() {
     assert!(t[1] > 1.8 * t[0] && t[2] > 1.5 * t[1], "{t:?}");
     // Plateau near 50 Gbps: doubling pipelines past saturation adds little.
     assert!(t[4] < 1.1 * t[3] && t[4] > 40.0 && t[4] < 60.0, "{t:?}");
-    let port = op::run(&OpConfig::paper_4x4(16, 1), &[MessageClass::Nested.trace(Direction::Encode).unwrap()]).unwrap().port_gbps;
+    let port = op::run(&OpConfig::paper_4x4(16, 1), &[trace(MessageClass::Nested)]).unwrap().port_gbps;
     assert!(port > 480.0 && port <= 520.0, "{port}");
 }
 
@@ -39,7 +47,7 @@ fn prefetching_and_pipelining_help() {
 #[test]
 fn pcie_latency_hurts_serialization_monotonically() {
     let cfg = RpcAccConfig::default();
-    let ms = rpcacc::suite(&cfg);
+    let ms = rpcacc::suite(&cfg, &mut Engine).unwrap();
     let at = |l: f64| rpcacc::geomean(ms.iter().map(|m| rpcacc::serializer_ns(&cfg, &m.ser, &|_| LinkConfig { latency_ns: l, bw_gbytes_s: 12.8 }, 4.0)));
     let ts: Vec<f64> = [70.0, 500.0, 1250.0, 2000.0].iter().map(|&l| at(l)).collect();
     assert!(ts.windows(2).all(|w| w[1] > w[0]), "{ts:?}");
@@ -51,7 +59,7 @@ fn pcie_latency_hurts_serialization_monotonically() {
 
 #[test]
 fn same_seed_same_trace_same_stats() {
-    let t = MessageClass::Mixed.trace(Direction::Encode).unwrap();
+    let t = trace(MessageClass::Mixed);
     let a = op::run(&OpConfig::paper_4x4(3, 2), std::slice::from_ref(&t)).unwrap();
     let b = op::run(&OpConfig::paper_4x4(3, 2), std::slice::from_ref(&t)).unwrap();
     assert_eq!(a, b);
@@ -69,7 +77,7 @@ fn same_seed_same_trace_same_stats() {
 fn a_reader_with_a_known_trace_takes_a_known_time() {
     // OP_Base on Flat: no overlap, so every field waits for its misses; the model's time per
     // message must equal what its own counters say (chunks + stalls + completion overheads).
-    let r = op::run(&OpConfig::op_base(), &[MessageClass::Flat.trace(Direction::Encode).unwrap()]).unwrap();
+    let r = op::run(&OpConfig::op_base(), &[trace(MessageClass::Flat)]).unwrap();
     assert!(r.field_read_latency_cycles > 15.0 && r.field_read_latency_cycles < 30.0, "{}", r.field_read_latency_cycles);
     assert!(r.reader_stall_fraction > 0.8);
     assert!(OpConfig { pipelines: 0, ..OpConfig::default() }.validate().is_err());

@@ -14,8 +14,10 @@
 
 mod event;
 mod file;
+pub mod kind;
 mod tracer;
 
 pub use event::{check_structure, Direction, Event, Format, Region};
+pub use kind::{class_of, ConvClass};
 pub use file::{decode, encode, TraceError, TraceReader, TraceWriter, MAGIC, VERSION};
 pub use tracer::{NoTrace, Recorder, Tracer};

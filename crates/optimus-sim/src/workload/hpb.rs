@@ -1,16 +1,18 @@
-//! A HyperProtoBench-like message population for the RPCAcc experiments.
+//! A HyperProtoBench-like message population for the RPCAcc experiments, as `.proto` source
+//! and serialized messages for the engine to trace.
 //!
 //! RPCAcc evaluates on Google's HyperProtoBench: six benches of ten messages each, messages
 //! "with different average field sizes", nesting "up to a dozen levels", and in Bench2 two
 //! large flat messages (M4 1.6 MB, M10 0.6 MB). The benchmark's .proto files are not
-//! available here, so this module generates a population with those stated properties from a
-//! seeded `ChaCha8Rng`: same seed, same messages. Field mixes per bench are documented in
-//! `BENCH_SHAPES` and in docs/simulator.md.
+//! available here, so this module generates, from a seeded `ChaCha8Rng`, a `.proto` per bench
+//! and ten messages of its types with those stated properties (same seed, same bytes). Field
+//! mixes per bench are in `BENCH_SHAPES` and docs/simulator.md. The messages are plain
+//! protobuf wire bytes; the engine decodes and re-encodes them to produce the traces.
+
+use std::fmt::Write as _;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
-
-use super::proto::{FieldDef, FieldValue, Instance, MessageDef, ProtoFile, Ty, Value};
 
 /// Messages per bench (RPCAcc §IV-B: "six workloads, each containing 10 messages").
 pub const MESSAGES_PER_BENCH: usize = 10;
@@ -44,20 +46,91 @@ const BENCH_SHAPES: [Shape; 6] = [
 /// Sizes of Bench2's large flat messages M4 and M10 (RPCAcc §II-C).
 pub const BENCH2_LARGE: [(usize, u32); 2] = [(3, 1_600_000), (9, 600_000)];
 
-/// One bench: its types and its ten messages.
-#[derive(Clone, Debug)]
+/// Package of every generated `.proto`.
+pub const PACKAGE: &str = "hpb";
+
+/// One bench: its `.proto` and its ten messages.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Bench {
     /// `bench0` … `bench5`.
     pub name: String,
-    /// Generated message types.
-    pub proto: ProtoFile,
-    /// The ten message instances.
-    pub messages: Vec<Instance>,
+    /// proto3 source declaring every type of the bench.
+    pub proto: String,
+    /// The ten messages: fully qualified type name and wire bytes.
+    pub messages: Vec<(String, Vec<u8>)>,
+    /// Mean payload bytes per (non-message) field of each message, at all levels (Fig. 5's
+    /// x axis).
+    pub avg_field_bytes: Vec<f64>,
+}
+
+/// A generated field value.
+enum Val {
+    Fixed64(u64),
+    Fixed32(u32),
+    Varint(u64),
+    Bytes(u32),
+    Message(Vec<(u32, Val)>),
 }
 
 struct Gen {
     rng: ChaCha8Rng,
-    proto: ProtoFile,
+    proto: String,
+    types: usize,
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Serializes fields (already in number order) as protobuf wire bytes.
+fn wire(fields: &[(u32, Val)], out: &mut Vec<u8>) {
+    for (number, v) in fields {
+        let key = u64::from(*number) << 3;
+        match v {
+            Val::Varint(x) => {
+                put_varint(out, key);
+                put_varint(out, *x);
+            }
+            Val::Fixed64(x) => {
+                put_varint(out, key | 1);
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+            Val::Fixed32(x) => {
+                put_varint(out, key | 5);
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+            Val::Bytes(len) => {
+                put_varint(out, key | 2);
+                put_varint(out, u64::from(*len));
+                out.extend((0..*len).map(|i| b'a' + (i % 26) as u8));
+            }
+            Val::Message(sub) => {
+                let mut body = Vec::new();
+                wire(sub, &mut body);
+                put_varint(out, key | 2);
+                put_varint(out, body.len() as u64);
+                out.extend_from_slice(&body);
+            }
+        }
+    }
+}
+
+/// `(fields, payload bytes)` over every non-message field at all levels.
+fn payload(fields: &[(u32, Val)]) -> (u64, u64) {
+    fields.iter().fold((0, 0), |(n, b), (_, v)| match v {
+        Val::Fixed64(_) => (n + 1, b + 8),
+        Val::Fixed32(_) => (n + 1, b + 4),
+        Val::Varint(x) => (n + 1, b + u64::from((64 - x.max(&1).leading_zeros()).div_ceil(7))),
+        Val::Bytes(len) => (n + 1, b + u64::from(*len)),
+        Val::Message(sub) => {
+            let (sn, sb) = payload(sub);
+            (n + sn, b + sb)
+        }
+    })
 }
 
 impl Gen {
@@ -69,63 +142,63 @@ impl Gen {
         lo + self.below(hi - lo + 1)
     }
 
-    fn varint_len(v: u64) -> u32 {
-        (64 - v.max(1).leading_zeros()).div_ceil(7).max(1)
+    /// Declares a new message type with `decls` (`type name = number`).
+    fn declare(&mut self, decls: &[(String, u32)]) -> String {
+        let name = format!("M{}", self.types);
+        self.types += 1;
+        let _ = writeln!(self.proto, "message {name} {{");
+        for (ty, number) in decls {
+            let _ = writeln!(self.proto, "  {ty} f{number} = {number};");
+        }
+        let _ = writeln!(self.proto, "}}");
+        name
     }
 
-    fn message(&mut self, s: &Shape, depth: u32) -> Instance {
+    /// A random message of shape `s` at `depth`: its type name and fields.
+    fn message(&mut self, s: &Shape, depth: u32) -> (String, Vec<(u32, Val)>) {
         let n = self.range(s.fields.0, s.fields.1);
-        let ty = self.proto.messages.len();
-        self.proto.messages.push(MessageDef { name: format!("M{ty}"), fields: Vec::new() });
+        let mut decls = Vec::new();
         let mut fields = Vec::new();
-        for k in 0..n {
+        for number in 1..=n {
             let roll = self.below(100);
-            let number = k + 1;
-            let tag_bytes = Self::varint_len(u64::from(number) << 3);
-            let (t, value) = if roll < s.pct_sub && depth + 1 < s.max_depth {
-                let sub = self.message(s, depth + 1);
-                let len = sub.wire_bytes();
-                (Ty::Message(sub.ty), Value::Message { inst: Box::new(sub), len_bytes: Self::varint_len(len) })
+            let (ty, v) = if roll < s.pct_sub && depth + 1 < s.max_depth {
+                let (sub_ty, sub) = self.message(s, depth + 1);
+                (sub_ty, Val::Message(sub))
             } else if roll < s.pct_sub + s.pct_bytes {
                 let len = 1u32 << self.range(s.log_len.0, s.log_len.1);
-                let len = len + self.below(len);
-                (Ty::Bytes, Value::Bytes { len, len_bytes: Self::varint_len(len.into()) })
+                ("bytes".to_string(), Val::Bytes(len + self.below(len)))
             } else {
-                let (t, wire) = match self.below(4) {
-                    0 => (Ty::Fixed64, 8),
-                    1 => (Ty::Fixed32, 4),
+                match self.below(4) {
+                    // Non-zero values: proto3 does not serialize zeros.
+                    0 => ("fixed64".to_string(), Val::Fixed64(self.rng.next_u64() | 1)),
+                    1 => ("fixed32".to_string(), Val::Fixed32(self.rng.next_u32() | 1)),
                     _ => {
-                        let v = self.rng.next_u64() >> self.below(64);
-                        (Ty::Varint64, Self::varint_len(v))
+                        let shift = self.below(64);
+                        ("uint64".to_string(), Val::Varint((self.rng.next_u64() >> shift).max(1)))
                     }
-                };
-                (t, Value::Scalar { raw: 0, wire_bytes: wire })
+                }
             };
-            self.proto.messages[ty].fields.push(FieldDef { name: format!("f{number}"), number, ty: t, repeated: false });
-            fields.push(FieldValue { field: k as usize, tag_bytes, value });
+            decls.push((ty, number));
+            fields.push((number, v));
         }
-        Instance { ty, fields }
+        (self.declare(&decls), fields)
     }
 
-    fn large_flat(&mut self, total: u32) -> Instance {
+    fn large_flat(&mut self, total: u32) -> (String, Vec<(u32, Val)>) {
         // A few large bytes fields plus a handful of scalars.
-        let ty = self.proto.messages.len();
-        let mut def = MessageDef { name: format!("M{ty}"), fields: Vec::new() };
-        let mut fields = Vec::new();
         let parts = 4u32;
-        for k in 0..parts + 4 {
-            let number = k + 1;
-            let (t, value) = if k < parts {
-                let len = total / parts;
-                (Ty::Bytes, Value::Bytes { len, len_bytes: Self::varint_len(len.into()) })
+        let mut decls = Vec::new();
+        let mut fields = Vec::new();
+        for number in 1..=parts + 4 {
+            if number <= parts {
+                decls.push(("bytes".to_string(), number));
+                fields.push((number, Val::Bytes(total / parts)));
             } else {
-                (Ty::Varint64, Value::Scalar { raw: 0, wire_bytes: 2 })
-            };
-            def.fields.push(FieldDef { name: format!("f{number}"), number, ty: t, repeated: false });
-            fields.push(FieldValue { field: k as usize, tag_bytes: 1, value });
+                decls.push(("uint64".to_string(), number));
+                fields.push((number, Val::Varint(300)));
+            }
         }
-        self.proto.messages.push(def);
-        Instance { ty, fields }
+        (self.declare(&decls), fields)
     }
 }
 
@@ -135,38 +208,27 @@ pub fn suite(seed: u64) -> Vec<Bench> {
         .iter()
         .enumerate()
         .map(|(b, s)| {
-            let mut g = Gen { rng: ChaCha8Rng::seed_from_u64(seed ^ (b as u64).wrapping_mul(0x9e37_79b9)), proto: ProtoFile { messages: Vec::new() } };
-            let messages = (0..MESSAGES_PER_BENCH)
-                .map(|m| match BENCH2_LARGE.iter().find(|(i, _)| b == 1 && *i == m) {
+            let mut g = Gen {
+                rng: ChaCha8Rng::seed_from_u64(seed ^ (b as u64).wrapping_mul(0x9e37_79b9)),
+                proto: format!("syntax = \"proto3\";\npackage {PACKAGE};\n"),
+                types: 0,
+            };
+            let mut messages = Vec::new();
+            let mut avg = Vec::new();
+            for m in 0..MESSAGES_PER_BENCH {
+                let (ty, fields) = match BENCH2_LARGE.iter().find(|(i, _)| b == 1 && *i == m) {
                     Some((_, size)) => g.large_flat(*size),
                     None => g.message(s, 0),
-                })
-                .collect();
-            Bench { name: format!("bench{b}"), proto: g.proto, messages }
+                };
+                let mut bytes = Vec::new();
+                wire(&fields, &mut bytes);
+                let (n, pb) = payload(&fields);
+                avg.push(pb as f64 / n.max(1) as f64);
+                messages.push((format!("{PACKAGE}.{ty}"), bytes));
+            }
+            Bench { name: format!("bench{b}"), proto: g.proto, messages, avg_field_bytes: avg }
         })
         .collect()
-}
-
-/// Mean payload bytes per field of a message (Fig. 5's x axis), over all levels.
-pub fn avg_field_bytes(inst: &Instance) -> f64 {
-    fn walk(i: &Instance, n: &mut u64, bytes: &mut u64) {
-        for f in &i.fields {
-            match &f.value {
-                Value::Scalar { wire_bytes, .. } => {
-                    *n += 1;
-                    *bytes += u64::from(*wire_bytes);
-                }
-                Value::Bytes { len, .. } => {
-                    *n += 1;
-                    *bytes += u64::from(*len);
-                }
-                Value::Message { inst, .. } => walk(inst, n, bytes),
-            }
-        }
-    }
-    let (mut n, mut bytes) = (0, 0);
-    walk(inst, &mut n, &mut bytes);
-    bytes as f64 / n.max(1) as f64
 }
 
 #[cfg(test)]
@@ -176,14 +238,18 @@ mod tests {
     #[test]
     fn suite_is_deterministic_and_shaped() {
         let a = suite(7);
-        let b = suite(7);
+        assert_eq!(a, suite(7));
         assert_eq!(a.len(), 6);
-        for (x, y) in a.iter().zip(&b) {
-            assert_eq!(x.messages, y.messages);
-            assert_eq!(x.messages.len(), MESSAGES_PER_BENCH);
+        for b in &a {
+            assert_eq!(b.messages.len(), MESSAGES_PER_BENCH);
+            assert!(b.proto.starts_with("syntax = \"proto3\";"));
+            for (ty, _) in &b.messages {
+                let short = ty.strip_prefix("hpb.").unwrap();
+                assert!(b.proto.contains(&format!("message {short} {{")), "{ty}");
+            }
         }
-        let m4 = &a[1].messages[3];
-        assert!(m4.wire_bytes() > 1_500_000 && m4.depth() == 1);
-        assert!(a.iter().flat_map(|b| &b.messages).any(|m| m.depth() >= 4));
+        let m4 = &a[1].messages[3].1;
+        assert!(m4.len() > 1_500_000 && m4.len() < 1_700_000);
+        assert_ne!(suite(8)[0].messages, a[0].messages);
     }
 }

@@ -1,19 +1,19 @@
-//! Workloads: traces of the papers' message classes and trace files from the engine.
+//! Workloads: the papers' messages, traced by the engine, and seen as an accelerator sees them.
 //!
-//! The Optimus Prime classes (Table 2: Flat, Mixed, Nested) are the repository's
-//! `testdata/peers.proto` messages with the exact bytes of `testdata/{flat,mixed,nested}.bin`;
-//! [`builder`] turns them into encode or decode traces. [`hpb`] generates the
-//! HyperProtoBench-like message population the RPCAcc experiments use.
+//! The model never walks messages itself. A [`TraceSource`] (the `optimus` CLI, or a test,
+//! wrapping the engine's `encode_traced`/`decode_traced`) turns a `.proto` source and
+//! serialized messages into engine trace events; [`view::accelerator_view`] turns those into
+//! [`MessageTrace`]s the models replay. The Optimus Prime classes (Table 2: Flat, Mixed,
+//! Nested) are `testdata/peers.proto` with the exact bytes of `testdata/*.bin`; [`hpb`]
+//! generates the HyperProtoBench-like `.proto` and messages of the RPCAcc experiments.
 
-pub mod builder;
 pub mod hpb;
-pub mod proto;
+pub mod view;
 
 use optimus_trace::{Direction, Event, Region};
 
 use crate::error::{Result, SimError};
-pub use builder::TraceBuilder;
-pub use proto::{Instance, ProtoFile};
+pub use view::{accelerator_view, MemoryView, SchemaView, ViewConfig};
 
 /// The three Optimus Prime message classes' schema (Table 2).
 pub const PEERS_PROTO: &str = include_str!("../../../../testdata/peers.proto");
@@ -30,6 +30,20 @@ pub const ARENA_BASE: u64 = 0x10_0000_0000;
 pub const ARENA_STRIDE: u64 = 0x1_0000_0000;
 /// Base of accelerator-resident memory (RPCAcc placement).
 pub const ACCEL_BASE: u64 = 0x8000_0000_0000;
+
+/// The engine, seen from the model: something that transforms serialized messages and
+/// reports the events. The CLI and the tests implement it over `optimus-core`; the model
+/// depends only on the trace vocabulary.
+pub trait TraceSource {
+    /// Compiles `proto` (proto3 source text), then for each `(full type name, wire bytes)` in
+    /// order either decodes the bytes (`Direction::Decode`) or decodes them untraced and
+    /// re-encodes the message (`Direction::Encode`), reporting one traced transformation per
+    /// message.
+    ///
+    /// # Errors
+    /// A description of what the engine rejected (schema or message).
+    fn trace(&mut self, proto: &str, messages: &[(&str, &[u8])], direction: Direction) -> std::result::Result<Vec<Event>, String>;
+}
 
 /// One message's trace, with the numbers the models and reports need.
 #[derive(Clone, Debug, PartialEq)]
@@ -56,31 +70,35 @@ impl MessageTrace {
             .sum();
         read as f64 / self.wire_bytes.max(1) as f64
     }
+
+    /// Deepest nesting (0 = no sub-message).
+    pub fn max_depth(&self) -> u32 {
+        let (mut d, mut max) = (0u32, 0u32);
+        for e in &self.events {
+            match e {
+                Event::Enter { .. } => {
+                    d += 1;
+                    max = max.max(d);
+                }
+                Event::Leave => d = d.saturating_sub(1),
+                _ => {}
+            }
+        }
+        max
+    }
 }
 
-/// Splits a decoded event stream into messages.
+/// Asks `source` for the traces of `messages` and returns them as the accelerator sees them
+/// (default [`ViewConfig`]).
 ///
 /// # Errors
-/// [`SimError::Workload`] if the stream holds no message.
-pub fn split_messages(name: &str, events: &[Event]) -> Result<Vec<MessageTrace>> {
-    optimus_trace::check_structure(events)?;
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut direction = Direction::Encode;
-    for (i, e) in events.iter().enumerate() {
-        match e {
-            Event::MessageBegin { direction: d, .. } => {
-                start = i;
-                direction = *d;
-            }
-            Event::MessageEnd { wire_bytes } => {
-                out.push(MessageTrace { events: events[start..=i].to_vec(), wire_bytes: *wire_bytes, direction })
-            }
-            _ => {}
-        }
-    }
-    if out.is_empty() {
-        return Err(SimError::Workload { name: name.to_string(), why: "the trace holds no message".into() });
+/// [`SimError::Engine`] when the engine rejects the input; [`SimError::Workload`] when its
+/// trace is ill-formed or holds a different number of messages.
+pub fn trace_messages(source: &mut dyn TraceSource, name: &str, proto: &str, messages: &[(&str, &[u8])], direction: Direction) -> Result<Vec<MessageTrace>> {
+    let events = source.trace(proto, messages, direction).map_err(|why| SimError::Engine { name: name.to_string(), why })?;
+    let out = accelerator_view(name, &events, &ViewConfig::default())?;
+    if out.len() != messages.len() {
+        return Err(SimError::Workload { name: name.to_string(), why: format!("{} messages traced, {} expected", out.len(), messages.len()) });
     }
     Ok(out)
 }
@@ -114,15 +132,17 @@ impl MessageClass {
         Self::ALL.into_iter().find(|c| c.name() == s)
     }
 
-    fn type_name(self) -> &'static str {
+    /// Fully qualified type name in [`PEERS_PROTO`].
+    pub fn type_name(self) -> &'static str {
         match self {
-            MessageClass::Flat => "Flat",
-            MessageClass::Mixed => "Mixed",
-            MessageClass::Nested => "Nested",
+            MessageClass::Flat => "bench.Flat",
+            MessageClass::Mixed => "bench.Mixed",
+            MessageClass::Nested => "bench.Nested",
         }
     }
 
-    fn bytes(self) -> &'static [u8] {
+    /// The serialized message.
+    pub fn bytes(self) -> &'static [u8] {
         match self {
             MessageClass::Flat => FLAT_BIN,
             MessageClass::Mixed => MIXED_BIN,
@@ -130,41 +150,22 @@ impl MessageClass {
         }
     }
 
-    /// The decoded instance and its .proto.
+    /// The class's trace for `direction`, recorded by the engine behind `source`.
     ///
     /// # Errors
-    /// Only if the repository's test data is corrupt.
-    pub fn instance(self) -> Result<(ProtoFile, Instance)> {
-        let proto = ProtoFile::parse(PEERS_PROTO)?;
-        let ty = proto.find(self.type_name()).ok_or_else(|| SimError::Workload {
-            name: self.name().into(),
-            why: format!("peers.proto has no message {}", self.type_name()),
-        })?;
-        let inst = proto.decode(ty, self.bytes())?;
-        Ok((proto, inst))
-    }
-
-    /// The class's trace for `direction`, built at the first core's arena.
-    ///
-    /// # Errors
-    /// Only if the repository's test data is corrupt.
-    pub fn trace(self, direction: Direction) -> Result<MessageTrace> {
-        let (proto, inst) = self.instance()?;
-        let b = TraceBuilder::new(&proto);
-        let events = match direction {
-            Direction::Encode => b.encode(&inst, ARENA_BASE, ACCEL_BASE),
-            Direction::Decode => b.decode(&inst, ARENA_BASE, ACCEL_BASE),
-        };
-        Ok(MessageTrace { events, wire_bytes: inst.wire_bytes(), direction })
+    /// As [`trace_messages`].
+    pub fn trace(self, source: &mut dyn TraceSource, direction: Direction) -> Result<MessageTrace> {
+        let mut v = trace_messages(source, self.name(), PEERS_PROTO, &[(self.type_name(), self.bytes())], direction)?;
+        Ok(v.remove(0))
     }
 }
 
-/// Named workloads accepted by `--workload`: `flat`, `mixed`, `nested` (serialization) and
-/// `flat-deser`, `mixed-deser`, `nested-deser`.
+/// Named workloads accepted by `--workload`: `flat`, `mixed`, `nested` (serialization, also
+/// with `-ser`) and `flat-deser`, `mixed-deser`, `nested-deser`.
 ///
 /// # Errors
-/// [`SimError::Workload`] for an unknown name.
-pub fn named(name: &str) -> Result<MessageTrace> {
+/// [`SimError::Workload`] for an unknown name; as [`trace_messages`].
+pub fn named(source: &mut dyn TraceSource, name: &str) -> Result<MessageTrace> {
     let (class, dir) = match name.strip_suffix("-deser") {
         Some(c) => (c, Direction::Decode),
         None => (name.strip_suffix("-ser").unwrap_or(name), Direction::Encode),
@@ -173,47 +174,50 @@ pub fn named(name: &str) -> Result<MessageTrace> {
         name: name.to_string(),
         why: "unknown workload (flat, mixed, nested, with optional -ser/-deser)".into(),
     })?;
-    class.trace(dir)
+    class.trace(source, dir)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_engine::Engine;
 
     #[test]
     fn classes_match_table2_sizes_and_depths() {
-        for (c, size, depth) in [(MessageClass::Flat, 485, 1), (MessageClass::Mixed, 297, 2), (MessageClass::Nested, 232, 2)] {
-            let (_, inst) = c.instance().unwrap();
-            assert_eq!(inst.wire_bytes(), size, "{c:?}");
-            assert_eq!(inst.depth(), depth, "{c:?}");
-            let t = c.trace(Direction::Encode).unwrap();
-            optimus_trace::check_structure(&t.events).unwrap();
-            let written: u64 = t
-                .events
-                .iter()
-                .map(|e| match e {
-                    Event::FieldWrite { region: Region::Buffer, bytes, .. } => u64::from(*bytes),
-                    _ => 0,
-                })
-                .sum();
-            assert_eq!(written, size, "{c:?}: output bytes");
+        for (c, size, depth) in [(MessageClass::Flat, 485, 0), (MessageClass::Mixed, 297, 1), (MessageClass::Nested, 232, 1)] {
+            for dir in [Direction::Encode, Direction::Decode] {
+                let t = c.trace(&mut Engine, dir).unwrap();
+                optimus_trace::check_structure(&t.events).unwrap();
+                assert_eq!((t.wire_bytes, t.max_depth(), t.direction), (size, depth, dir), "{c:?}");
+                let buffer: u64 = t
+                    .events
+                    .iter()
+                    .map(|e| match e {
+                        Event::FieldWrite { region: Region::Buffer, bytes, .. } | Event::FieldRead { region: Region::Buffer, bytes, .. } => u64::from(*bytes),
+                        _ => 0,
+                    })
+                    .sum();
+                assert_eq!(buffer, size, "{c:?} {dir:?}: serialized bytes covered");
+            }
         }
     }
 
     #[test]
     fn rw_ratio_orders_like_table2() {
-        let r: Vec<f64> = MessageClass::ALL.iter().map(|c| c.trace(Direction::Encode).unwrap().rw_ratio()).collect();
+        let r: Vec<f64> = MessageClass::ALL.iter().map(|c| c.trace(&mut Engine, Direction::Encode).unwrap().rw_ratio()).collect();
         // Table 2: Flat 2.6 < Mixed 2.75 < Nested 4.25.
         assert!(r[0] < r[2] && r[1] < r[2], "{r:?}");
     }
 
     #[test]
-    fn trace_file_roundtrip_through_split() {
-        let t = named("mixed").unwrap();
-        let bytes = optimus_trace::encode(&t.events);
-        let back = split_messages("x", &optimus_trace::decode(&bytes).unwrap()).unwrap();
-        assert_eq!(back, vec![t]);
-        assert!(named("bogus").is_err());
-        assert!(split_messages("x", &[]).is_err());
+    fn traces_are_the_same_every_time() {
+        let a = named(&mut Engine, "mixed").unwrap();
+        let b = named(&mut Engine, "mixed-ser").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(named(&mut Engine, "nested-deser").unwrap().direction, Direction::Decode);
+        assert!(named(&mut Engine, "bogus").is_err());
+        let file = optimus_trace::encode(&a.events);
+        let back = accelerator_view("x", &optimus_trace::decode(&file).unwrap(), &ViewConfig::default()).unwrap();
+        assert_eq!(back, vec![a]);
     }
 }

@@ -1,0 +1,32 @@
+//! The engine as a trace source for the model's tests (the `optimus` CLI has its own): compiles
+//! the `.proto` with `optimus-schema` and records `optimus-core`'s traced codec.
+
+use optimus_core::binary::{self, DecodeOptions};
+use optimus_schema::SchemaSet;
+use optimus_sim::workload::TraceSource;
+use optimus_trace::{Direction, Event, Recorder};
+
+/// Traces with the real engine.
+pub struct Engine;
+
+impl TraceSource for Engine {
+    fn trace(&mut self, proto: &str, messages: &[(&str, &[u8])], direction: Direction) -> Result<Vec<Event>, String> {
+        let schema = SchemaSet::from_source(proto).map_err(|e| e.to_string())?;
+        let opts = DecodeOptions::default();
+        let mut rec = Recorder::new();
+        for (ty, bytes) in messages {
+            let id = schema.message_by_name(ty).ok_or_else(|| format!("no message type {ty}"))?;
+            match direction {
+                Direction::Decode => {
+                    binary::decode_traced(&schema, id, bytes, &opts, &mut rec).map_err(|e| e.to_string())?;
+                }
+                Direction::Encode => {
+                    let msg = binary::decode(&schema, id, bytes, &opts).map_err(|e| e.to_string())?;
+                    let mut out = Vec::with_capacity(bytes.len());
+                    binary::encode_traced(&schema, &msg, &mut out, &mut rec);
+                }
+            }
+        }
+        Ok(rec.events)
+    }
+}

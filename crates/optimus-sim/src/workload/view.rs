@@ -1,0 +1,450 @@
+//! How an accelerator sees an engine trace: instance schemata, arena layout, whole output runs.
+//!
+//! The engine reports what the software does: which fields are set, in which order, their
+//! kinds, sizes, converter ops and nesting. Three things differ on the accelerator's host,
+//! and this module rewrites them, message by message, before a model replays the trace:
+//!
+//! - **Schema entries.** The engine reads its compiled field descriptor (a static table
+//!   shared by all instances). Optimus Prime's setters instead fill a per-instance schema,
+//!   one `{type, address}` entry per set field (§3.2, Fig. 4), which the Reader walks. With
+//!   [`SchemaView::Instance`] every `SchemaRead` becomes entry *k* of its (sub-)message's
+//!   instance schema; instance schemata are laid out contiguously in a schema pool of the
+//!   core's arena, in creation (pre-)order. [`SchemaView::Engine`] keeps the engine's reads.
+//! - **Message memory.** The engine's addresses are its process's heap, which depends on
+//!   ASLR and on what was allocated and freed before (two traces of one message in one
+//!   process differ). With [`MemoryView::Arena`] each (sub-)message instance gets a record
+//!   (an 8-byte presence word, then one naturally aligned slot per set field: the value for
+//!   scalars, a pointer for strings, bytes, sub-messages and repeated fields), bump-allocated
+//!   in creation order in the core's arena at [`ARENA_BASE`] together with the out-of-line
+//!   payloads, as a protobuf arena lays out a message its setters build (§3.2, §5).
+//!   [`MemoryView::Engine`] keeps the engine's layout, mapping each 4 KB page in first-touch
+//!   order onto the arena (deterministic for a trace file, not across processes).
+//! - **Tags and length prefixes.** The engine reports the bytes of each value it writes
+//!   (encode) or reads (decode); the tag and length bytes before it are written or read in the
+//!   same run. Each serialized-buffer access is widened back to the end of the previous one,
+//!   so the accesses tile the whole message and sum to its wire size.
+
+use std::collections::HashMap;
+
+use optimus_trace::{class_of, ConvClass, Direction, Event, Region};
+
+use super::{MessageTrace, ACCEL_BASE, ARENA_BASE};
+use crate::error::{Result, SimError};
+
+/// Bytes of one Optimus Prime schema entry: 8-byte type word + 8-byte address (Fig. 4).
+pub const SCHEMA_ENTRY_BYTES: u32 = 16;
+/// Offset of the schema pool inside a core's arena, far above the message objects.
+pub const SCHEMA_POOL_OFFSET: u64 = 0x8000_0000;
+/// Granule of address canonicalization.
+const PAGE_BYTES: u64 = 4096;
+
+/// Which schema reads the accelerator performs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchemaView {
+    /// One entry of `entry_bytes` per set field, in a per-instance schema (OP Fig. 4).
+    Instance {
+        /// Bytes per entry.
+        entry_bytes: u32,
+    },
+    /// The engine's own descriptor reads (address canonicalized like message memory).
+    Engine,
+}
+
+/// Where message fields live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryView {
+    /// Records and payloads bump-allocated in creation order (protobuf arena).
+    Arena,
+    /// The engine's own addresses, page by page in first-touch order.
+    Engine,
+}
+
+/// Options of [`accelerator_view`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ViewConfig {
+    /// Schema reads. Default: instance schemata of [`SCHEMA_ENTRY_BYTES`].
+    pub schema: SchemaView,
+    /// Message memory. Default: [`MemoryView::Arena`].
+    pub memory: MemoryView,
+}
+
+impl Default for ViewConfig {
+    fn default() -> Self {
+        Self { schema: SchemaView::Instance { entry_bytes: SCHEMA_ENTRY_BYTES }, memory: MemoryView::Arena }
+    }
+}
+
+/// Allocation alignment of the arena.
+const ARENA_ALIGN: u64 = 8;
+
+/// A bump allocator.
+struct Bump(u64);
+
+impl Bump {
+    fn take(&mut self, bytes: u64) -> u64 {
+        let at = self.0;
+        self.0 = (at + bytes.max(1)).next_multiple_of(ARENA_ALIGN);
+        at
+    }
+}
+
+/// Maps pages of one address space, in first-touch order, onto consecutive canonical pages.
+struct PageMap {
+    base: u64,
+    pages: HashMap<u64, u64>,
+}
+
+impl PageMap {
+    fn new(base: u64) -> Self {
+        Self { base, pages: HashMap::new() }
+    }
+
+    fn page(&mut self, page: u64) -> u64 {
+        let next = self.pages.len() as u64;
+        *self.pages.entry(page).or_insert(next)
+    }
+
+    /// Canonical address of the extent `[addr, addr + bytes)`; its pages are mapped in order,
+    /// so an extent whose pages are all new stays contiguous.
+    fn map(&mut self, addr: u64, bytes: u32) -> u64 {
+        let first = addr / PAGE_BYTES;
+        let last = (addr + u64::from(bytes.max(1)) - 1) / PAGE_BYTES;
+        let p = self.page(first);
+        for page in first + 1..=last {
+            self.page(page);
+        }
+        self.base + p * PAGE_BYTES + addr % PAGE_BYTES
+    }
+}
+
+/// Splits an engine event stream into messages and rewrites each as the accelerator sees it
+/// (see the module doc). Arena, schema pool and page maps continue from one message of the
+/// stream to the next.
+///
+/// # Errors
+/// [`SimError::Trace`] for an ill-formed stream, [`SimError::Workload`] when it holds no
+/// message.
+pub fn accelerator_view(name: &str, events: &[Event], cfg: &ViewConfig) -> Result<Vec<MessageTrace>> {
+    optimus_trace::check_structure(events)?;
+    let mut st = State {
+        cfg: *cfg,
+        pages: PageMap::new(ARENA_BASE),
+        accel_pages: PageMap::new(ACCEL_BASE),
+        schema_pages: PageMap::new(ARENA_BASE + SCHEMA_POOL_OFFSET),
+        schema_pool: Bump(ARENA_BASE + SCHEMA_POOL_OFFSET),
+        arena: Bump(ARENA_BASE),
+        accel: Bump(ACCEL_BASE),
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, e) in events.iter().enumerate() {
+        match e {
+            Event::MessageBegin { .. } => start = i,
+            Event::MessageEnd { .. } => out.push(st.view_one(&events[start..=i])),
+            _ => {}
+        }
+    }
+    if out.is_empty() {
+        return Err(SimError::Workload { name: name.to_string(), why: "the trace holds no message".into() });
+    }
+    Ok(out)
+}
+
+struct State {
+    cfg: ViewConfig,
+    pages: PageMap,
+    accel_pages: PageMap,
+    schema_pages: PageMap,
+    schema_pool: Bump,
+    arena: Bump,
+    accel: Bump,
+}
+
+/// Pass-1 facts of one set field.
+#[derive(Clone, Copy)]
+struct FieldFacts {
+    class: ConvClass,
+    /// Message/accelerator-memory accesses of its data.
+    accesses: u32,
+    /// Bytes of those accesses.
+    bytes: u64,
+    /// Bytes of the first access.
+    first: u32,
+}
+
+impl FieldFacts {
+    /// Whether the data lives outside the record (the slot holds a pointer).
+    fn is_out_of_line(&self) -> bool {
+        matches!(self.class, ConvClass::Bytes | ConvClass::Message | ConvClass::Other) || self.accesses > 1
+    }
+
+    fn slot_bytes(&self) -> u64 {
+        if self.is_out_of_line() || self.accesses == 0 {
+            8
+        } else {
+            u64::from(self.first.clamp(1, 8)).next_power_of_two()
+        }
+    }
+}
+
+/// Pass-2 state of one instance.
+struct Laid {
+    schema: u64,
+    slots: Vec<u64>,
+    next_entry: usize,
+}
+
+impl State {
+    fn view_one(&mut self, events: &[Event]) -> MessageTrace {
+        let mut direction = Direction::Encode;
+        let mut wire_bytes = 0;
+        // Pass 1: per (sub-)message instance in pre-order, its set fields.
+        let mut insts: Vec<Vec<FieldFacts>> = Vec::new();
+        let mut stack: Vec<usize> = Vec::new();
+        for e in events {
+            match *e {
+                Event::MessageBegin { .. } | Event::Enter { .. } => {
+                    direction = d_of(e).unwrap_or(direction);
+                    insts.push(Vec::new());
+                    stack.push(insts.len() - 1);
+                }
+                Event::MessageEnd { wire_bytes: w } => wire_bytes = w,
+                Event::Leave => {
+                    stack.pop();
+                }
+                Event::SchemaRead { kind, .. } => {
+                    if let Some(&k) = stack.last() {
+                        insts[k].push(FieldFacts { class: class_of(kind), accesses: 0, bytes: 0, first: 0 });
+                    }
+                }
+                Event::FieldRead { region, bytes, .. } | Event::FieldWrite { region, bytes, .. } if region != Region::Buffer => {
+                    if let Some(f) = stack.last().and_then(|&k| insts[k].last_mut()) {
+                        if f.accesses == 0 {
+                            f.first = bytes;
+                        }
+                        f.accesses += 1;
+                        f.bytes += u64::from(bytes);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Instance schemata, contiguous per instance, in pre-order.
+        let entry_bytes = match self.cfg.schema {
+            SchemaView::Instance { entry_bytes } => u64::from(entry_bytes),
+            SchemaView::Engine => 0,
+        };
+        let mut laid: Vec<Laid> = insts
+            .iter()
+            .map(|f| Laid { schema: self.schema_pool.take(f.len() as u64 * entry_bytes), slots: Vec::new(), next_entry: 0 })
+            .collect();
+        // Pass 2: rewrite.
+        let mut stack: Vec<usize> = Vec::new();
+        let mut opened = 0usize;
+        // The field whose data is being accessed: (instance, index), and its payload cursor.
+        let mut field: Option<(usize, usize)> = None;
+        let mut payload: Option<(Region, u64)> = None;
+        let mut buffer_end = 0u64;
+        let mut last_buffer: Option<usize> = None;
+        let mut ev = Vec::with_capacity(events.len());
+        let mut after: Option<Event> = None;
+        for e in events {
+            // Decoding into the arena also links each out-of-line field into its record: the
+            // slot receives the pointer once the payload or sub-message is in place.
+            let link = |field: Option<(usize, usize)>, laid: &[Laid]| {
+                field.filter(|&(k, i)| insts[k][i].is_out_of_line()).map(|(k, i)| Event::FieldWrite { region: Region::Message, addr: laid[k].slots[i], bytes: 8 })
+            };
+            let arena_decode = self.cfg.memory == MemoryView::Arena && direction == Direction::Decode;
+            if arena_decode && matches!(e, Event::Enter { .. }) {
+                ev.extend(link(field, &laid));
+            }
+            let e = match *e {
+                Event::MessageBegin { .. } | Event::Enter { .. } => {
+                    let k = opened;
+                    opened += 1;
+                    stack.push(k);
+                    // The record: presence word, then naturally aligned slots.
+                    let mut off = 8u64;
+                    let mut slots = Vec::with_capacity(insts[k].len());
+                    for f in &insts[k] {
+                        let size = f.slot_bytes();
+                        off = off.next_multiple_of(size);
+                        slots.push(off);
+                        off += size;
+                    }
+                    let record = if self.cfg.memory == MemoryView::Arena { self.arena.take(off.next_multiple_of(8)) } else { 0 };
+                    laid[k].slots = slots.iter().map(|s| record + s).collect();
+                    field = None;
+                    *e
+                }
+                Event::Leave => {
+                    stack.pop();
+                    field = None;
+                    *e
+                }
+                Event::SchemaRead { kind, addr, size } => {
+                    let k = stack.last().copied().unwrap_or(0);
+                    let idx = laid[k].next_entry;
+                    laid[k].next_entry += 1;
+                    field = Some((k, idx));
+                    payload = None;
+                    match self.cfg.schema {
+                        SchemaView::Instance { entry_bytes } => {
+                            Event::SchemaRead { kind, addr: laid[k].schema + idx as u64 * u64::from(entry_bytes), size: entry_bytes }
+                        }
+                        SchemaView::Engine => Event::SchemaRead { kind, addr: self.schema_pages.map(addr, size), size },
+                    }
+                }
+                Event::FieldRead { region: Region::Buffer, addr, bytes } | Event::FieldWrite { region: Region::Buffer, addr, bytes } => {
+                    let (a, b) = widen(addr, bytes, &mut buffer_end);
+                    last_buffer = Some(ev.len());
+                    with_extent(*e, Region::Buffer, a, b)
+                }
+                Event::FieldRead { region, addr, bytes } | Event::FieldWrite { region, addr, bytes } => {
+                    let at = match self.cfg.memory {
+                        MemoryView::Engine if region == Region::Accel => self.accel_pages.map(addr, bytes),
+                        MemoryView::Engine => self.pages.map(addr, bytes),
+                        MemoryView::Arena => self.arena_addr(&insts, &laid, field, &mut payload, region, bytes),
+                    };
+                    let first_payload = payload.is_some_and(|(_, c)| c == at + u64::from(bytes)) && matches!(e, Event::FieldWrite { .. });
+                    if arena_decode && first_payload && field.is_some_and(|(k, i)| insts[k][i].class == ConvClass::Bytes) {
+                        after = link(field, &laid);
+                    }
+                    with_extent(*e, region, at, bytes)
+                }
+                Event::MessageEnd { wire_bytes } => {
+                    // Trailing bytes (e.g. the tag and length of a final empty sub-message).
+                    if let (Some(k), true) = (last_buffer, wire_bytes > buffer_end) {
+                        let extra = (wire_bytes - buffer_end) as u32;
+                        if let Event::FieldRead { bytes, .. } | Event::FieldWrite { bytes, .. } = &mut ev[k] {
+                            *bytes += extra;
+                        }
+                    }
+                    *e
+                }
+                Event::Convert { .. } => *e,
+            };
+            ev.push(e);
+            ev.extend(after.take());
+        }
+        MessageTrace { events: ev, wire_bytes, direction }
+    }
+
+    /// Arena address of a data access of `field`: its record slot, or the next bytes of its
+    /// out-of-line payload (allocated whole at the first access).
+    fn arena_addr(&mut self, insts: &[Vec<FieldFacts>], laid: &[Laid], field: Option<(usize, usize)>, payload: &mut Option<(Region, u64)>, region: Region, bytes: u32) -> u64 {
+        let Some((k, idx)) = field else {
+            // Data with no schema entry before it (unknown fields): a payload of its own.
+            return self.bump(region).take(u64::from(bytes));
+        };
+        let facts = insts[k][idx];
+        if !facts.is_out_of_line() && region == Region::Message {
+            return laid[k].slots[idx];
+        }
+        let cursor = match payload {
+            Some((r, c)) if *r == region => c,
+            _ => {
+                let total = if region == Region::Message { facts.bytes } else { u64::from(bytes) };
+                let at = self.bump(region).take(total);
+                &mut payload.insert((region, at)).1
+            }
+        };
+        let at = *cursor;
+        *cursor += u64::from(bytes);
+        at
+    }
+
+    fn bump(&mut self, region: Region) -> &mut Bump {
+        if region == Region::Accel {
+            &mut self.accel
+        } else {
+            &mut self.arena
+        }
+    }
+}
+
+fn d_of(e: &Event) -> Option<Direction> {
+    match e {
+        Event::MessageBegin { direction, .. } => Some(*direction),
+        _ => None,
+    }
+}
+
+/// `e` (a field read or write) with region, address and size replaced.
+fn with_extent(e: Event, region: Region, addr: u64, bytes: u32) -> Event {
+    match e {
+        Event::FieldWrite { .. } => Event::FieldWrite { region, addr, bytes },
+        _ => Event::FieldRead { region, addr, bytes },
+    }
+}
+
+/// Widens a serialized-buffer access `[addr, addr + bytes)` back to `*end` (the end of the
+/// previous one), so the tag and length bytes before a value are part of its access.
+fn widen(addr: u64, bytes: u32, end: &mut u64) -> (u64, u32) {
+    let start = if addr >= *end && addr - *end < u64::from(u32::MAX / 2) { *end } else { addr };
+    let b = (addr - start) as u32 + bytes;
+    *end = (*end).max(addr + u64::from(bytes));
+    (start, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use optimus_trace::Format;
+
+    fn begin(d: Direction) -> Event {
+        Event::MessageBegin { direction: d, format: Format::Protobuf, type_id: 0 }
+    }
+
+    #[test]
+    fn instance_schemata_are_contiguous_per_instance() {
+        let evs = vec![
+            begin(Direction::Encode),
+            Event::SchemaRead { kind: 5, addr: 0xdead_0000, size: 128 },
+            Event::FieldRead { region: Region::Message, addr: 0x7000_1010, bytes: 4 },
+            Event::FieldWrite { region: Region::Buffer, addr: 1, bytes: 1 },
+            Event::SchemaRead { kind: 11, addr: 0xdead_0080, size: 128 },
+            Event::Enter { type_id: 1 },
+            Event::SchemaRead { kind: 9, addr: 0xbeef_0000, size: 128 },
+            Event::FieldRead { region: Region::Message, addr: 0x9000_0ff0, bytes: 32 },
+            Event::FieldWrite { region: Region::Buffer, addr: 6, bytes: 33 },
+            Event::Leave,
+            Event::MessageEnd { wire_bytes: 40 },
+        ];
+        let t = accelerator_view("t", &evs, &ViewConfig::default()).unwrap().remove(0);
+        let schema: Vec<(u64, u32)> = t.events.iter().filter_map(|e| match e { Event::SchemaRead { addr, size, .. } => Some((*addr, *size)), _ => None }).collect();
+        let pool = ARENA_BASE + SCHEMA_POOL_OFFSET;
+        assert_eq!(schema, vec![(pool, 16), (pool + 16, 16), (pool + 32, 16)]);
+        let reads = |t: &MessageTrace| -> Vec<u64> { t.events.iter().filter_map(|e| match e { Event::FieldRead { addr, .. } => Some(*addr), _ => None }).collect() };
+        // Arena: parent record (presence word, int32 slot at 8, pointer at 16), then the
+        // sub-message's record (16 B), then the string's payload.
+        assert_eq!(reads(&t), vec![ARENA_BASE + 8, ARENA_BASE + 40]);
+        // Engine layout: first page touched maps to the arena's first page, the next to the
+        // second; the string crossing a page boundary stays contiguous.
+        let e = accelerator_view("t", &evs, &ViewConfig { memory: MemoryView::Engine, ..ViewConfig::default() }).unwrap().remove(0);
+        assert_eq!(reads(&e), vec![ARENA_BASE + 0x10, ARENA_BASE + 4096 + 0xff0]);
+        let written: Vec<(u64, u32)> = t.events.iter().filter_map(|e| match e { Event::FieldWrite { addr, bytes, .. } => Some((*addr, *bytes)), _ => None }).collect();
+        // Tags widened back; the trailing byte joins the last write.
+        assert_eq!(written, vec![(0, 2), (2, 38)]);
+        assert_eq!(written.iter().map(|w| u64::from(w.1)).sum::<u64>(), t.wire_bytes);
+    }
+
+    #[test]
+    fn addresses_do_not_depend_on_the_heap_base() {
+        let at = |base: u64| {
+            vec![
+                begin(Direction::Decode),
+                Event::SchemaRead { kind: 5, addr: base, size: 128 },
+                Event::FieldRead { region: Region::Buffer, addr: 1, bytes: 1 },
+                Event::FieldWrite { region: Region::Message, addr: base + 0x2_0040, bytes: 4 },
+                Event::MessageEnd { wire_bytes: 2 },
+            ]
+        };
+        for view in [ViewConfig::default(), ViewConfig { schema: SchemaView::Engine, memory: MemoryView::Engine }] {
+            let a = accelerator_view("a", &at(0x5555_0000_0000), &view).unwrap();
+            let b = accelerator_view("b", &at(0x7fff_1234_5000), &view).unwrap();
+            assert_eq!(a, b);
+        }
+        assert!(accelerator_view("x", &[], &ViewConfig::default()).is_err());
+    }
+}
