@@ -120,6 +120,10 @@ pub struct RpcBenchArgs {
     /// Calls in flight per client thread, also the publish batch B (1..=32) [default: 1].
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=32))]
     batch: u32,
+    /// Calls in flight per client thread [default: the batch size]; more than the batch lets
+    /// the client fill the next batch while the NIC answers the previous one.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    depth: Option<u32>,
     /// Client threads [default: 1].
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     threads: u32,
@@ -138,6 +142,12 @@ pub struct RpcBenchArgs {
     /// Print one JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+impl RpcBenchArgs {
+    fn depth(&self) -> u32 {
+        self.depth.unwrap_or(self.batch)
+    }
 }
 
 // ------------------------------------------------------------------------------------ schema
@@ -436,7 +446,7 @@ fn rpc_client_loop(mut c: RpcClient, conn: u32, a: &RpcBenchArgs, clock: &Clock,
     let mut started: Vec<Option<Instant>> = vec![None; 1 << 16];
     let mut hist = new_hist();
     let mut calls = 0u64;
-    let depth = a.batch as usize;
+    let depth = a.depth() as usize;
     let mut in_flight = 0usize;
     let mut seq = 0u64;
     while !clock.done.load(Ordering::Relaxed) {
@@ -635,7 +645,7 @@ fn stream_client_loop(mut s: TcpStream, a: &RpcBenchArgs, clock: &Clock, core: O
     let mut out = Vec::new();
     while !clock.done.load(Ordering::Relaxed) {
         out.clear();
-        while sent.len() < a.batch as usize {
+        while sent.len() < a.depth() as usize {
             out.extend_from_slice(&msg);
             sent.push_back(Instant::now());
         }
@@ -700,11 +710,13 @@ fn bench_udp_echo(a: &RpcBenchArgs) -> Result<BenchRow> {
             let mut sent: VecDeque<Instant> = VecDeque::new();
             let mut last_progress = Instant::now();
             while !clock.done.load(Ordering::Relaxed) {
-                while in_flight < a.batch as usize {
+                while in_flight < a.depth() as usize {
+                    // Stamp before the send: on loopback the send itself delivers the datagram.
+                    let t = Instant::now();
                     if s.send(&msg).is_err() {
                         break;
                     }
-                    sent.push_back(Instant::now());
+                    sent.push_back(t);
                     in_flight += 1;
                 }
                 match s.recv(&mut buf) {
@@ -885,7 +897,7 @@ async fn tonic_client(addr: std::net::SocketAddr, a: RpcBenchArgs, clock: &Clock
     let flags = Arc::new((AtomicBool::new(false), AtomicBool::new(false)));
     let f2 = flags.clone();
     let mut tasks = Vec::new();
-    for k in 0..a.batch {
+    for k in 0..a.depth() {
         let (channel, calls, hists, flags) = (channel.clone(), calls.clone(), hists.clone(), flags.clone());
         let payload = vec![0xA5u8; a.payload];
         tasks.push(local.spawn_local(async move {
@@ -949,10 +961,11 @@ pub fn rpc_bench(a: RpcBenchArgs) -> Result<()> {
         for r in &rows {
             writeln!(
                 out,
-                "{{\"implementation\":\"{}\",\"transport\":\"{}\",\"batch\":{},\"threads\":{},\"payload\":{},\"mrps\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2},\"p999_us\":{:.2}}}",
+                "{{\"implementation\":\"{}\",\"transport\":\"{}\",\"batch\":{},\"depth\":{},\"threads\":{},\"payload\":{},\"mrps\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2},\"p999_us\":{:.2}}}",
                 r.implementation,
                 r.transport,
                 a.batch,
+                a.depth(),
                 a.threads,
                 a.payload,
                 r.mrps(),
@@ -964,16 +977,17 @@ pub fn rpc_bench(a: RpcBenchArgs) -> Result<()> {
     } else {
         writeln!(
             out,
-            "{:<12} {:<9} {:>5} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9}",
-            "impl", "transport", "batch", "threads", "payload", "Mrps", "p50_us", "p99_us", "p999_us"
+            "{:<12} {:<9} {:>5} {:>5} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9}",
+            "impl", "transport", "batch", "depth", "threads", "payload", "Mrps", "p50_us", "p99_us", "p999_us"
         )?;
         for r in &rows {
             writeln!(
                 out,
-                "{:<12} {:<9} {:>5} {:>7} {:>7} {:>9.3} {:>9.2} {:>9.2} {:>9.2}",
+                "{:<12} {:<9} {:>5} {:>5} {:>7} {:>7} {:>9.3} {:>9.2} {:>9.2} {:>9.2}",
                 r.implementation,
                 r.transport,
                 a.batch,
+                a.depth(),
                 a.threads,
                 a.payload,
                 r.mrps(),
@@ -1097,6 +1111,7 @@ service Geometry {
                 batch: 4,
                 threads: 1,
                 payload: 64,
+                depth: None,
                 seconds: 0.05,
                 nic_core: 0,
                 no_peers: transport != TransportKind::Shm,
