@@ -27,10 +27,7 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
 
     // Pass 1: give every type an id.
     for file in &set.file {
-        let syntax = match file.syntax.as_deref() {
-            Some("proto3") => Syntax::Proto3,
-            _ => Syntax::Proto2,
-        };
+        let syntax = file_syntax(file);
         let package = file.package.clone().unwrap_or_default();
         for e in &file.enum_type {
             pending_enums.push((qualify(&package, e.name()), syntax, e));
@@ -82,10 +79,7 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
     // Extensions join their extendee's field table.
     let mut extension_sources: Vec<(String, Syntax, &FieldDescriptorProto)> = Vec::new();
     for file in &set.file {
-        let syntax = match file.syntax.as_deref() {
-            Some("proto3") => Syntax::Proto3,
-            _ => Syntax::Proto2,
-        };
+        let syntax = file_syntax(file);
         let package = file.package.clone().unwrap_or_default();
         for x in &file.extension {
             extension_sources.push((package.clone(), syntax, x));
@@ -209,6 +203,13 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
         }
     }
     Ok(schema)
+}
+
+fn file_syntax(file: &prost_types::FileDescriptorProto) -> Syntax {
+    match file.syntax.as_deref() {
+        Some("proto3") => Syntax::Proto3,
+        _ => Syntax::Proto2,
+    }
 }
 
 fn collect<'a>(
