@@ -44,8 +44,9 @@ pub const TX_BATCH: usize = 32;
 pub const CONTROL_INTERVAL: u64 = 1024;
 /// Calls in flight per client connection, and calls remembered per server connection.
 pub const WINDOW: usize = 1024;
-/// Frames queued for the transport before the NIC stops taking new work.
-pub const TXQ_FRAMES: usize = 1024;
+/// Frames queued for the transport before the NIC stops taking new work (room for the largest
+/// RX burst's answers: 32 datagrams of 32 packed frames, plus as much again).
+pub const TXQ_FRAMES: usize = 2048;
 /// Requests handed to worker threads and not yet answered.
 pub const MAX_PENDING: usize = 4096;
 /// Server connections at once.
@@ -508,11 +509,13 @@ impl<T: Transport> Nic<T> {
         let mut work = 0;
 
         // RX burst: the transport's frames, if there is room for what they may cause.
-        if c.networked && c.can_take_requests(RX_BATCH) && c.txq.room() >= RX_BATCH {
+        let rx_units = RX_BATCH.min(T::RX_BURST);
+        let rx_frames = rx_units * T::FRAMES_PER_UNIT;
+        if c.networked && c.can_take_requests(rx_frames) && c.txq.room() >= rx_frames {
             c.now = Instant::now();
             let t = &mut self.t;
             // A transport-wide receive error is retried on the next poll.
-            if let Ok(n) = t.recv_burst(RX_BATCH.min(T::RX_BURST), |peer, bytes| c.on_wire(peer, bytes)) {
+            if let Ok(n) = t.recv_burst(rx_units, |peer, bytes| c.on_wire(peer, bytes)) {
                 work += n;
             }
         }

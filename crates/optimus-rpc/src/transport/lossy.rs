@@ -96,6 +96,7 @@ impl<T: Transport> Transport for Lossy<T> {
     const MTU: usize = T::MTU;
     const TX_BURST: usize = T::TX_BURST;
     const RX_BURST: usize = T::RX_BURST;
+    const FRAMES_PER_UNIT: usize = T::FRAMES_PER_UNIT;
 
     fn send_burst(&mut self, q: &mut TxQueue) -> io::Result<usize> {
         self.tick += 1;

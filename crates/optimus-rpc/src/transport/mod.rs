@@ -31,8 +31,10 @@ pub trait Transport: Send + 'static {
     const MTU: usize;
     /// Most frames one `send_burst` sends.
     const TX_BURST: usize;
-    /// Most frames one `recv_burst` delivers.
+    /// Most units (datagrams, frames) one `recv_burst` reads.
     const RX_BURST: usize;
+    /// Most frames one unit may carry (datagram transports pack several).
+    const FRAMES_PER_UNIT: usize = 1;
 
     /// Sends frames from the front of `q` and removes those that left; returns how many.
     ///
@@ -42,7 +44,8 @@ pub trait Transport: Send + 'static {
     /// A transport-wide failure; per-peer failures are reported by `poll_events`.
     fn send_burst(&mut self, q: &mut TxQueue) -> io::Result<usize>;
 
-    /// Delivers up to `max` received frames to `f`, each borrowed for the call only.
+    /// Reads up to `max` units and delivers their frames (at most `max * FRAMES_PER_UNIT`) to
+    /// `f`, each borrowed for the call only. Returns the frames delivered.
     ///
     /// # Errors
     /// A transport-wide failure.
