@@ -292,7 +292,7 @@ mod tests {
     fn frame(i: u8, len: usize) -> Vec<u8> {
         let h = FrameHeader { request_id: u64::from(i), payload_len: len as u32, ..FrameHeader::new(crate::FrameKind::Request) };
         let mut f = h.encode().to_vec();
-        f.extend(std::iter::repeat(i).take(len));
+        f.resize(f.len() + len, i);
         f
     }
 
