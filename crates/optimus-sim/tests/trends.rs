@@ -22,7 +22,7 @@ fn throughput_rises_with_pipelines_until_the_link_saturates() {
     let t: Vec<f64> = [1, 2, 4, 8, 16].iter().map(|&n| gbps(OpConfig::paper_4x4(n, 1), MessageClass::Nested)).collect();
     assert!(t[1] > 1.8 * t[0] && t[2] > 1.5 * t[1], "{t:?}");
     // Plateau near 50 Gbps: doubling pipelines past saturation adds little.
-    assert!(t[4] < 1.1 * t[3] && t[4] > 40.0 && t[4] < 60.0, "{t:?}");
+    assert!(t[4] < 1.15 * t[3] && t[4] > 40.0 && t[4] < 60.0, "{t:?}");
     let port = op::run(&OpConfig::paper_4x4(16, 1), &[trace(MessageClass::Nested)]).unwrap().port_gbps;
     assert!(port > 480.0 && port <= 520.0, "{port}");
 }

@@ -15,8 +15,10 @@
 //!   process differ). With [`MemoryView::Arena`] each (sub-)message instance gets a record
 //!   (an 8-byte presence word, then one naturally aligned slot per set field: the value for
 //!   scalars, a pointer for strings, bytes, sub-messages and repeated fields), bump-allocated
-//!   in creation order in the core's arena at [`ARENA_BASE`] together with the out-of-line
-//!   payloads, as a protobuf arena lays out a message its setters build (§3.2, §5).
+//!   in creation order in the core's arena at [`ARENA_BASE`] together with short out-of-line
+//!   payloads, as a protobuf arena lays out a message its setters build (§3.2, §5); string
+//!   payloads of [`HEAP_STRING_MIN_BYTES`] or more are bump-allocated in a heap region apart
+//!   from the arena, as Protobuf v3.7's arenas leave string characters on the global heap.
 //!   [`MemoryView::Engine`] keeps the engine's layout, mapping each 4 KB page in first-touch
 //!   order onto the arena (deterministic for a trace file, not across processes).
 //! - **Tags and length prefixes.** The engine reports the bytes of each value it writes
@@ -66,11 +68,24 @@ pub struct ViewConfig {
     pub schema: SchemaView,
     /// Message memory. Default: [`MemoryView::Arena`].
     pub memory: MemoryView,
+    /// In the arena layout, string and bytes payloads of at least this many bytes live on the
+    /// heap, apart from the arena; shorter ones stay inline. Default
+    /// [`HEAP_STRING_MIN_BYTES`]; `u32::MAX` keeps every payload in the arena.
+    pub heap_string_min_bytes: u32,
 }
+
+/// Smallest string payload kept outside the arena. Optimus Prime's microbenchmark uses
+/// Google Protobuf v3.7 (§5), whose arenas hold the `std::string` object of a string field
+/// but not its characters: those come from the global heap (arenas gained string storage in
+/// v3.16), unless they fit libstdc++'s 15-byte small-string buffer inside the object.
+pub const HEAP_STRING_MIN_BYTES: u32 = 16;
+
+/// Offset of the heap (string payloads) from a core's arena base.
+pub const HEAP_OFFSET: u64 = 0x4000_0000;
 
 impl Default for ViewConfig {
     fn default() -> Self {
-        Self { schema: SchemaView::Instance { entry_bytes: SCHEMA_ENTRY_BYTES }, memory: MemoryView::Arena }
+        Self { schema: SchemaView::Instance { entry_bytes: SCHEMA_ENTRY_BYTES }, memory: MemoryView::Arena, heap_string_min_bytes: HEAP_STRING_MIN_BYTES }
     }
 }
 
@@ -134,6 +149,7 @@ pub fn accelerator_view(name: &str, events: &[Event], cfg: &ViewConfig) -> Resul
         schema_pool: Bump(ARENA_BASE + SCHEMA_POOL_OFFSET),
         arena: Bump(ARENA_BASE),
         accel: Bump(ACCEL_BASE),
+        heap: Bump(ARENA_BASE + HEAP_OFFSET),
     };
     let mut out = Vec::new();
     let mut start = 0;
@@ -158,6 +174,7 @@ struct State {
     schema_pool: Bump,
     arena: Bump,
     accel: Bump,
+    heap: Bump,
 }
 
 /// Pass-1 facts of one set field.
@@ -345,7 +362,8 @@ impl State {
             Some((r, c)) if *r == region => c,
             _ => {
                 let total = if region == Region::Message { facts.bytes } else { u64::from(bytes) };
-                let at = self.bump(region).take(total);
+                let on_heap = region == Region::Message && facts.class == ConvClass::Bytes && total >= u64::from(self.cfg.heap_string_min_bytes);
+                let at = if on_heap { self.heap.take(total) } else { self.bump(region).take(total) };
                 &mut payload.insert((region, at)).1
             }
         };
@@ -417,8 +435,11 @@ mod tests {
         assert_eq!(schema, vec![(pool, 16), (pool + 16, 16), (pool + 32, 16)]);
         let reads = |t: &MessageTrace| -> Vec<u64> { t.events.iter().filter_map(|e| match e { Event::FieldRead { addr, .. } => Some(*addr), _ => None }).collect() };
         // Arena: parent record (presence word, int32 slot at 8, pointer at 16), then the
-        // sub-message's record (16 B), then the string's payload.
-        assert_eq!(reads(&t), vec![ARENA_BASE + 8, ARENA_BASE + 40]);
+        // sub-message's record (16 B); the 32-byte string's characters are on the heap.
+        assert_eq!(reads(&t), vec![ARENA_BASE + 8, ARENA_BASE + HEAP_OFFSET]);
+        let all_arena = ViewConfig { heap_string_min_bytes: u32::MAX, ..ViewConfig::default() };
+        let a = accelerator_view("t", &evs, &all_arena).unwrap().remove(0);
+        assert_eq!(reads(&a), vec![ARENA_BASE + 8, ARENA_BASE + 40]);
         // Engine layout: first page touched maps to the arena's first page, the next to the
         // second; the string crossing a page boundary stays contiguous.
         let e = accelerator_view("t", &evs, &ViewConfig { memory: MemoryView::Engine, ..ViewConfig::default() }).unwrap().remove(0);
@@ -440,7 +461,7 @@ mod tests {
                 Event::MessageEnd { wire_bytes: 2 },
             ]
         };
-        for view in [ViewConfig::default(), ViewConfig { schema: SchemaView::Engine, memory: MemoryView::Engine }] {
+        for view in [ViewConfig::default(), ViewConfig { schema: SchemaView::Engine, memory: MemoryView::Engine, ..ViewConfig::default() }] {
             let a = accelerator_view("a", &at(0x5555_0000_0000), &view).unwrap();
             let b = accelerator_view("b", &at(0x7fff_1234_5000), &view).unwrap();
             assert_eq!(a, b);
