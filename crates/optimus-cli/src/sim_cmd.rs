@@ -119,6 +119,10 @@ pub struct ReproduceArgs {
     /// One JSON object per line: id, paper, model, unit, deviation, status.
     #[arg(long)]
     json: bool,
+    /// Also draw the paper's figures into DIR, as PNG and SVG, with the paper's points
+    /// overlaid [default: no figures].
+    #[arg(long, value_name = "DIR")]
+    plot: Option<std::path::PathBuf>,
 }
 
 /// Runs `optimus sim`.
@@ -194,8 +198,20 @@ fn load(args: &SimArgs) -> Result<Vec<MessageTrace>> {
 
 fn reproduce(r: ReproduceArgs) -> Result<()> {
     let rows: Vec<Row> = match r.paper {
-        Accel::Op => calibrate::reproduce_op(&mut EngineTraces)?.0,
-        Accel::Rpcacc => calibrate::reproduce_rpcacc(&mut EngineTraces)?.0,
+        Accel::Op => {
+            let (rows, figs) = calibrate::reproduce_op(&mut EngineTraces)?;
+            if let Some(dir) = &r.plot {
+                plot::op_figures(dir, &rows, &figs).context("sim: plot")?;
+            }
+            rows
+        }
+        Accel::Rpcacc => {
+            let (rows, figs) = calibrate::reproduce_rpcacc(&mut EngineTraces)?;
+            if let Some(dir) = &r.plot {
+                plot::rpcacc_figures(dir, &rows, &figs).context("sim: plot")?;
+            }
+            rows
+        }
     };
     let out = io::stdout();
     let mut out = out.lock();
@@ -229,4 +245,255 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
     }
     writeln!(out, "{met} of {computed} computed targets met")?;
     Ok(())
+}
+
+/// The papers' figures drawn from a reproduction, with the published points overlaid.
+///
+/// Each figure is written twice, `NAME.png` and `NAME.svg`. Text uses DejaVu Sans compiled
+/// into the binary (no fontconfig). Paper values come from the target rows, never from
+/// constants here.
+mod plot {
+    use std::ops::Range;
+    use std::path::Path;
+
+    use anyhow::{anyhow, Context, Result};
+    use optimus_sim::calibrate::{OpFigures, Row, RpcFigures};
+    use plotters::coord::Shift;
+    use plotters::prelude::*;
+
+    /// Pixels of every figure.
+    const SIZE: (u32, u32) = (800, 500);
+    /// Colours of successive model series.
+    const PALETTE: [RGBColor; 6] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(23, 190, 207),
+    ];
+
+    /// One curve of model points (lines with markers) or of paper points (black crosses).
+    struct Series {
+        name: String,
+        points: Vec<(f64, f64)>,
+        paper: bool,
+    }
+
+    fn model(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series { name: name.into(), points, paper: false }
+    }
+
+    fn paper(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series { name: name.into(), points, paper: true }
+    }
+
+    /// A figure: axes, series, and optional bars `(x, width, height, series index)`.
+    struct Figure<'a> {
+        name: &'a str,
+        title: &'a str,
+        x_label: &'a str,
+        y_label: &'a str,
+        series: Vec<Series>,
+    }
+
+    fn paper_value(rows: &[Row], id: &str) -> Option<f64> {
+        rows.iter().find(|r| r.id == id).map(|r| r.paper)
+    }
+
+    fn register_font() -> Result<()> {
+        plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
+            .map_err(|_| anyhow!("embedded font rejected"))
+    }
+
+    fn bounds(series: &[Series]) -> (Range<f64>, Range<f64>) {
+        let pts = series.iter().flat_map(|s| s.points.iter());
+        let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+        for &(x, y) in pts.filter(|p| p.0.is_finite() && p.1.is_finite()) {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y1 = y1.max(y);
+        }
+        if !x0.is_finite() {
+            (x0, x1) = (0.0, 1.0);
+        }
+        let pad = ((x1 - x0) * 0.05).max(0.5);
+        (x0 - pad..x1 + pad, 0.0..(y1 * 1.12).max(1e-9))
+    }
+
+    fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, f: &Figure) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{}: {e:?}", f.name);
+        root.fill(&WHITE).map_err(err)?;
+        let (xr, yr) = bounds(&f.series);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(f.title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(xr, yr)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(f.x_label)
+            .y_desc(f.y_label)
+            .label_style(("sans-serif", 14))
+            .draw()
+            .map_err(err)?;
+        let mut colour = 0;
+        for s in &f.series {
+            let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
+            if s.paper {
+                chart
+                    .draw_series(pts.iter().map(|&p| Cross::new(p, 7, BLACK.stroke_width(2))))
+                    .map_err(err)?
+                    .label(s.name.as_str())
+                    .legend(|(x, y)| Cross::new((x + 10, y), 5, BLACK.stroke_width(2)));
+            } else {
+                let c = PALETTE[colour % PALETTE.len()];
+                colour += 1;
+                chart
+                    .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                    .map_err(err)?
+                    .label(s.name.as_str())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+                chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(err)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+        Ok(())
+    }
+
+    fn write(dir: &Path, f: &Figure) -> Result<()> {
+        let png = dir.join(format!("{}.png", f.name));
+        let svg = dir.join(format!("{}.svg", f.name));
+        draw(BitMapBackend::new(&png, SIZE).into_drawing_area(), f)?;
+        draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), f)?;
+        Ok(())
+    }
+
+    fn prepare(dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+        register_font()
+    }
+
+    /// Fig. 7 (per class, x = 1 Flat, 2 Mixed, 3 Nested), Fig. 8 and Fig. 9 of Optimus Prime.
+    pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
+        prepare(dir)?;
+        let at = |i: usize| (i + 1) as f64;
+        let fig7 = Figure {
+            name: "op_fig7",
+            title: "Fig. 7: serialization, one core vs OP (1 Flat, 2 Mixed, 3 Nested)",
+            x_label: "message class",
+            y_label: "throughput (Gbps)",
+            series: vec![
+                model("CPU core", figs.fig7.iter().enumerate().map(|(i, c)| (at(i), c.1)).collect()),
+                model("OP_Base", figs.fig7.iter().enumerate().map(|(i, c)| (at(i), c.2)).collect()),
+                model("OP{1,1}", figs.fig7.iter().enumerate().map(|(i, c)| (at(i), c.3)).collect()),
+                paper(
+                    "paper OP{1,1}",
+                    figs.fig7
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, c)| paper_value(rows, &format!("op.fig7.op_1_1.ser.{}.gbps", c.0)).map(|v| (at(i), v)))
+                        .collect(),
+                ),
+            ],
+        };
+        write(dir, &fig7)?;
+        let mut fig8 = Figure {
+            name: "op_fig8",
+            title: "Fig. 8: serialization with OP{n,1}, 4x4 mesh",
+            x_label: "pipelines n",
+            y_label: "throughput (Gbps)",
+            series: figs.fig8.iter().map(|(c, curve)| model(c.as_str(), curve.iter().map(|p| (f64::from(p.0), p.1)).collect())).collect(),
+        };
+        // Paper: the pipelines each class needs for 40 Gbps, and Nested's plateau.
+        let mut pts: Vec<(f64, f64)> = ["flat", "mixed", "nested"]
+            .iter()
+            .filter_map(|c| paper_value(rows, &format!("op.fig8.pipelines_for_40gbps.{c}")).map(|n| (n, 40.0)))
+            .collect();
+        if let Some(v) = paper_value(rows, "op.fig8.nested_plateau.gbps") {
+            pts.push((16.0, v));
+        }
+        fig8.series.push(paper("paper (40 Gbps points, Nested plateau)", pts));
+        write(dir, &fig8)?;
+        let mut fig9 = Figure {
+            name: "op_fig9",
+            title: "Fig. 9: Mixed, 4x4 vs 8x8 mesh, time-sharing j",
+            x_label: "pipelines n",
+            y_label: "throughput (Gbps)",
+            series: figs.fig9.iter().map(|(c, curve)| model(c.as_str(), curve.iter().map(|p| (f64::from(p.0), p.1)).collect())).collect(),
+        };
+        let t4: Vec<(f64, f64)> = [("op.table4.op_1_1.throughput.gbps", 1.0), ("op.table4.op_12_1.throughput.gbps", 12.0), ("op.table4.op_3_4.throughput.gbps", 3.0)]
+            .iter()
+            .filter_map(|(id, n)| paper_value(rows, id).map(|v| (*n, v)))
+            .collect();
+        fig9.series.push(paper("paper Table 4, 8x8: OP{1,1}, OP{12,1}, OP{3,4}", t4));
+        write(dir, &fig9)
+    }
+
+    /// Fig. 2 (PCIe latency sweep), Fig. 5 (one-shot deserialization) and Fig. 7
+    /// (serialization per message) of RPCAcc.
+    pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()> {
+        prepare(dir)?;
+        let mut fig2 = Figure {
+            name: "rpcacc_fig2",
+            title: "Fig. 2: ProtoACC serializer time vs interconnect latency (Bench2)",
+            x_label: "round-trip latency (ns)",
+            y_label: "time / time at 70 ns",
+            series: vec![model("model, geomean", figs.latency_sweep.clone())],
+        };
+        if let Some(v) = paper_value(rows, "rpcacc.fig2.ser_time_increase_70ns_to_1250ns.x") {
+            fig2.series.push(paper("paper, 1250 ns", vec![(70.0, 1.0), (1250.0, v)]));
+        }
+        write(dir, &fig2)?;
+        let mut fig5 = Figure {
+            name: "rpcacc_fig5",
+            title: "Fig. 5: one-shot over field-by-field deserialization throughput",
+            x_label: "log2 mean field bytes",
+            y_label: "speedup (x)",
+            series: vec![],
+        };
+        let mut pts: Vec<(f64, f64)> = figs.fig5.iter().map(|&(b, s)| (b.max(1.0).log2(), s)).collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        fig5.series.push(model("model, per message", pts.clone()));
+        let lo = pts.first().map_or(0.0, |p| p.0);
+        let hi = pts.last().map_or(1.0, |p| p.0);
+        if let Some(v) = paper_value(rows, "rpcacc.fig5.oneshot_deser_speedup.avg.x") {
+            fig5.series.push(paper("paper average", vec![(lo, v), ((lo + hi) / 2.0, v), (hi, v)]));
+        }
+        if let Some(v) = paper_value(rows, "rpcacc.fig5.oneshot_deser_speedup.small_fields.x") {
+            fig5.series.push(paper("paper, fields < 1 KB", vec![(lo, v), (10.0_f64.min(hi), v)]));
+        }
+        write(dir, &fig5)?;
+        let idx = |i: usize| i as f64;
+        let mut fig7 = Figure {
+            name: "rpcacc_fig7",
+            title: "Fig. 7: memory-affinity serialization speedup per message",
+            x_label: "message (bench x 10 + index)",
+            y_label: "speedup (x)",
+            series: vec![
+                model("over ProtoACC-PCIe", figs.fig7.iter().enumerate().map(|(i, t)| (idx(i), t.1 / t.2)).collect()),
+                model("over CPU-only", figs.fig7.iter().enumerate().map(|(i, t)| (idx(i), t.0 / t.2)).collect()),
+            ],
+        };
+        let n = figs.fig7.len().saturating_sub(1) as f64;
+        for (id, label) in [("rpcacc.fig7.memaff_vs_protoacc_pcie.x", "paper geomean vs ProtoACC-PCIe"), ("rpcacc.fig7.memaff_vs_cpu_only.x", "paper geomean vs CPU-only")] {
+            if let Some(v) = paper_value(rows, id) {
+                fig7.series.push(paper(label, vec![(0.0, v), (n / 2.0, v), (n, v)]));
+            }
+        }
+        write(dir, &fig7)
+    }
 }
