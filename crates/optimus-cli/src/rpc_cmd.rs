@@ -136,6 +136,11 @@ pub struct RpcBenchArgs {
     /// CPU for the soft NIC (and every server thread); clients use the other CPUs [default: 0].
     #[arg(long, default_value_t = 0)]
     nic_core: usize,
+    /// udp/tcp: give the server's NIC the NIC core and let each client thread own a NIC that it
+    /// polls between its own polls (one core per side, as two hosts would have) instead of one
+    /// NIC thread polling both sides.
+    #[arg(long)]
+    nic_per_side: bool,
     /// Measure only optimus-rpc, not tonic and the bare socket echo.
     #[arg(long)]
     no_peers: bool,
@@ -438,7 +443,14 @@ fn client_core(a: &RpcBenchArgs, t: usize) -> Option<usize> {
 }
 
 /// Closed-loop client on an `RpcClient`: keeps `batch` calls in flight.
-fn rpc_client_loop(mut c: RpcClient, conn: u32, a: &RpcBenchArgs, clock: &Clock, core: Option<usize>) -> (u64, Histogram<u64>) {
+fn rpc_client_loop(
+    mut c: RpcClient,
+    conn: u32,
+    a: &RpcBenchArgs,
+    clock: &Clock,
+    core: Option<usize>,
+    mut poll_nic: impl FnMut(),
+) -> (u64, Histogram<u64>) {
     if let Some(core) = core {
         let _ = optimus_rpc::pin_current_thread(core);
     }
@@ -463,6 +475,7 @@ fn rpc_client_loop(mut c: RpcClient, conn: u32, a: &RpcBenchArgs, clock: &Clock,
             }
         }
         c.flush();
+        poll_nic();
         let measuring = clock.measuring.load(Ordering::Relaxed);
         let n = c.poll(|id, r| {
             if r.is_err() {
@@ -528,11 +541,15 @@ fn bench_optimus(a: &RpcBenchArgs) -> Result<BenchRow> {
             let r = run_clients(a, &clock, |t| {
                 let c = h.client(opts)?;
                 let (a, core) = (a2.clone(), client_core(&a2, t));
-                Ok(Box::new(move |clock: &Clock| rpc_client_loop(c, LOCAL_CONN, &a, clock, core)))
+                Ok(Box::new(move |clock: &Clock| rpc_client_loop(c, LOCAL_CONN, &a, clock, core, || {})))
             });
             drop(nic);
             r?
         }
+        TransportKind::Udp if a.nic_per_side => {
+            nic_per_side(a, &clock, opts, Udp::bind("127.0.0.1:0")?, || Udp::bind("127.0.0.1:0"))?
+        }
+        TransportKind::Tcp if a.nic_per_side => nic_per_side(a, &clock, opts, Tcp::listen("127.0.0.1:0")?, || Ok(Tcp::client()))?,
         TransportKind::Udp => two_nics(a, &clock, opts, Udp::bind("127.0.0.1:0")?, Udp::bind("127.0.0.1:0")?)?,
         TransportKind::Tcp => two_nics(a, &clock, opts, Tcp::listen("127.0.0.1:0")?, Tcp::client())?,
     };
@@ -568,12 +585,44 @@ fn two_nics<S: Transport, C: Transport>(
         run_clients(a, clock, |t| {
             let c = ch.client(opts)?;
             let (a, core) = (a2.clone(), client_core(&a2, t));
-            Ok(Box::new(move |clock: &Clock| rpc_client_loop(c, conn, &a, clock, core)))
+            Ok(Box::new(move |clock: &Clock| rpc_client_loop(c, conn, &a, clock, core, || {})))
         })
     })();
     stop.store(true, Ordering::Relaxed);
     let _ = poller.join();
     result
+}
+
+/// The server's NIC on the NIC core; each client thread owns a NIC and polls it inline.
+fn nic_per_side<S: Transport, C: Transport>(
+    a: &RpcBenchArgs,
+    clock: &Arc<Clock>,
+    opts: ClientOptions,
+    st: S,
+    make_ct: impl Fn() -> std::io::Result<C>,
+) -> Result<(u64, Histogram<u64>, f64)> {
+    let addr = st.local_addr();
+    let (mut server, _sh) = Nic::new(st, bench_config(a))?;
+    server.set_handler(bench_echo);
+    let server = server.spawn(Some(a.nic_core), IdlePolicy::BUSY);
+    let a2 = a.clone();
+    let cfg = NicConfig { layout: RegionLayout { n_qps: 1, ring_lines: 4096 }, ..bench_config(a) };
+    let r = run_clients(a, clock, |t| {
+        // Connecting needs the NIC polled while this thread waits: lend it a thread for that.
+        let (nic, ch) = Nic::new(make_ct()?, cfg)?;
+        let running = nic.spawn(None, IdlePolicy::default());
+        let conn = ch.connect(&addr, Duration::from_secs(5))?;
+        let c = ch.client(opts)?;
+        let mut nic = running.stop();
+        let (a, core) = (a2.clone(), client_core(&a2, t));
+        Ok(Box::new(move |clock: &Clock| {
+            rpc_client_loop(c, conn, &a, clock, core, || {
+                nic.poll_once();
+            })
+        }))
+    });
+    drop(server);
+    r
 }
 
 /// Bare busy-polled TCP echo: a server thread on the NIC core echoes bytes on non-blocking
@@ -1112,6 +1161,7 @@ service Geometry {
                 threads: 1,
                 payload: 64,
                 depth: None,
+                nic_per_side: transport == TransportKind::Tcp,
                 seconds: 0.05,
                 nic_core: 0,
                 no_peers: transport != TransportKind::Shm,

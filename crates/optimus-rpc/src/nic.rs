@@ -364,6 +364,10 @@ struct Core {
     region: Arc<ShmRegion>,
     max_payload: usize,
     networked: bool,
+    /// The transport never loses, duplicates or reorders frames (no copies kept to resend).
+    reliable: bool,
+    /// Network frames carry and must pass our checksum.
+    checksum: bool,
     qps: Vec<Qp>,
     active: Vec<u16>,
     workers: Vec<u16>,
@@ -449,6 +453,8 @@ impl<T: Transport> Nic<T> {
             region,
             max_payload,
             networked: T::MTU > 0,
+            reliable: T::RELIABLE,
+            checksum: T::CHECKSUM,
             qps,
             active: Vec::new(),
             workers: Vec::new(),
@@ -764,7 +770,8 @@ impl Core {
         if let ConnState::Connecting { nonce, .. } = c.state {
             let h = FrameHeader { request_id: nonce, aux: handle, ..FrameHeader::new(FrameKind::Connect) };
             let peer = c.peer;
-            self.txq.push_with(peer, |b| sealed_frame(b, &h, &[]));
+            let ck = self.checksum;
+            self.txq.push_with(peer, |b| wire_frame(b, &h, &[], ck));
         }
     }
 
@@ -783,7 +790,8 @@ impl Core {
         self.fail_window(handle, Status::Disconnected);
         if tell_peer && was_open {
             let h = FrameHeader { conn_id: remote, ..FrameHeader::new(FrameKind::Close) };
-            self.txq.push_with(peer, |b| sealed_frame(b, &h, &[]));
+            let ck = self.checksum;
+            self.txq.push_with(peer, |b| wire_frame(b, &h, &[], ck));
         }
     }
 
@@ -862,7 +870,7 @@ impl Core {
                 if s.seq == 0 || s.deadline.is_none_or(|d| d > now) {
                     continue;
                 }
-                if s.tries < self.cfg.max_retries {
+                if s.tries < self.cfg.max_retries && !s.frame.is_empty() {
                     if self.txq.room() == 0 {
                         break;
                     }
@@ -871,7 +879,9 @@ impl Core {
                     if s.frame.len() >= HEADER_BYTES {
                         let flags = u16::from_le_bytes([s.frame[4], s.frame[5]]) | FLAG_RETRY;
                         s.frame[4..6].copy_from_slice(&flags.to_le_bytes());
-                        frame::seal(&mut s.frame);
+                        if self.checksum {
+                            frame::seal(&mut s.frame);
+                        }
                     }
                     let peer = self.cconns[i].peer;
                     let f = &self.cconns[i].window[k].frame;
@@ -912,8 +922,8 @@ impl Core {
             Ok(x) => x,
             Err(e) => return self.count_bad(&e),
         };
-        if h.flags & FLAG_CHECKSUM == 0 {
-            self.stats.dropped_malformed += 1; // every frame on a network carries a checksum
+        if self.checksum && h.flags & FLAG_CHECKSUM == 0 {
+            self.stats.dropped_malformed += 1; // every frame on this network carries a checksum
             return;
         }
         match kind {
@@ -975,7 +985,8 @@ impl Core {
             aux: h.aux,
             ..FrameHeader::new(FrameKind::ConnectAck)
         };
-        self.txq.push_with(peer, |b| sealed_frame(b, &ack, &[]));
+        let ck = self.checksum;
+        self.txq.push_with(peer, |b| wire_frame(b, &ack, &[], ck));
     }
 
     fn server_close(&mut self, peer: PeerId, h: &FrameHeader) {
@@ -1013,7 +1024,8 @@ impl Core {
                 aux: Status::Disconnected as u32,
                 ..FrameHeader::new(FrameKind::Response)
             };
-            self.txq.push_with(peer, |b| sealed_frame(b, &r, &[]));
+            let ck = self.checksum;
+            self.txq.push_with(peer, |b| wire_frame(b, &r, &[], ck));
             return;
         };
         let seq = h.request_id;
@@ -1181,12 +1193,21 @@ impl Core {
                     ..FrameHeader::new(FrameKind::Response)
                 };
                 let peer = conn.peer;
+                let ck = self.checksum;
                 let slot = &mut conn.window[(seq & WINDOW_MASK) as usize];
                 if slot.seq == seq {
                     slot.state = Dedup::Done;
-                    sealed_frame(&mut slot.response, &h, payload);
-                    if !self.txq.push(peer, &slot.response) {
-                        self.stats.backpressure += 1; // the retransmission gets the cached copy
+                    if self.reliable {
+                        // Nothing will ask again: send without keeping a copy.
+                        slot.response.clear();
+                        if !self.txq.push_with(peer, |b| wire_frame(b, &h, payload, ck)) {
+                            self.stats.backpressure += 1;
+                        }
+                    } else {
+                        wire_frame(&mut slot.response, &h, payload, ck);
+                        if !self.txq.push(peer, &slot.response) {
+                            self.stats.backpressure += 1; // the retransmission gets the cached copy
+                        }
                     }
                 }
             }
@@ -1396,11 +1417,22 @@ impl Core {
             aux: handle,
             ..FrameHeader::new(FrameKind::Request)
         };
-        let timeout = self.cfg.timeout;
+        let (reliable, ck) = (self.reliable, self.checksum);
+        // A reliable transport gets one attempt with the whole budget; others one `timeout` per
+        // attempt, with the frame kept for resending.
+        let timeout = if reliable {
+            self.cfg.timeout.saturating_mul(self.cfg.max_retries.saturating_add(1))
+        } else {
+            self.cfg.timeout
+        };
         let c = &mut self.cconns[ci];
         let peer = c.peer;
         let s = &mut c.window[(seq & WINDOW_MASK) as usize];
-        sealed_frame(&mut s.frame, &wire, payload);
+        if reliable {
+            s.frame.clear();
+        } else {
+            wire_frame(&mut s.frame, &wire, payload, ck);
+        }
         s.seq = seq;
         s.qp = i as u16;
         s.host_id = h.request_id;
@@ -1409,8 +1441,12 @@ impl Core {
         s.deadline = Some(now + timeout);
         c.next_seq += 1;
         c.outstanding += 1;
-        let f = &self.cconns[ci].window[(seq & WINDOW_MASK) as usize].frame;
-        self.txq.push(peer, f);
+        if reliable {
+            self.txq.push_with(peer, |b| wire_frame(b, &wire, payload, ck));
+        } else {
+            let f = &self.cconns[ci].window[(seq & WINDOW_MASK) as usize].frame;
+            self.txq.push(peer, f);
+        }
         true
     }
 
@@ -1511,13 +1547,15 @@ fn completion_header(conn: u32, host_id: u64, method: u16, status: Status) -> Fr
     }
 }
 
-/// Writes header + payload into `b` (cleared first) and seals it with a checksum.
-fn sealed_frame(b: &mut Vec<u8>, h: &FrameHeader, payload: &[u8]) {
+/// Writes header + payload into `b` (cleared first), sealed with a checksum if `checksum`.
+fn wire_frame(b: &mut Vec<u8>, h: &FrameHeader, payload: &[u8], checksum: bool) {
     b.clear();
     let h = FrameHeader { payload_len: payload.len() as u32, flags: h.flags & !FLAG_CHECKSUM, checksum: 0, ..*h };
     b.extend_from_slice(&h.encode());
     b.extend_from_slice(payload);
-    frame::seal(b);
+    if checksum {
+        frame::seal(b);
+    }
 }
 
 fn answer(reply: &ConnectReply, r: Result<u32, RpcError>) {

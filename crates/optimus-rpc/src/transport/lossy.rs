@@ -97,6 +97,9 @@ impl<T: Transport> Transport for Lossy<T> {
     const TX_BURST: usize = T::TX_BURST;
     const RX_BURST: usize = T::RX_BURST;
     const FRAMES_PER_UNIT: usize = T::FRAMES_PER_UNIT;
+    // Faults break any guarantee of the wrapped transport: resend, and check every frame.
+    const RELIABLE: bool = false;
+    const CHECKSUM: bool = true;
 
     fn send_burst(&mut self, q: &mut TxQueue) -> io::Result<usize> {
         self.tick += 1;

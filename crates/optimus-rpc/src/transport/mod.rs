@@ -35,6 +35,12 @@ pub trait Transport: Send + 'static {
     const RX_BURST: usize;
     /// Most frames one unit may carry (datagram transports pack several).
     const FRAMES_PER_UNIT: usize = 1;
+    /// Frames arrive exactly once and in order while the peer lives (a byte stream): the NIC
+    /// keeps no copies to resend and gives each call one attempt with the whole time budget.
+    const RELIABLE: bool = false;
+    /// Frames carry the frame checksum and are dropped without it. Off only where the
+    /// transport checks integrity itself (TCP's checksum, as gRPC relies on).
+    const CHECKSUM: bool = true;
 
     /// Sends frames from the front of `q` and removes those that left; returns how many.
     ///

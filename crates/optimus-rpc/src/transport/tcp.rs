@@ -112,6 +112,8 @@ impl Transport for Tcp {
     const MTU: usize = TCP_MTU;
     const TX_BURST: usize = 64;
     const RX_BURST: usize = 64;
+    const RELIABLE: bool = true;
+    const CHECKSUM: bool = false;
 
     fn send_burst(&mut self, q: &mut TxQueue) -> io::Result<usize> {
         let mut n = 0;
