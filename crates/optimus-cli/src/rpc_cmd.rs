@@ -406,6 +406,7 @@ impl BenchRow {
 const WARMUP: Duration = Duration::from_millis(200);
 /// Latency is sampled on one call in `SAMPLE_EVERY` (timestamps cost as much as a call here).
 const SAMPLE_EVERY: u64 = 8;
+const _: () = assert!(SAMPLE_EVERY.is_power_of_two());
 
 fn new_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 10_000_000_000, 3).expect("histogram bounds")
@@ -466,7 +467,7 @@ fn rpc_client_loop(
             match c.submit(conn, 0, &payload) {
                 Ok(id) => {
                     seq += 1;
-                    if seq % SAMPLE_EVERY == 0 {
+                    if seq & (SAMPLE_EVERY - 1) == 0 {
                         started[(id & 0xFFFF) as usize] = Some(Instant::now());
                     }
                     in_flight += 1;
@@ -711,7 +712,7 @@ fn stream_client_loop(mut s: TcpStream, a: &RpcBenchArgs, clock: &Clock, core: O
                     if let Some(t) = sent.pop_front() {
                         if measuring {
                             calls += 1;
-                            if calls % SAMPLE_EVERY == 0 {
+                            if calls & (SAMPLE_EVERY - 1) == 0 {
                                 let _ = hist.record(t.elapsed().as_nanos() as u64);
                             }
                         }
@@ -775,7 +776,7 @@ fn bench_udp_echo(a: &RpcBenchArgs) -> Result<BenchRow> {
                         let t = sent.pop_front();
                         if clock.measuring.load(Ordering::Relaxed) {
                             calls += 1;
-                            if let (Some(t), true) = (t, calls % SAMPLE_EVERY == 0) {
+                            if let (Some(t), true) = (t, calls & (SAMPLE_EVERY - 1) == 0) {
                                 let _ = hist.record(t.elapsed().as_nanos() as u64);
                             }
                         }
@@ -967,7 +968,7 @@ async fn tonic_client(addr: std::net::SocketAddr, a: RpcBenchArgs, clock: &Clock
                 seq += 1;
                 if flags.0.load(Ordering::Relaxed) {
                     n += 1;
-                    if seq % SAMPLE_EVERY == 0 {
+                    if seq & (SAMPLE_EVERY - 1) == 0 {
                         let _ = h.record(t.elapsed().as_nanos() as u64);
                     }
                 }
