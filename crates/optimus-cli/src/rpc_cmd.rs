@@ -22,8 +22,8 @@ use optimus_core::json::{self, JsonOptions};
 use optimus_rpc::methods::Method;
 use optimus_rpc::transport::NoTransport;
 use optimus_rpc::{
-    ClientOptions, IdlePolicy, MethodTable, Nic, NicConfig, NicHandle, RegionLayout, RpcClient, ShmRegion, Status,
-    Tcp, Transport, Udp, LOCAL_CONN,
+    ClientOptions, IdlePolicy, MethodTable, Nic, NicConfig, NicHandle, RegionLayout, RpcClient,
+    ShmRegion, Status, Tcp, Transport, Udp, LOCAL_CONN,
 };
 use optimus_schema::{MessageId, SchemaSet};
 
@@ -169,8 +169,19 @@ fn find_service<'a>(schema: &'a SchemaSet, name: &str) -> Result<&'a optimus_sch
     match matches.as_slice() {
         [one] => Ok(one),
         [] => {
-            let all: Vec<&str> = schema.services().iter().map(|s| s.full_name.as_str()).collect();
-            bail!("no service {name} in the schema (services: {})", if all.is_empty() { "none".into() } else { all.join(", ") })
+            let all: Vec<&str> = schema
+                .services()
+                .iter()
+                .map(|s| s.full_name.as_str())
+                .collect();
+            bail!(
+                "no service {name} in the schema (services: {})",
+                if all.is_empty() {
+                    "none".into()
+                } else {
+                    all.join(", ")
+                }
+            )
         }
         _ => bail!("service name {name} is ambiguous; give the full name"),
     }
@@ -259,9 +270,15 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let svc = find_service(&schema, &a.service)?;
     let table = method_table(&schema, svc)?;
     let methods = svc.methods.iter().map(|m| (m.input, m.output)).collect();
-    let echo = EchoService { schema: schema.clone(), methods };
+    let echo = EchoService {
+        schema: schema.clone(),
+        methods,
+    };
     let handler = move |m: u16, req: &[u8], resp: &mut Vec<u8>| echo.handle(m, req, resp);
-    let addr = a.addr.clone().unwrap_or_else(|| a.transport.default_addr().to_string());
+    let addr = a
+        .addr
+        .clone()
+        .unwrap_or_else(|| a.transport.default_addr().to_string());
     let stop_after = a.seconds.map(Duration::from_secs_f64);
     if let Some(c) = a.core {
         optimus_rpc::pin_current_thread(c)?;
@@ -272,7 +289,12 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             "optimus: serving {} ({} methods: {}) over {} at {where_}",
             table.service,
             table.methods.len(),
-            table.methods.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", "),
+            table
+                .methods
+                .iter()
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
             a.transport.name()
         );
     };
@@ -323,8 +345,12 @@ pub fn serve(a: ServeArgs) -> Result<()> {
 /// Sends one call and returns the response as JSON text.
 fn call_json(a: &CallArgs) -> Result<String> {
     let schema = a.source.load()?;
-    let (svc_name, method_name) = MethodTable::split_path(&a.method)
-        .with_context(|| format!("--method must look like pkg.Service/Method, got {}", a.method))?;
+    let (svc_name, method_name) = MethodTable::split_path(&a.method).with_context(|| {
+        format!(
+            "--method must look like pkg.Service/Method, got {}",
+            a.method
+        )
+    })?;
     let svc = find_service(&schema, svc_name)?;
     let table = method_table(&schema, svc)?;
     let id = table
@@ -334,17 +360,32 @@ fn call_json(a: &CallArgs) -> Result<String> {
     let request = json::decode(&schema, m.input, &a.data, &JsonOptions::default())
         .with_context(|| format!("--data is not a {}", schema.message(m.input).full_name))?;
     let body = binary::encode(&schema, &request);
-    let addr = a.addr.clone().unwrap_or_else(|| a.transport.default_addr().to_string());
+    let addr = a
+        .addr
+        .clone()
+        .unwrap_or_else(|| a.transport.default_addr().to_string());
     let wait = Duration::from_secs_f64(a.timeout.max(0.001));
-    let opts = ClientOptions { call_timeout: wait, ..ClientOptions::default() };
+    let opts = ClientOptions {
+        call_timeout: wait,
+        ..ClientOptions::default()
+    };
     let mut out = Vec::new();
     match a.transport {
         TransportKind::Shm => {
-            let mut c = RpcClient::attach_path(Path::new(&addr), opts)
-                .with_context(|| format!("attaching to {addr} (is `optimus serve --transport shm` running?)"))?;
+            let mut c = RpcClient::attach_path(Path::new(&addr), opts).with_context(|| {
+                format!("attaching to {addr} (is `optimus serve --transport shm` running?)")
+            })?;
             c.call(LOCAL_CONN, id, &body, &mut out)?;
         }
-        TransportKind::Udp => remote_call(Udp::bind("127.0.0.1:0")?, &addr, id, &body, wait, opts, &mut out)?,
+        TransportKind::Udp => remote_call(
+            Udp::bind("127.0.0.1:0")?,
+            &addr,
+            id,
+            &body,
+            wait,
+            opts,
+            &mut out,
+        )?,
         TransportKind::Tcp => remote_call(Tcp::client(), &addr, id, &body, wait, opts, &mut out)?,
     }
     let reply = binary::decode(&schema, m.output, &out, &DecodeOptions::default())
@@ -361,10 +402,18 @@ fn remote_call<T: Transport>(
     opts: ClientOptions,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let cfg = NicConfig { layout: RegionLayout { n_qps: 1, ring_lines: 1024 }, ..NicConfig::default() };
+    let cfg = NicConfig {
+        layout: RegionLayout {
+            n_qps: 1,
+            ring_lines: 1024,
+        },
+        ..NicConfig::default()
+    };
     let (nic, h) = Nic::new(t, cfg)?;
     let nic = nic.spawn(None, IdlePolicy::default());
-    let conn = h.connect(addr, wait).with_context(|| format!("connecting to {addr}"))?;
+    let conn = h
+        .connect(addr, wait)
+        .with_context(|| format!("connecting to {addr}"))?;
     let mut c = h.client(opts)?;
     let r = c.call(conn, method, body, out);
     drop(c);
@@ -420,7 +469,10 @@ struct Clock {
 
 impl Clock {
     fn new() -> Arc<Self> {
-        Arc::new(Self { measuring: AtomicBool::new(false), done: AtomicBool::new(false) })
+        Arc::new(Self {
+            measuring: AtomicBool::new(false),
+            done: AtomicBool::new(false),
+        })
     }
 
     /// Drives the phases from the calling thread; returns the measured seconds.
@@ -435,7 +487,9 @@ impl Clock {
 }
 
 fn client_core(a: &RpcBenchArgs, t: usize) -> Option<usize> {
-    let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let n = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     if n < 2 {
         return None;
     }
@@ -496,7 +550,11 @@ fn rpc_client_loop(
     (calls, hist)
 }
 
-fn run_clients<F>(a: &RpcBenchArgs, clock: &Arc<Clock>, make: F) -> Result<(u64, Histogram<u64>, f64)>
+fn run_clients<F>(
+    a: &RpcBenchArgs,
+    clock: &Arc<Clock>,
+    make: F,
+) -> Result<(u64, Histogram<u64>, f64)>
 where
     F: Fn(usize) -> Result<Box<dyn FnOnce(&Clock) -> (u64, Histogram<u64>) + Send>>,
 {
@@ -510,9 +568,12 @@ where
     let mut hist = new_hist();
     let mut calls = 0;
     for j in joins {
-        let (c, h) = j.join().map_err(|_| anyhow::anyhow!("a client thread panicked"))?;
+        let (c, h) = j
+            .join()
+            .map_err(|_| anyhow::anyhow!("a client thread panicked"))?;
         calls += c;
-        hist.add(h).map_err(|e| anyhow::anyhow!("merging histograms: {e:?}"))?;
+        hist.add(h)
+            .map_err(|e| anyhow::anyhow!("merging histograms: {e:?}"))?;
     }
     Ok((calls, hist, secs))
 }
@@ -524,7 +585,10 @@ fn bench_echo(_m: u16, req: &[u8], resp: &mut Vec<u8>) -> Status {
 
 fn bench_config(a: &RpcBenchArgs) -> NicConfig {
     NicConfig {
-        layout: RegionLayout { n_qps: (a.threads as usize).max(1), ring_lines: 4096 },
+        layout: RegionLayout {
+            n_qps: (a.threads as usize).max(1),
+            ring_lines: 4096,
+        },
         max_payload: a.payload.max(64),
         ..NicConfig::default()
     }
@@ -533,7 +597,11 @@ fn bench_config(a: &RpcBenchArgs) -> NicConfig {
 fn bench_optimus(a: &RpcBenchArgs) -> Result<BenchRow> {
     let clock = Clock::new();
     let a2 = a.clone();
-    let opts = ClientOptions { batch: a.batch as usize, idle: IdlePolicy::BUSY, ..ClientOptions::default() };
+    let opts = ClientOptions {
+        batch: a.batch as usize,
+        idle: IdlePolicy::BUSY,
+        ..ClientOptions::default()
+    };
     let (calls, hist, secs) = match a.transport {
         TransportKind::Shm => {
             let (mut nic, h) = Nic::new(NoTransport, bench_config(a))?;
@@ -542,19 +610,41 @@ fn bench_optimus(a: &RpcBenchArgs) -> Result<BenchRow> {
             let r = run_clients(a, &clock, |t| {
                 let c = h.client(opts)?;
                 let (a, core) = (a2.clone(), client_core(&a2, t));
-                Ok(Box::new(move |clock: &Clock| rpc_client_loop(c, LOCAL_CONN, &a, clock, core, || {})))
+                Ok(Box::new(move |clock: &Clock| {
+                    rpc_client_loop(c, LOCAL_CONN, &a, clock, core, || {})
+                }))
             });
             drop(nic);
             r?
         }
         TransportKind::Udp if a.nic_per_side => {
-            nic_per_side(a, &clock, opts, Udp::bind("127.0.0.1:0")?, || Udp::bind("127.0.0.1:0"))?
+            nic_per_side(a, &clock, opts, Udp::bind("127.0.0.1:0")?, || {
+                Udp::bind("127.0.0.1:0")
+            })?
         }
-        TransportKind::Tcp if a.nic_per_side => nic_per_side(a, &clock, opts, Tcp::listen("127.0.0.1:0")?, || Ok(Tcp::client()))?,
-        TransportKind::Udp => two_nics(a, &clock, opts, Udp::bind("127.0.0.1:0")?, Udp::bind("127.0.0.1:0")?)?,
-        TransportKind::Tcp => two_nics(a, &clock, opts, Tcp::listen("127.0.0.1:0")?, Tcp::client())?,
+        TransportKind::Tcp if a.nic_per_side => {
+            nic_per_side(a, &clock, opts, Tcp::listen("127.0.0.1:0")?, || {
+                Ok(Tcp::client())
+            })?
+        }
+        TransportKind::Udp => two_nics(
+            a,
+            &clock,
+            opts,
+            Udp::bind("127.0.0.1:0")?,
+            Udp::bind("127.0.0.1:0")?,
+        )?,
+        TransportKind::Tcp => {
+            two_nics(a, &clock, opts, Tcp::listen("127.0.0.1:0")?, Tcp::client())?
+        }
     };
-    Ok(BenchRow { implementation: "optimus-rpc", transport: a.transport.name(), calls, seconds: secs, hist })
+    Ok(BenchRow {
+        implementation: "optimus-rpc",
+        transport: a.transport.name(),
+        calls,
+        seconds: secs,
+        hist,
+    })
 }
 
 /// Server NIC and client NIC, both polled by one thread on the NIC core (one core for the
@@ -586,7 +676,9 @@ fn two_nics<S: Transport, C: Transport>(
         run_clients(a, clock, |t| {
             let c = ch.client(opts)?;
             let (a, core) = (a2.clone(), client_core(&a2, t));
-            Ok(Box::new(move |clock: &Clock| rpc_client_loop(c, conn, &a, clock, core, || {})))
+            Ok(Box::new(move |clock: &Clock| {
+                rpc_client_loop(c, conn, &a, clock, core, || {})
+            }))
         })
     })();
     stop.store(true, Ordering::Relaxed);
@@ -607,7 +699,13 @@ fn nic_per_side<S: Transport, C: Transport>(
     server.set_handler(bench_echo);
     let server = server.spawn(Some(a.nic_core), IdlePolicy::BUSY);
     let a2 = a.clone();
-    let cfg = NicConfig { layout: RegionLayout { n_qps: 1, ring_lines: 4096 }, ..bench_config(a) };
+    let cfg = NicConfig {
+        layout: RegionLayout {
+            n_qps: 1,
+            ring_lines: 4096,
+        },
+        ..bench_config(a)
+    };
     let r = run_clients(a, clock, |t| {
         // Connecting needs the NIC polled while this thread waits: lend it a thread for that.
         let (nic, ch) = Nic::new(make_ct()?, cfg)?;
@@ -662,12 +760,20 @@ fn bench_tcp_echo(a: &RpcBenchArgs) -> Result<BenchRow> {
         s.set_nodelay(true)?;
         s.set_nonblocking(true)?;
         let (a, core) = (a2.clone(), client_core(&a2, t));
-        Ok(Box::new(move |clock: &Clock| stream_client_loop(s, &a, clock, core)))
+        Ok(Box::new(move |clock: &Clock| {
+            stream_client_loop(s, &a, clock, core)
+        }))
     });
     stop.store(true, Ordering::Relaxed);
     let _ = server.join();
     let (calls, hist, secs) = r?;
-    Ok(BenchRow { implementation: "tcp-echo", transport: "tcp", calls, seconds: secs, hist })
+    Ok(BenchRow {
+        implementation: "tcp-echo",
+        transport: "tcp",
+        calls,
+        seconds: secs,
+        hist,
+    })
 }
 
 fn write_all_spin(s: &mut TcpStream, mut b: &[u8], stop: &AtomicBool) -> std::io::Result<()> {
@@ -681,7 +787,12 @@ fn write_all_spin(s: &mut TcpStream, mut b: &[u8], stop: &AtomicBool) -> std::io
     Ok(())
 }
 
-fn stream_client_loop(mut s: TcpStream, a: &RpcBenchArgs, clock: &Clock, core: Option<usize>) -> (u64, Histogram<u64>) {
+fn stream_client_loop(
+    mut s: TcpStream,
+    a: &RpcBenchArgs,
+    clock: &Clock,
+    core: Option<usize>,
+) -> (u64, Histogram<u64>) {
     if let Some(core) = core {
         let _ = optimus_rpc::pin_current_thread(core);
     }
@@ -792,12 +903,19 @@ fn bench_udp_echo(a: &RpcBenchArgs) -> Result<BenchRow> {
                 }
             }
             (calls, hist)
-        }) as Box<dyn FnOnce(&Clock) -> (u64, Histogram<u64>) + Send>)
+        })
+            as Box<dyn FnOnce(&Clock) -> (u64, Histogram<u64>) + Send>)
     });
     stop.store(true, Ordering::Relaxed);
     let _ = srv.join();
     let (calls, hist, secs) = r?;
-    Ok(BenchRow { implementation: "udp-echo", transport: "udp", calls, seconds: secs, hist })
+    Ok(BenchRow {
+        implementation: "udp-echo",
+        transport: "udp",
+        calls,
+        seconds: secs,
+        hist,
+    })
 }
 
 mod grpc {
@@ -911,20 +1029,34 @@ fn bench_tonic(a: &RpcBenchArgs) -> Result<BenchRow> {
     let r = run_clients(a, &clock, |t| {
         let (a, core) = (a2.clone(), client_core(&a2, t));
         Ok(Box::new(move |clock: &Clock| {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("client runtime");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("client runtime");
             if let Some(core) = core {
                 let _ = optimus_rpc::pin_current_thread(core);
             }
             rt.block_on(tonic_client(addr, a, clock))
-        }) as Box<dyn FnOnce(&Clock) -> (u64, Histogram<u64>) + Send>)
+        })
+            as Box<dyn FnOnce(&Clock) -> (u64, Histogram<u64>) + Send>)
     });
     let _ = stop_tx.send(());
     let _ = server_rt.block_on(server);
     let (calls, hist, secs) = r?;
-    Ok(BenchRow { implementation: "tonic-grpc", transport: "tcp", calls, seconds: secs, hist })
+    Ok(BenchRow {
+        implementation: "tonic-grpc",
+        transport: "tcp",
+        calls,
+        seconds: secs,
+        hist,
+    })
 }
 
-async fn tonic_client(addr: std::net::SocketAddr, a: RpcBenchArgs, clock: &Clock) -> (u64, Histogram<u64>) {
+async fn tonic_client(
+    addr: std::net::SocketAddr,
+    a: RpcBenchArgs,
+    clock: &Clock,
+) -> (u64, Histogram<u64>) {
     let Ok(ep) = tonic::transport::Endpoint::from_shared(format!("http://{addr}")) else {
         return (0, new_hist());
     };
@@ -939,7 +1071,9 @@ async fn tonic_client(addr: std::net::SocketAddr, a: RpcBenchArgs, clock: &Clock
             Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
         }
     }
-    let Some(channel) = channel else { return (0, new_hist()) };
+    let Some(channel) = channel else {
+        return (0, new_hist());
+    };
     let calls = Arc::new(AtomicU64::new(0));
     let local = tokio::task::LocalSet::new();
     let hists = Arc::new(std::sync::Mutex::new(new_hist()));
@@ -948,7 +1082,8 @@ async fn tonic_client(addr: std::net::SocketAddr, a: RpcBenchArgs, clock: &Clock
     let f2 = flags.clone();
     let mut tasks = Vec::new();
     for k in 0..a.depth() {
-        let (channel, calls, hists, flags) = (channel.clone(), calls.clone(), hists.clone(), flags.clone());
+        let (channel, calls, hists, flags) =
+            (channel.clone(), calls.clone(), hists.clone(), flags.clone());
         let payload = vec![0xA5u8; a.payload];
         tasks.push(local.spawn_local(async move {
             let mut grpc = tonic::client::Grpc::new(channel);
@@ -961,7 +1096,13 @@ async fn tonic_client(addr: std::net::SocketAddr, a: RpcBenchArgs, clock: &Clock
                     break;
                 }
                 let t = Instant::now();
-                let r = grpc.unary(tonic::Request::new(payload.clone()), path.clone(), grpc::BytesCodec).await;
+                let r = grpc
+                    .unary(
+                        tonic::Request::new(payload.clone()),
+                        path.clone(),
+                        grpc::BytesCodec,
+                    )
+                    .await;
                 if r.is_err() {
                     break;
                 }
@@ -989,7 +1130,10 @@ async fn tonic_client(addr: std::net::SocketAddr, a: RpcBenchArgs, clock: &Clock
             }
         })
         .await;
-    let h = hists.lock().map(|h| h.clone()).unwrap_or_else(|_| new_hist());
+    let h = hists
+        .lock()
+        .map(|h| h.clone())
+        .unwrap_or_else(|_| new_hist());
     (calls.load(Ordering::Relaxed), h)
 }
 
@@ -1028,7 +1172,16 @@ pub fn rpc_bench(a: RpcBenchArgs) -> Result<()> {
         writeln!(
             out,
             "{:<12} {:<9} {:>5} {:>5} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9}",
-            "impl", "transport", "batch", "depth", "threads", "payload", "Mrps", "p50_us", "p99_us", "p999_us"
+            "impl",
+            "transport",
+            "batch",
+            "depth",
+            "threads",
+            "payload",
+            "Mrps",
+            "p50_us",
+            "p99_us",
+            "p999_us"
         )?;
         for r in &rows {
             writeln!(
@@ -1081,7 +1234,11 @@ service Geometry {
     fn source(dir: &Path) -> SchemaSource {
         let p = dir.join("interop.proto");
         std::fs::write(&p, PROTO).unwrap();
-        SchemaSource { proto: vec![p], include: vec![dir.to_path_buf()], descriptor_set: None }
+        SchemaSource {
+            proto: vec![p],
+            include: vec![dir.to_path_buf()],
+            descriptor_set: None,
+        }
     }
 
     fn free_port() -> String {
@@ -1090,7 +1247,11 @@ service Geometry {
     }
 
     fn interop(transport: TransportKind, addr: String) {
-        let dir = std::env::temp_dir().join(format!("optimus-rpc-interop-{}-{}", std::process::id(), transport.name()));
+        let dir = std::env::temp_dir().join(format!(
+            "optimus-rpc-interop-{}-{}",
+            std::process::id(),
+            transport.name()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let serve_args = ServeArgs {
             source: source(&dir),
@@ -1122,12 +1283,25 @@ service Geometry {
             }
         }
         let got = got.expect("echo call");
-        let v: Vec<&str> = ["\"name\":\"tri\"", "\"x\":-3", "\"color\":\"BLUE\"", "\"a\":\"7\"", "\"area\":1.5"].into();
+        let v: Vec<&str> = [
+            "\"name\":\"tri\"",
+            "\"x\":-3",
+            "\"color\":\"BLUE\"",
+            "\"a\":\"7\"",
+            "\"area\":1.5",
+        ]
+        .into();
         for want in v {
             assert!(got.contains(want), "{want} missing in {got}");
         }
-        assert_eq!(call_json(&call_args("interop.Geometry/Count")).unwrap(), "{}");
-        let bad = call_json(&CallArgs { data: r#"{"nope":1}"#.into(), ..call_args("interop.Geometry/Echo") });
+        assert_eq!(
+            call_json(&call_args("interop.Geometry/Count")).unwrap(),
+            "{}"
+        );
+        let bad = call_json(&CallArgs {
+            data: r#"{"nope":1}"#.into(),
+            ..call_args("interop.Geometry/Echo")
+        });
         assert!(bad.is_err());
         assert!(call_json(&call_args("interop.Geometry/Missing")).is_err());
         server.join().unwrap().unwrap();
@@ -1149,7 +1323,8 @@ service Geometry {
 
     #[test]
     fn call_against_serve_over_shm() {
-        let path = std::env::temp_dir().join(format!("optimus-rpc-interop-region-{}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("optimus-rpc-interop-region-{}", std::process::id()));
         interop(TransportKind::Shm, path.to_string_lossy().into_owned());
     }
 

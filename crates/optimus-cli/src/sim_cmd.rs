@@ -8,11 +8,11 @@ use std::io::{self, Write};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
+use optimus_core::binary::{self, DecodeOptions};
+use optimus_schema::SchemaSet;
 use optimus_sim::calibrate::{self, Row, Status};
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::{self, LinkConfig, RpcAccConfig};
-use optimus_core::binary::{self, DecodeOptions};
-use optimus_schema::SchemaSet;
 use optimus_sim::workload::{self, MessageTrace, TraceSource, ViewConfig};
 use optimus_trace::{Direction, Event, Recorder};
 
@@ -148,22 +148,46 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
             if args.json {
                 writeln!(out, "{}", serde_json::to_string(&r)?)?;
             } else {
-                writeln!(out, "OP{{{},{}}} on {} mesh", cfg.pipelines, cfg.interleave, if cfg.noc.mesh == 8 { "8x8" } else { "4x4" })?;
+                writeln!(
+                    out,
+                    "OP{{{},{}}} on {} mesh",
+                    cfg.pipelines,
+                    cfg.interleave,
+                    if cfg.noc.mesh == 8 { "8x8" } else { "4x4" }
+                )?;
                 writeln!(out, "throughput_gbps           {:.2}", r.throughput_gbps)?;
                 writeln!(out, "messages_per_s            {:.0}", r.messages_per_s)?;
                 writeln!(out, "latency_ns                {:.1}", r.latency_ns)?;
-                writeln!(out, "latency_with_queue_ns     {:.1}", r.latency_with_queue_ns)?;
-                writeln!(out, "field_read_latency_cycles {:.1}", r.field_read_latency_cycles)?;
+                writeln!(
+                    out,
+                    "latency_with_queue_ns     {:.1}",
+                    r.latency_with_queue_ns
+                )?;
+                writeln!(
+                    out,
+                    "field_read_latency_cycles {:.1}",
+                    r.field_read_latency_cycles
+                )?;
                 writeln!(out, "amat_cycles               {:.1}", r.amat_cycles)?;
                 writeln!(out, "port_gbps                 {:.1}", r.port_gbps)?;
-                writeln!(out, "mesh_link_utilization     {:.3}", r.mesh_link_utilization)?;
+                writeln!(
+                    out,
+                    "mesh_link_utilization     {:.3}",
+                    r.mesh_link_utilization
+                )?;
                 for (k, v) in &r.stats.0 {
                     writeln!(out, "{k:<40} {v}")?;
                 }
             }
         }
         Accel::Rpcacc => {
-            let cfg = RpcAccConfig { pcie: LinkConfig { latency_ns: args.pcie_ns, ..RpcAccConfig::default().pcie }, ..RpcAccConfig::default() };
+            let cfg = RpcAccConfig {
+                pcie: LinkConfig {
+                    latency_ns: args.pcie_ns,
+                    ..RpcAccConfig::default().pcie
+                },
+                ..RpcAccConfig::default()
+            };
             cfg.validate().context("sim")?;
             let mut rows = Vec::new();
             for (i, t) in traces.iter().enumerate() {
@@ -173,11 +197,25 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                 rows.push(serde_json::json!({"message": i, "wire_bytes": t.wire_bytes, "protoacc_pcie_ser_ns": ser}));
             }
             if args.json {
-                writeln!(out, "{}", serde_json::json!({ "pcie_ns": args.pcie_ns, "messages": rows }))?;
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({ "pcie_ns": args.pcie_ns, "messages": rows })
+                )?;
             } else {
-                writeln!(out, "ProtoACC-style serializer over a {} ns interconnect", args.pcie_ns)?;
+                writeln!(
+                    out,
+                    "ProtoACC-style serializer over a {} ns interconnect",
+                    args.pcie_ns
+                )?;
                 for r in rows {
-                    writeln!(out, "message {} ({} B): {:.0} ns", r["message"], r["wire_bytes"], r["protoacc_pcie_ser_ns"].as_f64().unwrap_or(0.0))?;
+                    writeln!(
+                        out,
+                        "message {} ({} B): {:.0} ns",
+                        r["message"],
+                        r["wire_bytes"],
+                        r["protoacc_pcie_ser_ns"].as_f64().unwrap_or(0.0)
+                    )?;
                 }
             }
         }
@@ -188,12 +226,19 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
 fn load(args: &SimArgs) -> Result<Vec<MessageTrace>> {
     if let Some(path) = &args.trace {
         let bytes = std::fs::read(path).with_context(|| format!("sim: {}", path.display()))?;
-        let events = optimus_trace::decode(&bytes).with_context(|| format!("sim: {}", path.display()))?;
+        let events =
+            optimus_trace::decode(&bytes).with_context(|| format!("sim: {}", path.display()))?;
         let name = path.display().to_string();
-        return Ok(workload::accelerator_view(&name, &events, &ViewConfig::default())?);
+        return Ok(workload::accelerator_view(
+            &name,
+            &events,
+            &ViewConfig::default(),
+        )?);
     }
     let name = args.workload.as_deref().unwrap_or("mixed");
-    Ok(vec![workload::named(&mut EngineTraces, name).context("sim")?])
+    Ok(vec![
+        workload::named(&mut EngineTraces, name).context("sim")?
+    ])
 }
 
 fn reproduce(r: ReproduceArgs) -> Result<()> {
@@ -225,10 +270,16 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
         }
         return Ok(());
     }
-    writeln!(out, "{:<58} {:>10} {:>10} {:>8}  {:<8} status", "id", "paper", "model", "dev", "unit")?;
+    writeln!(
+        out,
+        "{:<58} {:>10} {:>10} {:>8}  {:<8} status",
+        "id", "paper", "model", "dev", "unit"
+    )?;
     for row in &rows {
         let model = row.model.map_or("-".to_string(), |m| format!("{m:.3}"));
-        let dev = row.deviation.map_or(String::new(), |d| format!("{:+.0}%", d * 100.0));
+        let dev = row
+            .deviation
+            .map_or(String::new(), |d| format!("{:+.0}%", d * 100.0));
         let status = match row.status {
             Status::Met => "met",
             Status::Missed => "MISSED",
@@ -236,10 +287,17 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
             Status::NotTiming => "not timing",
             Status::NotModeled => "not modelled",
         };
-        writeln!(out, "{:<58} {:>10} {:>10} {:>8}  {:<8} {status}", row.id, row.paper, model, dev, row.unit)?;
+        writeln!(
+            out,
+            "{:<58} {:>10} {:>10} {:>8}  {:<8} {status}",
+            row.id, row.paper, model, dev, row.unit
+        )?;
     }
     let met = rows.iter().filter(|x| x.status == Status::Met).count();
-    let computed = rows.iter().filter(|x| matches!(x.status, Status::Met | Status::Missed)).count();
+    let computed = rows
+        .iter()
+        .filter(|x| matches!(x.status, Status::Met | Status::Missed))
+        .count();
     if computed == 0 {
         bail!("sim: no target computed");
     }
@@ -281,11 +339,19 @@ mod plot {
     }
 
     fn model(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
-        Series { name: name.into(), points, paper: false }
+        Series {
+            name: name.into(),
+            points,
+            paper: false,
+        }
     }
 
     fn paper(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
-        Series { name: name.into(), points, paper: true }
+        Series {
+            name: name.into(),
+            points,
+            paper: true,
+        }
     }
 
     /// A figure: axes, series, and optional bars `(x, width, height, series index)`.
@@ -344,7 +410,12 @@ mod plot {
             .map_err(err)?;
         let mut colour = 0;
         for s in &f.series {
-            let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .copied()
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .collect();
             if s.paper {
                 chart
                     .draw_series(pts.iter().map(|&p| Cross::new(p, 7, BLACK.stroke_width(2))))
@@ -358,8 +429,12 @@ mod plot {
                     .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
                     .map_err(err)?
                     .label(s.name.as_str())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-                chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(err)?;
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                    });
+                chart
+                    .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                    .map_err(err)?;
             }
         }
         chart
@@ -397,15 +472,39 @@ mod plot {
             x_label: "message class",
             y_label: "throughput (Gbps)",
             series: vec![
-                model("CPU core", figs.fig7.iter().enumerate().map(|(i, c)| (at(i), c.1)).collect()),
-                model("OP_Base", figs.fig7.iter().enumerate().map(|(i, c)| (at(i), c.2)).collect()),
-                model("OP{1,1}", figs.fig7.iter().enumerate().map(|(i, c)| (at(i), c.3)).collect()),
+                model(
+                    "CPU core",
+                    figs.fig7
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| (at(i), c.1))
+                        .collect(),
+                ),
+                model(
+                    "OP_Base",
+                    figs.fig7
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| (at(i), c.2))
+                        .collect(),
+                ),
+                model(
+                    "OP{1,1}",
+                    figs.fig7
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| (at(i), c.3))
+                        .collect(),
+                ),
                 paper(
                     "paper OP{1,1}",
                     figs.fig7
                         .iter()
                         .enumerate()
-                        .filter_map(|(i, c)| paper_value(rows, &format!("op.fig7.op_1_1.ser.{}.gbps", c.0)).map(|v| (at(i), v)))
+                        .filter_map(|(i, c)| {
+                            paper_value(rows, &format!("op.fig7.op_1_1.ser.{}.gbps", c.0))
+                                .map(|v| (at(i), v))
+                        })
                         .collect(),
                 ),
             ],
@@ -416,30 +515,56 @@ mod plot {
             title: "Fig. 8: serialization with OP{n,1}, 4x4 mesh",
             x_label: "pipelines n",
             y_label: "throughput (Gbps)",
-            series: figs.fig8.iter().map(|(c, curve)| model(c.as_str(), curve.iter().map(|p| (f64::from(p.0), p.1)).collect())).collect(),
+            series: figs
+                .fig8
+                .iter()
+                .map(|(c, curve)| {
+                    model(
+                        c.as_str(),
+                        curve.iter().map(|p| (f64::from(p.0), p.1)).collect(),
+                    )
+                })
+                .collect(),
         };
         // Paper: the pipelines each class needs for 40 Gbps, and Nested's plateau.
         let mut pts: Vec<(f64, f64)> = ["flat", "mixed", "nested"]
             .iter()
-            .filter_map(|c| paper_value(rows, &format!("op.fig8.pipelines_for_40gbps.{c}")).map(|n| (n, 40.0)))
+            .filter_map(|c| {
+                paper_value(rows, &format!("op.fig8.pipelines_for_40gbps.{c}")).map(|n| (n, 40.0))
+            })
             .collect();
         if let Some(v) = paper_value(rows, "op.fig8.nested_plateau.gbps") {
             pts.push((16.0, v));
         }
-        fig8.series.push(paper("paper (40 Gbps points, Nested plateau)", pts));
+        fig8.series
+            .push(paper("paper (40 Gbps points, Nested plateau)", pts));
         write(dir, &fig8)?;
         let mut fig9 = Figure {
             name: "op_fig9",
             title: "Fig. 9: Mixed, 4x4 vs 8x8 mesh, time-sharing j",
             x_label: "pipelines n",
             y_label: "throughput (Gbps)",
-            series: figs.fig9.iter().map(|(c, curve)| model(c.as_str(), curve.iter().map(|p| (f64::from(p.0), p.1)).collect())).collect(),
+            series: figs
+                .fig9
+                .iter()
+                .map(|(c, curve)| {
+                    model(
+                        c.as_str(),
+                        curve.iter().map(|p| (f64::from(p.0), p.1)).collect(),
+                    )
+                })
+                .collect(),
         };
-        let t4: Vec<(f64, f64)> = [("op.table4.op_1_1.throughput.gbps", 1.0), ("op.table4.op_12_1.throughput.gbps", 12.0), ("op.table4.op_3_4.throughput.gbps", 3.0)]
-            .iter()
-            .filter_map(|(id, n)| paper_value(rows, id).map(|v| (*n, v)))
-            .collect();
-        fig9.series.push(paper("paper Table 4, 8x8: OP{1,1}, OP{12,1}, OP{3,4}", t4));
+        let t4: Vec<(f64, f64)> = [
+            ("op.table4.op_1_1.throughput.gbps", 1.0),
+            ("op.table4.op_12_1.throughput.gbps", 12.0),
+            ("op.table4.op_3_4.throughput.gbps", 3.0),
+        ]
+        .iter()
+        .filter_map(|(id, n)| paper_value(rows, id).map(|v| (*n, v)))
+        .collect();
+        fig9.series
+            .push(paper("paper Table 4, 8x8: OP{1,1}, OP{12,1}, OP{3,4}", t4));
         write(dir, &fig9)
     }
 
@@ -455,7 +580,8 @@ mod plot {
             series: vec![model("model, geomean", figs.latency_sweep.clone())],
         };
         if let Some(v) = paper_value(rows, "rpcacc.fig2.ser_time_increase_70ns_to_1250ns.x") {
-            fig2.series.push(paper("paper, 1250 ns", vec![(70.0, 1.0), (1250.0, v)]));
+            fig2.series
+                .push(paper("paper, 1250 ns", vec![(70.0, 1.0), (1250.0, v)]));
         }
         write(dir, &fig2)?;
         let mut fig5 = Figure {
@@ -465,16 +591,26 @@ mod plot {
             y_label: "speedup (x)",
             series: vec![],
         };
-        let mut pts: Vec<(f64, f64)> = figs.fig5.iter().map(|&(b, s)| (b.max(1.0).log2(), s)).collect();
+        let mut pts: Vec<(f64, f64)> = figs
+            .fig5
+            .iter()
+            .map(|&(b, s)| (b.max(1.0).log2(), s))
+            .collect();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         fig5.series.push(model("model, per message", pts.clone()));
         let lo = pts.first().map_or(0.0, |p| p.0);
         let hi = pts.last().map_or(1.0, |p| p.0);
         if let Some(v) = paper_value(rows, "rpcacc.fig5.oneshot_deser_speedup.avg.x") {
-            fig5.series.push(paper("paper average", vec![(lo, v), ((lo + hi) / 2.0, v), (hi, v)]));
+            fig5.series.push(paper(
+                "paper average",
+                vec![(lo, v), ((lo + hi) / 2.0, v), (hi, v)],
+            ));
         }
         if let Some(v) = paper_value(rows, "rpcacc.fig5.oneshot_deser_speedup.small_fields.x") {
-            fig5.series.push(paper("paper, fields < 1 KB", vec![(lo, v), (10.0_f64.min(hi), v)]));
+            fig5.series.push(paper(
+                "paper, fields < 1 KB",
+                vec![(lo, v), (10.0_f64.min(hi), v)],
+            ));
         }
         write(dir, &fig5)?;
         let idx = |i: usize| i as f64;
@@ -484,14 +620,38 @@ mod plot {
             x_label: "message (bench x 10 + index)",
             y_label: "speedup (x)",
             series: vec![
-                model("over ProtoACC-PCIe", figs.fig7.iter().enumerate().map(|(i, t)| (idx(i), t.1 / t.2)).collect()),
-                model("over CPU-only", figs.fig7.iter().enumerate().map(|(i, t)| (idx(i), t.0 / t.2)).collect()),
+                model(
+                    "over ProtoACC-PCIe",
+                    figs.fig7
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| (idx(i), t.1 / t.2))
+                        .collect(),
+                ),
+                model(
+                    "over CPU-only",
+                    figs.fig7
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| (idx(i), t.0 / t.2))
+                        .collect(),
+                ),
             ],
         };
         let n = figs.fig7.len().saturating_sub(1) as f64;
-        for (id, label) in [("rpcacc.fig7.memaff_vs_protoacc_pcie.x", "paper geomean vs ProtoACC-PCIe"), ("rpcacc.fig7.memaff_vs_cpu_only.x", "paper geomean vs CPU-only")] {
+        for (id, label) in [
+            (
+                "rpcacc.fig7.memaff_vs_protoacc_pcie.x",
+                "paper geomean vs ProtoACC-PCIe",
+            ),
+            (
+                "rpcacc.fig7.memaff_vs_cpu_only.x",
+                "paper geomean vs CPU-only",
+            ),
+        ] {
             if let Some(v) = paper_value(rows, id) {
-                fig7.series.push(paper(label, vec![(0.0, v), (n / 2.0, v), (n, v)]));
+                fig7.series
+                    .push(paper(label, vec![(0.0, v), (n / 2.0, v), (n, v)]));
             }
         }
         write(dir, &fig7)

@@ -55,7 +55,11 @@ pub struct ClientOptions {
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        Self { batch: 1, call_timeout: Duration::from_secs(5), idle: IdlePolicy::default() }
+        Self {
+            batch: 1,
+            call_timeout: Duration::from_secs(5),
+            idle: IdlePolicy::default(),
+        }
     }
 }
 
@@ -105,9 +109,15 @@ impl NicHandle {
         let mut c = RpcClient::attach(self.shared.region.clone(), opts)?;
         c.max_payload = self.shared.max_payload;
         let n = Arc::new(Notifier::default());
-        self.shared.notifiers.lock().unwrap_or_else(|e| e.into_inner())[c.qp] = Some(n.clone());
+        self.shared
+            .notifiers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())[c.qp] = Some(n.clone());
         // The NIC reads the notifier when it sees the QP's new state; bump so it looks again.
-        self.shared.region.control_seq().fetch_add(1, Ordering::AcqRel);
+        self.shared
+            .region
+            .control_seq()
+            .fetch_add(1, Ordering::AcqRel);
         c.notifier = Some(n);
         c.handle = Some(self.clone());
         Ok(c)
@@ -130,13 +140,20 @@ impl RpcClient {
         let max_payload = tx.max_payload();
         let n = MAX_CLIENT_IN_FLIGHT;
         let mut slots = Vec::with_capacity(n);
-        slots.resize_with(n, || Slot { id: 0, waiting: Waiting::Free, deadline_ns: 0 });
+        slots.resize_with(n, || Slot {
+            id: 0,
+            waiting: Waiting::Free,
+            deadline_ns: 0,
+        });
         Ok(Self {
             region,
             qp,
             tx,
             rx,
-            opts: ClientOptions { batch: opts.batch.clamp(1, 32), ..opts },
+            opts: ClientOptions {
+                batch: opts.batch.clamp(1, 32),
+                ..opts
+            },
             doorbell,
             unflushed: 0,
             slots,
@@ -176,7 +193,9 @@ impl RpcClient {
     }
 
     fn new_call(&mut self, waiting: Waiting) -> Result<(CallId, usize), RpcError> {
-        let Some(k) = self.free.pop() else { return Err(RpcError::Backpressure) };
+        let Some(k) = self.free.pop() else {
+            return Err(RpcError::Backpressure);
+        };
         self.generation += 1;
         let id = (self.generation << SLOT_BITS) | u64::from(k);
         let s = &mut self.slots[k as usize];
@@ -195,11 +214,25 @@ impl RpcClient {
         std::mem::replace(&mut s.waiting, Waiting::Free)
     }
 
-    fn push_request(&mut self, conn: u32, method: u16, payload: &[u8], id: CallId) -> Result<(), RpcError> {
+    fn push_request(
+        &mut self,
+        conn: u32,
+        method: u16,
+        payload: &[u8],
+        id: CallId,
+    ) -> Result<(), RpcError> {
         if payload.len() > self.max_payload {
-            return Err(RpcError::TooLarge { len: payload.len(), max: self.max_payload });
+            return Err(RpcError::TooLarge {
+                len: payload.len(),
+                max: self.max_payload,
+            });
         }
-        let h = FrameHeader { conn_id: conn, method_id: method, request_id: id, ..FrameHeader::new(FrameKind::Request) };
+        let h = FrameHeader {
+            conn_id: conn,
+            method_id: method,
+            request_id: id,
+            ..FrameHeader::new(FrameKind::Request)
+        };
         let mut r = self.tx.push(&h, payload);
         if r == Err(PushError::Full) {
             self.flush();
@@ -214,7 +247,10 @@ impl RpcClient {
                 Ok(())
             }
             Err(PushError::Full) => Err(RpcError::Backpressure),
-            Err(PushError::TooLarge) => Err(RpcError::TooLarge { len: payload.len(), max: self.max_payload }),
+            Err(PushError::TooLarge) => Err(RpcError::TooLarge {
+                len: payload.len(),
+                max: self.max_payload,
+            }),
         }
     }
 
@@ -258,7 +294,9 @@ impl RpcClient {
         if self.tx.has_unpublished() {
             self.tx.publish();
             if self.doorbell {
-                self.region.doorbell().fetch_or(1u64 << self.qp, Ordering::AcqRel);
+                self.region
+                    .doorbell()
+                    .fetch_or(1u64 << self.qp, Ordering::AcqRel);
             }
         }
         self.unflushed = 0;
@@ -275,9 +313,11 @@ impl RpcClient {
         loop {
             let (id, status, payload) = match self.rx.peek(usize::MAX) {
                 None => break,
-                Some(Ok(p)) if p.kind == FrameKind::Response => {
-                    (p.header.request_id, Status::from_u16(p.header.aux as u16), p.payload)
-                }
+                Some(Ok(p)) if p.kind == FrameKind::Response => (
+                    p.header.request_id,
+                    Status::from_u16(p.header.aux as u16),
+                    p.payload,
+                ),
                 Some(_) => {
                     self.rx.advance();
                     continue;
@@ -285,7 +325,11 @@ impl RpcClient {
             };
             let k = (id & ((1 << SLOT_BITS) - 1)) as usize;
             if self.slots.get(k).is_some_and(|s| s.id == id && id != 0) {
-                let r = if status == Status::Ok { Ok(payload) } else { Err(status_error(status, payload)) };
+                let r = if status == Status::Ok {
+                    Ok(payload)
+                } else {
+                    Err(status_error(status, payload))
+                };
                 // Take the slot's waiter first, then run it: callbacks may not reenter `self`.
                 let s = &mut self.slots[k];
                 s.id = 0;
@@ -344,7 +388,13 @@ impl RpcClient {
     ///
     /// # Errors
     /// The call's error status, `Timeout`, `Backpressure`, `TooLarge`.
-    pub fn call(&mut self, conn: u32, method: u16, request: &[u8], response: &mut Vec<u8>) -> Result<(), RpcError> {
+    pub fn call(
+        &mut self,
+        conn: u32,
+        method: u16,
+        request: &[u8],
+        response: &mut Vec<u8>,
+    ) -> Result<(), RpcError> {
         let id = self.submit(conn, method, request)?;
         self.flush();
         let mut out: Option<Result<(), RpcError>> = None;
@@ -402,20 +452,28 @@ impl Drop for RpcClient {
 /// Monotonic time in nanoseconds from the kernel's coarse clock: a few nanoseconds to read (no
 /// fence, no syscall) and a few milliseconds of resolution, which is plenty for call deadlines.
 pub(crate) fn coarse_now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a live, writable timespec; CLOCK_MONOTONIC_COARSE exists on Linux.
     let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
     if r != 0 {
         return 0;
     }
-    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
 }
 
 fn status_error(status: Status, payload: &[u8]) -> RpcError {
     match status {
         Status::Timeout => RpcError::Timeout,
         Status::Disconnected => RpcError::Disconnected,
-        _ => RpcError::Status { status, detail: String::from_utf8_lossy(payload).into_owned() },
+        _ => RpcError::Status {
+            status,
+            detail: String::from_utf8_lossy(payload).into_owned(),
+        },
     }
 }
 
@@ -428,7 +486,12 @@ struct AsyncInner {
 
 impl AsyncInner {
     fn drain(&mut self) {
-        let Self { client, done, interested, wakers } = self;
+        let Self {
+            client,
+            done,
+            interested,
+            wakers,
+        } = self;
         client.poll(|id, r| {
             if interested.contains(&id) {
                 done.insert(id, r.map(<[u8]>::to_vec));
@@ -454,10 +517,9 @@ impl AsyncClient {
     /// # Errors
     /// [`RpcError::Config`] for a client attached by path (no in-process NIC to wake it).
     pub fn new(client: RpcClient) -> Result<Self, RpcError> {
-        let notifier = client
-            .notifier
-            .clone()
-            .ok_or_else(|| RpcError::Config("AsyncClient needs a client from NicHandle::client".into()))?;
+        let notifier = client.notifier.clone().ok_or_else(|| {
+            RpcError::Config("AsyncClient needs a client from NicHandle::client".into())
+        })?;
         Ok(Self {
             inner: Arc::new(Mutex::new(AsyncInner {
                 client,
@@ -477,7 +539,10 @@ impl AsyncClient {
             g.interested.insert(id);
             g.client.flush();
         }
-        CallFuture { client: self.clone(), id: r }
+        CallFuture {
+            client: self.clone(),
+            id: r,
+        }
     }
 }
 

@@ -146,7 +146,12 @@ const _: () = {
 impl FrameHeader {
     /// A header of `kind` with magic and version filled in and everything else zero.
     pub fn new(kind: FrameKind) -> Self {
-        Self { magic: MAGIC, version: VERSION, kind: kind as u8, ..Self::default() }
+        Self {
+            magic: MAGIC,
+            version: VERSION,
+            kind: kind as u8,
+            ..Self::default()
+        }
     }
 
     /// The kind, if known.
@@ -185,7 +190,10 @@ impl FrameHeader {
         let b: &[u8; HEADER_BYTES] = b
             .get(..HEADER_BYTES)
             .and_then(|s| s.try_into().ok())
-            .ok_or(RpcError::Truncated { needed: HEADER_BYTES, got: b.len() })?;
+            .ok_or(RpcError::Truncated {
+                needed: HEADER_BYTES,
+                got: b.len(),
+            })?;
         Ok(Self {
             magic: u16::from_le_bytes([b[0], b[1]]),
             version: b[2],
@@ -194,7 +202,9 @@ impl FrameHeader {
             method_id: u16::from_le_bytes([b[6], b[7]]),
             conn_id: u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
             payload_len: u32::from_le_bytes([b[12], b[13], b[14], b[15]]),
-            request_id: u64::from_le_bytes([b[16], b[17], b[18], b[19], b[20], b[21], b[22], b[23]]),
+            request_id: u64::from_le_bytes([
+                b[16], b[17], b[18], b[19], b[20], b[21], b[22], b[23],
+            ]),
             aux: u32::from_le_bytes([b[24], b[25], b[26], b[27]]),
             checksum: u32::from_le_bytes([b[28], b[29], b[30], b[31]]),
         })
@@ -221,7 +231,10 @@ impl FrameHeader {
         }
         let kind = self.frame_kind().ok_or(RpcError::Malformed("kind"))?;
         if self.payload_len as usize > max_payload {
-            return Err(RpcError::TooLarge { len: self.payload_len as usize, max: max_payload });
+            return Err(RpcError::TooLarge {
+                len: self.payload_len as usize,
+                max: max_payload,
+            });
         }
         Ok(kind)
     }
@@ -295,15 +308,23 @@ pub fn seal(frame: &mut [u8]) {
 /// # Errors
 /// [`RpcError::Truncated`], [`RpcError::Malformed`], [`RpcError::TooLarge`],
 /// [`RpcError::TrailingBytes`] or [`RpcError::BadChecksum`].
-pub fn check_frame(frame: &[u8], max_payload: usize) -> Result<(FrameHeader, FrameKind, &[u8]), RpcError> {
+pub fn check_frame(
+    frame: &[u8],
+    max_payload: usize,
+) -> Result<(FrameHeader, FrameKind, &[u8]), RpcError> {
     let h = FrameHeader::decode(frame)?;
     let kind = h.validate(max_payload)?;
     let need = h.frame_bytes();
     if frame.len() < need {
-        return Err(RpcError::Truncated { needed: need, got: frame.len() });
+        return Err(RpcError::Truncated {
+            needed: need,
+            got: frame.len(),
+        });
     }
     if frame.len() > need {
-        return Err(RpcError::TrailingBytes { extra: frame.len() - need });
+        return Err(RpcError::TrailingBytes {
+            extra: frame.len() - need,
+        });
     }
     let payload = &frame[HEADER_BYTES..need];
     if h.flags & FLAG_CHECKSUM != 0 {
@@ -354,7 +375,10 @@ mod tests {
             for bit in 0..8 {
                 let mut g = f.clone();
                 g[byte] ^= 1 << bit;
-                assert!(check_frame(&g, 1024).is_err(), "flip at {byte}.{bit} went unnoticed");
+                assert!(
+                    check_frame(&g, 1024).is_err(),
+                    "flip at {byte}.{bit} went unnoticed"
+                );
             }
         }
     }
@@ -388,17 +412,32 @@ mod tests {
     fn bad_frames_name_their_fault() {
         let mut f = sample().encode().to_vec();
         f.extend_from_slice(b"hello");
-        assert!(matches!(check_frame(&f[..10], 1024), Err(RpcError::Truncated { .. })));
-        assert!(matches!(check_frame(&f[..35], 1024), Err(RpcError::Truncated { .. })));
+        assert!(matches!(
+            check_frame(&f[..10], 1024),
+            Err(RpcError::Truncated { .. })
+        ));
+        assert!(matches!(
+            check_frame(&f[..35], 1024),
+            Err(RpcError::Truncated { .. })
+        ));
         let mut g = f.clone();
         g.push(0);
-        assert!(matches!(check_frame(&g, 1024), Err(RpcError::TrailingBytes { extra: 1 })));
+        assert!(matches!(
+            check_frame(&g, 1024),
+            Err(RpcError::TrailingBytes { extra: 1 })
+        ));
         assert!(matches!(check_frame(&f, 4), Err(RpcError::TooLarge { .. })));
         let mut g = f.clone();
         g[3] = 9;
-        assert!(matches!(check_frame(&g, 1024), Err(RpcError::Malformed("kind"))));
+        assert!(matches!(
+            check_frame(&g, 1024),
+            Err(RpcError::Malformed("kind"))
+        ));
         let mut g = f.clone();
         g[5] = 0x80;
-        assert!(matches!(check_frame(&g, 1024), Err(RpcError::Malformed("flags"))));
+        assert!(matches!(
+            check_frame(&g, 1024),
+            Err(RpcError::Malformed("flags"))
+        ));
     }
 }

@@ -39,9 +39,14 @@ use std::time::Duration;
 pub use client::{AsyncClient, CallFuture, CallId, ClientOptions, RpcClient};
 pub use frame::{FrameHeader, FrameKind, Status};
 pub use methods::MethodTable;
-pub use nic::{Balance, Handler, Nic, NicConfig, NicHandle, NicStats, NicThread, PollMode, LOCAL_CONN, RX_BATCH, TX_BATCH};
+pub use nic::{
+    Balance, Handler, Nic, NicConfig, NicHandle, NicStats, NicThread, PollMode, LOCAL_CONN,
+    RX_BATCH, TX_BATCH,
+};
 pub use shm::{RegionLayout, ShmRegion};
-pub use transport::{loopback::LoopbackNet, lossy::LossConfig, tcp::Tcp, udp::Udp, NoTransport, Transport};
+pub use transport::{
+    loopback::LoopbackNet, lossy::LossConfig, tcp::Tcp, udp::Udp, NoTransport, Transport,
+};
 pub use worker::Worker;
 
 /// Everything that can go wrong in optimus-rpc.
@@ -132,7 +137,11 @@ pub struct IdlePolicy {
 
 impl IdlePolicy {
     /// Never yield or sleep: for a pinned, dedicated core.
-    pub const BUSY: Self = Self { spins: u32::MAX, yields: 0, sleep: Duration::ZERO };
+    pub const BUSY: Self = Self {
+        spins: u32::MAX,
+        yields: 0,
+        sleep: Duration::ZERO,
+    };
 
     /// Waits as the policy says after `empty` consecutive empty polls.
     #[inline]
@@ -149,7 +158,11 @@ impl IdlePolicy {
 
 impl Default for IdlePolicy {
     fn default() -> Self {
-        Self { spins: 256, yields: 256, sleep: Duration::from_micros(50) }
+        Self {
+            spins: 256,
+            yields: 256,
+            sleep: Duration::from_micros(50),
+        }
     }
 }
 

@@ -33,19 +33,31 @@ impl MethodTable {
     /// More methods than a 16-bit id can name, or a name declared twice.
     pub fn new(service: impl Into<String>, methods: Vec<Method>) -> Result<Self, RpcError> {
         if methods.len() > usize::from(u16::MAX) {
-            return Err(RpcError::Config(format!("{} methods do not fit a 16-bit method id", methods.len())));
+            return Err(RpcError::Config(format!(
+                "{} methods do not fit a 16-bit method id",
+                methods.len()
+            )));
         }
         for (i, m) in methods.iter().enumerate() {
             if methods[..i].iter().any(|o| o.name == m.name) {
-                return Err(RpcError::Config(format!("method {} declared twice", m.name)));
+                return Err(RpcError::Config(format!(
+                    "method {} declared twice",
+                    m.name
+                )));
             }
         }
-        Ok(Self { service: service.into(), methods })
+        Ok(Self {
+            service: service.into(),
+            methods,
+        })
     }
 
     /// The id of method `name`.
     pub fn id_of(&self, name: &str) -> Option<u16> {
-        self.methods.iter().position(|m| m.name == name).map(|i| i as u16)
+        self.methods
+            .iter()
+            .position(|m| m.name == name)
+            .map(|i| i as u16)
     }
 
     /// The method with id `id`.
@@ -65,7 +77,11 @@ mod tests {
     use super::*;
 
     fn m(n: &str) -> Method {
-        Method { name: n.into(), input: "p.Req".into(), output: "p.Rep".into() }
+        Method {
+            name: n.into(),
+            input: "p.Req".into(),
+            output: "p.Rep".into(),
+        }
     }
 
     #[test]

@@ -32,7 +32,9 @@ use std::time::{Duration, Instant};
 
 use crate::frame::{self, FrameHeader, FrameKind, Status, FLAG_CHECKSUM, FLAG_RETRY, HEADER_BYTES};
 use crate::ring::{Consumer, Producer, PushError};
-use crate::shm::{RegionLayout, ShmRegion, MODE_DOORBELL, QP_CLIENT, QP_DETACHING, QP_FREE, QP_WORKER};
+use crate::shm::{
+    RegionLayout, ShmRegion, MODE_DOORBELL, QP_CLIENT, QP_DETACHING, QP_FREE, QP_WORKER,
+};
 use crate::transport::{PeerId, Transport, TxQueue};
 use crate::{IdlePolicy, RpcError};
 
@@ -59,7 +61,9 @@ const NO_QP: u16 = u16::MAX;
 const EPOCH_SHIFT: u32 = 20;
 const SCONN_MASK: u32 = (1 << EPOCH_SHIFT) - 1;
 const _: () = assert!(
-    WINDOW.is_power_of_two() && CONTROL_INTERVAL.is_power_of_two() && MAX_SERVER_CONNS <= (1 << EPOCH_SHIFT)
+    WINDOW.is_power_of_two()
+        && CONTROL_INTERVAL.is_power_of_two()
+        && MAX_SERVER_CONNS <= (1 << EPOCH_SHIFT)
 );
 
 /// How the NIC finds new work in application rings.
@@ -107,7 +111,10 @@ impl Default for NicConfig {
             timeout: Duration::from_millis(20),
             max_retries: 5,
             max_payload: 64 * 1024,
-            layout: RegionLayout { n_qps: 8, ring_lines: 4096 },
+            layout: RegionLayout {
+                n_qps: 8,
+                ring_lines: 4096,
+            },
         }
     }
 }
@@ -243,7 +250,10 @@ impl NicHandle {
     /// The address is unreachable or the server does not answer within `wait`.
     pub fn connect(&self, addr: &str, wait: Duration) -> Result<u32, RpcError> {
         let reply: ConnectReply = Arc::new((Mutex::new(None), Condvar::new()));
-        self.push_control(ControlReq::Connect { addr: addr.to_string(), reply: reply.clone() });
+        self.push_control(ControlReq::Connect {
+            addr: addr.to_string(),
+            reply: reply.clone(),
+        });
         let (m, cv) = &*reply;
         let deadline = Instant::now() + wait;
         let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
@@ -255,7 +265,10 @@ impl NicHandle {
             if now >= deadline {
                 return Err(RpcError::Timeout);
             }
-            g = cv.wait_timeout(g, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+            g = cv
+                .wait_timeout(g, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 
@@ -270,7 +283,11 @@ impl NicHandle {
     }
 
     fn push_control(&self, r: ControlReq) {
-        self.shared.control.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+        self.shared
+            .control
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(r);
         self.shared.control_flag.store(true, Ordering::Release);
     }
 }
@@ -309,7 +326,12 @@ struct OutSlot {
 }
 
 enum ConnState {
-    Connecting { nonce: u64, deadline: Instant, tries: u32, reply: ConnectReply },
+    Connecting {
+        nonce: u64,
+        deadline: Instant,
+        tries: u32,
+        reply: ConnectReply,
+    },
     Open,
     Closed,
 }
@@ -408,7 +430,11 @@ impl<T: Transport> Nic<T> {
     ///
     /// # Errors
     /// Currently none; kept for symmetry with `new`.
-    pub fn with_region(t: T, cfg: NicConfig, region: Arc<ShmRegion>) -> Result<(Self, NicHandle), RpcError> {
+    pub fn with_region(
+        t: T,
+        cfg: NicConfig,
+        region: Arc<ShmRegion>,
+    ) -> Result<(Self, NicHandle), RpcError> {
         let layout = region.layout();
         let mut max_payload = cfg.max_payload.min(frame::MAX_PAYLOAD_BYTES);
         if T::MTU > 0 {
@@ -416,7 +442,14 @@ impl<T: Transport> Nic<T> {
         }
         // A frame may take at most half a ring.
         max_payload = max_payload.min((layout.ring_lines / 2) * frame::CACHE_LINE - HEADER_BYTES);
-        region.mode().store(if cfg.mode == PollMode::Doorbell { MODE_DOORBELL } else { 0 }, Ordering::Release);
+        region.mode().store(
+            if cfg.mode == PollMode::Doorbell {
+                MODE_DOORBELL
+            } else {
+                0
+            },
+            Ordering::Release,
+        );
         let mut qps = Vec::with_capacity(layout.n_qps);
         for i in 0..layout.n_qps {
             // SAFETY: the NIC uses only the consumer of each tx ring and the producer of each rx
@@ -424,7 +457,15 @@ impl<T: Transport> Nic<T> {
             let (_, tx) = unsafe { region.ring(i, false) };
             // SAFETY: as above.
             let (rx, _) = unsafe { region.ring(i, true) };
-            qps.push(Qp { role: QP_FREE, tx, rx, stall: None, rx_dirty: false, in_flight: 0, notifier: None });
+            qps.push(Qp {
+                role: QP_FREE,
+                tx,
+                rx,
+                stall: None,
+                rx_dirty: false,
+                in_flight: 0,
+                notifier: None,
+            });
         }
         let retries = cfg.max_retries.saturating_add(1);
         let call_timeout = cfg.timeout.saturating_mul(retries) + Duration::from_secs(1);
@@ -444,7 +485,8 @@ impl<T: Transport> Nic<T> {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.subsec_nanos() as u64 ^ d.as_secs())
                 .unwrap_or(1);
-            let x = (nanos ^ (u64::from(std::process::id()) << 7)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let x =
+                (nanos ^ (u64::from(std::process::id()) << 7)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             (((x >> 40) as u32) & 0xFFF).max(1)
         };
         let c = Core {
@@ -497,7 +539,10 @@ impl<T: Transport> Nic<T> {
 
     /// Counters now.
     pub fn stats(&self) -> NicStats {
-        NicStats { polls: self.c.polls, ..self.c.stats }
+        NicStats {
+            polls: self.c.polls,
+            ..self.c.stats
+        }
     }
 
     /// One turn of the datapath: control (when due) → RX burst → TX burst. Returns how many
@@ -568,7 +613,10 @@ impl<T: Transport> Nic<T> {
                 self
             })
             .expect("spawn NIC thread");
-        NicThread { stop, join: Some(join) }
+        NicThread {
+            stop,
+            join: Some(join),
+        }
     }
 }
 
@@ -585,7 +633,11 @@ impl<T: Transport> NicThread<T> {
     /// If the NIC thread panicked.
     pub fn stop(mut self) -> Nic<T> {
         self.stop.store(true, Ordering::Relaxed);
-        self.join.take().expect("joined once").join().expect("NIC thread panicked")
+        self.join
+            .take()
+            .expect("joined once")
+            .join()
+            .expect("NIC thread panicked")
     }
 }
 
@@ -616,7 +668,13 @@ impl Core {
         }
         self.closed_peers = closed;
         if self.shared.control_flag.swap(false, Ordering::AcqRel) {
-            let reqs = std::mem::take(&mut *self.shared.control.lock().unwrap_or_else(|e| e.into_inner()));
+            let reqs = std::mem::take(
+                &mut *self
+                    .shared
+                    .control
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
             for r in reqs {
                 match r {
                     ControlReq::Connect { addr, reply } => self.start_connect(t, &addr, reply),
@@ -634,7 +692,10 @@ impl Core {
     }
 
     fn publish_stats(&mut self) {
-        let s = NicStats { polls: self.polls, ..self.stats };
+        let s = NicStats {
+            polls: self.polls,
+            ..self.stats
+        };
         *self.shared.stats.lock().unwrap_or_else(|e| e.into_inner()) = s;
     }
 
@@ -646,7 +707,10 @@ impl Core {
         let mut changed = false;
         for i in 0..self.qps.len() {
             let mut st = self.region.qp_state(i);
-            if check_owners && (st == QP_CLIENT || st == QP_WORKER) && !owner_alive(self.region.qp_owner(i)) {
+            if check_owners
+                && (st == QP_CLIENT || st == QP_WORKER)
+                && !owner_alive(self.region.qp_owner(i))
+            {
                 st = QP_DETACHING;
             }
             let role = self.qps[i].role;
@@ -657,7 +721,12 @@ impl Core {
             match st {
                 QP_CLIENT | QP_WORKER if role == QP_FREE => {
                     self.qps[i].role = st;
-                    self.qps[i].notifier = self.shared.notifiers.lock().unwrap_or_else(|e| e.into_inner())[i].clone();
+                    self.qps[i].notifier = self
+                        .shared
+                        .notifiers
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())[i]
+                        .clone();
                 }
                 QP_DETACHING | QP_FREE => self.detach_qp(i),
                 _ => {}
@@ -665,7 +734,11 @@ impl Core {
         }
         // Notifiers are registered just after a QP is claimed, so look for them on every pass.
         {
-            let ns = self.shared.notifiers.lock().unwrap_or_else(|e| e.into_inner());
+            let ns = self
+                .shared
+                .notifiers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             for (i, q) in self.qps.iter_mut().enumerate() {
                 if q.role == QP_CLIENT {
                     let n = ns.get(i).cloned().flatten();
@@ -681,8 +754,14 @@ impl Core {
             }
         }
         if changed {
-            self.active = (0..self.qps.len()).filter(|&i| self.qps[i].role != QP_FREE).map(|i| i as u16).collect();
-            self.workers = (0..self.qps.len()).filter(|&i| self.qps[i].role == QP_WORKER).map(|i| i as u16).collect();
+            self.active = (0..self.qps.len())
+                .filter(|&i| self.qps[i].role != QP_FREE)
+                .map(|i| i as u16)
+                .collect();
+            self.workers = (0..self.qps.len())
+                .filter(|&i| self.qps[i].role == QP_WORKER)
+                .map(|i| i as u16)
+                .collect();
             // Requests waiting for a worker when the last one left get an answer now.
             if self.workers.is_empty() && self.handler.is_none() {
                 while let Some((origin, method, _)) = self.backlog.pop_front() {
@@ -755,7 +834,12 @@ impl Core {
         let mut window = Vec::with_capacity(WINDOW);
         window.resize_with(WINDOW, OutSlot::default);
         self.cconns.push(ClientConn {
-            state: ConnState::Connecting { nonce, deadline: self.now + self.cfg.timeout, tries: 0, reply },
+            state: ConnState::Connecting {
+                nonce,
+                deadline: self.now + self.cfg.timeout,
+                tries: 0,
+                reply,
+            },
             peer,
             remote_id: 0,
             next_seq: 1,
@@ -768,7 +852,11 @@ impl Core {
     fn send_connect(&mut self, handle: u32) {
         let c = &self.cconns[handle as usize - 1];
         if let ConnState::Connecting { nonce, .. } = c.state {
-            let h = FrameHeader { request_id: nonce, aux: handle, ..FrameHeader::new(FrameKind::Connect) };
+            let h = FrameHeader {
+                request_id: nonce,
+                aux: handle,
+                ..FrameHeader::new(FrameKind::Connect)
+            };
             let peer = c.peer;
             let ck = self.checksum;
             self.txq.push_with(peer, |b| wire_frame(b, &h, &[], ck));
@@ -776,7 +864,12 @@ impl Core {
     }
 
     fn close_client_conn(&mut self, handle: u32, tell_peer: bool) {
-        let Some(c) = handle.checked_sub(1).and_then(|i| self.cconns.get_mut(i as usize)) else { return };
+        let Some(c) = handle
+            .checked_sub(1)
+            .and_then(|i| self.cconns.get_mut(i as usize))
+        else {
+            return;
+        };
         if matches!(c.state, ConnState::Closed) {
             return;
         }
@@ -789,7 +882,10 @@ impl Core {
         self.stats.conns_closed += 1;
         self.fail_window(handle, Status::Disconnected);
         if tell_peer && was_open {
-            let h = FrameHeader { conn_id: remote, ..FrameHeader::new(FrameKind::Close) };
+            let h = FrameHeader {
+                conn_id: remote,
+                ..FrameHeader::new(FrameKind::Close)
+            };
             let ck = self.checksum;
             self.txq.push_with(peer, |b| wire_frame(b, &h, &[], ck));
         }
@@ -847,7 +943,12 @@ impl Core {
         for i in 0..self.cconns.len() {
             let handle = i as u32 + 1;
             match &mut self.cconns[i].state {
-                ConnState::Connecting { deadline, tries, reply, .. } => {
+                ConnState::Connecting {
+                    deadline,
+                    tries,
+                    reply,
+                    ..
+                } => {
                     if *deadline <= now {
                         if *tries >= self.cfg.max_retries {
                             answer(reply, Err(RpcError::Timeout));
@@ -972,8 +1073,12 @@ impl Core {
                 };
                 let mut window = Vec::with_capacity(WINDOW);
                 window.resize_with(WINDOW, DedupSlot::default);
-                self.sconns[k as usize] =
-                    Some(ServerConn { peer, nonce, client_handle: h.aux, window: window.into_boxed_slice() });
+                self.sconns[k as usize] = Some(ServerConn {
+                    peer,
+                    nonce,
+                    client_handle: h.aux,
+                    window: window.into_boxed_slice(),
+                });
                 self.sconn_by_nonce.insert((peer, nonce), k);
                 self.stats.conns_opened += 1;
                 k
@@ -996,7 +1101,11 @@ impl Core {
     }
 
     fn client_connect_ack(&mut self, peer: PeerId, h: &FrameHeader) {
-        let Some(c) = h.aux.checked_sub(1).and_then(|i| self.cconns.get_mut(i as usize)) else {
+        let Some(c) = h
+            .aux
+            .checked_sub(1)
+            .and_then(|i| self.cconns.get_mut(i as usize))
+        else {
             self.stats.late_responses += 1;
             return;
         };
@@ -1050,7 +1159,11 @@ impl Core {
 
     fn client_response(&mut self, peer: PeerId, h: &FrameHeader, payload: &[u8]) {
         let handle = h.conn_id;
-        let Some(i) = handle.checked_sub(1).map(|i| i as usize).filter(|&i| i < self.cconns.len()) else {
+        let Some(i) = handle
+            .checked_sub(1)
+            .map(|i| i as usize)
+            .filter(|&i| i < self.cconns.len())
+        else {
             self.stats.late_responses += 1;
             return;
         };
@@ -1114,9 +1227,9 @@ impl Core {
                 self.rr = (self.rr + 1) % n;
                 self.rr
             }
-            Balance::QueueDepth => {
-                (0..n).min_by_key(|&k| self.qps[self.workers[k] as usize].in_flight).unwrap_or(0)
-            }
+            Balance::QueueDepth => (0..n)
+                .min_by_key(|&k| self.qps[self.workers[k] as usize].in_flight)
+                .unwrap_or(0),
             Balance::StaticByConnection => match origin {
                 Origin::Remote { sconn, .. } => sconn as usize % n,
                 Origin::Local { qp, .. } => qp as usize % n,
@@ -1126,12 +1239,21 @@ impl Core {
         let k = match self.pending_free.pop() {
             Some(k) => k as usize,
             None => {
-                self.pending.push(Pending { gen: 0, origin: Origin::Gone, worker: 0, live: false });
+                self.pending.push(Pending {
+                    gen: 0,
+                    origin: Origin::Gone,
+                    worker: 0,
+                    live: false,
+                });
                 self.pending.len() - 1
             }
         };
         let token = (u64::from(self.pending[k].gen) << 32) | k as u64;
-        let h = FrameHeader { method_id: method, request_id: token, ..FrameHeader::new(FrameKind::Request) };
+        let h = FrameHeader {
+            method_id: method,
+            request_id: token,
+            ..FrameHeader::new(FrameKind::Request)
+        };
         for step in 0..n {
             let w = self.workers[(first + step) % n];
             let qp = &mut self.qps[w as usize];
@@ -1175,8 +1297,11 @@ impl Core {
 
     /// Sends a call's outcome to its origin.
     fn complete(&mut self, origin: Origin, method: u16, status: Status, payload: &[u8]) {
-        let (status, payload) =
-            if payload.len() > self.max_payload { (Status::TooLarge, &[][..]) } else { (status, payload) };
+        let (status, payload) = if payload.len() > self.max_payload {
+            (Status::TooLarge, &[][..])
+        } else {
+            (status, payload)
+        };
         match origin {
             Origin::Local { qp, host_id } => {
                 let h = completion_header(LOCAL_CONN, host_id, method, status);
@@ -1184,7 +1309,9 @@ impl Core {
                 self.stats.responses_delivered += 1;
             }
             Origin::Remote { sconn, seq } => {
-                let Some(Some(conn)) = self.sconns.get_mut(sconn as usize) else { return };
+                let Some(Some(conn)) = self.sconns.get_mut(sconn as usize) else {
+                    return;
+                };
                 let h = FrameHeader {
                     conn_id: conn.client_handle,
                     request_id: seq,
@@ -1250,7 +1377,13 @@ impl Core {
         if !self.try_deliver(qp, h, payload) {
             let q = &mut self.qps[qp];
             let mut f = Vec::with_capacity(HEADER_BYTES + payload.len());
-            f.extend_from_slice(&FrameHeader { payload_len: payload.len() as u32, ..*h }.encode());
+            f.extend_from_slice(
+                &FrameHeader {
+                    payload_len: payload.len() as u32,
+                    ..*h
+                }
+                .encode(),
+            );
             f.extend_from_slice(payload);
             if q.stall.is_none() {
                 q.stall = Some(f);
@@ -1287,7 +1420,11 @@ impl Core {
         let doorbell = self.cfg.mode == PollMode::Doorbell;
         let bits = if doorbell {
             let db = self.region.doorbell();
-            let rung = if db.load(Ordering::Relaxed) != 0 { db.swap(0, Ordering::AcqRel) } else { 0 };
+            let rung = if db.load(Ordering::Relaxed) != 0 {
+                db.swap(0, Ordering::AcqRel)
+            } else {
+                0
+            };
             let b = rung | self.doorbell_left;
             self.doorbell_left = 0;
             b
@@ -1380,14 +1517,21 @@ impl Core {
         if !self.can_take_requests(1) {
             return false;
         }
-        let origin = Origin::Local { qp: i as u16, host_id: h.request_id };
+        let origin = Origin::Local {
+            qp: i as u16,
+            host_id: h.request_id,
+        };
         self.dispatch(origin, h.method_id, payload);
         true
     }
 
     fn remote_request(&mut self, i: usize, h: &FrameHeader, payload: &[u8]) -> bool {
         let handle = h.conn_id;
-        let Some(ci) = handle.checked_sub(1).map(|x| x as usize).filter(|&x| x < self.cconns.len()) else {
+        let Some(ci) = handle
+            .checked_sub(1)
+            .map(|x| x as usize)
+            .filter(|&x| x < self.cconns.len())
+        else {
             let ch = completion_header(handle, h.request_id, h.method_id, Status::Disconnected);
             self.deliver_or_stall(i, &ch, &[]);
             return true;
@@ -1421,7 +1565,9 @@ impl Core {
         // A reliable transport gets one attempt with the whole budget; others one `timeout` per
         // attempt, with the frame kept for resending.
         let timeout = if reliable {
-            self.cfg.timeout.saturating_mul(self.cfg.max_retries.saturating_add(1))
+            self.cfg
+                .timeout
+                .saturating_mul(self.cfg.max_retries.saturating_add(1))
         } else {
             self.cfg.timeout
         };
@@ -1442,7 +1588,8 @@ impl Core {
         c.next_seq += 1;
         c.outstanding += 1;
         if reliable {
-            self.txq.push_with(peer, |b| wire_frame(b, &wire, payload, ck));
+            self.txq
+                .push_with(peer, |b| wire_frame(b, &wire, payload, ck));
         } else {
             let f = &self.cconns[ci].window[(seq & WINDOW_MASK) as usize].frame;
             self.txq.push(peer, f);
@@ -1468,7 +1615,10 @@ impl Core {
             let k = (h.request_id & 0xFFFF_FFFF) as usize;
             let gen = (h.request_id >> 32) as u32;
             let live = kind == FrameKind::Response
-                && self.pending.get(k).is_some_and(|p| p.live && p.gen == gen && p.worker == i as u16);
+                && self
+                    .pending
+                    .get(k)
+                    .is_some_and(|p| p.live && p.gen == gen && p.worker == i as u16);
             if !live {
                 self.qps[i].tx.advance();
                 self.stats.dropped_malformed += 1;
@@ -1521,7 +1671,9 @@ impl Core {
 }
 
 fn flush_stall(q: &mut Qp) -> bool {
-    let Some(f) = q.stall.as_ref() else { return true };
+    let Some(f) = q.stall.as_ref() else {
+        return true;
+    };
     let mut r = q.rx.push_frame(f);
     if r == Err(PushError::Full) {
         q.rx.publish();
@@ -1550,7 +1702,12 @@ fn completion_header(conn: u32, host_id: u64, method: u16, status: Status) -> Fr
 /// Writes header + payload into `b` (cleared first), sealed with a checksum if `checksum`.
 fn wire_frame(b: &mut Vec<u8>, h: &FrameHeader, payload: &[u8], checksum: bool) {
     b.clear();
-    let h = FrameHeader { payload_len: payload.len() as u32, flags: h.flags & !FLAG_CHECKSUM, checksum: 0, ..*h };
+    let h = FrameHeader {
+        payload_len: payload.len() as u32,
+        flags: h.flags & !FLAG_CHECKSUM,
+        checksum: 0,
+        ..*h
+    };
     b.extend_from_slice(&h.encode());
     b.extend_from_slice(payload);
     if checksum {

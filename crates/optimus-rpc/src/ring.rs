@@ -96,14 +96,33 @@ pub unsafe fn from_raw(
     lines: u64,
     keep: Arc<dyn Send + Sync>,
 ) -> (Producer, Consumer) {
-    assert!(lines.is_power_of_two() && lines >= 2, "ring lines must be a power of two >= 2");
-    let r = RingRef { idx, data, lines, _keep: keep };
+    assert!(
+        lines.is_power_of_two() && lines >= 2,
+        "ring lines must be a power of two >= 2"
+    );
+    let r = RingRef {
+        idx,
+        data,
+        lines,
+        _keep: keep,
+    };
     // Start from whatever the indices say, so a side that re-attaches resumes where it was.
     let tail = r.idx().tail.load(Ordering::Acquire);
     let head = r.idx().head.load(Ordering::Acquire);
     (
-        Producer { ring: r.clone(), tail, cached_head: head, published: tail },
-        Consumer { ring: r, head, cached_tail: tail, released: head, peeked: 0 },
+        Producer {
+            ring: r.clone(),
+            tail,
+            cached_head: head,
+            published: tail,
+        },
+        Consumer {
+            ring: r,
+            head,
+            cached_tail: tail,
+            released: head,
+            peeked: 0,
+        },
     )
 }
 
@@ -131,7 +150,10 @@ impl Drop for HeapRing {
 /// # Panics
 /// If `lines` is not a power of two ≥ 2 or the allocation fails.
 pub fn channel(lines: usize) -> (Producer, Consumer) {
-    assert!(lines.is_power_of_two() && lines >= 2, "ring lines must be a power of two >= 2");
+    assert!(
+        lines.is_power_of_two() && lines >= 2,
+        "ring lines must be a power of two >= 2"
+    );
     let bytes = core::mem::size_of::<RingIndices>() + lines * CACHE_LINE;
     let layout = Layout::from_size_align(bytes, CACHE_LINE).expect("ring layout");
     // SAFETY: `layout` has non-zero size.
@@ -140,7 +162,8 @@ pub fn channel(lines: usize) -> (Producer, Consumer) {
     let keep = Arc::new(HeapRing { ptr, layout });
     let idx = ptr.cast::<RingIndices>();
     // SAFETY: the data area starts right after the indices, inside the allocation.
-    let data = unsafe { NonNull::new_unchecked(ptr.as_ptr().add(core::mem::size_of::<RingIndices>())) };
+    let data =
+        unsafe { NonNull::new_unchecked(ptr.as_ptr().add(core::mem::size_of::<RingIndices>())) };
     // SAFETY: zeroed memory is a valid `RingIndices` (two zero atomics); the allocation is
     // 64-byte aligned, sized for `lines` lines and owned by `keep`; we hand out the only pair.
     unsafe { from_raw(idx, data, lines as u64, keep) }
@@ -182,7 +205,11 @@ impl Producer {
         }
         let pos = self.tail & (cap - 1);
         let to_end = cap - pos;
-        let need = if lines <= to_end { lines } else { to_end + lines };
+        let need = if lines <= to_end {
+            lines
+        } else {
+            to_end + lines
+        };
         if self.tail + need - self.cached_head > cap {
             self.cached_head = self.ring.idx().head.load(Ordering::Acquire);
             if self.tail.wrapping_sub(self.cached_head) > cap
@@ -196,7 +223,13 @@ impl Producer {
             pad.payload_len = (to_end as usize * CACHE_LINE - HEADER_BYTES) as u32;
             let bytes = pad.encode();
             // SAFETY: line `pos` is free (checked above) and a header fits in one line.
-            unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ring.line_ptr(pos), HEADER_BYTES) };
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    self.ring.line_ptr(pos),
+                    HEADER_BYTES,
+                )
+            };
             self.tail += to_end;
         }
         let at = self.tail & (cap - 1);
@@ -336,7 +369,13 @@ impl Consumer {
             let mut hb = [0u8; HEADER_BYTES];
             // SAFETY: line `pos` lies in [head, tail), published by the producer (Acquire load
             // of `tail` above) and not rewritten until we release it.
-            unsafe { core::ptr::copy_nonoverlapping(self.ring.line_ptr(pos), hb.as_mut_ptr(), HEADER_BYTES) };
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    self.ring.line_ptr(pos),
+                    hb.as_mut_ptr(),
+                    HEADER_BYTES,
+                )
+            };
             let h = match FrameHeader::decode(&hb) {
                 Ok(h) => h,
                 Err(_) => return Some(Err(self.skip_corrupt("header"))),
@@ -361,15 +400,25 @@ impl Consumer {
                 // A well-formed frame we refuse: report it as too large and let the caller
                 // `advance` past it.
                 self.peeked = lines;
-                return Some(Err(RpcError::TooLarge { len: h.payload_len as usize, max: max_payload }));
+                return Some(Err(RpcError::TooLarge {
+                    len: h.payload_len as usize,
+                    max: max_payload,
+                }));
             }
             self.peeked = lines;
             // SAFETY: the payload lies inside the `lines` published lines starting at `pos`
             // (checked above), which stay untouched by the producer until released.
             let payload = unsafe {
-                core::slice::from_raw_parts(self.ring.line_ptr(pos).add(HEADER_BYTES), h.payload_len as usize)
+                core::slice::from_raw_parts(
+                    self.ring.line_ptr(pos).add(HEADER_BYTES),
+                    h.payload_len as usize,
+                )
             };
-            return Some(Ok(Peeked { header: h, kind, payload }));
+            return Some(Ok(Peeked {
+                header: h,
+                kind,
+                payload,
+            }));
         }
     }
 
@@ -412,7 +461,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn hdr(id: u64) -> FrameHeader {
-        FrameHeader { request_id: id, ..FrameHeader::new(FrameKind::Request) }
+        FrameHeader {
+            request_id: id,
+            ..FrameHeader::new(FrameKind::Request)
+        }
     }
 
     fn pop(c: &mut Consumer) -> Option<(u64, Vec<u8>)> {
@@ -429,7 +481,10 @@ mod tests {
         let (mut p, mut c) = channel(8);
         assert!(c.peek(usize::MAX).is_none());
         p.push(&hdr(1), b"abc").unwrap();
-        assert!(c.peek(usize::MAX).is_none(), "unpublished frames are invisible");
+        assert!(
+            c.peek(usize::MAX).is_none(),
+            "unpublished frames are invisible"
+        );
         p.publish();
         assert_eq!(pop(&mut c), Some((1, b"abc".to_vec())));
         assert!(c.peek(usize::MAX).is_none());
@@ -445,7 +500,11 @@ mod tests {
         assert_eq!(p.push(&hdr(9), &[0; 40]), Err(PushError::Full));
         p.publish();
         assert_eq!(pop(&mut c).unwrap().0, 0);
-        assert_eq!(p.push(&hdr(9), &[0; 40]), Err(PushError::Full), "not released yet");
+        assert_eq!(
+            p.push(&hdr(9), &[0; 40]),
+            Err(PushError::Full),
+            "not released yet"
+        );
         c.release();
         p.push(&hdr(4), &[4; 40]).unwrap();
         p.publish();
@@ -458,7 +517,10 @@ mod tests {
     fn too_large_is_refused_for_good() {
         let (mut p, _c) = channel(8);
         assert_eq!(p.max_payload(), 4 * 64 - 32);
-        assert_eq!(p.push(&hdr(0), &vec![0; p.max_payload() + 1]), Err(PushError::TooLarge));
+        assert_eq!(
+            p.push(&hdr(0), &vec![0; p.max_payload() + 1]),
+            Err(PushError::TooLarge)
+        );
         assert!(p.push(&hdr(0), &vec![0; p.max_payload()]).is_ok());
     }
 
@@ -484,7 +546,10 @@ mod tests {
         // Corrupt the magic of the published frame in place.
         // SAFETY: test-only write to the first data line, which the consumer has not read.
         unsafe { *p.ring.line_ptr(0) ^= 0xFF };
-        assert!(matches!(c.peek(usize::MAX), Some(Err(RpcError::CorruptRing(_)))));
+        assert!(matches!(
+            c.peek(usize::MAX),
+            Some(Err(RpcError::CorruptRing(_)))
+        ));
         assert!(c.peek(usize::MAX).is_none());
         c.release();
         p.push(&hdr(1), b"y").unwrap();

@@ -93,9 +93,13 @@ pub struct RegionLayout {
 impl RegionLayout {
     fn validate(&self) -> Result<(), RpcError> {
         if self.n_qps == 0 || self.n_qps > MAX_QPS {
-            return Err(RpcError::Config(format!("n_qps must be 1..={MAX_QPS}, got {}", self.n_qps)));
+            return Err(RpcError::Config(format!(
+                "n_qps must be 1..={MAX_QPS}, got {}",
+                self.n_qps
+            )));
         }
-        if !self.ring_lines.is_power_of_two() || self.ring_lines < 4 || self.ring_lines > (1 << 24) {
+        if !self.ring_lines.is_power_of_two() || self.ring_lines < 4 || self.ring_lines > (1 << 24)
+        {
             return Err(RpcError::Config(format!(
                 "ring_lines must be a power of two in 4..=2^24, got {}",
                 self.ring_lines
@@ -161,7 +165,16 @@ fn map(fd: Option<&OwnedFd>, len: usize) -> Result<NonNull<u8>, RpcError> {
         None => (libc::MAP_SHARED | libc::MAP_ANONYMOUS, -1),
     };
     // SAFETY: a fresh mapping at an address the kernel picks; arguments are plain values.
-    let p = unsafe { libc::mmap(core::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, raw, 0) };
+    let p = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            raw,
+            0,
+        )
+    };
     if p == libc::MAP_FAILED {
         return Err(last_os_error("mmap"));
     }
@@ -177,7 +190,14 @@ impl ShmRegion {
         layout.validate()?;
         let len = layout.region_bytes();
         let base = map(None, len)?;
-        let r = Self { base, len, layout, unlink: None, path: None, _fd: None };
+        let r = Self {
+            base,
+            len,
+            layout,
+            unlink: None,
+            path: None,
+            _fd: None,
+        };
         r.init_header();
         Ok(Arc::new(r))
     }
@@ -190,11 +210,22 @@ impl ShmRegion {
         layout.validate()?;
         let len = layout.region_bytes();
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&tmp)?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         file.set_len(len as u64)?;
         let fd = OwnedFd::from(file);
         let base = map(Some(&fd), len)?;
-        let mut r = Self { base, len, layout, unlink: Some(tmp.clone()), path: None, _fd: Some(fd) };
+        let mut r = Self {
+            base,
+            len,
+            layout,
+            unlink: Some(tmp.clone()),
+            path: None,
+            _fd: Some(fd),
+        };
         r.init_header();
         std::fs::rename(&tmp, path)?;
         r.unlink = Some(path.to_path_buf());
@@ -210,7 +241,8 @@ impl ShmRegion {
     pub fn memfd(name: &str, layout: RegionLayout) -> Result<Arc<Self>, RpcError> {
         layout.validate()?;
         let len = layout.region_bytes();
-        let cname = CString::new(name).map_err(|_| RpcError::Config("memfd name has a NUL".into()))?;
+        let cname =
+            CString::new(name).map_err(|_| RpcError::Config("memfd name has a NUL".into()))?;
         // SAFETY: `cname` is a valid C string; flags are plain values.
         let raw = unsafe { libc::memfd_create(cname.as_ptr(), 0) };
         if raw < 0 {
@@ -223,8 +255,19 @@ impl ShmRegion {
             return Err(last_os_error("ftruncate"));
         }
         let base = map(Some(&fd), len)?;
-        let path = PathBuf::from(format!("/proc/{}/fd/{}", std::process::id(), fd.as_raw_fd()));
-        let r = Self { base, len, layout, unlink: None, path: Some(path), _fd: Some(fd) };
+        let path = PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            fd.as_raw_fd()
+        ));
+        let r = Self {
+            base,
+            len,
+            layout,
+            unlink: None,
+            path: Some(path),
+            _fd: Some(fd),
+        };
         r.init_header();
         Ok(Arc::new(r))
     }
@@ -234,7 +277,10 @@ impl ShmRegion {
     /// # Errors
     /// The file is missing, too short, or its header is not a region of this version.
     pub fn open(path: &Path) -> Result<Arc<Self>, RpcError> {
-        let file = std::fs::OpenOptions::new().read(true).write(true).open(path)?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)?;
         let flen = file.metadata()?.len() as usize;
         if flen < OFF_QP_DESC {
             return Err(RpcError::BadRegion("file shorter than a region header"));
@@ -244,7 +290,10 @@ impl ShmRegion {
         let mut r = Self {
             base,
             len: flen,
-            layout: RegionLayout { n_qps: 1, ring_lines: 4 },
+            layout: RegionLayout {
+                n_qps: 1,
+                ring_lines: 4,
+            },
             unlink: None,
             path: Some(path.to_path_buf()),
             _fd: Some(fd),
@@ -256,8 +305,13 @@ impl ShmRegion {
         if h.version != REGION_VERSION {
             return Err(RpcError::BadRegion("version"));
         }
-        let layout = RegionLayout { n_qps: h.n_qps as usize, ring_lines: h.ring_lines as usize };
-        layout.validate().map_err(|_| RpcError::BadRegion("layout"))?;
+        let layout = RegionLayout {
+            n_qps: h.n_qps as usize,
+            ring_lines: h.ring_lines as usize,
+        };
+        layout
+            .validate()
+            .map_err(|_| RpcError::BadRegion("layout"))?;
         if layout.region_bytes() != h.region_bytes as usize || layout.region_bytes() > flen {
             return Err(RpcError::BadRegion("size"));
         }
@@ -297,7 +351,13 @@ impl ShmRegion {
         assert!(qp < self.layout.n_qps, "qp {qp} out of range");
         // SAFETY: `qp < n_qps`, so the descriptor line lies inside the mapping; it is aligned and
         // holds only atomics.
-        unsafe { &*self.base.as_ptr().add(OFF_QP_DESC + qp * CACHE_LINE).cast::<QpDesc>() }
+        unsafe {
+            &*self
+                .base
+                .as_ptr()
+                .add(OFF_QP_DESC + qp * CACHE_LINE)
+                .cast::<QpDesc>()
+        }
     }
 
     /// The layout.
@@ -356,7 +416,10 @@ impl ShmRegion {
     /// Claims QP `qp` if it is free.
     pub fn claim_at(&self, qp: usize, role: u32) -> bool {
         let d = self.desc(qp);
-        if d.state.compare_exchange(QP_FREE, role, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+        if d.state
+            .compare_exchange(QP_FREE, role, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
             d.owner_pid.store(std::process::id(), Ordering::Release);
             self.control_seq().fetch_add(1, Ordering::AcqRel);
             true
@@ -427,7 +490,11 @@ mod tests {
 
     #[test]
     fn claim_detach_and_layout() {
-        let r = ShmRegion::anonymous(RegionLayout { n_qps: 3, ring_lines: 16 }).unwrap();
+        let r = ShmRegion::anonymous(RegionLayout {
+            n_qps: 3,
+            ring_lines: 16,
+        })
+        .unwrap();
         assert_eq!(r.claim(QP_CLIENT).unwrap(), 0);
         assert_eq!(r.claim(QP_WORKER).unwrap(), 1);
         assert_eq!(r.qp_state(1), QP_WORKER);
@@ -443,16 +510,25 @@ mod tests {
 
     #[test]
     fn file_region_is_visible_through_a_second_mapping() {
-        let path = std::env::temp_dir().join(format!("optimus-rpc-shm-test-{}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("optimus-rpc-shm-test-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
-        let a = ShmRegion::create(&path, RegionLayout { n_qps: 2, ring_lines: 8 }).unwrap();
+        let a = ShmRegion::create(
+            &path,
+            RegionLayout {
+                n_qps: 2,
+                ring_lines: 8,
+            },
+        )
+        .unwrap();
         let b = ShmRegion::open(&path).unwrap();
         assert_eq!(b.layout(), a.layout());
         // SAFETY: one producer (from `a`) and one consumer (from `b`) of QP 1's tx ring.
         let (mut p, _) = unsafe { a.ring(1, false) };
         // SAFETY: as above.
         let (_, mut c) = unsafe { b.ring(1, false) };
-        p.push(&FrameHeader::new(FrameKind::Request), b"across").unwrap();
+        p.push(&FrameHeader::new(FrameKind::Request), b"across")
+            .unwrap();
         p.publish();
         let got = c.peek(1024).unwrap().unwrap();
         assert_eq!(got.payload, b"across");
@@ -462,11 +538,18 @@ mod tests {
 
     #[test]
     fn open_rejects_garbage() {
-        let path = std::env::temp_dir().join(format!("optimus-rpc-shm-garbage-{}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("optimus-rpc-shm-garbage-{}", std::process::id()));
         std::fs::write(&path, vec![7u8; 4096]).unwrap();
-        assert!(matches!(ShmRegion::open(&path), Err(RpcError::BadRegion("magic"))));
+        assert!(matches!(
+            ShmRegion::open(&path),
+            Err(RpcError::BadRegion("magic"))
+        ));
         std::fs::write(&path, vec![7u8; 10]).unwrap();
-        assert!(matches!(ShmRegion::open(&path), Err(RpcError::BadRegion(_))));
+        assert!(matches!(
+            ShmRegion::open(&path),
+            Err(RpcError::BadRegion(_))
+        ));
         let _ = std::fs::remove_file(&path);
     }
 }

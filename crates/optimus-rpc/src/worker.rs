@@ -52,7 +52,15 @@ impl Worker {
         let (_, rx) = unsafe { region.ring(qp, true) };
         let doorbell = region.mode().load(Ordering::Acquire) & MODE_DOORBELL != 0;
         let max_payload = tx.max_payload();
-        Ok(Self { region, qp, tx, rx, doorbell, out: Vec::new(), max_payload })
+        Ok(Self {
+            region,
+            qp,
+            tx,
+            rx,
+            doorbell,
+            out: Vec::new(),
+            max_payload,
+        })
     }
 
     /// The QP this worker owns.
@@ -98,7 +106,10 @@ impl Worker {
                         std::thread::yield_now();
                     }
                     Err(PushError::TooLarge) => {
-                        let e = FrameHeader { aux: Status::TooLarge as u32, ..r };
+                        let e = FrameHeader {
+                            aux: Status::TooLarge as u32,
+                            ..r
+                        };
                         if self.tx.push(&e, &[]).is_ok() {
                             break;
                         }
@@ -120,7 +131,12 @@ impl Worker {
     }
 
     /// Serves until `stop` is set.
-    pub fn run<H: Handler + ?Sized>(&mut self, handler: &mut H, stop: &AtomicBool, idle: IdlePolicy) {
+    pub fn run<H: Handler + ?Sized>(
+        &mut self,
+        handler: &mut H,
+        stop: &AtomicBool,
+        idle: IdlePolicy,
+    ) {
         let mut empty = 0u32;
         while !stop.load(Ordering::Relaxed) {
             if self.serve_once(handler) > 0 {

@@ -30,7 +30,10 @@ fn run_child(region: &Path) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"), "the child ran its test");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "the child ran its test"
+    );
 }
 
 fn serve_and_spawn(region: std::sync::Arc<ShmRegion>) {
@@ -46,28 +49,52 @@ fn serve_and_spawn(region: std::sync::Arc<ShmRegion>) {
 
 #[test]
 fn cross_process_calls_through_dev_shm() {
-    let dir = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+    let dir = if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
     let path = dir.join(format!("optimus-rpc-test-{}", std::process::id()));
     let _ = std::fs::remove_file(&path);
-    let region = ShmRegion::create(&path, RegionLayout { n_qps: 2, ring_lines: 1024 }).unwrap();
+    let region = ShmRegion::create(
+        &path,
+        RegionLayout {
+            n_qps: 2,
+            ring_lines: 1024,
+        },
+    )
+    .unwrap();
     serve_and_spawn(region);
     assert!(!path.exists(), "the region file is removed with the region");
 }
 
 #[test]
 fn cross_process_calls_through_memfd() {
-    let region = ShmRegion::memfd("optimus-rpc-test", RegionLayout { n_qps: 2, ring_lines: 1024 }).unwrap();
+    let region = ShmRegion::memfd(
+        "optimus-rpc-test",
+        RegionLayout {
+            n_qps: 2,
+            ring_lines: 1024,
+        },
+    )
+    .unwrap();
     serve_and_spawn(region);
 }
 
 /// The other process's side; does nothing unless started by the tests above.
 #[test]
 fn child_client() {
-    let Some(path) = std::env::var_os(CHILD_ENV) else { return };
+    let Some(path) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
     let mut c = RpcClient::attach_path(Path::new(&path), client_opts(4)).expect("attach");
-    assert_eq!(closed_loop(&mut c, 7, LOCAL_CONN, CHILD_CALLS, 8), CHILD_CALLS);
+    assert_eq!(
+        closed_loop(&mut c, 7, LOCAL_CONN, CHILD_CALLS, 8),
+        CHILD_CALLS
+    );
     let mut out = Vec::new();
-    c.call(LOCAL_CONN, 0, b"sync from another process", &mut out).unwrap();
+    c.call(LOCAL_CONN, 0, b"sync from another process", &mut out)
+        .unwrap();
     assert_eq!(out, b"sync from another process");
     // Dropping the client hands the QP back; give the NIC a moment to see it before exiting.
     drop(c);

@@ -20,7 +20,7 @@ use optimus_rpc::frame::{self, FrameHeader, FrameKind, HEADER_BYTES};
 use optimus_rpc::transport::lossy::Lossy;
 use optimus_rpc::transport::TxQueue;
 use optimus_rpc::{
-    IdlePolicy, LossConfig, LoopbackNet, Nic, NicConfig, RpcError, Status, Transport, Udp,
+    IdlePolicy, LoopbackNet, LossConfig, Nic, NicConfig, RpcError, Status, Transport, Udp,
 };
 
 #[test]
@@ -28,11 +28,22 @@ fn lossy_network_gives_each_call_exactly_one_outcome() {
     const CLIENTS: usize = 3;
     const CALLS: usize = 400;
     let net = LoopbackNet::new();
-    let loss = LossConfig { drop: 0.15, duplicate: 0.15, delay: 0.2, max_delay_polls: 40, corrupt: 0.03, seed: 7 };
+    let loss = LossConfig {
+        drop: 0.15,
+        duplicate: 0.15,
+        delay: 0.2,
+        max_delay_polls: 40,
+        corrupt: 0.03,
+        seed: 7,
+    };
     let server_t = Lossy::new(net.endpoint(), LossConfig { seed: 11, ..loss });
     let client_t = Lossy::new(net.endpoint(), loss);
     let addr = server_t.local_addr();
-    let cfg = NicConfig { timeout: Duration::from_millis(3), max_retries: 8, ..config(CLIENTS) };
+    let cfg = NicConfig {
+        timeout: Duration::from_millis(3),
+        max_retries: 8,
+        ..config(CLIENTS)
+    };
 
     let runs: Arc<Mutex<HashMap<Vec<u8>, u32>>> = Arc::default();
     let (mut server, _) = Nic::new(server_t, cfg).unwrap();
@@ -45,7 +56,9 @@ fn lossy_network_gives_each_call_exactly_one_outcome() {
     let server = server.spawn(None, IdlePolicy::default());
     let (client, ch) = Nic::new(client_t, cfg).unwrap();
     let client = client.spawn(None, IdlePolicy::default());
-    let conn = ch.connect(&addr, Duration::from_secs(20)).expect("connect over a lossy network");
+    let conn = ch
+        .connect(&addr, Duration::from_secs(20))
+        .expect("connect over a lossy network");
 
     let threads: Vec<_> = (0..CLIENTS)
         .map(|t| {
@@ -91,16 +104,33 @@ fn lossy_network_gives_each_call_exactly_one_outcome() {
     let ss = server.stats();
     let loss_done = server.transport().stats();
     let runs = runs.lock().unwrap();
-    assert!(runs.values().all(|&n| n == 1), "a handler ran twice for one call");
+    assert!(
+        runs.values().all(|&n| n == 1),
+        "a handler ran twice for one call"
+    );
     assert!(runs.len() >= oks, "every successful call ran its handler");
-    assert!(oks > CLIENTS * CALLS / 2, "the network is lossy, not dead: {oks} ok");
-    assert!(cs.retransmits > 0 && ss.duplicate_requests > 0, "faults were exercised: {cs:?} {ss:?}");
+    assert!(
+        oks > CLIENTS * CALLS / 2,
+        "the network is lossy, not dead: {oks} ok"
+    );
+    assert!(
+        cs.retransmits > 0 && ss.duplicate_requests > 0,
+        "faults were exercised: {cs:?} {ss:?}"
+    );
     assert!(loss_done.dropped > 0 && loss_done.duplicated > 0 && loss_done.delayed > 0);
-    assert!(ss.dropped_checksum + cs.dropped_checksum > 0, "corruption was caught");
+    assert!(
+        ss.dropped_checksum + cs.dropped_checksum > 0,
+        "corruption was caught"
+    );
 }
 
 fn sealed(h: FrameHeader, payload: &[u8]) -> Vec<u8> {
-    let mut f = FrameHeader { payload_len: payload.len() as u32, ..h }.encode().to_vec();
+    let mut f = FrameHeader {
+        payload_len: payload.len() as u32,
+        ..h
+    }
+    .encode()
+    .to_vec();
     f.extend_from_slice(payload);
     frame::seal(&mut f);
     f
@@ -124,10 +154,23 @@ fn mutations(valid: &[u8]) -> Vec<Vec<u8>> {
     out.push(sealed(FrameHeader { magic: 0xBEEF, ..h }, b"x"));
     out.push(sealed(FrameHeader { version: 9, ..h }, b"x"));
     out.push(sealed(FrameHeader { kind: 0x42, ..h }, b"x"));
-    out.push(sealed(FrameHeader { kind: FrameKind::Pad as u8, ..h }, b"x"));
+    out.push(sealed(
+        FrameHeader {
+            kind: FrameKind::Pad as u8,
+            ..h
+        },
+        b"x",
+    ));
     out.push(sealed(FrameHeader { flags: 0x80, ..h }, b"x"));
     out.push(sealed(h, &vec![7u8; 2000])); // oversized for this server (max 1024)
-    let mut unsealed = FrameHeader { payload_len: 1, flags: 0, checksum: 0, ..h }.encode().to_vec();
+    let mut unsealed = FrameHeader {
+        payload_len: 1,
+        flags: 0,
+        checksum: 0,
+        ..h
+    }
+    .encode()
+    .to_vec();
     unsealed.push(1);
     out.push(unsealed); // no checksum on a network frame
     let mut x = 0x1234_5678_9ABC_DEF0u64;
@@ -150,7 +193,10 @@ fn mutated_frames_are_dropped_and_counted_while_serving_others() {
     let net = LoopbackNet::new();
     let st = net.endpoint();
     let addr = st.local_addr();
-    let cfg = NicConfig { max_payload: 1024, ..config(1) };
+    let cfg = NicConfig {
+        max_payload: 1024,
+        ..config(1)
+    };
     let (server, sh) = start(st, cfg, true);
     let (client, ch) = start(net.endpoint(), config(1), false);
     let conn = ch.connect(&addr, Duration::from_secs(10)).unwrap();
@@ -159,7 +205,8 @@ fn mutated_frames_are_dropped_and_counted_while_serving_others() {
     let mut raw = net.endpoint();
     let server_peer = raw.connect(&addr).unwrap();
     let mut q = TxQueue::new(4096);
-    let mut exchange = |raw: &mut optimus_rpc::transport::loopback::Loopback, frames: &[Vec<u8>]| {
+    let mut exchange = |raw: &mut optimus_rpc::transport::loopback::Loopback,
+                        frames: &[Vec<u8>]| {
         for f in frames {
             q.push(server_peer, f);
             while !q.is_empty() {
@@ -167,7 +214,14 @@ fn mutated_frames_are_dropped_and_counted_while_serving_others() {
             }
         }
     };
-    let hello = sealed(FrameHeader { request_id: 99, aux: 1, ..FrameHeader::new(FrameKind::Connect) }, b"");
+    let hello = sealed(
+        FrameHeader {
+            request_id: 99,
+            aux: 1,
+            ..FrameHeader::new(FrameKind::Connect)
+        },
+        b"",
+    );
     exchange(&mut raw, &[hello]);
     let mut server_conn = None;
     for _ in 0..100_000 {
@@ -185,7 +239,12 @@ fn mutated_frames_are_dropped_and_counted_while_serving_others() {
     }
     let server_conn = server_conn.expect("handshake");
     let valid = sealed(
-        FrameHeader { conn_id: server_conn, request_id: 1, aux: 1, ..FrameHeader::new(FrameKind::Request) },
+        FrameHeader {
+            conn_id: server_conn,
+            request_id: 1,
+            aux: 1,
+            ..FrameHeader::new(FrameKind::Request)
+        },
         b"valid request payload",
     );
     let bad = mutations(&valid);
@@ -215,13 +274,20 @@ fn mutated_frames_are_dropped_and_counted_while_serving_others() {
         }
         std::thread::sleep(Duration::from_micros(50));
     }
-    assert!(answered, "the valid request after the mutations was answered");
+    assert!(
+        answered,
+        "the valid request after the mutations was answered"
+    );
     assert_eq!(good.join().expect("good client"), 2000);
     let s = server.stop().stats();
     drop(sh);
     client.stop();
     let dropped = s.dropped_malformed + s.dropped_checksum + s.dropped_oversized;
-    assert_eq!(dropped as usize, bad.len(), "every bad frame dropped and counted: {s:?}");
+    assert_eq!(
+        dropped as usize,
+        bad.len(),
+        "every bad frame dropped and counted: {s:?}"
+    );
     assert!(s.dropped_checksum > 0 && s.dropped_malformed > 0 && s.dropped_oversized > 0);
     assert_eq!(net.dropped(), 0);
 }
@@ -266,9 +332,15 @@ fn restarted_server_answers_old_connections_with_disconnected() {
     assert_eq!(first.requests_served, 1);
 
     let (server2, _) = start(Udp::bind(&sock_addr).unwrap(), config(1), true);
-    assert!(matches!(c.call(conn, 0, b"second life", &mut out), Err(RpcError::Disconnected)));
+    assert!(matches!(
+        c.call(conn, 0, b"second life", &mut out),
+        Err(RpcError::Disconnected)
+    ));
     // The connection is now closed on the client side too; a new one works.
-    assert!(matches!(c.call(conn, 0, b"again", &mut out), Err(RpcError::Disconnected)));
+    assert!(matches!(
+        c.call(conn, 0, b"again", &mut out),
+        Err(RpcError::Disconnected)
+    ));
     let conn2 = ch.connect(&sock_addr, Duration::from_secs(10)).unwrap();
     c.call(conn2, 0, b"new connection", &mut out).unwrap();
     assert_eq!(out, b"new connection");
@@ -287,9 +359,16 @@ fn unreachable_server_times_out_each_call_once() {
         let s = Udp::bind("127.0.0.1:0").unwrap();
         s.local_addr()
     };
-    let cfg = NicConfig { timeout: Duration::from_millis(2), max_retries: 2, ..config(1) };
+    let cfg = NicConfig {
+        timeout: Duration::from_millis(2),
+        max_retries: 2,
+        ..config(1)
+    };
     let (client, ch) = start(Udp::bind("127.0.0.1:0").unwrap(), cfg, false);
-    assert!(matches!(ch.connect(&dead, Duration::from_secs(5)), Err(RpcError::Timeout)));
+    assert!(matches!(
+        ch.connect(&dead, Duration::from_secs(5)),
+        Err(RpcError::Timeout)
+    ));
 
     let (server, _) = start(Udp::bind(&dead).unwrap(), config(1), true);
     let conn = ch.connect(&dead, Duration::from_secs(10)).unwrap();
@@ -298,8 +377,10 @@ fn unreachable_server_times_out_each_call_once() {
     let results = Arc::new(Mutex::new(Vec::new()));
     for i in 0..20u32 {
         let r = results.clone();
-        c.call_async(conn, 0, &i.to_le_bytes(), move |x| r.lock().unwrap().push((i, x.err())))
-            .unwrap();
+        c.call_async(conn, 0, &i.to_le_bytes(), move |x| {
+            r.lock().unwrap().push((i, x.err()))
+        })
+        .unwrap();
     }
     c.flush();
     while results.lock().unwrap().len() < 20 {
@@ -328,7 +409,10 @@ fn tcp_server_going_away_fails_calls_in_flight_once() {
     let outcomes = Arc::new(Mutex::new(Vec::new()));
     for i in 0..16u32 {
         let o = outcomes.clone();
-        c.call_async(conn, 0, &i.to_le_bytes(), move |r| o.lock().unwrap().push((i, r.err()))).unwrap();
+        c.call_async(conn, 0, &i.to_le_bytes(), move |r| {
+            o.lock().unwrap().push((i, r.err()))
+        })
+        .unwrap();
     }
     c.flush();
     // Let the requests reach the worker's ring, then take the server down.
@@ -350,7 +434,13 @@ fn tcp_server_going_away_fails_calls_in_flight_once() {
     c.poll(|_, _| {});
     let o = outcomes.lock().unwrap();
     assert_eq!(o.len(), 16, "every call in flight ended exactly once");
-    assert!(o.iter().all(|(_, e)| matches!(e, Some(RpcError::Disconnected) | Some(RpcError::Status { .. }))), "{o:?}");
+    assert!(
+        o.iter().all(|(_, e)| matches!(
+            e,
+            Some(RpcError::Disconnected) | Some(RpcError::Status { .. })
+        )),
+        "{o:?}"
+    );
     drop(c);
     client.stop();
 }
@@ -368,8 +458,10 @@ fn worker_leaving_answers_its_requests_unavailable() {
     let outcomes = Arc::new(Mutex::new(Vec::new()));
     for i in 0..8u32 {
         let o = outcomes.clone();
-        c.call_async(optimus_rpc::LOCAL_CONN, 0, &i.to_le_bytes(), move |r| o.lock().unwrap().push(r.err()))
-            .unwrap();
+        c.call_async(optimus_rpc::LOCAL_CONN, 0, &i.to_le_bytes(), move |r| {
+            o.lock().unwrap().push(r.err())
+        })
+        .unwrap();
     }
     c.flush();
     while h.stats().requests_served < 8 {
@@ -381,7 +473,16 @@ fn worker_leaving_answers_its_requests_unavailable() {
         std::thread::sleep(Duration::from_micros(200));
     }
     let o = outcomes.lock().unwrap();
-    assert!(o.iter().all(|e| matches!(e, Some(RpcError::Status { status: Status::Unavailable, .. }))), "{o:?}");
+    assert!(
+        o.iter().all(|e| matches!(
+            e,
+            Some(RpcError::Status {
+                status: Status::Unavailable,
+                ..
+            })
+        )),
+        "{o:?}"
+    );
     drop(c);
     nic.stop();
 }

@@ -11,8 +11,8 @@ use std::time::Duration;
 use common::*;
 use optimus_rpc::transport::NoTransport;
 use optimus_rpc::{
-    AsyncClient, Balance, IdlePolicy, LoopbackNet, NicConfig, NicHandle, PollMode, RpcError, Status, Tcp,
-    Transport, Udp, LOCAL_CONN,
+    AsyncClient, Balance, IdlePolicy, LoopbackNet, NicConfig, NicHandle, PollMode, RpcError,
+    Status, Tcp, Transport, Udp, LOCAL_CONN,
 };
 
 const CLIENTS: usize = 3;
@@ -28,12 +28,19 @@ fn run_clients(h: &NicHandle, conn: u32, batch: usize, depth: usize) {
             })
         })
         .collect();
-    let total: usize = threads.into_iter().map(|j| j.join().expect("client thread")).sum();
+    let total: usize = threads
+        .into_iter()
+        .map(|j| j.join().expect("client thread"))
+        .sum();
     assert_eq!(total, CLIENTS * CALLS);
 }
 
 fn shm_with_workers(mode: PollMode, balance: Balance) {
-    let cfg = NicConfig { mode, balance, ..config(CLIENTS + 2) };
+    let cfg = NicConfig {
+        mode,
+        balance,
+        ..config(CLIENTS + 2)
+    };
     let (nic, h) = start(NoTransport, cfg, false);
     let stop = Arc::new(AtomicBool::new(false));
     let served = Arc::new(AtomicUsize::new(0));
@@ -58,7 +65,11 @@ fn shm_with_workers(mode: PollMode, balance: Balance) {
         w.join().unwrap();
     }
     let stats = nic.stop().stats();
-    assert_eq!(served.load(Ordering::Relaxed), CLIENTS * CALLS, "each request ran exactly once");
+    assert_eq!(
+        served.load(Ordering::Relaxed),
+        CLIENTS * CALLS,
+        "each request ran exactly once"
+    );
     assert_eq!(stats.requests_served as usize, CLIENTS * CALLS);
     assert_eq!(stats.dropped_malformed + stats.corrupt_rings, 0);
 }
@@ -73,7 +84,10 @@ fn shm_inline_polling_batched() {
 
 #[test]
 fn shm_inline_doorbell_unbatched() {
-    let cfg = NicConfig { mode: PollMode::Doorbell, ..config(CLIENTS) };
+    let cfg = NicConfig {
+        mode: PollMode::Doorbell,
+        ..config(CLIENTS)
+    };
     let (nic, h) = start(NoTransport, cfg, true);
     run_clients(&h, LOCAL_CONN, 1, 1);
     assert_eq!(nic.stop().stats().requests_served as usize, CLIENTS * CALLS);
@@ -102,9 +116,16 @@ fn over_network<T: Transport>(server_t: T, client_t: impl Transport, batch: usiz
     run_clients(&ch, conn, batch, 16);
     let c = client.stop().stats();
     let s = server.stop().stats();
-    assert_eq!(s.requests_served as usize, CLIENTS * CALLS, "no request ran twice: {s:?}");
+    assert_eq!(
+        s.requests_served as usize,
+        CLIENTS * CALLS,
+        "no request ran twice: {s:?}"
+    );
     assert_eq!(c.timeouts, 0);
-    assert_eq!(s.dropped_malformed + s.dropped_checksum + s.dropped_oversized, 0);
+    assert_eq!(
+        s.dropped_malformed + s.dropped_checksum + s.dropped_oversized,
+        0
+    );
 }
 
 #[test]
@@ -115,7 +136,11 @@ fn loopback_transport() {
 
 #[test]
 fn udp_transport() {
-    over_network(Udp::bind("127.0.0.1:0").unwrap(), Udp::bind("127.0.0.1:0").unwrap(), 8);
+    over_network(
+        Udp::bind("127.0.0.1:0").unwrap(),
+        Udp::bind("127.0.0.1:0").unwrap(),
+        8,
+    );
 }
 
 #[test]
@@ -131,8 +156,10 @@ fn sync_calls_and_callbacks_mix() {
     for i in 0..100usize {
         let seen = seen.clone();
         let p = payload(0, i);
-        c.call_async(LOCAL_CONN, 3, &p, move |r| seen.lock().unwrap().push((i, r.unwrap().to_vec())))
-            .unwrap();
+        c.call_async(LOCAL_CONN, 3, &p, move |r| {
+            seen.lock().unwrap().push((i, r.unwrap().to_vec()))
+        })
+        .unwrap();
     }
     let mut out = Vec::new();
     c.call(LOCAL_CONN, 1, b"sync", &mut out).unwrap();
@@ -165,11 +192,17 @@ fn error_statuses_reach_the_caller() {
     let mut out = Vec::new();
     c.call(LOCAL_CONN, 0, b"", &mut out).unwrap();
     match c.call(LOCAL_CONN, 9, b"", &mut out) {
-        Err(RpcError::Status { status: Status::UnknownMethod, detail }) => assert_eq!(detail, "no such method"),
+        Err(RpcError::Status {
+            status: Status::UnknownMethod,
+            detail,
+        }) => assert_eq!(detail, "no such method"),
         other => panic!("{other:?}"),
     }
     let too_big = vec![0u8; h.max_payload() + 1];
-    assert!(matches!(c.call(LOCAL_CONN, 0, &too_big, &mut out), Err(RpcError::TooLarge { .. })));
+    assert!(matches!(
+        c.call(LOCAL_CONN, 0, &too_big, &mut out),
+        Err(RpcError::TooLarge { .. })
+    ));
     drop(c);
     nic.stop();
 }
@@ -183,20 +216,36 @@ fn futures_on_tokio() {
     let (client, ch) = start(net.endpoint(), config(1), false);
     let conn = ch.connect(&addr, Duration::from_secs(10)).unwrap();
     let ac = AsyncClient::new(ch.client(client_opts(1)).unwrap()).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let mut tasks = Vec::new();
         for i in 0..200usize {
             let ac = ac.clone();
-            tasks.push(tokio::spawn(async move { (i, ac.call(conn, 0, &payload(1, i)).await) }));
+            tasks.push(tokio::spawn(async move {
+                (i, ac.call(conn, 0, &payload(1, i)).await)
+            }));
         }
         for t in tasks {
             let (i, r) = t.await.unwrap();
             assert_eq!(r.unwrap(), payload(1, i));
         }
         // A local call too, awaited with a tokio timeout around it.
-        let r = tokio::time::timeout(Duration::from_secs(10), ac.call(LOCAL_CONN, 0, b"x")).await.unwrap();
-        assert!(matches!(r, Err(RpcError::Status { status: Status::Unavailable, .. })), "{r:?}");
+        let r = tokio::time::timeout(Duration::from_secs(10), ac.call(LOCAL_CONN, 0, b"x"))
+            .await
+            .unwrap();
+        assert!(
+            matches!(
+                r,
+                Err(RpcError::Status {
+                    status: Status::Unavailable,
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
     });
     drop(ac);
     client.stop();
@@ -228,7 +277,10 @@ fn closed_connection_fails_calls_once() {
         }
     }
     assert!(failed);
-    assert!(ch.connect("lo:99", Duration::from_secs(1)).is_err(), "unknown endpoint");
+    assert!(
+        ch.connect("lo:99", Duration::from_secs(1)).is_err(),
+        "unknown endpoint"
+    );
     drop(c);
     client.stop();
     server.stop();

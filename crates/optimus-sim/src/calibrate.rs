@@ -57,7 +57,8 @@ pub enum Paper {
 /// # Errors
 /// [`SimError::Targets`] if the embedded file is malformed.
 pub fn targets(paper: Paper) -> Result<Vec<Target>> {
-    let f: TargetFile = serde_json::from_str(TARGETS_JSON).map_err(|e| SimError::Targets(e.to_string()))?;
+    let f: TargetFile =
+        serde_json::from_str(TARGETS_JSON).map_err(|e| SimError::Targets(e.to_string()))?;
     Ok(match paper {
         Paper::Op => f.op,
         Paper::RpcAcc => f.rpcacc,
@@ -129,13 +130,29 @@ impl OpRuns {
         for c in MessageClass::ALL {
             traces.insert(c, c.trace(source, Direction::Encode)?);
         }
-        Ok(Self { traces, cache: HashMap::new() })
+        Ok(Self {
+            traces,
+            cache: HashMap::new(),
+        })
     }
 
-    fn run(&mut self, class: MessageClass, mesh: u32, n: u32, j: u32, base: bool) -> Result<&OpReport> {
+    fn run(
+        &mut self,
+        class: MessageClass,
+        mesh: u32,
+        n: u32,
+        j: u32,
+        base: bool,
+    ) -> Result<&OpReport> {
         let key = (class, mesh, n, j, base);
         if !self.cache.contains_key(&key) {
-            let mut cfg = if base { OpConfig::op_base() } else if mesh == 8 { OpConfig::paper_8x8(n, j) } else { OpConfig::paper_4x4(n, j) };
+            let mut cfg = if base {
+                OpConfig::op_base()
+            } else if mesh == 8 {
+                OpConfig::paper_8x8(n, j)
+            } else {
+                OpConfig::paper_4x4(n, j)
+            };
             cfg.noc.mesh = mesh;
             let r = op::run(&cfg, std::slice::from_ref(&self.traces[&class]))?;
             self.cache.insert(key, r);
@@ -178,12 +195,16 @@ fn curve(runs: &mut OpRuns, class: MessageClass, mesh: u32, j: u32) -> Result<Cu
 /// Pipelines at which a curve reaches 90 % of its maximum (saturation of OP's link).
 pub fn saturation(c: &Curve) -> f64 {
     let max = c.iter().map(|p| p.1).fold(0.0, f64::max);
-    c.iter().find(|p| p.1 >= 0.9 * max).map_or(f64::NAN, |p| f64::from(p.0))
+    c.iter()
+        .find(|p| p.1 >= 0.9 * max)
+        .map_or(f64::NAN, |p| f64::from(p.0))
 }
 
 /// First pipeline count whose throughput reaches `gbps`.
 pub fn pipelines_for(c: &Curve, gbps: f64) -> f64 {
-    c.iter().find(|p| p.1 >= gbps).map_or(f64::NAN, |p| f64::from(p.0))
+    c.iter()
+        .find(|p| p.1 >= gbps)
+        .map_or(f64::NAN, |p| f64::from(p.0))
 }
 
 /// Runs every Optimus Prime experiment on the message classes traced by `source`; returns
@@ -194,7 +215,10 @@ pub fn pipelines_for(c: &Curve, gbps: f64) -> f64 {
 pub fn reproduce_op(source: &mut dyn TraceSource) -> Result<(Vec<Row>, OpFigures)> {
     let mut runs = OpRuns::new(source)?;
     let cpu = CpuConfig::default();
-    let cpu_gbps: HashMap<MessageClass, f64> = MessageClass::ALL.iter().map(|c| (*c, cpu.gbps(&runs.traces[c]))).collect();
+    let cpu_gbps: HashMap<MessageClass, f64> = MessageClass::ALL
+        .iter()
+        .map(|c| (*c, cpu.gbps(&runs.traces[c])))
+        .collect();
     let mut figs = OpFigures::default();
     let mut op11 = HashMap::new();
     let mut base = HashMap::new();
@@ -206,14 +230,35 @@ pub fn reproduce_op(source: &mut dyn TraceSource) -> Result<(Vec<Row>, OpFigures
         frl.1 += o.field_read_latency_cycles / 3.0;
         base.insert(c, b.throughput_gbps);
         op11.insert(c, o.throughput_gbps);
-        figs.fig7.push((c.name().into(), cpu_gbps[&c], b.throughput_gbps, o.throughput_gbps));
-        figs.fig8.push((c.name().into(), curve(&mut runs, c, 4, 1)?));
+        figs.fig7.push((
+            c.name().into(),
+            cpu_gbps[&c],
+            b.throughput_gbps,
+            o.throughput_gbps,
+        ));
+        figs.fig8
+            .push((c.name().into(), curve(&mut runs, c, 4, 1)?));
     }
     for (mesh, j) in [(4, 1), (4, 2), (8, 1), (8, 2), (8, 4)] {
-        figs.fig9.push((format!("{mesh}x{mesh} OP{{n,{j}}}"), curve(&mut runs, MessageClass::Mixed, mesh, j)?));
+        figs.fig9.push((
+            format!("{mesh}x{mesh} OP{{n,{j}}}"),
+            curve(&mut runs, MessageClass::Mixed, mesh, j)?,
+        ));
     }
-    let f8 = |name: &str| figs.fig8.iter().find(|c| c.0 == name).map(|c| c.1.clone()).unwrap_or_default();
-    let f9 = |name: &str| figs.fig9.iter().find(|c| c.0 == name).map(|c| c.1.clone()).unwrap_or_default();
+    let f8 = |name: &str| {
+        figs.fig8
+            .iter()
+            .find(|c| c.0 == name)
+            .map(|c| c.1.clone())
+            .unwrap_or_default()
+    };
+    let f9 = |name: &str| {
+        figs.fig9
+            .iter()
+            .find(|c| c.0 == name)
+            .map(|c| c.1.clone())
+            .unwrap_or_default()
+    };
     let (flat8, mixed8, nested8) = (f8("flat"), f8("mixed"), f8("nested"));
     use MessageClass::{Flat, Mixed, Nested};
     let mixed_cpu = cpu_gbps[&Mixed];
@@ -226,7 +271,9 @@ pub fn reproduce_op(source: &mut dyn TraceSource) -> Result<(Vec<Row>, OpFigures
         for n in 2..=4u32 {
             let ok = [&flat8, &mixed8, &nested8].iter().all(|c| {
                 let t1 = c[0].1;
-                c.iter().find(|p| p.0 == n).is_some_and(|p| p.1 >= 0.9 * f64::from(n) * t1)
+                c.iter()
+                    .find(|p| p.0 == n)
+                    .is_some_and(|p| p.1 >= 0.9 * f64::from(n) * t1)
             });
             if ok {
                 limit = n;
@@ -243,10 +290,22 @@ pub fn reproduce_op(source: &mut dyn TraceSource) -> Result<(Vec<Row>, OpFigures
     let lat_34 = runs.run(Mixed, 8, 3, 4, false)?.latency_ns / 1000.0;
     let mixed_deser = MessageClass::Mixed.trace(source, Direction::Decode)?;
     let cpu_dt_us = (cpu.message_ns(&runs.traces[&Mixed]) + cpu.message_ns(&mixed_deser)) / 1000.0;
-    let xeon = CpuConfig { clock_ghz: 2.93, ..cpu.clone() };
-    let xeon_mbps: Vec<f64> = MessageClass::ALL.iter().map(|c| xeon.gbps(&runs.traces[c]) * 1000.0 / 8.0).collect();
-    let ratios: Vec<f64> = MessageClass::ALL.iter().map(|c| op11[c] / cpu_gbps[c]).collect();
-    let gains: Vec<f64> = MessageClass::ALL.iter().map(|c| op11[c] / base[c]).collect();
+    let xeon = CpuConfig {
+        clock_ghz: 2.93,
+        ..cpu.clone()
+    };
+    let xeon_mbps: Vec<f64> = MessageClass::ALL
+        .iter()
+        .map(|c| xeon.gbps(&runs.traces[c]) * 1000.0 / 8.0)
+        .collect();
+    let ratios: Vec<f64> = MessageClass::ALL
+        .iter()
+        .map(|c| op11[c] / cpu_gbps[c])
+        .collect();
+    let gains: Vec<f64> = MessageClass::ALL
+        .iter()
+        .map(|c| op11[c] / base[c])
+        .collect();
     let best_cpu = cpu_gbps.values().copied().fold(0.0, f64::max);
     let best_base = base.values().copied().fold(0.0, f64::max);
     let minf = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
@@ -262,60 +321,159 @@ pub fn reproduce_op(source: &mut dyn TraceSource) -> Result<(Vec<Row>, OpFigures
     }
     let eval = |id: &str| -> Eval {
         match id {
-            "op.abstract.speedup_vs_software.x" => Eval::Model(t4_34 / mixed_cpu, "OP{3,4} 8x8 Mixed / CPU core Mixed"),
-            "op.abstract.perf_per_watt_vs_cpu.x" | "op.table4.op_3_4.perf_per_watt.x" => Eval::Model(ppw(t4_34, 152.0), "model Gbps / Table 4 power (input), normalized to CPU"),
-            "op.table4.op_1_1.perf_per_watt.x" => Eval::Model(ppw(t4_11, 58.0), "model Gbps / Table 4 power (input)"),
-            "op.table4.op_12_1.perf_per_watt.x" => Eval::Model(ppw(t4_121, 532.0), "model Gbps / Table 4 power (input)"),
+            "op.abstract.speedup_vs_software.x" => {
+                Eval::Model(t4_34 / mixed_cpu, "OP{3,4} 8x8 Mixed / CPU core Mixed")
+            }
+            "op.abstract.perf_per_watt_vs_cpu.x" | "op.table4.op_3_4.perf_per_watt.x" => {
+                Eval::Model(
+                    ppw(t4_34, 152.0),
+                    "model Gbps / Table 4 power (input), normalized to CPU",
+                )
+            }
+            "op.table4.op_1_1.perf_per_watt.x" => {
+                Eval::Model(ppw(t4_11, 58.0), "model Gbps / Table 4 power (input)")
+            }
+            "op.table4.op_12_1.perf_per_watt.x" => {
+                Eval::Model(ppw(t4_121, 532.0), "model Gbps / Table 4 power (input)")
+            }
             "op.table4.cpu.perf_per_watt.x" => Eval::Input("normalization point"),
-            "op.sec6_5.perf_per_watt_op_3_4_vs_op_12_1.x" => Eval::Model((t4_34 / 152.0) / (t4_121 / 532.0), "model Gbps / Table 4 power"),
-            "op.sec1.cpu_300B_latency_lower_bound.ns" => Eval::Model(cpu.bytes_ns(300.0, 5.0), "CPU model: 300 B x 5 instr/B at the model IPC"),
-            "op.sec2_1.xeon_x5670_dt_throughput.min.MBps" => Eval::Model(minf(&xeon_mbps), "CPU model at 2.93 GHz, worst class"),
-            "op.sec2_1.xeon_x5670_dt_throughput.max.MBps" => Eval::Model(maxf(&xeon_mbps), "CPU model at 2.93 GHz, best class"),
+            "op.sec6_5.perf_per_watt_op_3_4_vs_op_12_1.x" => Eval::Model(
+                (t4_34 / 152.0) / (t4_121 / 532.0),
+                "model Gbps / Table 4 power",
+            ),
+            "op.sec1.cpu_300B_latency_lower_bound.ns" => Eval::Model(
+                cpu.bytes_ns(300.0, 5.0),
+                "CPU model: 300 B x 5 instr/B at the model IPC",
+            ),
+            "op.sec2_1.xeon_x5670_dt_throughput.min.MBps" => {
+                Eval::Model(minf(&xeon_mbps), "CPU model at 2.93 GHz, worst class")
+            }
+            "op.sec2_1.xeon_x5670_dt_throughput.max.MBps" => {
+                Eval::Model(maxf(&xeon_mbps), "CPU model at 2.93 GHz, best class")
+            }
             "op.sec2_3.cpu_dyn_instr_per_byte" => Eval::Input("measured instruction count"),
-            "op.sec2_3.cpu_throughput_cap.gbps" => Eval::Model(cpu.ipc * cpu.clock_ghz / 25.0 * 8.0, "25 instr/B at the model IPC"),
-            "op.fig7.cpu_ser_best.gbps" => Eval::Model(best_cpu, "CPU model, best class (per-field cost fitted here)"),
-            "op.fig7.op_base_ser_vs_cpu.x" => Eval::Model(best_base / best_cpu, "OP_Base / CPU, best class each"),
-            "op.fig7.prefetch_pipelining_gain.min.x" => Eval::Model(minf(&gains), "OP{1,1} / OP_Base, min over classes"),
-            "op.fig7.prefetch_pipelining_gain.max.x" => Eval::Model(maxf(&gains), "OP{1,1} / OP_Base, max over classes"),
-            "op.sec6_1.field_read_latency.no_prefetch.cycles" => Eval::Model(frl.0, "OP_Base, mean over classes"),
-            "op.sec6_1.field_read_latency.prefetch.cycles" => Eval::Model(frl.1, "OP{1,1}, mean over classes"),
+            "op.sec2_3.cpu_throughput_cap.gbps" => Eval::Model(
+                cpu.ipc * cpu.clock_ghz / 25.0 * 8.0,
+                "25 instr/B at the model IPC",
+            ),
+            "op.fig7.cpu_ser_best.gbps" => Eval::Model(
+                best_cpu,
+                "CPU model, best class (per-field cost fitted here)",
+            ),
+            "op.fig7.op_base_ser_vs_cpu.x" => {
+                Eval::Model(best_base / best_cpu, "OP_Base / CPU, best class each")
+            }
+            "op.fig7.prefetch_pipelining_gain.min.x" => {
+                Eval::Model(minf(&gains), "OP{1,1} / OP_Base, min over classes")
+            }
+            "op.fig7.prefetch_pipelining_gain.max.x" => {
+                Eval::Model(maxf(&gains), "OP{1,1} / OP_Base, max over classes")
+            }
+            "op.sec6_1.field_read_latency.no_prefetch.cycles" => {
+                Eval::Model(frl.0, "OP_Base, mean over classes")
+            }
+            "op.sec6_1.field_read_latency.prefetch.cycles" => {
+                Eval::Model(frl.1, "OP{1,1}, mean over classes")
+            }
             "op.fig7.op_1_1.ser.flat.gbps" => Eval::Model(op11[&Flat], "OP{1,1} 4x4"),
             "op.fig7.op_1_1.ser.mixed.gbps" => Eval::Model(op11[&Mixed], "OP{1,1} 4x4"),
             "op.fig7.op_1_1.ser.nested.gbps" => Eval::Model(op11[&Nested], "OP{1,1} 4x4"),
-            "op.sec6_2.op_1_1_vs_core_ser.min.x" => Eval::Model(minf(&ratios), "OP{1,1} / CPU, min over classes"),
-            "op.sec6_2.op_1_1_vs_core_ser.max.x" => Eval::Model(maxf(&ratios), "OP{1,1} / CPU, max over classes"),
-            "op.fig8.pipelines_for_40gbps.flat" => Eval::Model(pipelines_for(&flat8, 40.0), "first n with >= 40 Gbps"),
-            "op.fig8.pipelines_for_40gbps.mixed" => Eval::Model(pipelines_for(&mixed8, 40.0), "first n with >= 40 Gbps"),
-            "op.fig8.pipelines_for_40gbps.nested" => Eval::Model(pipelines_for(&nested8, 40.0), "first n with >= 40 Gbps"),
-            "op.fig8.linear_scaling_limit.pipelines" => Eval::Model(lin, "largest n with T(n) >= 0.9 n T(1), all classes"),
-            "op.fig8.nested_plateau.gbps" => Eval::Model(nested8.iter().map(|p| p.1).fold(0.0, f64::max), "max over n, Nested"),
-            "op.fig8.plateau_link_bw.gbps" => Eval::Model(sat_nested.port_gbps, "flits through OP's port at OP{16,1} Nested"),
-            "op.fig8.noc_avg_link_util_at_saturation.pct" => Eval::Model(sat_nested.mesh_link_utilization * 100.0, "OP traffic flit-hops / all mesh links (core traffic not modelled)"),
-            "op.fig9.amat_ratio_8x8_vs_4x4.x" => Eval::Model(amat8 / amat4, "Block Buffer miss latency, OP{1,1} Mixed"),
-            "op.fig9.throughput_ratio_8x8_vs_4x4.x" => Eval::Model(t4_11 / op11[&Mixed], "OP{1,1} Mixed"),
-            "op.fig9.sat_pipelines.op_n_1.4x4" => Eval::Model(saturation(&f9("4x4 OP{n,1}")), "first n within 90% of the curve's max"),
-            "op.fig9.sat_pipelines.op_n_1.8x8" => Eval::Model(saturation(&f9("8x8 OP{n,1}")), "first n within 90% of the curve's max"),
-            "op.fig9.sat_pipelines.op_n_2.4x4" => Eval::Model(saturation(&f9("4x4 OP{n,2}")), "first n within 90% of the curve's max"),
-            "op.fig9.sat_pipelines.op_n_4.8x8" => Eval::Model(saturation(&f9("8x8 OP{n,4}")), "first n within 90% of the curve's max"),
-            "op.table3.wt.us" | "op.table3.pp.tcp.us" | "op.table3.pp.erpc.us" => Eval::Input("Table 3 wire time / protocol processing"),
-            "op.table3.dt.cpu.us" => Eval::Model(cpu_dt_us, "CPU model: serialize + deserialize Mixed"),
-            "op.table3.dt.op_3_2_4x4.us" => Eval::Model(lat_32, "OP{3,2} 4x4 Mixed, context to last write"),
-            "op.table3.dt.op_3_4_8x8.us" => Eval::Model(lat_34, "OP{3,4} 8x8 Mixed, context to last write"),
-            "op.table4.cpu.throughput.gbps" => Eval::Model(mixed_cpu, "CPU model, Mixed (sub-message cost fitted here)"),
+            "op.sec6_2.op_1_1_vs_core_ser.min.x" => {
+                Eval::Model(minf(&ratios), "OP{1,1} / CPU, min over classes")
+            }
+            "op.sec6_2.op_1_1_vs_core_ser.max.x" => {
+                Eval::Model(maxf(&ratios), "OP{1,1} / CPU, max over classes")
+            }
+            "op.fig8.pipelines_for_40gbps.flat" => {
+                Eval::Model(pipelines_for(&flat8, 40.0), "first n with >= 40 Gbps")
+            }
+            "op.fig8.pipelines_for_40gbps.mixed" => {
+                Eval::Model(pipelines_for(&mixed8, 40.0), "first n with >= 40 Gbps")
+            }
+            "op.fig8.pipelines_for_40gbps.nested" => {
+                Eval::Model(pipelines_for(&nested8, 40.0), "first n with >= 40 Gbps")
+            }
+            "op.fig8.linear_scaling_limit.pipelines" => {
+                Eval::Model(lin, "largest n with T(n) >= 0.9 n T(1), all classes")
+            }
+            "op.fig8.nested_plateau.gbps" => Eval::Model(
+                nested8.iter().map(|p| p.1).fold(0.0, f64::max),
+                "max over n, Nested",
+            ),
+            "op.fig8.plateau_link_bw.gbps" => Eval::Model(
+                sat_nested.port_gbps,
+                "flits through OP's port at OP{16,1} Nested",
+            ),
+            "op.fig8.noc_avg_link_util_at_saturation.pct" => Eval::Model(
+                sat_nested.mesh_link_utilization * 100.0,
+                "OP traffic flit-hops / all mesh links (core traffic not modelled)",
+            ),
+            "op.fig9.amat_ratio_8x8_vs_4x4.x" => {
+                Eval::Model(amat8 / amat4, "Block Buffer miss latency, OP{1,1} Mixed")
+            }
+            "op.fig9.throughput_ratio_8x8_vs_4x4.x" => {
+                Eval::Model(t4_11 / op11[&Mixed], "OP{1,1} Mixed")
+            }
+            "op.fig9.sat_pipelines.op_n_1.4x4" => Eval::Model(
+                saturation(&f9("4x4 OP{n,1}")),
+                "first n within 90% of the curve's max",
+            ),
+            "op.fig9.sat_pipelines.op_n_1.8x8" => Eval::Model(
+                saturation(&f9("8x8 OP{n,1}")),
+                "first n within 90% of the curve's max",
+            ),
+            "op.fig9.sat_pipelines.op_n_2.4x4" => Eval::Model(
+                saturation(&f9("4x4 OP{n,2}")),
+                "first n within 90% of the curve's max",
+            ),
+            "op.fig9.sat_pipelines.op_n_4.8x8" => Eval::Model(
+                saturation(&f9("8x8 OP{n,4}")),
+                "first n within 90% of the curve's max",
+            ),
+            "op.table3.wt.us" | "op.table3.pp.tcp.us" | "op.table3.pp.erpc.us" => {
+                Eval::Input("Table 3 wire time / protocol processing")
+            }
+            "op.table3.dt.cpu.us" => {
+                Eval::Model(cpu_dt_us, "CPU model: serialize + deserialize Mixed")
+            }
+            "op.table3.dt.op_3_2_4x4.us" => {
+                Eval::Model(lat_32, "OP{3,2} 4x4 Mixed, context to last write")
+            }
+            "op.table3.dt.op_3_4_8x8.us" => {
+                Eval::Model(lat_34, "OP{3,4} 8x8 Mixed, context to last write")
+            }
+            "op.table4.cpu.throughput.gbps" => {
+                Eval::Model(mixed_cpu, "CPU model, Mixed (sub-message cost fitted here)")
+            }
             "op.table4.op_1_1.throughput.gbps" => Eval::Model(t4_11, "OP{1,1} 8x8 Mixed"),
             "op.table4.op_12_1.throughput.gbps" => Eval::Model(t4_121, "OP{12,1} 8x8 Mixed"),
             "op.table4.op_3_4.throughput.gbps" => Eval::Model(t4_34, "OP{3,4} 8x8 Mixed"),
-            "op.sec4_6.prefetch_accuracy.pct" => Eval::Model(100.0 * used / issued.max(1.0), "prefetches used / issued, Flat"),
-            "op.sec4_6.timeshare_contexts_for_full_util" => Eval::Input("arithmetic example: 1 / (1 - 0.75)"),
-            "op.sec2_1.dt_share_service_time_max.pct" | "op.sec6_4.urlshorten.dt_share_baseline.pct" | "op.sec6_4.readpost.dt_share_baseline.pct" => {
+            "op.sec4_6.prefetch_accuracy.pct" => Eval::Model(
+                100.0 * used / issued.max(1.0),
+                "prefetches used / issued, Flat",
+            ),
+            "op.sec4_6.timeshare_contexts_for_full_util" => {
+                Eval::Input("arithmetic example: 1 / (1 - 0.75)")
+            }
+            "op.sec2_1.dt_share_service_time_max.pct"
+            | "op.sec6_4.urlshorten.dt_share_baseline.pct"
+            | "op.sec6_4.readpost.dt_share_baseline.pct" => {
                 Eval::Input("measured DT share of service time")
             }
             "op.abstract.service_latency_reduction_max.pct"
             | "op.sec6_4.dt_latency_reduction_max.x"
             | "op.sec6_4.service_latency_reduction_max.pct"
             | "op.sec6_4.urlshorten.dt_latency_reduction.x"
-            | "op.sec6_4.login.improvement.pct" => Eval::NotModeled("DeathStarBench Thrift services: their messages are not available"),
-            _ if id.contains(".power.") || id.contains(".area.") || id.contains("area") || id.contains("overhead") => Eval::NotTiming,
+            | "op.sec6_4.login.improvement.pct" => {
+                Eval::NotModeled("DeathStarBench Thrift services: their messages are not available")
+            }
+            _ if id.contains(".power.")
+                || id.contains(".area.")
+                || id.contains("area")
+                || id.contains("overhead") =>
+            {
+                Eval::NotTiming
+            }
             _ => Eval::NotModeled("no experiment mapped"),
         }
     };
@@ -341,39 +499,110 @@ pub fn reproduce_rpcacc(source: &mut dyn TraceSource) -> Result<(Vec<Row>, RpcFi
     let cfg = RpcAccConfig::default();
     let ms = rpcacc::suite(&cfg, source)?;
     let cyc = 1000.0 / cfg.clock_mhz;
-    let at = |l: f64| move |_: optimus_trace::Region| rpcacc::LinkConfig { latency_ns: l, bw_gbytes_s: cfg.pcie.bw_gbytes_s };
-    let ratio = |m: &rpcacc::RpcMessage, l: f64| rpcacc::serializer_ns(&cfg, &m.ser, &at(l), cyc) / rpcacc::serializer_ns(&cfg, &m.ser, &at(70.0), cyc);
+    let at = |l: f64| {
+        move |_: optimus_trace::Region| rpcacc::LinkConfig {
+            latency_ns: l,
+            bw_gbytes_s: cfg.pcie.bw_gbytes_s,
+        }
+    };
+    let ratio = |m: &rpcacc::RpcMessage, l: f64| {
+        rpcacc::serializer_ns(&cfg, &m.ser, &at(l), cyc)
+            / rpcacc::serializer_ns(&cfg, &m.ser, &at(70.0), cyc)
+    };
     let bench2: Vec<&rpcacc::RpcMessage> = ms.iter().filter(|m| m.bench == "bench1").collect();
     let fig2 = geomean(bench2.iter().map(|m| ratio(m, 1250.0)));
     let all_lat = geomean(ms.iter().map(|m| ratio(m, 1250.0)));
-    let st: Vec<rpcacc::SerTimes> = ms.iter().map(|m| rpcacc::ser_times(&cfg, m, cfg.clock_mhz)).collect();
-    let st2: Vec<rpcacc::SerTimes> = ms.iter().map(|m| rpcacc::ser_times(&cfg, m, 2000.0)).collect();
-    let d: Vec<rpcacc::DeserTimes> = ms.iter().map(|m| rpcacc::deser_times(&cfg, m, cfg.pcie.latency_ns / 2.0, cfg.pcie.bw_gbytes_s, cfg.clock_mhz)).collect();
-    let du: Vec<rpcacc::DeserTimes> = ms.iter().map(|m| rpcacc::deser_times(&cfg, m, cfg.upi.latency_ns / 2.0, cfg.upi.bw_gbytes_s, 2000.0)).collect();
-    let speed: Vec<f64> = d.iter().map(|x| x.oneshot_host_rate / x.fbf_host_rate).collect();
-    let small: Vec<f64> = ms.iter().zip(&speed).filter(|(m, _)| m.avg_field_bytes < 1024.0).map(|(_, s)| *s).collect();
+    let st: Vec<rpcacc::SerTimes> = ms
+        .iter()
+        .map(|m| rpcacc::ser_times(&cfg, m, cfg.clock_mhz))
+        .collect();
+    let st2: Vec<rpcacc::SerTimes> = ms
+        .iter()
+        .map(|m| rpcacc::ser_times(&cfg, m, 2000.0))
+        .collect();
+    let d: Vec<rpcacc::DeserTimes> = ms
+        .iter()
+        .map(|m| {
+            rpcacc::deser_times(
+                &cfg,
+                m,
+                cfg.pcie.latency_ns / 2.0,
+                cfg.pcie.bw_gbytes_s,
+                cfg.clock_mhz,
+            )
+        })
+        .collect();
+    let du: Vec<rpcacc::DeserTimes> = ms
+        .iter()
+        .map(|m| {
+            rpcacc::deser_times(
+                &cfg,
+                m,
+                cfg.upi.latency_ns / 2.0,
+                cfg.upi.bw_gbytes_s,
+                2000.0,
+            )
+        })
+        .collect();
+    let speed: Vec<f64> = d
+        .iter()
+        .map(|x| x.oneshot_host_rate / x.fbf_host_rate)
+        .collect();
+    let small: Vec<f64> = ms
+        .iter()
+        .zip(&speed)
+        .filter(|(m, _)| m.avg_field_bytes < 1024.0)
+        .map(|(_, s)| *s)
+        .collect();
     // Dagger variants at 2 GHz over UPI.
     let upi = cfg.upi;
     let dagger: Vec<f64> = ms
         .iter()
         .map(|m| {
             let proto = rpcacc::serializer_ns(&cfg, &m.ser, &|_| upi, 0.5);
-            let c = RpcAccConfig { pcie: upi, mmio_ns: upi.latency_ns / 2.0, ..cfg.clone() };
+            let c = RpcAccConfig {
+                pcie: upi,
+                mmio_ns: upi.latency_ns / 2.0,
+                ..cfg.clone()
+            };
             proto / rpcacc::ser_times(&c, m, 2000.0).rpcacc
         })
         .collect();
     // RPC layer = serialize + deserialize latency.
-    let layer: Vec<f64> = st.iter().zip(&ms).map(|(s, m)| {
-        let dd = rpcacc::deser_times(&cfg, m, cfg.pcie.latency_ns / 2.0, cfg.pcie.bw_gbytes_s, cfg.clock_mhz);
-        let fbf_lat = dd.fbf_latency_ns + m.deser.items.len() as f64 * cfg.dma_txn_ns;
-        (s.protoacc_pcie + fbf_lat) / (s.rpcacc + dd.oneshot_latency_ns)
-    }).collect();
-    let pre: Vec<f64> = ms.iter().map(|m| rpcacc::preser_ns(&cfg, m, true).0 / rpcacc::cpu_ser_ns(&cfg, m)).collect();
+    let layer: Vec<f64> = st
+        .iter()
+        .zip(&ms)
+        .map(|(s, m)| {
+            let dd = rpcacc::deser_times(
+                &cfg,
+                m,
+                cfg.pcie.latency_ns / 2.0,
+                cfg.pcie.bw_gbytes_s,
+                cfg.clock_mhz,
+            );
+            let fbf_lat = dd.fbf_latency_ns + m.deser.items.len() as f64 * cfg.dma_txn_ns;
+            (s.protoacc_pcie + fbf_lat) / (s.rpcacc + dd.oneshot_latency_ns)
+        })
+        .collect();
+    let pre: Vec<f64> = ms
+        .iter()
+        .map(|m| rpcacc::preser_ns(&cfg, m, true).0 / rpcacc::cpu_ser_ns(&cfg, m))
+        .collect();
     let overall: Vec<f64> = st.iter().map(|s| s.rpcacc / s.cpu_only).collect();
     let figs = RpcFigures {
-        fig5: ms.iter().zip(&speed).map(|(m, s)| (m.avg_field_bytes, *s)).collect(),
-        fig7: st.iter().map(|s| (s.cpu_only, s.protoacc_pcie, s.rpcacc)).collect(),
-        latency_sweep: [70.0, 250.0, 500.0, 750.0, 1000.0, 1250.0, 1500.0, 2000.0].iter().map(|&l| (l, geomean(bench2.iter().map(|m| ratio(m, l))))).collect(),
+        fig5: ms
+            .iter()
+            .zip(&speed)
+            .map(|(m, s)| (m.avg_field_bytes, *s))
+            .collect(),
+        fig7: st
+            .iter()
+            .map(|s| (s.cpu_only, s.protoacc_pcie, s.rpcacc))
+            .collect(),
+        latency_sweep: [70.0, 250.0, 500.0, 750.0, 1000.0, 1250.0, 1500.0, 2000.0]
+            .iter()
+            .map(|&l| (l, geomean(bench2.iter().map(|m| ratio(m, l)))))
+            .collect(),
     };
     let eval = |id: &str| -> Eval {
         match id {
@@ -412,19 +641,38 @@ pub fn reproduce_rpcacc(source: &mut dyn TraceSource) -> Result<(Vec<Row>, RpcFi
 fn rows(paper: Paper, eval: &dyn Fn(&str) -> Eval) -> Result<Vec<Row>> {
     let mut out = Vec::new();
     for t in targets(paper)? {
-        let Some(paper_v) = t.value.as_f64() else { continue };
+        let Some(paper_v) = t.value.as_f64() else {
+            continue;
+        };
         let (model, status, note) = match eval(&t.id) {
             Eval::Model(v, note) => {
                 let dev = (v - paper_v) / paper_v;
                 let ok = v.is_finite() && dev.abs() <= tolerance(&t.kind);
-                (Some(v), if ok { Status::Met } else { Status::Missed }, note.to_string())
+                (
+                    Some(v),
+                    if ok { Status::Met } else { Status::Missed },
+                    note.to_string(),
+                )
             }
             Eval::Input(n) => (None, Status::Input, n.to_string()),
-            Eval::NotTiming => (None, Status::NotTiming, "synthesis/FPGA resources".to_string()),
+            Eval::NotTiming => (
+                None,
+                Status::NotTiming,
+                "synthesis/FPGA resources".to_string(),
+            ),
             Eval::NotModeled(n) => (None, Status::NotModeled, n.to_string()),
         };
         let deviation = model.map(|m| (m - paper_v) / paper_v);
-        out.push(Row { id: t.id, paper: paper_v, model, unit: t.unit, deviation, kind: t.kind, status, note });
+        out.push(Row {
+            id: t.id,
+            paper: paper_v,
+            model,
+            unit: t.unit,
+            deviation,
+            kind: t.kind,
+            status,
+            note,
+        });
     }
     Ok(out)
 }

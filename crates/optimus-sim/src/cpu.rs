@@ -34,7 +34,14 @@ pub struct CpuConfig {
 
 impl Default for CpuConfig {
     fn default() -> Self {
-        Self { clock_ghz: 2.0, ipc: 1.2, per_field: 117.0, per_varint_byte: 5.0, per_copy_byte: 0.5, per_submessage: 254.0 }
+        Self {
+            clock_ghz: 2.0,
+            ipc: 1.2,
+            per_field: 117.0,
+            per_varint_byte: 5.0,
+            per_copy_byte: 0.5,
+            per_submessage: 254.0,
+        }
     }
 }
 
@@ -58,7 +65,11 @@ impl CpuConfig {
                     }
                 }
                 // Encode: the varint's output bytes, tag included.
-                Event::FieldWrite { region: Region::Buffer, bytes, .. } if matches!(last, ConvClass::Varint | ConvClass::Zigzag) => {
+                Event::FieldWrite {
+                    region: Region::Buffer,
+                    bytes,
+                    ..
+                } if matches!(last, ConvClass::Varint | ConvClass::Zigzag) => {
                     n += self.per_varint_byte * f64::from(*bytes);
                 }
                 _ => {}

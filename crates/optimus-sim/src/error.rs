@@ -42,6 +42,14 @@ pub enum SimError {
 /// Shorthand for `Result<T, SimError>`.
 pub type Result<T> = std::result::Result<T, SimError>;
 
-pub(crate) fn config_err(component: &'static str, field: &'static str, why: impl Into<String>) -> SimError {
-    SimError::Config { component, field, why: why.into() }
+pub(crate) fn config_err(
+    component: &'static str,
+    field: &'static str,
+    why: impl Into<String>,
+) -> SimError {
+    SimError::Config {
+        component,
+        field,
+        why: why.into(),
+    }
 }

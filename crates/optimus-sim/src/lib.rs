@@ -8,6 +8,8 @@
 //! their published numbers. The crate does not depend on the engine: the CLI and the tests
 //! hand it the engine's traces.
 #![forbid(unsafe_code)]
+// Config checks write `!(x > 0.0)` on purpose: the negation also rejects NaN.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 #[cfg(test)]
 extern crate self as optimus_sim;

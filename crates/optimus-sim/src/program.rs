@@ -67,7 +67,11 @@ pub struct Program {
 impl Program {
     /// Builds the program of one message trace.
     pub fn from_trace(t: &MessageTrace) -> Self {
-        let mut p = Program { direction: Some(t.direction), wire_bytes: t.wire_bytes, ..Default::default() };
+        let mut p = Program {
+            direction: Some(t.direction),
+            wire_bytes: t.wire_bytes,
+            ..Default::default()
+        };
         let mut depth: u8 = 0;
         // Per depth: the schema access the next level hangs from.
         let mut parent: Vec<Option<u32>> = vec![None];
@@ -96,7 +100,11 @@ impl Program {
                     last_entry = idx;
                     last_access_in_item = idx;
                 }
-                Event::FieldRead { region, addr, bytes } => {
+                Event::FieldRead {
+                    region,
+                    addr,
+                    bytes,
+                } => {
                     if has_work {
                         flush(&mut p, &mut cur, &mut has_work, depth);
                         last_access_in_item = None;
@@ -115,7 +123,11 @@ impl Program {
                     cur.converts.push((op, bytes));
                     has_work = true;
                 }
-                Event::FieldWrite { region, addr, bytes } => {
+                Event::FieldWrite {
+                    region,
+                    addr,
+                    bytes,
+                } => {
                     cur.writes.push((region, addr, bytes));
                     has_work = true;
                 }
@@ -165,7 +177,12 @@ impl Program {
 
     /// Bytes written to `region`.
     pub fn bytes_written(&self, region: Region) -> u64 {
-        self.items.iter().flat_map(|i| &i.writes).filter(|w| w.0 == region).map(|w| u64::from(w.2)).sum()
+        self.items
+            .iter()
+            .flat_map(|i| &i.writes)
+            .filter(|w| w.0 == region)
+            .map(|w| u64::from(w.2))
+            .sum()
     }
 
     /// Number of field items (chunks' sources).
@@ -174,7 +191,15 @@ impl Program {
     }
 }
 
-fn push_lines(p: &mut Program, addr: u64, bytes: u32, region: Region, dep: Option<u32>, is_schema: bool, depth: u8) -> Option<u32> {
+fn push_lines(
+    p: &mut Program,
+    addr: u64,
+    bytes: u32,
+    region: Region,
+    dep: Option<u32>,
+    is_schema: bool,
+    depth: u8,
+) -> Option<u32> {
     if bytes == 0 {
         return None;
     }
@@ -184,7 +209,15 @@ fn push_lines(p: &mut Program, addr: u64, bytes: u32, region: Region, dep: Optio
     for line in first..=last {
         let lo = (line * LINE_BYTES).max(addr);
         let hi = ((line + 1) * LINE_BYTES).min(addr + u64::from(bytes));
-        p.accesses.push(Access { line, region, dep, is_schema, depth, item: 0, bytes: (hi - lo) as u32 });
+        p.accesses.push(Access {
+            line,
+            region,
+            dep,
+            is_schema,
+            depth,
+            item: 0,
+            bytes: (hi - lo) as u32,
+        });
         idx.get_or_insert(p.accesses.len() as u32 - 1);
     }
     idx
@@ -198,7 +231,11 @@ mod tests {
 
     #[test]
     fn nested_sub_schema_depends_on_parent_entry() {
-        let p = Program::from_trace(&MessageClass::Nested.trace(&mut Engine, Direction::Encode).unwrap());
+        let p = Program::from_trace(
+            &MessageClass::Nested
+                .trace(&mut Engine, Direction::Encode)
+                .unwrap(),
+        );
         assert_eq!(p.max_depth, 1);
         // Every depth-1 schema access hangs from a depth-0 schema access.
         for a in p.accesses.iter().filter(|a| a.depth == 1 && a.is_schema) {
@@ -206,17 +243,31 @@ mod tests {
             assert!(d.is_schema && d.depth == 0);
         }
         // Top-level schema accesses have no dependence.
-        assert!(p.accesses.iter().filter(|a| a.depth == 0 && a.is_schema).all(|a| a.dep.is_none()));
+        assert!(p
+            .accesses
+            .iter()
+            .filter(|a| a.depth == 0 && a.is_schema)
+            .all(|a| a.dep.is_none()));
         assert_eq!(p.bytes_written(Region::Buffer), 232);
     }
 
     #[test]
     fn flat_has_one_item_per_field() {
-        let t = MessageClass::Flat.trace(&mut Engine, Direction::Encode).unwrap();
-        let fields = t.events.iter().filter(|e| matches!(e, Event::SchemaRead { .. })).count();
+        let t = MessageClass::Flat
+            .trace(&mut Engine, Direction::Encode)
+            .unwrap();
+        let fields = t
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::SchemaRead { .. }))
+            .count();
         let p = Program::from_trace(&t);
         assert_eq!(p.items.len(), fields);
         assert_eq!(p.bytes_written(Region::Buffer), 485);
-        assert!(p.accesses.iter().filter(|a| !a.is_schema).all(|a| a.dep.is_some()));
+        assert!(p
+            .accesses
+            .iter()
+            .filter(|a| !a.is_schema)
+            .all(|a| a.dep.is_some()));
     }
 }

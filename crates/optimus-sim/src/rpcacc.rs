@@ -89,10 +89,22 @@ impl Default for RpcAccConfig {
         Self {
             seed: 2024,
             clock_mhz: 250.0,
-            pcie: LinkConfig { latency_ns: 1250.0, bw_gbytes_s: 12.8 },
-            host_mem: LinkConfig { latency_ns: 70.0, bw_gbytes_s: 64.0 },
-            accel_mem: LinkConfig { latency_ns: 150.0, bw_gbytes_s: 100.0 },
-            upi: LinkConfig { latency_ns: 800.0, bw_gbytes_s: 19.2 },
+            pcie: LinkConfig {
+                latency_ns: 1250.0,
+                bw_gbytes_s: 12.8,
+            },
+            host_mem: LinkConfig {
+                latency_ns: 70.0,
+                bw_gbytes_s: 64.0,
+            },
+            accel_mem: LinkConfig {
+                latency_ns: 150.0,
+                bw_gbytes_s: 100.0,
+            },
+            upi: LinkConfig {
+                latency_ns: 800.0,
+                bw_gbytes_s: 19.2,
+            },
             max_outstanding_reads: 16,
             read_window_fields: 8,
             cycles_per_field: 2.0,
@@ -117,13 +129,27 @@ impl RpcAccConfig {
     /// # Errors
     /// [`crate::SimError::Config`] naming the field.
     pub fn validate(&self) -> Result<()> {
-        for (v, f) in [(self.clock_mhz, "clock_mhz"), (self.pcie.bw_gbytes_s, "pcie"), (self.encode_bits_per_cycle, "encode_bits_per_cycle"), (self.dsa_bw_gbytes_s, "dsa_bw_gbytes_s")] {
+        for (v, f) in [
+            (self.clock_mhz, "clock_mhz"),
+            (self.pcie.bw_gbytes_s, "pcie"),
+            (self.encode_bits_per_cycle, "encode_bits_per_cycle"),
+            (self.dsa_bw_gbytes_s, "dsa_bw_gbytes_s"),
+        ] {
             if !(v > 0.0) {
                 return Err(config_err("rpcacc", f, format!("{v} must be positive")));
             }
         }
-        if self.pcie.latency_ns < 0.0 || self.max_outstanding_reads == 0 || self.read_window_fields == 0 || self.deser_lanes == 0 || self.temp_buffer_bytes == 0 {
-            return Err(config_err("rpcacc", "max_outstanding_reads", "latencies non-negative; counts and buffer sizes positive"));
+        if self.pcie.latency_ns < 0.0
+            || self.max_outstanding_reads == 0
+            || self.read_window_fields == 0
+            || self.deser_lanes == 0
+            || self.temp_buffer_bytes == 0
+        {
+            return Err(config_err(
+                "rpcacc",
+                "max_outstanding_reads",
+                "latencies non-negative; counts and buffer sizes positive",
+            ));
         }
         Ok(())
     }
@@ -150,7 +176,13 @@ pub struct RpcMessage {
 
 /// Builds the programs of one message from its engine traces (every field in host memory:
 /// the generated messages carry no placement bits).
-pub fn prepare(bench: &str, index: usize, ser_trace: MessageTrace, deser_trace: MessageTrace, avg_field_bytes: f64) -> RpcMessage {
+pub fn prepare(
+    bench: &str,
+    index: usize,
+    ser_trace: MessageTrace,
+    deser_trace: MessageTrace,
+    avg_field_bytes: f64,
+) -> RpcMessage {
     RpcMessage {
         bench: bench.to_string(),
         index,
@@ -169,7 +201,11 @@ pub fn prepare(bench: &str, index: usize, ser_trace: MessageTrace, deser_trace: 
 pub fn suite(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Vec<RpcMessage>> {
     let mut out = Vec::new();
     for b in hpb::suite(cfg.seed) {
-        let msgs: Vec<(&str, &[u8])> = b.messages.iter().map(|(t, m)| (t.as_str(), m.as_slice())).collect();
+        let msgs: Vec<(&str, &[u8])> = b
+            .messages
+            .iter()
+            .map(|(t, m)| (t.as_str(), m.as_slice()))
+            .collect();
         let ser = trace_messages(source, &b.name, &b.proto, &msgs, Direction::Encode)?;
         let deser = trace_messages(source, &b.name, &b.proto, &msgs, Direction::Decode)?;
         for (i, (s, d)) in ser.into_iter().zip(deser).enumerate() {
@@ -196,12 +232,23 @@ fn requests(p: &Program) -> (Vec<Req>, Vec<usize>) {
     for (i, a) in p.accesses.iter().enumerate() {
         let dep = a.dep.map(|d| map[d as usize]);
         match reqs.last_mut() {
-            Some(r) if r.item == a.item as usize && r.dep == dep && r.region == a.region && !a.is_schema => {
+            Some(r)
+                if r.item == a.item as usize
+                    && r.dep == dep
+                    && r.region == a.region
+                    && !a.is_schema =>
+            {
                 r.bytes += a.bytes;
                 map[i] = reqs.len() - 1;
             }
             _ => {
-                reqs.push(Req { item: a.item as usize, dep, bytes: a.bytes, region: a.region, is_schema: a.is_schema });
+                reqs.push(Req {
+                    item: a.item as usize,
+                    dep,
+                    bytes: a.bytes,
+                    region: a.region,
+                    is_schema: a.is_schema,
+                });
                 map[i] = reqs.len() - 1;
             }
         }
@@ -213,7 +260,12 @@ fn requests(p: &Program) -> (Vec<Req>, Vec<usize>) {
 /// latency and bandwidth of each memory. Schema reads are served from the on-card schema
 /// table (RPCAcc §III-B) and cost nothing; the data they point to still waits for the parent
 /// field's pointer.
-pub fn serializer_ns(cfg: &RpcAccConfig, p: &Program, link: &dyn Fn(Region) -> LinkConfig, cycle_ns: f64) -> f64 {
+pub fn serializer_ns(
+    cfg: &RpcAccConfig,
+    p: &Program,
+    link: &dyn Fn(Region) -> LinkConfig,
+    cycle_ns: f64,
+) -> f64 {
     let (reqs, _) = requests(p);
     let mut done = vec![0.0f64; reqs.len()];
     let mut inflight: std::collections::BinaryHeap<std::cmp::Reverse<u64>> = Default::default();
@@ -225,7 +277,11 @@ pub fn serializer_ns(cfg: &RpcAccConfig, p: &Program, link: &dyn Fn(Region) -> L
         // Issue every request of items up to i + w whose address is known.
         while next_req < reqs.len() && reqs[next_req].item < i + w {
             let r = reqs[next_req];
-            let window_open = if r.item >= w { item_done[r.item - w] } else { 0.0 };
+            let window_open = if r.item >= w {
+                item_done[r.item - w]
+            } else {
+                0.0
+            };
             let mut at = window_open.max(r.dep.map_or(0.0, |d| done[d]));
             if r.is_schema {
                 done[next_req] = at;
@@ -241,9 +297,15 @@ pub fn serializer_ns(cfg: &RpcAccConfig, p: &Program, link: &dyn Fn(Region) -> L
             }
             next_req += 1;
         }
-        let ready = reqs.iter().enumerate().filter(|(_, r)| r.item == i).map(|(k, _)| done[k]).fold(0.0, f64::max);
+        let ready = reqs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.item == i)
+            .map(|(k, _)| done[k])
+            .fold(0.0, f64::max);
         let bytes: u32 = it.converts.iter().map(|c| c.1).sum();
-        let work = (cfg.cycles_per_field + f64::from(bytes) * 8.0 / cfg.encode_bits_per_cycle) * cycle_ns;
+        let work =
+            (cfg.cycles_per_field + f64::from(bytes) * 8.0 / cfg.encode_bits_per_cycle) * cycle_ns;
         t_item = t_item.max(ready) + work;
         item_done[i] = t_item;
     }
@@ -305,14 +367,36 @@ pub fn ser_times(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerTimes
     let on_chip = |r: Region| if r == Region::Accel { pcie } else { host };
     let protoacc_onchip = serializer_ns(cfg, &m.ser, &on_chip, cyc) + to_nic;
     let (pre, dsa) = preser_ns(cfg, m, true);
-    let pre_bytes: f64 = m.ser.accesses.iter().filter(|a| !a.is_schema && a.region != Region::Accel).map(|a| f64::from(a.bytes)).sum::<f64>()
+    let pre_bytes: f64 = m
+        .ser
+        .accesses
+        .iter()
+        .filter(|a| !a.is_schema && a.region != Region::Accel)
+        .map(|a| f64::from(a.bytes))
+        .sum::<f64>()
         + 8.0 * m.ser.items.len() as f64;
-    let acc_bytes: f64 = m.ser.accesses.iter().filter(|a| a.region == Region::Accel).map(|a| f64::from(a.bytes)).sum();
+    let acc_bytes: f64 = m
+        .ser
+        .accesses
+        .iter()
+        .filter(|a| a.region == Region::Accel)
+        .map(|a| f64::from(a.bytes))
+        .sum();
     let fetch = pcie.latency_ns + pre_bytes / pcie.bw_gbytes_s;
-    let encode = (pre_bytes + acc_bytes) * 8.0 / cfg.encode_bits_per_cycle * cyc + m.ser.items.len() as f64 * cyc;
-    let local = if acc_bytes > 0.0 { acc.latency_ns + acc_bytes / acc.bw_gbytes_s } else { 0.0 };
+    let encode = (pre_bytes + acc_bytes) * 8.0 / cfg.encode_bits_per_cycle * cyc
+        + m.ser.items.len() as f64 * cyc;
+    let local = if acc_bytes > 0.0 {
+        acc.latency_ns + acc_bytes / acc.bw_gbytes_s
+    } else {
+        0.0
+    };
     let rpcacc = pre.max(dsa) + cfg.mmio_ns + fetch + encode + local;
-    SerTimes { cpu_only, protoacc_pcie, protoacc_onchip, rpcacc }
+    SerTimes {
+        cpu_only,
+        protoacc_pcie,
+        protoacc_onchip,
+        rpcacc,
+    }
 }
 
 /// Deserialization results of one message.
@@ -331,13 +415,23 @@ pub struct DeserTimes {
 }
 
 /// Deserialization throughput and latency of `m`; latencies use `link` one-way.
-pub fn deser_times(cfg: &RpcAccConfig, m: &RpcMessage, link_one_way_ns: f64, link_bw: f64, clock_mhz: f64) -> DeserTimes {
+pub fn deser_times(
+    cfg: &RpcAccConfig,
+    m: &RpcMessage,
+    link_one_way_ns: f64,
+    link_bw: f64,
+    clock_mhz: f64,
+) -> DeserTimes {
     let cyc = 1000.0 / clock_mhz;
     let p = &m.deser;
     let wire = p.wire_bytes as f64;
     let fields = p.items.len() as f64;
     let parse = (fields * cfg.cycles_per_field + wire * 8.0 / cfg.encode_bits_per_cycle) * cyc;
-    let writes: Vec<u32> = p.items.iter().flat_map(|i| i.writes.iter().map(|w| w.2)).collect();
+    let writes: Vec<u32> = p
+        .items
+        .iter()
+        .flat_map(|i| i.writes.iter().map(|w| w.2))
+        .collect();
     let out: f64 = writes.iter().map(|&b| f64::from(b)).sum();
     let bw = cfg.pcie.bw_gbytes_s;
     let dma_fbf = writes.len() as f64 * cfg.dma_txn_ns + out / bw;
@@ -353,7 +447,9 @@ pub fn deser_times(cfg: &RpcAccConfig, m: &RpcMessage, link_one_way_ns: f64, lin
         oneshot_host_rate: rate(dma_one),
         fbf_local_rate: rate(dma_local),
         fbf_latency_ns: parse + link_one_way_ns + last / link_bw,
-        oneshot_latency_ns: parse + link_one_way_ns + out.min(f64::from(cfg.temp_buffer_bytes)) / link_bw,
+        oneshot_latency_ns: parse
+            + link_one_way_ns
+            + out.min(f64::from(cfg.temp_buffer_bytes)) / link_bw,
     }
 }
 
@@ -389,9 +485,28 @@ mod tests {
     fn pcie_latency_slows_nested_serialization() {
         let cfg = RpcAccConfig::default();
         let msgs = suite(&cfg, &mut Engine).unwrap();
-        let m = msgs.iter().find(|m| m.ser.max_depth >= 3).expect("a nested message");
-        let fast = serializer_ns(&cfg, &m.ser, &|_| LinkConfig { latency_ns: 70.0, bw_gbytes_s: 12.8 }, 4.0);
-        let slow = serializer_ns(&cfg, &m.ser, &|_| LinkConfig { latency_ns: 1250.0, bw_gbytes_s: 12.8 }, 4.0);
+        let m = msgs
+            .iter()
+            .find(|m| m.ser.max_depth >= 3)
+            .expect("a nested message");
+        let fast = serializer_ns(
+            &cfg,
+            &m.ser,
+            &|_| LinkConfig {
+                latency_ns: 70.0,
+                bw_gbytes_s: 12.8,
+            },
+            4.0,
+        );
+        let slow = serializer_ns(
+            &cfg,
+            &m.ser,
+            &|_| LinkConfig {
+                latency_ns: 1250.0,
+                bw_gbytes_s: 12.8,
+            },
+            4.0,
+        );
         assert!(slow > 3.0 * fast, "{slow} vs {fast}");
     }
 
@@ -403,6 +518,11 @@ mod tests {
             assert!(d.oneshot_host_rate >= d.fbf_host_rate);
             assert!(d.fbf_local_rate >= d.fbf_host_rate);
         }
-        assert!(RpcAccConfig { deser_lanes: 0, ..Default::default() }.validate().is_err());
+        assert!(RpcAccConfig {
+            deser_lanes: 0,
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
     }
 }

@@ -13,7 +13,11 @@ pub struct Stats(pub BTreeMap<String, f64>);
 impl Stats {
     /// Sets counter `prefix.name` to `v`.
     pub fn set(&mut self, prefix: &str, name: &str, v: f64) {
-        let key = if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") };
+        let key = if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}.{name}")
+        };
         self.0.insert(key, v);
     }
 

@@ -10,18 +10,27 @@ use optimus_trace::{Direction, Event, Recorder};
 pub struct Engine;
 
 impl TraceSource for Engine {
-    fn trace(&mut self, proto: &str, messages: &[(&str, &[u8])], direction: Direction) -> Result<Vec<Event>, String> {
+    fn trace(
+        &mut self,
+        proto: &str,
+        messages: &[(&str, &[u8])],
+        direction: Direction,
+    ) -> Result<Vec<Event>, String> {
         let schema = SchemaSet::from_source(proto).map_err(|e| e.to_string())?;
         let opts = DecodeOptions::default();
         let mut rec = Recorder::new();
         for (ty, bytes) in messages {
-            let id = schema.message_by_name(ty).ok_or_else(|| format!("no message type {ty}"))?;
+            let id = schema
+                .message_by_name(ty)
+                .ok_or_else(|| format!("no message type {ty}"))?;
             match direction {
                 Direction::Decode => {
-                    binary::decode_traced(&schema, id, bytes, &opts, &mut rec).map_err(|e| e.to_string())?;
+                    binary::decode_traced(&schema, id, bytes, &opts, &mut rec)
+                        .map_err(|e| e.to_string())?;
                 }
                 Direction::Encode => {
-                    let msg = binary::decode(&schema, id, bytes, &opts).map_err(|e| e.to_string())?;
+                    let msg =
+                        binary::decode(&schema, id, bytes, &opts).map_err(|e| e.to_string())?;
                     let mut out = Vec::with_capacity(bytes.len());
                     binary::encode_traced(&schema, &msg, &mut out, &mut rec);
                 }

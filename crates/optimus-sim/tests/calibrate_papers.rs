@@ -52,12 +52,25 @@ const DOC: &str = include_str!("../../../docs/simulator.md");
 
 fn check(rows: &[Row], met: &[&str]) {
     for id in met {
-        let r = rows.iter().find(|r| r.id == *id).unwrap_or_else(|| panic!("{id}: no such target"));
-        assert_eq!(r.status, Status::Met, "{id} regressed: paper {} model {:?}", r.paper, r.model);
+        let r = rows
+            .iter()
+            .find(|r| r.id == *id)
+            .unwrap_or_else(|| panic!("{id}: no such target"));
+        assert_eq!(
+            r.status,
+            Status::Met,
+            "{id} regressed: paper {} model {:?}",
+            r.paper,
+            r.model
+        );
     }
     for r in rows {
         if matches!(r.status, Status::Missed | Status::NotModeled) {
-            assert!(DOC.contains(&format!("`{}`", r.id)), "{} is not met and not listed in docs/simulator.md", r.id);
+            assert!(
+                DOC.contains(&format!("`{}`", r.id)),
+                "{} is not met and not listed in docs/simulator.md",
+                r.id
+            );
         }
         if r.status == Status::Met && !met.contains(&r.id.as_str()) {
             // A newly met target: fine, but it should be added to the list above.

@@ -19,11 +19,16 @@ fn gbps(cfg: OpConfig, c: MessageClass) -> f64 {
 
 #[test]
 fn throughput_rises_with_pipelines_until_the_link_saturates() {
-    let t: Vec<f64> = [1, 2, 4, 8, 16].iter().map(|&n| gbps(OpConfig::paper_4x4(n, 1), MessageClass::Nested)).collect();
+    let t: Vec<f64> = [1, 2, 4, 8, 16]
+        .iter()
+        .map(|&n| gbps(OpConfig::paper_4x4(n, 1), MessageClass::Nested))
+        .collect();
     assert!(t[1] > 1.8 * t[0] && t[2] > 1.5 * t[1], "{t:?}");
     // Plateau near 50 Gbps: doubling pipelines past saturation adds little.
     assert!(t[4] < 1.15 * t[3] && t[4] > 40.0 && t[4] < 60.0, "{t:?}");
-    let port = op::run(&OpConfig::paper_4x4(16, 1), &[trace(MessageClass::Nested)]).unwrap().port_gbps;
+    let port = op::run(&OpConfig::paper_4x4(16, 1), &[trace(MessageClass::Nested)])
+        .unwrap()
+        .port_gbps;
     assert!(port > 480.0 && port <= 520.0, "{port}");
 }
 
@@ -48,12 +53,38 @@ fn prefetching_and_pipelining_help() {
 fn pcie_latency_hurts_serialization_monotonically() {
     let cfg = RpcAccConfig::default();
     let ms = rpcacc::suite(&cfg, &mut Engine).unwrap();
-    let at = |l: f64| rpcacc::geomean(ms.iter().map(|m| rpcacc::serializer_ns(&cfg, &m.ser, &|_| LinkConfig { latency_ns: l, bw_gbytes_s: 12.8 }, 4.0)));
-    let ts: Vec<f64> = [70.0, 500.0, 1250.0, 2000.0].iter().map(|&l| at(l)).collect();
+    let at = |l: f64| {
+        rpcacc::geomean(ms.iter().map(|m| {
+            rpcacc::serializer_ns(
+                &cfg,
+                &m.ser,
+                &|_| LinkConfig {
+                    latency_ns: l,
+                    bw_gbytes_s: 12.8,
+                },
+                4.0,
+            )
+        }))
+    };
+    let ts: Vec<f64> = [70.0, 500.0, 1250.0, 2000.0]
+        .iter()
+        .map(|&l| at(l))
+        .collect();
     assert!(ts.windows(2).all(|w| w[1] > w[0]), "{ts:?}");
     // Memory-affinity serialization is hurt less by PCIe latency than ProtoACC-PCIe.
-    let slow = RpcAccConfig { pcie: LinkConfig { latency_ns: 2500.0, bw_gbytes_s: 12.8 }, ..cfg.clone() };
-    let gain = |c: &RpcAccConfig| rpcacc::geomean(ms.iter().map(|m| { let s = rpcacc::ser_times(c, m, 250.0); s.protoacc_pcie / s.rpcacc }));
+    let slow = RpcAccConfig {
+        pcie: LinkConfig {
+            latency_ns: 2500.0,
+            bw_gbytes_s: 12.8,
+        },
+        ..cfg.clone()
+    };
+    let gain = |c: &RpcAccConfig| {
+        rpcacc::geomean(ms.iter().map(|m| {
+            let s = rpcacc::ser_times(c, m, 250.0);
+            s.protoacc_pcie / s.rpcacc
+        }))
+    };
     assert!(gain(&slow) > gain(&cfg));
 }
 
@@ -78,9 +109,18 @@ fn a_reader_with_a_known_trace_takes_a_known_time() {
     // OP_Base on Flat: no overlap, so every field waits for its misses; the model's time per
     // message must equal what its own counters say (chunks + stalls + completion overheads).
     let r = op::run(&OpConfig::op_base(), &[trace(MessageClass::Flat)]).unwrap();
-    assert!(r.field_read_latency_cycles > 15.0 && r.field_read_latency_cycles < 30.0, "{}", r.field_read_latency_cycles);
+    assert!(
+        r.field_read_latency_cycles > 15.0 && r.field_read_latency_cycles < 30.0,
+        "{}",
+        r.field_read_latency_cycles
+    );
     assert!(r.reader_stall_fraction > 0.8);
-    assert!(OpConfig { pipelines: 0, ..OpConfig::default() }.validate().is_err());
+    assert!(OpConfig {
+        pipelines: 0,
+        ..OpConfig::default()
+    }
+    .validate()
+    .is_err());
     let mut bad = OpConfig::default();
     bad.converter.programs.insert(9, 200);
     assert!(bad.validate().is_err());

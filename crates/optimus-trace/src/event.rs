@@ -182,7 +182,10 @@ pub fn check_structure(events: &[Event]) -> Result<(), TraceError> {
         }
     }
     if in_message {
-        return Err(TraceError::Structure { index: events.len(), why: "trace ends inside a message" });
+        return Err(TraceError::Structure {
+            index: events.len(),
+            why: "trace ends inside a message",
+        });
     }
     Ok(())
 }
@@ -192,20 +195,36 @@ mod tests {
     use super::*;
 
     fn begin() -> Event {
-        Event::MessageBegin { direction: Direction::Encode, format: Format::Protobuf, type_id: 0 }
+        Event::MessageBegin {
+            direction: Direction::Encode,
+            format: Format::Protobuf,
+            type_id: 0,
+        }
     }
 
     #[test]
     fn structure_accepts_balanced_messages() {
-        let evs = [begin(), Event::Enter { type_id: 1 }, Event::Leave, Event::MessageEnd { wire_bytes: 3 }];
+        let evs = [
+            begin(),
+            Event::Enter { type_id: 1 },
+            Event::Leave,
+            Event::MessageEnd { wire_bytes: 3 },
+        ];
         assert!(check_structure(&evs).is_ok());
         assert!(check_structure(&[]).is_ok());
     }
 
     #[test]
     fn structure_rejects_unbalanced() {
-        let evs = [begin(), Event::Enter { type_id: 1 }, Event::MessageEnd { wire_bytes: 3 }];
-        assert!(matches!(check_structure(&evs), Err(TraceError::Structure { index: 2, .. })));
+        let evs = [
+            begin(),
+            Event::Enter { type_id: 1 },
+            Event::MessageEnd { wire_bytes: 3 },
+        ];
+        assert!(matches!(
+            check_structure(&evs),
+            Err(TraceError::Structure { index: 2, .. })
+        ));
         assert!(check_structure(&[Event::Leave]).is_err());
         assert!(check_structure(&[begin()]).is_err());
         assert!(check_structure(&[begin(), begin()]).is_err());

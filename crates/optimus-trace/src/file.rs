@@ -131,7 +131,10 @@ impl TraceWriter {
         buf.extend_from_slice(&MAGIC);
         buf.extend_from_slice(&VERSION.to_le_bytes());
         buf.extend_from_slice(&[0, 0]);
-        Self { buf, prev: Deltas::default() }
+        Self {
+            buf,
+            prev: Deltas::default(),
+        }
     }
 
     /// Appends one event.
@@ -152,7 +155,8 @@ impl TraceWriter {
 impl Tracer for TraceWriter {
     const ENABLED: bool = true;
     fn message_begin(&mut self, direction: Direction, format: Format, type_id: u32) {
-        self.buf.extend_from_slice(&[TAG_BEGIN, direction as u8, format as u8]);
+        self.buf
+            .extend_from_slice(&[TAG_BEGIN, direction as u8, format as u8]);
         put_varint(&mut self.buf, type_id.into());
     }
     fn message_end(&mut self, wire_bytes: u64) {
@@ -229,7 +233,10 @@ impl<'a> TraceReader<'a> {
         let Some(header) = bytes.get(..HEADER_LEN) else {
             let n = bytes.len().min(MAGIC.len());
             if bytes[..n] == MAGIC[..n] {
-                return Err(TraceError::Truncated { offset: bytes.len(), what: "the header" });
+                return Err(TraceError::Truncated {
+                    offset: bytes.len(),
+                    what: "the header",
+                });
             }
             return Err(TraceError::BadMagic);
         };
@@ -238,13 +245,24 @@ impl<'a> TraceReader<'a> {
         }
         let version = u16::from_le_bytes([header[8], header[9]]);
         if version != VERSION || header[10] != 0 || header[11] != 0 {
-            return Err(TraceError::Version { found: version, expected: VERSION });
+            return Err(TraceError::Version {
+                found: version,
+                expected: VERSION,
+            });
         }
-        Ok(Self { bytes, pos: HEADER_LEN, prev: Deltas::default(), failed: false })
+        Ok(Self {
+            bytes,
+            pos: HEADER_LEN,
+            prev: Deltas::default(),
+            failed: false,
+        })
     }
 
     fn byte(&mut self, what: &'static str) -> Result<u8, TraceError> {
-        let b = *self.bytes.get(self.pos).ok_or(TraceError::Truncated { offset: self.pos, what })?;
+        let b = *self.bytes.get(self.pos).ok_or(TraceError::Truncated {
+            offset: self.pos,
+            what,
+        })?;
         self.pos += 1;
         Ok(b)
     }
@@ -270,13 +288,21 @@ impl<'a> TraceReader<'a> {
     fn varint_u32(&mut self, what: &'static str) -> Result<u32, TraceError> {
         let offset = self.pos;
         let v = self.varint(what)?;
-        u32::try_from(v).map_err(|_| TraceError::OutOfRange { offset, what, value: v })
+        u32::try_from(v).map_err(|_| TraceError::OutOfRange {
+            offset,
+            what,
+            value: v,
+        })
     }
 
     fn varint_u16(&mut self, what: &'static str) -> Result<u16, TraceError> {
         let offset = self.pos;
         let v = self.varint(what)?;
-        u16::try_from(v).map_err(|_| TraceError::OutOfRange { offset, what, value: v })
+        u16::try_from(v).map_err(|_| TraceError::OutOfRange {
+            offset,
+            what,
+            value: v,
+        })
     }
 
     fn addr(&mut self, prev: u64) -> Result<u64, TraceError> {
@@ -290,42 +316,85 @@ impl<'a> TraceReader<'a> {
         let kind = tag & 0x0f;
         let hi = tag >> 4;
         if hi != 0 && kind != TAG_READ && kind != TAG_WRITE {
-            return Err(TraceError::BadTag { offset: at, what: "event tag", value: tag });
+            return Err(TraceError::BadTag {
+                offset: at,
+                what: "event tag",
+                value: tag,
+            });
         }
         Ok(match kind {
             TAG_BEGIN => {
                 let off = self.pos;
                 let d = self.byte("a direction")?;
-                let direction =
-                    Direction::from_u8(d).ok_or(TraceError::BadTag { offset: off, what: "direction", value: d })?;
+                let direction = Direction::from_u8(d).ok_or(TraceError::BadTag {
+                    offset: off,
+                    what: "direction",
+                    value: d,
+                })?;
                 let off = self.pos;
                 let f = self.byte("a format")?;
-                let format = Format::from_u8(f).ok_or(TraceError::BadTag { offset: off, what: "format", value: f })?;
-                Event::MessageBegin { direction, format, type_id: self.varint_u32("a type id")? }
+                let format = Format::from_u8(f).ok_or(TraceError::BadTag {
+                    offset: off,
+                    what: "format",
+                    value: f,
+                })?;
+                Event::MessageBegin {
+                    direction,
+                    format,
+                    type_id: self.varint_u32("a type id")?,
+                }
             }
-            TAG_END => Event::MessageEnd { wire_bytes: self.varint("a wire size")? },
+            TAG_END => Event::MessageEnd {
+                wire_bytes: self.varint("a wire size")?,
+            },
             TAG_SCHEMA => {
                 let kind = self.varint_u16("a field kind")?;
                 let addr = self.addr(self.prev.schema)?;
                 self.prev.schema = addr;
-                Event::SchemaRead { kind, addr, size: self.varint_u32("an entry size")? }
+                Event::SchemaRead {
+                    kind,
+                    addr,
+                    size: self.varint_u32("an entry size")?,
+                }
             }
             TAG_READ | TAG_WRITE => {
-                let region =
-                    Region::from_u8(hi).ok_or(TraceError::BadTag { offset: at, what: "region", value: tag })?;
+                let region = Region::from_u8(hi).ok_or(TraceError::BadTag {
+                    offset: at,
+                    what: "region",
+                    value: tag,
+                })?;
                 let addr = self.addr(self.prev.region[region as usize])?;
                 self.prev.region[region as usize] = addr;
                 let bytes = self.varint_u32("a byte count")?;
                 if kind == TAG_READ {
-                    Event::FieldRead { region, addr, bytes }
+                    Event::FieldRead {
+                        region,
+                        addr,
+                        bytes,
+                    }
                 } else {
-                    Event::FieldWrite { region, addr, bytes }
+                    Event::FieldWrite {
+                        region,
+                        addr,
+                        bytes,
+                    }
                 }
             }
-            TAG_CONVERT => Event::Convert { op: self.varint_u16("an op id")?, bytes: self.varint_u32("a byte count")? },
-            TAG_ENTER => Event::Enter { type_id: self.varint_u32("a type id")? },
+            TAG_CONVERT => Event::Convert {
+                op: self.varint_u16("an op id")?,
+                bytes: self.varint_u32("a byte count")?,
+            },
+            TAG_ENTER => Event::Enter {
+                type_id: self.varint_u32("a type id")?,
+            },
             TAG_LEAVE => Event::Leave,
-            _ => return Err(TraceError::BadTag { offset: at, what: "event tag", value: tag }),
+            _ => {
+                return Err(TraceError::BadTag {
+                    offset: at,
+                    what: "event tag",
+                    value: tag,
+                })
+            }
         })
     }
 }
@@ -349,20 +418,61 @@ mod tests {
 
     fn sample() -> Vec<Event> {
         vec![
-            Event::MessageBegin { direction: Direction::Encode, format: Format::Protobuf, type_id: 7 },
-            Event::SchemaRead { kind: 3, addr: 0x7fff_0000_1000, size: 16 },
-            Event::FieldRead { region: Region::Message, addr: 0x7fff_0000_2000, bytes: 8 },
+            Event::MessageBegin {
+                direction: Direction::Encode,
+                format: Format::Protobuf,
+                type_id: 7,
+            },
+            Event::SchemaRead {
+                kind: 3,
+                addr: 0x7fff_0000_1000,
+                size: 16,
+            },
+            Event::FieldRead {
+                region: Region::Message,
+                addr: 0x7fff_0000_2000,
+                bytes: 8,
+            },
             Event::Convert { op: 1, bytes: 8 },
-            Event::FieldWrite { region: Region::Buffer, addr: 0, bytes: 3 },
-            Event::SchemaRead { kind: 9, addr: 0x7fff_0000_0ff0, size: 16 },
+            Event::FieldWrite {
+                region: Region::Buffer,
+                addr: 0,
+                bytes: 3,
+            },
+            Event::SchemaRead {
+                kind: 9,
+                addr: 0x7fff_0000_0ff0,
+                size: 16,
+            },
             Event::Enter { type_id: 2 },
-            Event::FieldRead { region: Region::Accel, addr: u64::MAX, bytes: u32::MAX },
-            Event::FieldRead { region: Region::Message, addr: 0, bytes: 0 },
+            Event::FieldRead {
+                region: Region::Accel,
+                addr: u64::MAX,
+                bytes: u32::MAX,
+            },
+            Event::FieldRead {
+                region: Region::Message,
+                addr: 0,
+                bytes: 0,
+            },
             Event::Leave,
-            Event::FieldWrite { region: Region::Buffer, addr: 3, bytes: 1 },
-            Event::MessageEnd { wire_bytes: u64::MAX },
-            Event::MessageBegin { direction: Direction::Decode, format: Format::ThriftCompact, type_id: u32::MAX },
-            Event::Convert { op: u16::MAX, bytes: 0 },
+            Event::FieldWrite {
+                region: Region::Buffer,
+                addr: 3,
+                bytes: 1,
+            },
+            Event::MessageEnd {
+                wire_bytes: u64::MAX,
+            },
+            Event::MessageBegin {
+                direction: Direction::Decode,
+                format: Format::ThriftCompact,
+                type_id: u32::MAX,
+            },
+            Event::Convert {
+                op: u16::MAX,
+                bytes: 0,
+            },
             Event::MessageEnd { wire_bytes: 0 },
         ]
     }
@@ -378,10 +488,22 @@ mod tests {
     #[test]
     fn varint_boundaries_roundtrip() {
         for k in 0..10u32 {
-            for v in [(1u64 << (7 * k)).wrapping_sub(1), 1u64 << (7 * k).min(63), u64::MAX] {
+            for v in [
+                (1u64 << (7 * k)).wrapping_sub(1),
+                1u64 << (7 * k).min(63),
+                u64::MAX,
+            ] {
                 let evs = [
-                    Event::MessageBegin { direction: Direction::Encode, format: Format::Protobuf, type_id: 0 },
-                    Event::FieldRead { region: Region::Message, addr: v, bytes: 1 },
+                    Event::MessageBegin {
+                        direction: Direction::Encode,
+                        format: Format::Protobuf,
+                        type_id: 0,
+                    },
+                    Event::FieldRead {
+                        region: Region::Message,
+                        addr: v,
+                        bytes: 1,
+                    },
                     Event::MessageEnd { wire_bytes: v },
                 ];
                 assert_eq!(decode(&encode(&evs)).unwrap(), evs);
@@ -404,13 +526,34 @@ mod tests {
 
     #[test]
     fn header_errors() {
-        assert_eq!(TraceReader::new(b"").unwrap_err(), TraceError::Truncated { offset: 0, what: "the header" });
-        assert_eq!(TraceReader::new(b"OPTRACE\0\x01").unwrap_err(), TraceError::Truncated { offset: 9, what: "the header" });
-        assert_eq!(TraceReader::new(b"NOTATRACEFILE").unwrap_err(), TraceError::BadMagic);
+        assert_eq!(
+            TraceReader::new(b"").unwrap_err(),
+            TraceError::Truncated {
+                offset: 0,
+                what: "the header"
+            }
+        );
+        assert_eq!(
+            TraceReader::new(b"OPTRACE\0\x01").unwrap_err(),
+            TraceError::Truncated {
+                offset: 9,
+                what: "the header"
+            }
+        );
+        assert_eq!(
+            TraceReader::new(b"NOTATRACEFILE").unwrap_err(),
+            TraceError::BadMagic
+        );
         assert_eq!(TraceReader::new(b"nope").unwrap_err(), TraceError::BadMagic);
         let mut bad = encode(&[]);
         bad[8] = 2;
-        assert_eq!(decode(&bad).unwrap_err(), TraceError::Version { found: 2, expected: VERSION });
+        assert_eq!(
+            decode(&bad).unwrap_err(),
+            TraceError::Version {
+                found: 2,
+                expected: VERSION
+            }
+        );
     }
 
     #[test]
@@ -421,9 +564,8 @@ mod tests {
         for cut in HEADER_LEN + 1..bytes.len() {
             // A byte-level error, or a structure error at an event boundary; only the cut
             // right after the first message is a valid (shorter) trace.
-            match decode(&bytes[..cut]) {
-                Ok(got) => assert!(cut == first_end && got == evs[..12], "cut at {cut}"),
-                Err(_) => {}
+            if let Ok(got) = decode(&bytes[..cut]) {
+                assert!(cut == first_end && got == evs[..12], "cut at {cut}");
             }
         }
     }
@@ -436,19 +578,52 @@ mod tests {
             b.extend_from_slice(tail);
             TraceReader::new(&b).unwrap().collect::<Result<Vec<_>, _>>()
         };
-        assert!(matches!(with(&[0x08]), Err(TraceError::BadTag { offset: 12, .. })));
-        assert!(matches!(with(&[0x13 | 0x30, 0, 0]), Err(TraceError::BadTag { what: "region", .. })));
-        assert!(matches!(with(&[0x10]), Err(TraceError::BadTag { what: "event tag", .. })));
-        assert!(matches!(with(&[TAG_BEGIN, 5, 0, 0]), Err(TraceError::BadTag { what: "direction", .. })));
-        assert!(matches!(with(&[TAG_BEGIN, 0, 99, 0]), Err(TraceError::BadTag { what: "format", .. })));
+        assert!(matches!(
+            with(&[0x08]),
+            Err(TraceError::BadTag { offset: 12, .. })
+        ));
+        assert!(matches!(
+            with(&[0x13 | 0x30, 0, 0]),
+            Err(TraceError::BadTag { what: "region", .. })
+        ));
+        assert!(matches!(
+            with(&[0x10]),
+            Err(TraceError::BadTag {
+                what: "event tag",
+                ..
+            })
+        ));
+        assert!(matches!(
+            with(&[TAG_BEGIN, 5, 0, 0]),
+            Err(TraceError::BadTag {
+                what: "direction",
+                ..
+            })
+        ));
+        assert!(matches!(
+            with(&[TAG_BEGIN, 0, 99, 0]),
+            Err(TraceError::BadTag { what: "format", .. })
+        ));
         let mut long = vec![TAG_END];
         long.extend_from_slice(&[0xff; 11]);
-        assert!(matches!(with(&long), Err(TraceError::VarintOverflow { offset: 13 })));
+        assert!(matches!(
+            with(&long),
+            Err(TraceError::VarintOverflow { offset: 13 })
+        ));
         let mut top = vec![TAG_END];
         top.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]);
         assert!(matches!(with(&top), Err(TraceError::VarintOverflow { .. })));
-        assert!(matches!(with(&[TAG_CONVERT, 0x80, 0x80, 0x04, 0]), Err(TraceError::OutOfRange { what: "an op id", .. })));
-        assert!(matches!(with(&[TAG_ENTER, 0x80, 0x80, 0x80, 0x80, 0x10]), Err(TraceError::OutOfRange { .. })));
+        assert!(matches!(
+            with(&[TAG_CONVERT, 0x80, 0x80, 0x04, 0]),
+            Err(TraceError::OutOfRange {
+                what: "an op id",
+                ..
+            })
+        ));
+        assert!(matches!(
+            with(&[TAG_ENTER, 0x80, 0x80, 0x80, 0x80, 0x10]),
+            Err(TraceError::OutOfRange { .. })
+        ));
     }
 
     #[test]

@@ -18,6 +18,6 @@ pub mod kind;
 mod tracer;
 
 pub use event::{check_structure, Direction, Event, Format, Region};
-pub use kind::{class_of, ConvClass};
 pub use file::{decode, encode, TraceError, TraceReader, TraceWriter, MAGIC, VERSION};
+pub use kind::{class_of, ConvClass};
 pub use tracer::{NoTrace, Recorder, Tracer};

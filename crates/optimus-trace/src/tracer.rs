@@ -82,11 +82,23 @@ impl Recorder {
 /// Reports one event to `t` through the matching hook.
 pub(crate) fn replay_one<T: Tracer + ?Sized>(ev: Event, t: &mut T) {
     match ev {
-        Event::MessageBegin { direction, format, type_id } => t.message_begin(direction, format, type_id),
+        Event::MessageBegin {
+            direction,
+            format,
+            type_id,
+        } => t.message_begin(direction, format, type_id),
         Event::MessageEnd { wire_bytes } => t.message_end(wire_bytes),
         Event::SchemaRead { kind, addr, size } => t.schema_read(kind, addr, size),
-        Event::FieldRead { region, addr, bytes } => t.field_read(region, addr, bytes),
-        Event::FieldWrite { region, addr, bytes } => t.field_write(region, addr, bytes),
+        Event::FieldRead {
+            region,
+            addr,
+            bytes,
+        } => t.field_read(region, addr, bytes),
+        Event::FieldWrite {
+            region,
+            addr,
+            bytes,
+        } => t.field_write(region, addr, bytes),
         Event::Convert { op, bytes } => t.convert(op, bytes),
         Event::Enter { type_id } => t.enter(type_id),
         Event::Leave => t.leave(),
@@ -96,7 +108,11 @@ pub(crate) fn replay_one<T: Tracer + ?Sized>(ev: Event, t: &mut T) {
 impl Tracer for Recorder {
     const ENABLED: bool = true;
     fn message_begin(&mut self, direction: Direction, format: Format, type_id: u32) {
-        self.events.push(Event::MessageBegin { direction, format, type_id });
+        self.events.push(Event::MessageBegin {
+            direction,
+            format,
+            type_id,
+        });
     }
     fn message_end(&mut self, wire_bytes: u64) {
         self.events.push(Event::MessageEnd { wire_bytes });
@@ -105,10 +121,18 @@ impl Tracer for Recorder {
         self.events.push(Event::SchemaRead { kind, addr, size });
     }
     fn field_read(&mut self, region: Region, addr: u64, bytes: u32) {
-        self.events.push(Event::FieldRead { region, addr, bytes });
+        self.events.push(Event::FieldRead {
+            region,
+            addr,
+            bytes,
+        });
     }
     fn field_write(&mut self, region: Region, addr: u64, bytes: u32) {
-        self.events.push(Event::FieldWrite { region, addr, bytes });
+        self.events.push(Event::FieldWrite {
+            region,
+            addr,
+            bytes,
+        });
     }
     fn convert(&mut self, op: u16, bytes: u32) {
         self.events.push(Event::Convert { op, bytes });
@@ -177,7 +201,14 @@ mod tests {
         let mut r = Recorder::new();
         drive(&mut r);
         assert_eq!(r.events.len(), 8);
-        assert_eq!(r.events[1], Event::SchemaRead { kind: 1, addr: 0x1000, size: 16 });
+        assert_eq!(
+            r.events[1],
+            Event::SchemaRead {
+                kind: 1,
+                addr: 0x1000,
+                size: 16
+            }
+        );
         let mut again = Recorder::new();
         r.replay(&mut again);
         assert_eq!(r, again);

@@ -66,7 +66,13 @@ impl Loopback {
         if let Some(p) = self.peer_of.get(&ep) {
             return Some(*p);
         }
-        let inbox = self.net.inboxes.lock().unwrap_or_else(|e| e.into_inner()).get(ep as usize)?.clone();
+        let inbox = self
+            .net
+            .inboxes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(ep as usize)?
+            .clone();
         let p = self.peers.len() as PeerId;
         self.peers.push((ep, inbox));
         self.peer_of.insert(ep, p);
@@ -83,9 +89,13 @@ impl Transport for Loopback {
     fn send_burst(&mut self, q: &mut TxQueue) -> io::Result<usize> {
         let mut n = 0;
         while n < Self::TX_BURST {
-            let Some((peer, buf)) = q.pop_front() else { break };
+            let Some((peer, buf)) = q.pop_front() else {
+                break;
+            };
             n += 1;
-            let Some((_, inbox)) = self.peers.get(peer as usize) else { continue };
+            let Some((_, inbox)) = self.peers.get(peer as usize) else {
+                continue;
+            };
             let mut ib = inbox.lock().unwrap_or_else(|e| e.into_inner());
             if ib.len() >= INBOX_FRAMES {
                 self.net.dropped.fetch_add(1, Ordering::Relaxed);
@@ -115,9 +125,18 @@ impl Transport for Loopback {
         let ep: u32 = addr
             .strip_prefix("lo:")
             .and_then(|n| n.parse().ok())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("not a loopback address: {addr}")))?;
-        self.peer_for(ep)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no loopback endpoint {addr}")))
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("not a loopback address: {addr}"),
+                )
+            })?;
+        self.peer_for(ep).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no loopback endpoint {addr}"),
+            )
+        })
     }
 
     fn local_addr(&self) -> String {

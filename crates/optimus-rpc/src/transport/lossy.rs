@@ -26,7 +26,14 @@ pub struct LossConfig {
 
 impl Default for LossConfig {
     fn default() -> Self {
-        Self { drop: 0.0, duplicate: 0.0, delay: 0.0, max_delay_polls: 16, corrupt: 0.0, seed: 1 }
+        Self {
+            drop: 0.0,
+            duplicate: 0.0,
+            delay: 0.0,
+            max_delay_polls: 16,
+            corrupt: 0.0,
+            seed: 1,
+        }
     }
 }
 
@@ -115,7 +122,9 @@ impl<T: Transport> Transport for Lossy<T> {
         }
         let mut taken = 0;
         while self.staging.room() >= 2 {
-            let Some((peer, mut buf)) = q.pop_front() else { break };
+            let Some((peer, mut buf)) = q.pop_front() else {
+                break;
+            };
             taken += 1;
             if self.chance(self.cfg.drop) {
                 self.stats.dropped += 1;

@@ -81,7 +81,11 @@ pub struct TxQueue {
 impl TxQueue {
     /// A queue that holds at most `cap` frames.
     pub fn new(cap: usize) -> Self {
-        Self { q: VecDeque::with_capacity(cap), pool: Vec::with_capacity(cap), cap }
+        Self {
+            q: VecDeque::with_capacity(cap),
+            pool: Vec::with_capacity(cap),
+            cap,
+        }
     }
 
     /// Frames queued.
@@ -165,7 +169,10 @@ impl Transport for NoTransport {
     }
 
     fn connect(&mut self, addr: &str) -> io::Result<PeerId> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, format!("no network transport to reach {addr}")))
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("no network transport to reach {addr}"),
+        ))
     }
 
     fn local_addr(&self) -> String {

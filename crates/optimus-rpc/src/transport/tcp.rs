@@ -32,7 +32,15 @@ impl Stream {
     fn new(s: TcpStream) -> io::Result<Self> {
         s.set_nodelay(true)?;
         s.set_nonblocking(true)?;
-        Ok(Self { s, rbuf: vec![0; READ_BUF], rstart: 0, rend: 0, wbuf: Vec::new(), wpos: 0, dead: false })
+        Ok(Self {
+            s,
+            rbuf: vec![0; READ_BUF],
+            rstart: 0,
+            rend: 0,
+            wbuf: Vec::new(),
+            wpos: 0,
+            dead: false,
+        })
     }
 
     fn flush(&mut self) {
@@ -80,12 +88,21 @@ impl Tcp {
     pub fn listen(addr: &str) -> io::Result<Self> {
         let l = TcpListener::bind(addr)?;
         l.set_nonblocking(true)?;
-        Ok(Self { listener: Some(l), ..Self::client() })
+        Ok(Self {
+            listener: Some(l),
+            ..Self::client()
+        })
     }
 
     /// A transport that only connects out.
     pub fn client() -> Self {
-        Self { listener: None, streams: Vec::new(), dirty: Vec::new(), closed: Vec::new(), next_read: 0 }
+        Self {
+            listener: None,
+            streams: Vec::new(),
+            dirty: Vec::new(),
+            closed: Vec::new(),
+            next_read: 0,
+        }
     }
 
     fn add(&mut self, s: Stream) -> PeerId {
@@ -163,7 +180,9 @@ impl Transport for Tcp {
         self.next_read = if n == 0 { 0 } else { (self.next_read + 1) % n };
         for k in 0..n {
             let i = (self.next_read + k) % n;
-            let Some(s) = self.streams[i].as_mut() else { continue };
+            let Some(s) = self.streams[i].as_mut() else {
+                continue;
+            };
             if delivered >= max {
                 break;
             }
@@ -179,7 +198,11 @@ impl Transport for Tcp {
                         continue;
                     }
                     Ok(n) => s.rend += n,
-                    Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                        ) => {}
                     Err(_) => {
                         dead.push(i as PeerId);
                         continue;
@@ -187,7 +210,9 @@ impl Transport for Tcp {
                 }
             }
             while delivered < max && s.rend - s.rstart >= HEADER_BYTES {
-                let Ok(h) = FrameHeader::decode(&s.rbuf[s.rstart..s.rend]) else { break };
+                let Ok(h) = FrameHeader::decode(&s.rbuf[s.rstart..s.rend]) else {
+                    break;
+                };
                 if h.magic != MAGIC || h.version != VERSION || h.frame_bytes() > TCP_MTU {
                     dead.push(i as PeerId); // cannot find the next frame boundary
                     break;
@@ -212,10 +237,12 @@ impl Transport for Tcp {
     }
 
     fn connect(&mut self, addr: &str) -> io::Result<PeerId> {
-        let a = addr
-            .to_socket_addrs()?
-            .next()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("no address for {addr}")))?;
+        let a = addr.to_socket_addrs()?.next().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("no address for {addr}"),
+            )
+        })?;
         let s = TcpStream::connect_timeout(&a, std::time::Duration::from_secs(5))?;
         Ok(self.add(Stream::new(s)?))
     }
@@ -242,6 +269,10 @@ impl Transport for Tcp {
     }
 
     fn local_addr(&self) -> String {
-        self.listener.as_ref().and_then(|l| l.local_addr().ok()).map(|a| a.to_string()).unwrap_or_default()
+        self.listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+            .map(|a| a.to_string())
+            .unwrap_or_default()
     }
 }

@@ -28,7 +28,9 @@ fn split_frames(mut d: &[u8], mut f: impl FnMut(&[u8])) -> usize {
     let mut n = 0;
     while !d.is_empty() {
         let end = match FrameHeader::decode(d) {
-            Ok(h) if h.magic == MAGIC && h.version == VERSION && h.frame_bytes() <= d.len() => h.frame_bytes(),
+            Ok(h) if h.magic == MAGIC && h.version == VERSION && h.frame_bytes() <= d.len() => {
+                h.frame_bytes()
+            }
             _ => d.len(),
         };
         f(&d[..end]);
@@ -68,11 +70,17 @@ fn to_storage(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
             let sin = libc::sockaddr_in {
                 sin_family: libc::AF_INET as libc::sa_family_t,
                 sin_port: v4.port().to_be(),
-                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(v4.ip().octets()) },
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(v4.ip().octets()),
+                },
                 sin_zero: [0; 8],
             };
             // SAFETY: `sockaddr_storage` is larger than and aligned for `sockaddr_in`.
-            unsafe { (&mut st as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>().write(sin) };
+            unsafe {
+                (&mut st as *mut libc::sockaddr_storage)
+                    .cast::<libc::sockaddr_in>()
+                    .write(sin)
+            };
             core::mem::size_of::<libc::sockaddr_in>()
         }
         SocketAddr::V6(v6) => {
@@ -80,11 +88,17 @@ fn to_storage(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
                 sin6_family: libc::AF_INET6 as libc::sa_family_t,
                 sin6_port: v6.port().to_be(),
                 sin6_flowinfo: v6.flowinfo(),
-                sin6_addr: libc::in6_addr { s6_addr: v6.ip().octets() },
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
                 sin6_scope_id: v6.scope_id(),
             };
             // SAFETY: `sockaddr_storage` is larger than and aligned for `sockaddr_in6`.
-            unsafe { (&mut st as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>().write(sin6) };
+            unsafe {
+                (&mut st as *mut libc::sockaddr_storage)
+                    .cast::<libc::sockaddr_in6>()
+                    .write(sin6)
+            };
             core::mem::size_of::<libc::sockaddr_in6>()
         }
     };
@@ -95,13 +109,15 @@ fn from_storage(st: &libc::sockaddr_storage) -> Option<SocketAddr> {
     match st.ss_family as libc::c_int {
         libc::AF_INET => {
             // SAFETY: the family says the storage holds a `sockaddr_in`.
-            let sin = unsafe { &*(st as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let sin =
+                unsafe { &*(st as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
             let ip = std::net::Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
             Some(SocketAddr::from((ip, u16::from_be(sin.sin_port))))
         }
         libc::AF_INET6 => {
             // SAFETY: the family says the storage holds a `sockaddr_in6`.
-            let sin6 = unsafe { &*(st as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let sin6 =
+                unsafe { &*(st as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
             let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
             Some(SocketAddr::from((ip, u16::from_be(sin6.sin6_port))))
         }
@@ -123,7 +139,11 @@ impl Udp {
         let base = rx_bufs.as_mut_ptr();
         for i in 0..BURST {
             // SAFETY: `i * UDP_MTU` stays inside `rx_bufs`, which holds `BURST * UDP_MTU` bytes.
-            rx.iov[i] = libc::iovec { iov_base: unsafe { base.add(i * UDP_MTU) }.cast(), iov_len: UDP_MTU };
+            let slot = unsafe { base.add(i * UDP_MTU) };
+            rx.iov[i] = libc::iovec {
+                iov_base: slot.cast(),
+                iov_len: UDP_MTU,
+            };
             let iov: *mut libc::iovec = &mut rx.iov[i];
             let name: *mut libc::sockaddr_storage = &mut rx.names[i];
             rx.msgs[i].msg_hdr.msg_iov = iov;
@@ -184,10 +204,16 @@ impl Transport for Udp {
             let first = iov.len();
             let mut bytes = 0;
             while let Some((p, buf)) = q.get(i) {
-                if p != peer || iov.len() - first == PACK_FRAMES || (bytes > 0 && bytes + buf.len() > UDP_MTU) {
+                if p != peer
+                    || iov.len() - first == PACK_FRAMES
+                    || (bytes > 0 && bytes + buf.len() > UDP_MTU)
+                {
                     break;
                 }
-                iov.push(libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() });
+                iov.push(libc::iovec {
+                    iov_base: buf.as_ptr() as *mut libc::c_void,
+                    iov_len: buf.len(),
+                });
                 bytes += buf.len();
                 i += 1;
             }
@@ -207,7 +233,12 @@ impl Transport for Udp {
         // buffers in `q` and addresses in `self.peers`, none of which change during the call;
         // the kernel only reads them.
         let sent = unsafe {
-            libc::sendmmsg(self.sock.as_raw_fd(), msgs.as_mut_ptr(), datagrams as libc::c_uint, libc::MSG_DONTWAIT)
+            libc::sendmmsg(
+                self.sock.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                datagrams as libc::c_uint,
+                libc::MSG_DONTWAIT,
+            )
         };
         self.tx_iov = iov;
         let frames_in = |k: usize| spans[..k].iter().map(|s| s.1).sum::<usize>();
@@ -234,7 +265,8 @@ impl Transport for Udp {
             return Ok(0);
         }
         for m in self.rx.msgs[..n].iter_mut() {
-            m.msg_hdr.msg_namelen = core::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            m.msg_hdr.msg_namelen =
+                core::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             m.msg_hdr.msg_controllen = 0;
             m.msg_hdr.msg_flags = 0;
             m.msg_len = 0;
@@ -254,14 +286,18 @@ impl Transport for Udp {
         if got < 0 {
             let e = io::Error::last_os_error();
             return match e.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted | io::ErrorKind::ConnectionRefused => Ok(0),
+                io::ErrorKind::WouldBlock
+                | io::ErrorKind::Interrupted
+                | io::ErrorKind::ConnectionRefused => Ok(0),
                 _ => Err(e),
             };
         }
         let got = got as usize;
         let mut delivered = 0;
         for i in 0..got {
-            let Some(addr) = from_storage(&self.rx.names[i]) else { continue };
+            let Some(addr) = from_storage(&self.rx.names[i]) else {
+                continue;
+            };
             let peer = self.peer_for(addr);
             // A datagram larger than the buffer is truncated (MSG_TRUNC); the frame check then
             // rejects it, so cap the length at the buffer.
@@ -273,15 +309,20 @@ impl Transport for Udp {
     }
 
     fn connect(&mut self, addr: &str) -> io::Result<PeerId> {
-        let a = addr
-            .to_socket_addrs()?
-            .next()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("no address for {addr}")))?;
+        let a = addr.to_socket_addrs()?.next().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("no address for {addr}"),
+            )
+        })?;
         Ok(self.peer_for(a))
     }
 
     fn local_addr(&self) -> String {
-        self.sock.local_addr().map(|a| a.to_string()).unwrap_or_default()
+        self.sock
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default()
     }
 }
 
@@ -290,7 +331,11 @@ mod tests {
     use super::*;
 
     fn frame(i: u8, len: usize) -> Vec<u8> {
-        let h = FrameHeader { request_id: u64::from(i), payload_len: len as u32, ..FrameHeader::new(crate::FrameKind::Request) };
+        let h = FrameHeader {
+            request_id: u64::from(i),
+            payload_len: len as u32,
+            ..FrameHeader::new(crate::FrameKind::Request)
+        };
         let mut f = h.encode().to_vec();
         f.resize(f.len() + len, i);
         f
@@ -305,7 +350,11 @@ mod tests {
         for i in 0..10u8 {
             q.push(pb, &frame(i, 100));
         }
-        assert_eq!(a.send_burst(&mut q).unwrap(), 10, "all ten frames leave in one call");
+        assert_eq!(
+            a.send_burst(&mut q).unwrap(),
+            10,
+            "all ten frames leave in one call"
+        );
         let mut got = Vec::new();
         for _ in 0..10_000 {
             b.recv_burst(1, |_, f| got.push(f.to_vec())).unwrap();
@@ -315,7 +364,10 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_micros(100));
         }
         assert_eq!(got.len(), 10, "one datagram carried all ten");
-        assert!(got.iter().enumerate().all(|(i, f)| f == &frame(i as u8, 100)));
+        assert!(got
+            .iter()
+            .enumerate()
+            .all(|(i, f)| f == &frame(i as u8, 100)));
     }
 
     #[test]

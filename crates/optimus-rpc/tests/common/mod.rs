@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use optimus_rpc::{
-    ClientOptions, IdlePolicy, Nic, NicConfig, NicHandle, NicThread, RegionLayout, RpcClient, RpcError,
-    Status, Transport,
+    ClientOptions, IdlePolicy, Nic, NicConfig, NicHandle, NicThread, RegionLayout, RpcClient,
+    RpcError, Status, Transport,
 };
 
 /// Echo: the response is the request.
@@ -17,7 +17,13 @@ pub fn echo(_m: u16, req: &[u8], resp: &mut Vec<u8>) -> Status {
 }
 
 pub fn config(n_qps: usize) -> NicConfig {
-    NicConfig { layout: RegionLayout { n_qps, ring_lines: 1024 }, ..NicConfig::default() }
+    NicConfig {
+        layout: RegionLayout {
+            n_qps,
+            ring_lines: 1024,
+        },
+        ..NicConfig::default()
+    }
 }
 
 pub fn start<T: Transport>(t: T, cfg: NicConfig, inline_echo: bool) -> (NicThread<T>, NicHandle) {
@@ -49,7 +55,10 @@ pub fn closed_loop(c: &mut RpcClient, t: usize, conn: u32, m: usize, depth: usiz
         while next < m && outstanding.len() < depth {
             match c.submit(conn, 0, &payload(t, next)) {
                 Ok(id) => {
-                    assert!(outstanding.insert(id, next).is_none(), "call id reused while in flight");
+                    assert!(
+                        outstanding.insert(id, next).is_none(),
+                        "call id reused while in flight"
+                    );
                     next += 1;
                 }
                 Err(RpcError::Backpressure) => break,
@@ -58,7 +67,9 @@ pub fn closed_loop(c: &mut RpcClient, t: usize, conn: u32, m: usize, depth: usiz
         }
         c.flush();
         let n = c.poll(|id, r| {
-            let i = outstanding.remove(&id).expect("completion for a call not in flight (duplicate?)");
+            let i = outstanding
+                .remove(&id)
+                .expect("completion for a call not in flight (duplicate?)");
             let got = r.unwrap_or_else(|e| panic!("call {t}:{i} failed: {e}"));
             assert_eq!(got, payload(t, i).as_slice(), "wrong payload for {t}:{i}");
         });
@@ -76,5 +87,9 @@ pub fn closed_loop(c: &mut RpcClient, t: usize, conn: u32, m: usize, depth: usiz
 }
 
 pub fn client_opts(batch: usize) -> ClientOptions {
-    ClientOptions { batch, call_timeout: Duration::from_secs(30), ..ClientOptions::default() }
+    ClientOptions {
+        batch,
+        call_timeout: Duration::from_secs(30),
+        ..ClientOptions::default()
+    }
 }

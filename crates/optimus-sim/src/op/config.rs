@@ -23,7 +23,11 @@ pub struct DispatcherConfig {
 
 impl Default for DispatcherConfig {
     fn default() -> Self {
-        Self { dispatch_cycles: 2, cores: 0, core_gap_cycles: 20 }
+        Self {
+            dispatch_cycles: 2,
+            cores: 0,
+            core_gap_cycles: 20,
+        }
     }
 }
 
@@ -47,7 +51,13 @@ pub struct ReaderConfig {
 
 impl Default for ReaderConfig {
     fn default() -> Self {
-        Self { chunk_bytes: 8, field_buffer_entries: 12, issue_per_cycle: 1, context_switch_cycles: 1, chunk_queue: 16 }
+        Self {
+            chunk_bytes: 8,
+            field_buffer_entries: 12,
+            issue_per_cycle: 1,
+            context_switch_cycles: 1,
+            chunk_queue: 16,
+        }
     }
 }
 
@@ -70,14 +80,23 @@ pub struct ConverterConfig {
 
 impl Default for ConverterConfig {
     fn default() -> Self {
-        Self { imem_entries: 128, stages: 4, programs: BTreeMap::new(), default_instructions: 1 }
+        Self {
+            imem_entries: 128,
+            stages: 4,
+            programs: BTreeMap::new(),
+            default_instructions: 1,
+        }
     }
 }
 
 impl ConverterConfig {
     /// Instructions per Chunk of `op`.
     pub fn instructions(&self, op: u16) -> u32 {
-        self.programs.get(&op).copied().unwrap_or(self.default_instructions).max(1)
+        self.programs
+            .get(&op)
+            .copied()
+            .unwrap_or(self.default_instructions)
+            .max(1)
     }
 }
 
@@ -91,7 +110,9 @@ pub struct WriterConfig {
 
 impl Default for WriterConfig {
     fn default() -> Self {
-        Self { cycles_per_chunk: 1 }
+        Self {
+            cycles_per_chunk: 1,
+        }
     }
 }
 
@@ -180,10 +201,18 @@ impl OpConfig {
     /// [`crate::SimError::Config`] naming the component and field.
     pub fn validate(&self) -> Result<()> {
         if !(1..=64).contains(&self.pipelines) {
-            return Err(config_err("op", "pipelines", format!("{} (1..=64)", self.pipelines)));
+            return Err(config_err(
+                "op",
+                "pipelines",
+                format!("{} (1..=64)", self.pipelines),
+            ));
         }
         if !(1..=16).contains(&self.interleave) {
-            return Err(config_err("op", "interleave", format!("{} (1..=16 contexts)", self.interleave)));
+            return Err(config_err(
+                "op",
+                "interleave",
+                format!("{} (1..=16 contexts)", self.interleave),
+            ));
         }
         if !(self.clock_ghz > 0.0) {
             return Err(config_err("op", "clock_ghz", "must be positive"));
@@ -191,12 +220,23 @@ impl OpConfig {
         if self.measure_cycles == 0 {
             return Err(config_err("op", "measure_cycles", "must be positive"));
         }
-        if self.reader.chunk_bytes == 0 || self.reader.field_buffer_entries == 0 || self.reader.issue_per_cycle == 0 || self.reader.chunk_queue == 0 {
+        if self.reader.chunk_bytes == 0
+            || self.reader.field_buffer_entries == 0
+            || self.reader.issue_per_cycle == 0
+            || self.reader.chunk_queue == 0
+        {
             return Err(config_err("op.reader", "chunk_bytes", "chunk_bytes, field_buffer_entries, issue_per_cycle and chunk_queue must be positive"));
         }
         let imem: u32 = self.converter.programs.values().sum();
         if imem > self.converter.imem_entries {
-            return Err(config_err("op.converter", "programs", format!("{imem} instructions do not fit {} I-Mem entries", self.converter.imem_entries)));
+            return Err(config_err(
+                "op.converter",
+                "programs",
+                format!(
+                    "{imem} instructions do not fit {} I-Mem entries",
+                    self.converter.imem_entries
+                ),
+            ));
         }
         if self.converter.stages == 0 {
             return Err(config_err("op.converter", "stages", "at least one stage"));
@@ -206,7 +246,11 @@ impl OpConfig {
         self.memory.validate()?;
         let cores = self.cores();
         if cores == 0 || cores >= self.noc.mesh * self.noc.mesh + 64 {
-            return Err(config_err("op.dispatcher", "cores", format!("{cores} cores on a {0}x{0} mesh", self.noc.mesh)));
+            return Err(config_err(
+                "op.dispatcher",
+                "cores",
+                format!("{cores} cores on a {0}x{0} mesh", self.noc.mesh),
+            ));
         }
         Ok(())
     }

@@ -35,20 +35,42 @@ impl Default for BlockBufferConfig {
     fn default() -> Self {
         // Optimus Prime (ASPLOS'20), Table 1: "8KB, 2-way, 64-byte blocks, LRU 64MSHRs,
         // 1 cycle hit, 2 read/write ports".
-        Self { size_bytes: 8192, ways: 2, line_bytes: 64, mshrs: 64, hit_cycles: 1, ports: 2 }
+        Self {
+            size_bytes: 8192,
+            ways: 2,
+            line_bytes: 64,
+            mshrs: 64,
+            hit_cycles: 1,
+            ports: 2,
+        }
     }
 }
 
 impl BlockBufferConfig {
     pub(crate) fn validate(&self) -> Result<()> {
         if self.line_bytes != 64 {
-            return Err(config_err("op.block_buffer", "line_bytes", format!("{} (traces are split into 64-byte lines)", self.line_bytes)));
+            return Err(config_err(
+                "op.block_buffer",
+                "line_bytes",
+                format!("{} (traces are split into 64-byte lines)", self.line_bytes),
+            ));
         }
-        if self.ways == 0 || self.size_bytes % (self.ways * self.line_bytes) != 0 {
-            return Err(config_err("op.block_buffer", "ways", format!("{} does not divide {} B into 64 B sets", self.ways, self.size_bytes)));
+        if self.ways == 0 || !self.size_bytes.is_multiple_of(self.ways * self.line_bytes) {
+            return Err(config_err(
+                "op.block_buffer",
+                "ways",
+                format!(
+                    "{} does not divide {} B into 64 B sets",
+                    self.ways, self.size_bytes
+                ),
+            ));
         }
         if self.mshrs == 0 || self.ports == 0 {
-            return Err(config_err("op.block_buffer", "mshrs", "mshrs and ports must be at least 1"));
+            return Err(config_err(
+                "op.block_buffer",
+                "mshrs",
+                "mshrs and ports must be at least 1",
+            ));
         }
         Ok(())
     }
@@ -72,17 +94,31 @@ pub struct NocConfig {
 
 impl Default for NocConfig {
     fn default() -> Self {
-        Self { mesh: 4, link_bytes: 16, hop_cycles: 3, attach_links: 2, header_flits: 1 }
+        Self {
+            mesh: 4,
+            link_bytes: 16,
+            hop_cycles: 3,
+            attach_links: 2,
+            header_flits: 1,
+        }
     }
 }
 
 impl NocConfig {
     pub(crate) fn validate(&self) -> Result<()> {
         if !(2..=16).contains(&self.mesh) {
-            return Err(config_err("op.noc", "mesh", format!("{} (2..=16 tiles per side)", self.mesh)));
+            return Err(config_err(
+                "op.noc",
+                "mesh",
+                format!("{} (2..=16 tiles per side)", self.mesh),
+            ));
         }
         if self.link_bytes == 0 || 64 % self.link_bytes != 0 {
-            return Err(config_err("op.noc", "link_bytes", format!("{} does not divide a 64 B line", self.link_bytes)));
+            return Err(config_err(
+                "op.noc",
+                "link_bytes",
+                format!("{} does not divide a 64 B line", self.link_bytes),
+            ));
         }
         if self.attach_links == 0 {
             return Err(config_err("op.noc", "attach_links", "at least one link"));
@@ -116,19 +152,36 @@ pub struct MemoryConfig {
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        Self { llc_cycles: 6, l1_cycles: 2, mem_latency_ns: 45.0, llc_hit_ratio: 1.0, owner_forward_ratio: 1.0 }
+        Self {
+            llc_cycles: 6,
+            l1_cycles: 2,
+            mem_latency_ns: 45.0,
+            llc_hit_ratio: 1.0,
+            owner_forward_ratio: 1.0,
+        }
     }
 }
 
 impl MemoryConfig {
     pub(crate) fn validate(&self) -> Result<()> {
-        for (v, f) in [(self.llc_hit_ratio, "llc_hit_ratio"), (self.owner_forward_ratio, "owner_forward_ratio")] {
+        for (v, f) in [
+            (self.llc_hit_ratio, "llc_hit_ratio"),
+            (self.owner_forward_ratio, "owner_forward_ratio"),
+        ] {
             if !(0.0..=1.0).contains(&v) {
-                return Err(config_err("op.memory", f, format!("{v} is not a probability")));
+                return Err(config_err(
+                    "op.memory",
+                    f,
+                    format!("{v} is not a probability"),
+                ));
             }
         }
         if !(self.mem_latency_ns >= 0.0) {
-            return Err(config_err("op.memory", "mem_latency_ns", "must be non-negative"));
+            return Err(config_err(
+                "op.memory",
+                "mem_latency_ns",
+                "must be non-negative",
+            ));
         }
         Ok(())
     }
@@ -146,7 +199,10 @@ pub struct Mesh {
 impl Mesh {
     /// A `side`×`side` mesh.
     pub fn new(side: u32) -> Self {
-        Self { side, link_flits: vec![0; (side * side * 4) as usize] }
+        Self {
+            side,
+            link_flits: vec![0; (side * side * 4) as usize],
+        }
     }
 
     /// Number of tiles.
@@ -216,7 +272,12 @@ const HORIZON: u64 = 1 << 14;
 impl Port {
     /// A port moving `flits_per_cycle` flits per cycle.
     pub fn new(flits_per_cycle: u32) -> Self {
-        Self { capacity: flits_per_cycle.clamp(1, 255) as u8, slots: vec![0; HORIZON as usize], base: 0, stats: PortStats::default() }
+        Self {
+            capacity: flits_per_cycle.clamp(1, 255) as u8,
+            slots: vec![0; HORIZON as usize],
+            base: 0,
+            stats: PortStats::default(),
+        }
     }
 
     /// Retires calendar cycles before `now`.
@@ -388,13 +449,25 @@ impl BlockBuffer {
         let ways = self.cfg.ways as usize;
         let victim = (0..ways)
             .map(|w| set * ways + w)
-            .min_by_key(|&i| if self.entries[i].valid { self.entries[i].lru } else { 0 })
+            .min_by_key(|&i| {
+                if self.entries[i].valid {
+                    self.entries[i].lru
+                } else {
+                    0
+                }
+            })
             .unwrap_or(set * ways);
         if self.entries[victim].valid {
             self.stats.evictions += 1;
         }
         self.tick += 1;
-        self.entries[victim] = Entry { line, txn, ready, lru: self.tick, valid: true };
+        self.entries[victim] = Entry {
+            line,
+            txn,
+            ready,
+            lru: self.tick,
+            valid: true,
+        };
     }
 
     /// Takes a port for a line write at `now`; `false` if none is free.
@@ -441,7 +514,7 @@ mod tests {
         assert_eq!(bb.lookup(5, 1, 0), Lookup::Miss);
         assert_eq!(bb.lookup(5, 1, 1), Lookup::Miss);
         assert_eq!(bb.lookup(5, 1, 2), Lookup::Busy); // two ports per cycle
-        // Three lines mapping to one 2-way set: the first is evicted.
+                                                      // Three lines mapping to one 2-way set: the first is evicted.
         let sets = 8192 / 128;
         for (i, l) in [0u64, sets, 2 * sets].iter().enumerate() {
             bb.fill(1, *l, 10 + i as u64);
@@ -457,7 +530,12 @@ mod tests {
         assert_eq!(m.directed_links(), 48);
         m.route(0, 15, 5);
         assert_eq!(m.flit_hops(), 30);
-        assert!(NocConfig { mesh: 1, ..Default::default() }.validate().is_err());
+        assert!(NocConfig {
+            mesh: 1,
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
         assert_eq!(NocConfig::default().flits(64), 5);
     }
 }

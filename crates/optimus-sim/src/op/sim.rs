@@ -176,7 +176,10 @@ pub struct OpReport {
 pub fn run(cfg: &OpConfig, workload: &[MessageTrace]) -> Result<OpReport> {
     cfg.validate()?;
     if workload.is_empty() {
-        return Err(SimError::Workload { name: "op".into(), why: "no messages".into() });
+        return Err(SimError::Workload {
+            name: "op".into(),
+            why: "no messages".into(),
+        });
     }
     let mut m = Model::new(cfg, workload);
     m.simulate();
@@ -233,7 +236,14 @@ impl<'c> Model<'c> {
             .collect();
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         // Stagger the cores' first requests deterministically.
-        let core_next = (0..cores).map(|c| (u64::from(c) * 7 + rng.next_u64() % 16, (c as usize) % base.len())).collect();
+        let core_next = (0..cores)
+            .map(|c| {
+                (
+                    u64::from(c) * 7 + rng.next_u64() % 16,
+                    (c as usize) % base.len(),
+                )
+            })
+            .collect();
         Self {
             cfg,
             now: 0,
@@ -294,7 +304,8 @@ impl<'c> Model<'c> {
             let reach = self.now + hop * u64::from(self.mesh.hops(tile, 0));
             let flits = self.cfg.noc.flits(16);
             self.mesh.route(tile, 0, flits);
-            let arrive = self.port.send(reach, flits, true) + u64::from(self.cfg.dispatcher.dispatch_cycles);
+            let arrive =
+                self.port.send(reach, flits, true) + u64::from(self.cfg.dispatcher.dispatch_cycles);
             self.queue.push_back((c as u32, arrive));
             self.core_next[c] = (u64::MAX, msg);
             self.disp.requests += 1;
@@ -305,7 +316,9 @@ impl<'c> Model<'c> {
         while let Some(&(core, arrive)) = self.queue.front() {
             if arrive > self.now {
                 // Requests are queued in issue order; a later one may have arrived earlier.
-                let Some(pos) = self.queue.iter().position(|r| r.1 <= self.now) else { return };
+                let Some(pos) = self.queue.iter().position(|r| r.1 <= self.now) else {
+                    return;
+                };
                 let r = self.queue.remove(pos).unwrap_or((core, arrive));
                 if !self.assign(r.0, r.1) {
                     self.queue.push_front(r);
@@ -330,13 +343,19 @@ impl<'c> Model<'c> {
             .min_by_key(|(i, p)| (p.ctxs.iter().filter(|c| c.is_some()).count(), *i))
             .map(|(i, _)| i);
         let Some(p) = best else { return false };
-        let slot = self.pipes[p].ctxs.iter().position(Option::is_none).unwrap_or(0);
+        let slot = self.pipes[p]
+            .ctxs
+            .iter()
+            .position(Option::is_none)
+            .unwrap_or(0);
         let (_, msg) = self.core_next[core as usize];
         // Each request's message sits at a new position of the core's arena, as a core builds
         // a fresh message per request (§5); positions step by 65 lines to vary cache sets.
         let k = self.core_requests[core as usize];
         self.core_requests[core as usize] += 1;
-        let offset = u64::from(core) * ARENA_STRIDE + u64::from(core) * ARENA_CORE_SKEW + (k % ARENA_POSITIONS) * ARENA_STEP;
+        let offset = u64::from(core) * ARENA_STRIDE
+            + u64::from(core) * ARENA_CORE_SKEW
+            + (k % ARENA_POSITIONS) * ARENA_STEP;
         let prog = Rc::new(self.progs[msg].relocate(offset));
         self.txn += 1;
         let n = prog.accesses.len();
@@ -355,7 +374,8 @@ impl<'c> Model<'c> {
         if self.measuring() {
             self.disp.queue_cycles += self.now - arrive;
         }
-        self.live.insert(self.txn, (core, arrive, self.now, ctx.prog.wire_bytes));
+        self.live
+            .insert(self.txn, (core, arrive, self.now, ctx.prog.wire_bytes));
         self.pipes[p].ctxs[slot] = Some(ctx);
         true
     }
@@ -385,7 +405,8 @@ impl<'c> Model<'c> {
         let req_flits = cfg.noc.header_flits;
         let sent = self.port.send(t0, req_flits, false);
         self.mesh.route(0, home, req_flits);
-        let mut t = sent + hop * u64::from(self.mesh.hops(0, home)) + u64::from(cfg.memory.llc_cycles);
+        let mut t =
+            sent + hop * u64::from(self.mesh.hops(0, home)) + u64::from(cfg.memory.llc_cycles);
         let draw = |rng: &mut ChaCha8Rng| (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
         let mut src = home;
         if region != Region::Buffer {
@@ -425,14 +446,22 @@ impl<'c> Model<'c> {
                     break;
                 }
                 let slot = (self.pipes[p].active + k) % j;
-                let Some(ctx) = self.pipes[p].ctxs[slot].as_ref() else { continue };
+                let Some(ctx) = self.pipes[p].ctxs[slot].as_ref() else {
+                    continue;
+                };
                 if ctx.cursor >= ctx.prog.items.len() {
                     continue;
                 }
                 let (txn, core) = (ctx.txn, ctx.core);
                 let prog = Rc::clone(&ctx.prog);
                 let lo = ctx.scan;
-                let item_end = if pass == 0 { ctx.cursor + 1 } else if self.cfg.prefetch { (ctx.cursor + w).min(prog.items.len()) } else { 0 };
+                let item_end = if pass == 0 {
+                    ctx.cursor + 1
+                } else if self.cfg.prefetch {
+                    (ctx.cursor + w).min(prog.items.len())
+                } else {
+                    0
+                };
                 if item_end == 0 {
                     continue;
                 }
@@ -445,7 +474,11 @@ impl<'c> Model<'c> {
                     let demand = (acc.item as usize) == ctx.cursor;
                     let eligible = ctx.ready_at[a] == NOT_ISSUED
                         && acc.dep.is_none_or(|d| ctx.ready_at[d as usize] <= self.now)
-                        && (if pass == 0 { demand && a >= cur_first } else { self.is_prefetchable(&prog, a) });
+                        && (if pass == 0 {
+                            demand && a >= cur_first
+                        } else {
+                            self.is_prefetchable(&prog, a)
+                        });
                     if eligible {
                         match self.issue(txn, core, acc.line, acc.region) {
                             Some(ready) => {
@@ -490,7 +523,9 @@ impl<'c> Model<'c> {
             return;
         }
         let ready_slot = |pipe: &Pipeline, s: usize| -> bool {
-            let Some(ctx) = pipe.ctxs[s].as_ref() else { return false };
+            let Some(ctx) = pipe.ctxs[s].as_ref() else {
+                return false;
+            };
             if ctx.cursor >= ctx.prog.items.len() || ctx.drain_wait && pipe.in_flight[s] > 0 {
                 return false;
             }
@@ -520,20 +555,37 @@ impl<'c> Model<'c> {
         let it = &ctx.prog.items[ctx.cursor];
         if ctx.chunks_left == 0 {
             // Starting this field: its data is in the Data Buffer.
-            let n: u32 = it.converts.iter().map(|(_, b)| b.div_ceil(chunk_bytes).max(1)).sum::<u32>().max(1);
+            let n: u32 = it
+                .converts
+                .iter()
+                .map(|(_, b)| b.div_ceil(chunk_bytes).max(1))
+                .sum::<u32>()
+                .max(1);
             ctx.chunks_left = n;
             if measuring {
-                let avail = (it.first_access..it.end_access).map(|a| ctx.ready_at[a as usize]).max().unwrap_or(now);
+                let avail = (it.first_access..it.end_access)
+                    .map(|a| ctx.ready_at[a as usize])
+                    .max()
+                    .unwrap_or(now);
                 pipe.reader.field_read_latency_sum += hit + avail.saturating_sub(ctx.arrival);
                 pipe.reader.fields += 1;
-                pipe.reader.prefetches_used += (it.first_access..it.end_access).filter(|&a| ctx.prefetched[a as usize]).count() as u64;
+                pipe.reader.prefetches_used += (it.first_access..it.end_access)
+                    .filter(|&a| ctx.prefetched[a as usize])
+                    .count() as u64;
             }
         }
         // Instructions of this chunk: the op the chunk belongs to.
         let op = it.converts.first().map(|c| c.0).unwrap_or(0);
         let instructions = self.cfg.converter.instructions(op);
         ctx.chunks_left -= 1;
-        let mut chunk = Chunk { ctx_txn: ctx.txn, instructions, out_bytes: 0, out_lines: 0, last: false, slot: act as u32 };
+        let mut chunk = Chunk {
+            ctx_txn: ctx.txn,
+            instructions,
+            out_bytes: 0,
+            out_lines: 0,
+            last: false,
+            slot: act as u32,
+        };
         if measuring {
             pipe.reader.chunks += 1;
             pipe.reader.busy_cycles += 1;
@@ -541,7 +593,12 @@ impl<'c> Model<'c> {
         if ctx.chunks_left == 0 {
             chunk.out_bytes = it.writes.iter().map(|w| w.2).sum();
             // Scattered writes (deserialization into records) need one line write per line.
-            let mut lines: Vec<u64> = it.writes.iter().filter(|w| w.0 != Region::Buffer).map(|w| w.1 / LINE_BYTES).collect();
+            let mut lines: Vec<u64> = it
+                .writes
+                .iter()
+                .filter(|w| w.0 != Region::Buffer)
+                .map(|w| w.1 / LINE_BYTES)
+                .collect();
             lines.dedup();
             chunk.out_lines = lines.len() as u32;
             ctx.cursor += 1;
@@ -583,7 +640,8 @@ impl<'c> Model<'c> {
                 let c = *c;
                 pipe.conv = None;
                 // Leaves the last stage `stages - 1` cycles later.
-                pipe.conv_out.push_back((now + u64::from(stages.saturating_sub(1)), c));
+                pipe.conv_out
+                    .push_back((now + u64::from(stages.saturating_sub(1)), c));
                 if measuring {
                     pipe.converter.chunks += 1;
                 }
@@ -610,14 +668,20 @@ impl<'c> Model<'c> {
             // The home bank acknowledges the write.
             let ack = self.cfg.noc.header_flits;
             let hop = u64::from(self.cfg.noc.hop_cycles);
-            self.port.send(now + 1 + 2 * hop * u64::from(self.mesh.hops(0, home)), ack, true);
+            self.port.send(
+                now + 1 + 2 * hop * u64::from(self.mesh.hops(0, home)),
+                ack,
+                true,
+            );
             self.mesh.route(home, 0, ack);
             if measuring {
                 self.pipes[p].writer.lines += 1;
             }
         }
         let pipe = &mut self.pipes[p];
-        let Some(&(at, c)) = pipe.conv_out.front() else { return };
+        let Some(&(at, c)) = pipe.conv_out.front() else {
+            return;
+        };
         if at > now || pipe.write_backlog > 2 {
             return;
         }
@@ -645,7 +709,9 @@ impl<'c> Model<'c> {
     }
 
     fn complete(&mut self, txn: u64) {
-        let Some((core, arrive, started, bytes)) = self.live.remove(&txn) else { return };
+        let Some((core, arrive, started, bytes)) = self.live.remove(&txn) else {
+            return;
+        };
         let hop = u64::from(self.cfg.noc.hop_cycles);
         let tile = self.core_tile(core);
         // Completion flit to the core; the core sees it on its next poll and sets up the next.
@@ -655,7 +721,10 @@ impl<'c> Model<'c> {
         let seen = out + hop * u64::from(self.mesh.hops(0, tile));
         let nmsg = self.progs.len();
         let next_msg = (self.core_next[core as usize].1 + 1) % nmsg;
-        self.core_next[core as usize] = (seen + u64::from(self.cfg.dispatcher.core_gap_cycles), next_msg);
+        self.core_next[core as usize] = (
+            seen + u64::from(self.cfg.dispatcher.core_gap_cycles),
+            next_msg,
+        );
         if self.measuring() {
             self.done_msgs += 1;
             self.done_bytes += bytes;
@@ -682,7 +751,8 @@ impl<'c> Model<'c> {
             fields += p.reader.fields;
             lat += p.reader.field_read_latency_sum;
             stall += p.reader.stall_cycles;
-            reader_cycles += p.reader.stall_cycles + p.reader.busy_cycles + p.reader.context_switches;
+            reader_cycles +=
+                p.reader.stall_cycles + p.reader.busy_cycles + p.reader.context_switches;
         }
         let bb: &BlockBufferStats = &self.bb.stats;
         bb.dump("block_buffer", &mut stats);
@@ -691,8 +761,11 @@ impl<'c> Model<'c> {
         let port_flits = (self.port.stats.flits_in + self.port.stats.flits_out) as f64;
         // Port counters include warm-up; scale by the simulated span.
         let total_cycles = (self.cfg.warmup_cycles + self.cfg.measure_cycles) as f64;
-        let port_gbps = port_flits * f64::from(self.cfg.noc.link_bytes) * 8.0 / (total_cycles / (self.cfg.clock_ghz * 1e9)) / 1e9;
-        let mesh_util = self.mesh.flit_hops() as f64 / (self.mesh.directed_links() as f64 * total_cycles);
+        let port_gbps = port_flits * f64::from(self.cfg.noc.link_bytes) * 8.0
+            / (total_cycles / (self.cfg.clock_ghz * 1e9))
+            / 1e9;
+        let mesh_util =
+            self.mesh.flit_hops() as f64 / (self.mesh.directed_links() as f64 * total_cycles);
         stats.set("noc", "mesh_flit_hops", self.mesh.flit_hops() as f64);
         OpReport {
             throughput_gbps: self.done_bytes as f64 * 8.0 / secs / 1e9,

@@ -35,12 +35,48 @@ struct Shape {
 /// Bench shapes: small-field, nesting-heavy benches and two with larger fields; Bench2
 /// (index 1) additionally holds the two large flat messages M4 and M10.
 const BENCH_SHAPES: [Shape; 6] = [
-    Shape { max_depth: 4, fields: (4, 12), pct_bytes: 30, pct_sub: 25, log_len: (2, 7) },
-    Shape { max_depth: 5, fields: (3, 10), pct_bytes: 25, pct_sub: 30, log_len: (2, 8) },
-    Shape { max_depth: 3, fields: (6, 16), pct_bytes: 40, pct_sub: 15, log_len: (3, 10) },
-    Shape { max_depth: 6, fields: (3, 8), pct_bytes: 20, pct_sub: 35, log_len: (2, 6) },
-    Shape { max_depth: 3, fields: (4, 12), pct_bytes: 45, pct_sub: 20, log_len: (6, 12) },
-    Shape { max_depth: 4, fields: (5, 14), pct_bytes: 35, pct_sub: 25, log_len: (3, 9) },
+    Shape {
+        max_depth: 4,
+        fields: (4, 12),
+        pct_bytes: 30,
+        pct_sub: 25,
+        log_len: (2, 7),
+    },
+    Shape {
+        max_depth: 5,
+        fields: (3, 10),
+        pct_bytes: 25,
+        pct_sub: 30,
+        log_len: (2, 8),
+    },
+    Shape {
+        max_depth: 3,
+        fields: (6, 16),
+        pct_bytes: 40,
+        pct_sub: 15,
+        log_len: (3, 10),
+    },
+    Shape {
+        max_depth: 6,
+        fields: (3, 8),
+        pct_bytes: 20,
+        pct_sub: 35,
+        log_len: (2, 6),
+    },
+    Shape {
+        max_depth: 3,
+        fields: (4, 12),
+        pct_bytes: 45,
+        pct_sub: 20,
+        log_len: (6, 12),
+    },
+    Shape {
+        max_depth: 4,
+        fields: (5, 14),
+        pct_bytes: 35,
+        pct_sub: 25,
+        log_len: (3, 9),
+    },
 ];
 
 /// Sizes of Bench2's large flat messages M4 and M10 (RPCAcc §II-C).
@@ -124,7 +160,10 @@ fn payload(fields: &[(u32, Val)]) -> (u64, u64) {
     fields.iter().fold((0, 0), |(n, b), (_, v)| match v {
         Val::Fixed64(_) => (n + 1, b + 8),
         Val::Fixed32(_) => (n + 1, b + 4),
-        Val::Varint(x) => (n + 1, b + u64::from((64 - x.max(&1).leading_zeros()).div_ceil(7))),
+        Val::Varint(x) => (
+            n + 1,
+            b + u64::from((64 - x.max(&1).leading_zeros()).div_ceil(7)),
+        ),
         Val::Bytes(len) => (n + 1, b + u64::from(*len)),
         Val::Message(sub) => {
             let (sn, sb) = payload(sub);
@@ -174,7 +213,10 @@ impl Gen {
                     1 => ("fixed32".to_string(), Val::Fixed32(self.rng.next_u32() | 1)),
                     _ => {
                         let shift = self.below(64);
-                        ("uint64".to_string(), Val::Varint((self.rng.next_u64() >> shift).max(1)))
+                        (
+                            "uint64".to_string(),
+                            Val::Varint((self.rng.next_u64() >> shift).max(1)),
+                        )
                     }
                 }
             };
@@ -226,7 +268,12 @@ pub fn suite(seed: u64) -> Vec<Bench> {
                 avg.push(pb as f64 / n.max(1) as f64);
                 messages.push((format!("{PACKAGE}.{ty}"), bytes));
             }
-            Bench { name: format!("bench{b}"), proto: g.proto, messages, avg_field_bytes: avg }
+            Bench {
+                name: format!("bench{b}"),
+                proto: g.proto,
+                messages,
+                avg_field_bytes: avg,
+            }
         })
         .collect()
 }

@@ -42,7 +42,12 @@ pub trait TraceSource {
     ///
     /// # Errors
     /// A description of what the engine rejected (schema or message).
-    fn trace(&mut self, proto: &str, messages: &[(&str, &[u8])], direction: Direction) -> std::result::Result<Vec<Event>, String>;
+    fn trace(
+        &mut self,
+        proto: &str,
+        messages: &[(&str, &[u8])],
+        direction: Direction,
+    ) -> std::result::Result<Vec<Event>, String>;
 }
 
 /// One message's trace, with the numbers the models and reports need.
@@ -64,7 +69,9 @@ impl MessageTrace {
             .iter()
             .map(|e| match e {
                 Event::SchemaRead { size, .. } => u64::from(*size),
-                Event::FieldRead { bytes, region, .. } if *region != Region::Buffer => u64::from(*bytes),
+                Event::FieldRead { bytes, region, .. } if *region != Region::Buffer => {
+                    u64::from(*bytes)
+                }
                 _ => 0,
             })
             .sum();
@@ -94,11 +101,25 @@ impl MessageTrace {
 /// # Errors
 /// [`SimError::Engine`] when the engine rejects the input; [`SimError::Workload`] when its
 /// trace is ill-formed or holds a different number of messages.
-pub fn trace_messages(source: &mut dyn TraceSource, name: &str, proto: &str, messages: &[(&str, &[u8])], direction: Direction) -> Result<Vec<MessageTrace>> {
-    let events = source.trace(proto, messages, direction).map_err(|why| SimError::Engine { name: name.to_string(), why })?;
+pub fn trace_messages(
+    source: &mut dyn TraceSource,
+    name: &str,
+    proto: &str,
+    messages: &[(&str, &[u8])],
+    direction: Direction,
+) -> Result<Vec<MessageTrace>> {
+    let events = source
+        .trace(proto, messages, direction)
+        .map_err(|why| SimError::Engine {
+            name: name.to_string(),
+            why,
+        })?;
     let out = accelerator_view(name, &events, &ViewConfig::default())?;
     if out.len() != messages.len() {
-        return Err(SimError::Workload { name: name.to_string(), why: format!("{} messages traced, {} expected", out.len(), messages.len()) });
+        return Err(SimError::Workload {
+            name: name.to_string(),
+            why: format!("{} messages traced, {} expected", out.len(), messages.len()),
+        });
     }
     Ok(out)
 }
@@ -116,7 +137,11 @@ pub enum MessageClass {
 
 impl MessageClass {
     /// All three, in Table 2's order.
-    pub const ALL: [MessageClass; 3] = [MessageClass::Flat, MessageClass::Mixed, MessageClass::Nested];
+    pub const ALL: [MessageClass; 3] = [
+        MessageClass::Flat,
+        MessageClass::Mixed,
+        MessageClass::Nested,
+    ];
 
     /// Lower-case name (`flat`).
     pub fn name(self) -> &'static str {
@@ -155,7 +180,13 @@ impl MessageClass {
     /// # Errors
     /// As [`trace_messages`].
     pub fn trace(self, source: &mut dyn TraceSource, direction: Direction) -> Result<MessageTrace> {
-        let mut v = trace_messages(source, self.name(), PEERS_PROTO, &[(self.type_name(), self.bytes())], direction)?;
+        let mut v = trace_messages(
+            source,
+            self.name(),
+            PEERS_PROTO,
+            &[(self.type_name(), self.bytes())],
+            direction,
+        )?;
         Ok(v.remove(0))
     }
 }
@@ -184,16 +215,33 @@ mod tests {
 
     #[test]
     fn classes_match_table2_sizes_and_depths() {
-        for (c, size, depth) in [(MessageClass::Flat, 485, 0), (MessageClass::Mixed, 297, 1), (MessageClass::Nested, 232, 1)] {
+        for (c, size, depth) in [
+            (MessageClass::Flat, 485, 0),
+            (MessageClass::Mixed, 297, 1),
+            (MessageClass::Nested, 232, 1),
+        ] {
             for dir in [Direction::Encode, Direction::Decode] {
                 let t = c.trace(&mut Engine, dir).unwrap();
                 optimus_trace::check_structure(&t.events).unwrap();
-                assert_eq!((t.wire_bytes, t.max_depth(), t.direction), (size, depth, dir), "{c:?}");
+                assert_eq!(
+                    (t.wire_bytes, t.max_depth(), t.direction),
+                    (size, depth, dir),
+                    "{c:?}"
+                );
                 let buffer: u64 = t
                     .events
                     .iter()
                     .map(|e| match e {
-                        Event::FieldWrite { region: Region::Buffer, bytes, .. } | Event::FieldRead { region: Region::Buffer, bytes, .. } => u64::from(*bytes),
+                        Event::FieldWrite {
+                            region: Region::Buffer,
+                            bytes,
+                            ..
+                        }
+                        | Event::FieldRead {
+                            region: Region::Buffer,
+                            bytes,
+                            ..
+                        } => u64::from(*bytes),
                         _ => 0,
                     })
                     .sum();
@@ -204,7 +252,10 @@ mod tests {
 
     #[test]
     fn rw_ratio_orders_like_table2() {
-        let r: Vec<f64> = MessageClass::ALL.iter().map(|c| c.trace(&mut Engine, Direction::Encode).unwrap().rw_ratio()).collect();
+        let r: Vec<f64> = MessageClass::ALL
+            .iter()
+            .map(|c| c.trace(&mut Engine, Direction::Encode).unwrap().rw_ratio())
+            .collect();
         // Table 2: Flat 2.6 < Mixed 2.75 < Nested 4.25.
         assert!(r[0] < r[2] && r[1] < r[2], "{r:?}");
     }
@@ -214,10 +265,18 @@ mod tests {
         let a = named(&mut Engine, "mixed").unwrap();
         let b = named(&mut Engine, "mixed-ser").unwrap();
         assert_eq!(a, b);
-        assert_eq!(named(&mut Engine, "nested-deser").unwrap().direction, Direction::Decode);
+        assert_eq!(
+            named(&mut Engine, "nested-deser").unwrap().direction,
+            Direction::Decode
+        );
         assert!(named(&mut Engine, "bogus").is_err());
         let file = optimus_trace::encode(&a.events);
-        let back = accelerator_view("x", &optimus_trace::decode(&file).unwrap(), &ViewConfig::default()).unwrap();
+        let back = accelerator_view(
+            "x",
+            &optimus_trace::decode(&file).unwrap(),
+            &ViewConfig::default(),
+        )
+        .unwrap();
         assert_eq!(back, vec![a]);
     }
 }

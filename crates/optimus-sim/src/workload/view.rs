@@ -85,7 +85,13 @@ pub const HEAP_OFFSET: u64 = 0x4000_0000;
 
 impl Default for ViewConfig {
     fn default() -> Self {
-        Self { schema: SchemaView::Instance { entry_bytes: SCHEMA_ENTRY_BYTES }, memory: MemoryView::Arena, heap_string_min_bytes: HEAP_STRING_MIN_BYTES }
+        Self {
+            schema: SchemaView::Instance {
+                entry_bytes: SCHEMA_ENTRY_BYTES,
+            },
+            memory: MemoryView::Arena,
+            heap_string_min_bytes: HEAP_STRING_MIN_BYTES,
+        }
     }
 }
 
@@ -111,7 +117,10 @@ struct PageMap {
 
 impl PageMap {
     fn new(base: u64) -> Self {
-        Self { base, pages: HashMap::new() }
+        Self {
+            base,
+            pages: HashMap::new(),
+        }
     }
 
     fn page(&mut self, page: u64) -> u64 {
@@ -139,7 +148,11 @@ impl PageMap {
 /// # Errors
 /// [`SimError::Trace`] for an ill-formed stream, [`SimError::Workload`] when it holds no
 /// message.
-pub fn accelerator_view(name: &str, events: &[Event], cfg: &ViewConfig) -> Result<Vec<MessageTrace>> {
+pub fn accelerator_view(
+    name: &str,
+    events: &[Event],
+    cfg: &ViewConfig,
+) -> Result<Vec<MessageTrace>> {
     optimus_trace::check_structure(events)?;
     let mut st = State {
         cfg: *cfg,
@@ -161,7 +174,10 @@ pub fn accelerator_view(name: &str, events: &[Event], cfg: &ViewConfig) -> Resul
         }
     }
     if out.is_empty() {
-        return Err(SimError::Workload { name: name.to_string(), why: "the trace holds no message".into() });
+        return Err(SimError::Workload {
+            name: name.to_string(),
+            why: "the trace holds no message".into(),
+        });
     }
     Ok(out)
 }
@@ -192,7 +208,10 @@ struct FieldFacts {
 impl FieldFacts {
     /// Whether the data lives outside the record (the slot holds a pointer).
     fn is_out_of_line(&self) -> bool {
-        matches!(self.class, ConvClass::Bytes | ConvClass::Message | ConvClass::Other) || self.accesses > 1
+        matches!(
+            self.class,
+            ConvClass::Bytes | ConvClass::Message | ConvClass::Other
+        ) || self.accesses > 1
     }
 
     fn slot_bytes(&self) -> u64 {
@@ -231,10 +250,18 @@ impl State {
                 }
                 Event::SchemaRead { kind, .. } => {
                     if let Some(&k) = stack.last() {
-                        insts[k].push(FieldFacts { class: class_of(kind), accesses: 0, bytes: 0, first: 0 });
+                        insts[k].push(FieldFacts {
+                            class: class_of(kind),
+                            accesses: 0,
+                            bytes: 0,
+                            first: 0,
+                        });
                     }
                 }
-                Event::FieldRead { region, bytes, .. } | Event::FieldWrite { region, bytes, .. } if region != Region::Buffer => {
+                Event::FieldRead { region, bytes, .. }
+                | Event::FieldWrite { region, bytes, .. }
+                    if region != Region::Buffer =>
+                {
                     if let Some(f) = stack.last().and_then(|&k| insts[k].last_mut()) {
                         if f.accesses == 0 {
                             f.first = bytes;
@@ -253,7 +280,11 @@ impl State {
         };
         let mut laid: Vec<Laid> = insts
             .iter()
-            .map(|f| Laid { schema: self.schema_pool.take(f.len() as u64 * entry_bytes), slots: Vec::new(), next_entry: 0 })
+            .map(|f| Laid {
+                schema: self.schema_pool.take(f.len() as u64 * entry_bytes),
+                slots: Vec::new(),
+                next_entry: 0,
+            })
             .collect();
         // Pass 2: rewrite.
         let mut stack: Vec<usize> = Vec::new();
@@ -269,9 +300,16 @@ impl State {
             // Decoding into the arena also links each out-of-line field into its record: the
             // slot receives the pointer once the payload or sub-message is in place.
             let link = |field: Option<(usize, usize)>, laid: &[Laid]| {
-                field.filter(|&(k, i)| insts[k][i].is_out_of_line()).map(|(k, i)| Event::FieldWrite { region: Region::Message, addr: laid[k].slots[i], bytes: 8 })
+                field
+                    .filter(|&(k, i)| insts[k][i].is_out_of_line())
+                    .map(|(k, i)| Event::FieldWrite {
+                        region: Region::Message,
+                        addr: laid[k].slots[i],
+                        bytes: 8,
+                    })
             };
-            let arena_decode = self.cfg.memory == MemoryView::Arena && direction == Direction::Decode;
+            let arena_decode =
+                self.cfg.memory == MemoryView::Arena && direction == Direction::Decode;
             if arena_decode && matches!(e, Event::Enter { .. }) {
                 ev.extend(link(field, &laid));
             }
@@ -289,7 +327,11 @@ impl State {
                         slots.push(off);
                         off += size;
                     }
-                    let record = if self.cfg.memory == MemoryView::Arena { self.arena.take(off.next_multiple_of(8)) } else { 0 };
+                    let record = if self.cfg.memory == MemoryView::Arena {
+                        self.arena.take(off.next_multiple_of(8))
+                    } else {
+                        0
+                    };
                     laid[k].slots = slots.iter().map(|s| record + s).collect();
                     field = None;
                     *e
@@ -306,25 +348,57 @@ impl State {
                     field = Some((k, idx));
                     payload = None;
                     match self.cfg.schema {
-                        SchemaView::Instance { entry_bytes } => {
-                            Event::SchemaRead { kind, addr: laid[k].schema + idx as u64 * u64::from(entry_bytes), size: entry_bytes }
-                        }
-                        SchemaView::Engine => Event::SchemaRead { kind, addr: self.schema_pages.map(addr, size), size },
+                        SchemaView::Instance { entry_bytes } => Event::SchemaRead {
+                            kind,
+                            addr: laid[k].schema + idx as u64 * u64::from(entry_bytes),
+                            size: entry_bytes,
+                        },
+                        SchemaView::Engine => Event::SchemaRead {
+                            kind,
+                            addr: self.schema_pages.map(addr, size),
+                            size,
+                        },
                     }
                 }
-                Event::FieldRead { region: Region::Buffer, addr, bytes } | Event::FieldWrite { region: Region::Buffer, addr, bytes } => {
+                Event::FieldRead {
+                    region: Region::Buffer,
+                    addr,
+                    bytes,
+                }
+                | Event::FieldWrite {
+                    region: Region::Buffer,
+                    addr,
+                    bytes,
+                } => {
                     let (a, b) = widen(addr, bytes, &mut buffer_end);
                     last_buffer = Some(ev.len());
                     with_extent(*e, Region::Buffer, a, b)
                 }
-                Event::FieldRead { region, addr, bytes } | Event::FieldWrite { region, addr, bytes } => {
+                Event::FieldRead {
+                    region,
+                    addr,
+                    bytes,
+                }
+                | Event::FieldWrite {
+                    region,
+                    addr,
+                    bytes,
+                } => {
                     let at = match self.cfg.memory {
-                        MemoryView::Engine if region == Region::Accel => self.accel_pages.map(addr, bytes),
+                        MemoryView::Engine if region == Region::Accel => {
+                            self.accel_pages.map(addr, bytes)
+                        }
                         MemoryView::Engine => self.pages.map(addr, bytes),
-                        MemoryView::Arena => self.arena_addr(&insts, &laid, field, &mut payload, region, bytes),
+                        MemoryView::Arena => {
+                            self.arena_addr(&insts, &laid, field, &mut payload, region, bytes)
+                        }
                     };
-                    let first_payload = payload.is_some_and(|(_, c)| c == at + u64::from(bytes)) && matches!(e, Event::FieldWrite { .. });
-                    if arena_decode && first_payload && field.is_some_and(|(k, i)| insts[k][i].class == ConvClass::Bytes) {
+                    let first_payload = payload.is_some_and(|(_, c)| c == at + u64::from(bytes))
+                        && matches!(e, Event::FieldWrite { .. });
+                    if arena_decode
+                        && first_payload
+                        && field.is_some_and(|(k, i)| insts[k][i].class == ConvClass::Bytes)
+                    {
                         after = link(field, &laid);
                     }
                     with_extent(*e, region, at, bytes)
@@ -333,7 +407,9 @@ impl State {
                     // Trailing bytes (e.g. the tag and length of a final empty sub-message).
                     if let (Some(k), true) = (last_buffer, wire_bytes > buffer_end) {
                         let extra = (wire_bytes - buffer_end) as u32;
-                        if let Event::FieldRead { bytes, .. } | Event::FieldWrite { bytes, .. } = &mut ev[k] {
+                        if let Event::FieldRead { bytes, .. } | Event::FieldWrite { bytes, .. } =
+                            &mut ev[k]
+                        {
                             *bytes += extra;
                         }
                     }
@@ -344,12 +420,24 @@ impl State {
             ev.push(e);
             ev.extend(after.take());
         }
-        MessageTrace { events: ev, wire_bytes, direction }
+        MessageTrace {
+            events: ev,
+            wire_bytes,
+            direction,
+        }
     }
 
     /// Arena address of a data access of `field`: its record slot, or the next bytes of its
     /// out-of-line payload (allocated whole at the first access).
-    fn arena_addr(&mut self, insts: &[Vec<FieldFacts>], laid: &[Laid], field: Option<(usize, usize)>, payload: &mut Option<(Region, u64)>, region: Region, bytes: u32) -> u64 {
+    fn arena_addr(
+        &mut self,
+        insts: &[Vec<FieldFacts>],
+        laid: &[Laid],
+        field: Option<(usize, usize)>,
+        payload: &mut Option<(Region, u64)>,
+        region: Region,
+        bytes: u32,
+    ) -> u64 {
         let Some((k, idx)) = field else {
             // Data with no schema entry before it (unknown fields): a payload of its own.
             return self.bump(region).take(u64::from(bytes));
@@ -361,9 +449,19 @@ impl State {
         let cursor = match payload {
             Some((r, c)) if *r == region => c,
             _ => {
-                let total = if region == Region::Message { facts.bytes } else { u64::from(bytes) };
-                let on_heap = region == Region::Message && facts.class == ConvClass::Bytes && total >= u64::from(self.cfg.heap_string_min_bytes);
-                let at = if on_heap { self.heap.take(total) } else { self.bump(region).take(total) };
+                let total = if region == Region::Message {
+                    facts.bytes
+                } else {
+                    u64::from(bytes)
+                };
+                let on_heap = region == Region::Message
+                    && facts.class == ConvClass::Bytes
+                    && total >= u64::from(self.cfg.heap_string_min_bytes);
+                let at = if on_heap {
+                    self.heap.take(total)
+                } else {
+                    self.bump(region).take(total)
+                };
                 &mut payload.insert((region, at)).1
             }
         };
@@ -391,15 +489,27 @@ fn d_of(e: &Event) -> Option<Direction> {
 /// `e` (a field read or write) with region, address and size replaced.
 fn with_extent(e: Event, region: Region, addr: u64, bytes: u32) -> Event {
     match e {
-        Event::FieldWrite { .. } => Event::FieldWrite { region, addr, bytes },
-        _ => Event::FieldRead { region, addr, bytes },
+        Event::FieldWrite { .. } => Event::FieldWrite {
+            region,
+            addr,
+            bytes,
+        },
+        _ => Event::FieldRead {
+            region,
+            addr,
+            bytes,
+        },
     }
 }
 
 /// Widens a serialized-buffer access `[addr, addr + bytes)` back to `*end` (the end of the
 /// previous one), so the tag and length bytes before a value are part of its access.
 fn widen(addr: u64, bytes: u32, end: &mut u64) -> (u64, u32) {
-    let start = if addr >= *end && addr - *end < u64::from(u32::MAX / 2) { *end } else { addr };
+    let start = if addr >= *end && addr - *end < u64::from(u32::MAX / 2) {
+        *end
+    } else {
+        addr
+    };
     let b = (addr - start) as u32 + bytes;
     *end = (*end).max(addr + u64::from(bytes));
     (start, b)
@@ -411,43 +521,117 @@ mod tests {
     use optimus_trace::Format;
 
     fn begin(d: Direction) -> Event {
-        Event::MessageBegin { direction: d, format: Format::Protobuf, type_id: 0 }
+        Event::MessageBegin {
+            direction: d,
+            format: Format::Protobuf,
+            type_id: 0,
+        }
     }
 
     #[test]
     fn instance_schemata_are_contiguous_per_instance() {
         let evs = vec![
             begin(Direction::Encode),
-            Event::SchemaRead { kind: 5, addr: 0xdead_0000, size: 128 },
-            Event::FieldRead { region: Region::Message, addr: 0x7000_1010, bytes: 4 },
-            Event::FieldWrite { region: Region::Buffer, addr: 1, bytes: 1 },
-            Event::SchemaRead { kind: 11, addr: 0xdead_0080, size: 128 },
+            Event::SchemaRead {
+                kind: 5,
+                addr: 0xdead_0000,
+                size: 128,
+            },
+            Event::FieldRead {
+                region: Region::Message,
+                addr: 0x7000_1010,
+                bytes: 4,
+            },
+            Event::FieldWrite {
+                region: Region::Buffer,
+                addr: 1,
+                bytes: 1,
+            },
+            Event::SchemaRead {
+                kind: 11,
+                addr: 0xdead_0080,
+                size: 128,
+            },
             Event::Enter { type_id: 1 },
-            Event::SchemaRead { kind: 9, addr: 0xbeef_0000, size: 128 },
-            Event::FieldRead { region: Region::Message, addr: 0x9000_0ff0, bytes: 32 },
-            Event::FieldWrite { region: Region::Buffer, addr: 6, bytes: 33 },
+            Event::SchemaRead {
+                kind: 9,
+                addr: 0xbeef_0000,
+                size: 128,
+            },
+            Event::FieldRead {
+                region: Region::Message,
+                addr: 0x9000_0ff0,
+                bytes: 32,
+            },
+            Event::FieldWrite {
+                region: Region::Buffer,
+                addr: 6,
+                bytes: 33,
+            },
             Event::Leave,
             Event::MessageEnd { wire_bytes: 40 },
         ];
-        let t = accelerator_view("t", &evs, &ViewConfig::default()).unwrap().remove(0);
-        let schema: Vec<(u64, u32)> = t.events.iter().filter_map(|e| match e { Event::SchemaRead { addr, size, .. } => Some((*addr, *size)), _ => None }).collect();
+        let t = accelerator_view("t", &evs, &ViewConfig::default())
+            .unwrap()
+            .remove(0);
+        let schema: Vec<(u64, u32)> = t
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::SchemaRead { addr, size, .. } => Some((*addr, *size)),
+                _ => None,
+            })
+            .collect();
         let pool = ARENA_BASE + SCHEMA_POOL_OFFSET;
         assert_eq!(schema, vec![(pool, 16), (pool + 16, 16), (pool + 32, 16)]);
-        let reads = |t: &MessageTrace| -> Vec<u64> { t.events.iter().filter_map(|e| match e { Event::FieldRead { addr, .. } => Some(*addr), _ => None }).collect() };
+        let reads = |t: &MessageTrace| -> Vec<u64> {
+            t.events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::FieldRead { addr, .. } => Some(*addr),
+                    _ => None,
+                })
+                .collect()
+        };
         // Arena: parent record (presence word, int32 slot at 8, pointer at 16), then the
         // sub-message's record (16 B); the 32-byte string's characters are on the heap.
         assert_eq!(reads(&t), vec![ARENA_BASE + 8, ARENA_BASE + HEAP_OFFSET]);
-        let all_arena = ViewConfig { heap_string_min_bytes: u32::MAX, ..ViewConfig::default() };
+        let all_arena = ViewConfig {
+            heap_string_min_bytes: u32::MAX,
+            ..ViewConfig::default()
+        };
         let a = accelerator_view("t", &evs, &all_arena).unwrap().remove(0);
         assert_eq!(reads(&a), vec![ARENA_BASE + 8, ARENA_BASE + 40]);
         // Engine layout: first page touched maps to the arena's first page, the next to the
         // second; the string crossing a page boundary stays contiguous.
-        let e = accelerator_view("t", &evs, &ViewConfig { memory: MemoryView::Engine, ..ViewConfig::default() }).unwrap().remove(0);
-        assert_eq!(reads(&e), vec![ARENA_BASE + 0x10, ARENA_BASE + 4096 + 0xff0]);
-        let written: Vec<(u64, u32)> = t.events.iter().filter_map(|e| match e { Event::FieldWrite { addr, bytes, .. } => Some((*addr, *bytes)), _ => None }).collect();
+        let e = accelerator_view(
+            "t",
+            &evs,
+            &ViewConfig {
+                memory: MemoryView::Engine,
+                ..ViewConfig::default()
+            },
+        )
+        .unwrap()
+        .remove(0);
+        assert_eq!(
+            reads(&e),
+            vec![ARENA_BASE + 0x10, ARENA_BASE + 4096 + 0xff0]
+        );
+        let written: Vec<(u64, u32)> = t
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::FieldWrite { addr, bytes, .. } => Some((*addr, *bytes)),
+                _ => None,
+            })
+            .collect();
         // Tags widened back; the trailing byte joins the last write.
         assert_eq!(written, vec![(0, 2), (2, 38)]);
-        assert_eq!(written.iter().map(|w| u64::from(w.1)).sum::<u64>(), t.wire_bytes);
+        assert_eq!(
+            written.iter().map(|w| u64::from(w.1)).sum::<u64>(),
+            t.wire_bytes
+        );
     }
 
     #[test]
@@ -455,13 +639,32 @@ mod tests {
         let at = |base: u64| {
             vec![
                 begin(Direction::Decode),
-                Event::SchemaRead { kind: 5, addr: base, size: 128 },
-                Event::FieldRead { region: Region::Buffer, addr: 1, bytes: 1 },
-                Event::FieldWrite { region: Region::Message, addr: base + 0x2_0040, bytes: 4 },
+                Event::SchemaRead {
+                    kind: 5,
+                    addr: base,
+                    size: 128,
+                },
+                Event::FieldRead {
+                    region: Region::Buffer,
+                    addr: 1,
+                    bytes: 1,
+                },
+                Event::FieldWrite {
+                    region: Region::Message,
+                    addr: base + 0x2_0040,
+                    bytes: 4,
+                },
                 Event::MessageEnd { wire_bytes: 2 },
             ]
         };
-        for view in [ViewConfig::default(), ViewConfig { schema: SchemaView::Engine, memory: MemoryView::Engine, ..ViewConfig::default() }] {
+        for view in [
+            ViewConfig::default(),
+            ViewConfig {
+                schema: SchemaView::Engine,
+                memory: MemoryView::Engine,
+                ..ViewConfig::default()
+            },
+        ] {
             let a = accelerator_view("a", &at(0x5555_0000_0000), &view).unwrap();
             let b = accelerator_view("b", &at(0x7fff_1234_5000), &view).unwrap();
             assert_eq!(a, b);
