@@ -41,6 +41,10 @@ pub struct BenchArgs {
     /// Run only this workload (flat, mixed, nested); default: all.
     #[arg(long, value_name = "NAME")]
     workload: Option<String>,
+    /// Run only this operation (encode, decode, json-encode, json-decode, protobuf-to-json);
+    /// default: all.
+    #[arg(long, value_name = "OP")]
+    operation: Option<String>,
     /// Seconds of measurement per cell (workload × operation) [default: 0.5].
     #[arg(long, value_name = "S", default_value_t = 0.5)]
     seconds: f64,
@@ -115,6 +119,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
             .with_context(|| format!("workload {}", w.name))?;
         let json_text = json::encode(&schema, &msg, &JsonOptions::default())?;
         for (name, op) in ops {
+            if args.operation.as_deref().is_some_and(|o| o != name) {
+                continue;
+            }
             if progress {
                 eprint!(
                     "\roptimus: bench {}/{} {} {}            ",

@@ -56,7 +56,7 @@ impl Message {
         if self.slots.is_empty() {
             let layout = schema.message(self.type_id).layout;
             self.presence = vec![0; layout.presence_words as usize];
-            self.slots = vec![UNSET; layout.slot_count as usize];
+            self.slots.resize_with(layout.slot_count as usize, || UNSET);
         }
     }
 
@@ -295,6 +295,9 @@ impl Message {
     /// The path of the first required field that is not set, if any.
     pub fn missing_required(&self, schema: &SchemaSet) -> Option<String> {
         let ty = schema.message(self.type_id);
+        if !ty.may_lack_required {
+            return None;
+        }
         for &r in &ty.required_fields {
             if !self.has(r as usize) {
                 return Some(format!("{}.{}", ty.full_name, ty.fields[r as usize].name));

@@ -179,10 +179,13 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
                 .collect(),
             well_known: WellKnown::from_full_name(&p.full_name),
             required_fields,
+            may_lack_required: false,
             dense,
             by_name,
         });
     }
+
+    mark_required_reachability(&mut schema);
 
     for file in &set.file {
         let package = file.package.clone().unwrap_or_default();
@@ -203,6 +206,34 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
         }
     }
     Ok(schema)
+}
+
+/// Sets `may_lack_required` on every type from which a required field is reachable through
+/// message fields (a fixed point over the type graph, which may have cycles).
+fn mark_required_reachability(schema: &mut SchemaSet) {
+    for m in &mut schema.messages {
+        m.may_lack_required = !m.required_fields.is_empty();
+    }
+    loop {
+        let mut changed = false;
+        for i in 0..schema.messages.len() {
+            if schema.messages[i].may_lack_required {
+                continue;
+            }
+            let reaches = schema.messages[i]
+                .fields
+                .iter()
+                .filter_map(|f| f.message)
+                .any(|id| schema.messages[id.0 as usize].may_lack_required);
+            if reaches {
+                schema.messages[i].may_lack_required = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
 }
 
 fn file_syntax(file: &prost_types::FileDescriptorProto) -> Syntax {

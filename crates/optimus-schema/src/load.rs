@@ -188,6 +188,9 @@ mod tests {
         );
         let e = s.enum_type(s.enum_by_name("zoo.E").unwrap());
         assert!(e.is_closed);
+        assert!(a.may_lack_required);
+        let g = s.message(s.message_by_name("zoo.A.G").unwrap());
+        assert!(!g.may_lack_required);
         let ts = s.message(s.message_by_name("google.protobuf.Timestamp").unwrap());
         assert_eq!(ts.well_known, Some(WellKnown::Timestamp));
         assert!(a.field_index_by_number(9).is_none());

@@ -209,6 +209,9 @@ pub struct MessageType {
     pub layout: Layout,
     /// Indices of required fields.
     pub required_fields: Vec<u32>,
+    /// Whether this type or any type reachable through its message fields has a required
+    /// field (when not, checking a message for missing required fields is a no-op).
+    pub may_lack_required: bool,
     pub(crate) dense: Vec<u32>,
     pub(crate) by_name: HashMap<String, u32>,
 }
