@@ -10,7 +10,24 @@ use optimus_core::json::{self, JsonOptions};
 use optimus_core::{Error, Message};
 use optimus_schema::{MessageId, SchemaSet};
 
+/// Cases per decoder; `OPTIMUS_MUTATION_CASES` raises it for longer runs, and
+/// `OPTIMUS_MUTATION_SEED` varies the corpus.
 const CASES_PER_DECODER: usize = 100_000;
+
+fn cases() -> usize {
+    std::env::var("OPTIMUS_MUTATION_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CASES_PER_DECODER)
+        .max(CASES_PER_DECODER)
+}
+
+fn seed_offset() -> u64 {
+    std::env::var("OPTIMUS_MUTATION_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
 
 /// One decoder under test: how to write a seed message, how to read bytes back, and how to
 /// check that a message it accepted is valid (it re-encodes and decodes again).
@@ -29,7 +46,8 @@ fn survive_mutations(codec: Codec, seed: u64) {
     .iter()
     .map(|n| schema.message_by_name(n).unwrap())
     .collect();
-    let mut rng = Rng(seed);
+    let mut rng = Rng(seed ^ seed_offset());
+    let total = cases();
     let seeds: Vec<(MessageId, Vec<u8>)> = (0..64)
         .map(|i| {
             let id = ids[i % ids.len()];
@@ -40,7 +58,7 @@ fn survive_mutations(codec: Codec, seed: u64) {
         })
         .collect();
     let (mut ok, mut err) = (0usize, 0usize);
-    for case in 0..CASES_PER_DECODER {
+    for case in 0..total {
         let (id, seed) = &seeds[case % seeds.len()];
         let input = mutate(seed, &mut rng);
         match (codec.decode)(&schema, *id, &input) {
@@ -54,7 +72,7 @@ fn survive_mutations(codec: Codec, seed: u64) {
             }
         }
     }
-    assert_eq!(ok + err, CASES_PER_DECODER);
+    assert_eq!(ok + err, total);
     assert!(
         err > 0 && ok > 0,
         "mutations exercised both outcomes: ok={ok} err={err}"
