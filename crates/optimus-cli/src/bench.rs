@@ -269,11 +269,11 @@ fn load_workloads(args: &BenchArgs) -> Result<(SchemaSet, Vec<Workload>)> {
         let schema = SchemaSet::from_proto_files(&[proto], &args.include)?;
         let id = find_type(&schema, type_name)?;
         let data = std::fs::read(input).with_context(|| format!("reading {}", input.display()))?;
-        let (len, prefix) = binary::read_length_prefix(&data)?
-            .with_context(|| format!("{} is empty", input.display()))?;
-        let body = data
-            .get(prefix..prefix + len as usize)
-            .with_context(|| format!("{}: first message is truncated", input.display()))?;
+        let body = binary::delimited(&data)
+            .next()
+            .with_context(|| format!("{} is empty", input.display()))?
+            .with_context(|| format!("{}: first message", input.display()))?
+            .1;
         let name = schema.message(id).name().to_string();
         return Ok((
             schema,

@@ -151,33 +151,7 @@ fn split_stream(
                 .map(Ok),
         ),
         Format::Protobuf => {
-            let mut pos = 0usize;
-            Box::new(std::iter::from_fn(move || {
-                let rest = &input[pos..];
-                let (len, prefix) = match binary::read_length_prefix(rest) {
-                    Ok(Some(x)) => x,
-                    Ok(None) => return None,
-                    Err(e) => {
-                        pos = input.len();
-                        return Some(Err(anyhow::Error::from(e).context(format!(
-                            "length prefix at stream byte {}",
-                            input.len() - rest.len()
-                        ))));
-                    }
-                };
-                let start = pos + prefix;
-                if len > (input.len() - start) as u64 {
-                    let at = pos;
-                    pos = input.len();
-                    return Some(Err(anyhow::anyhow!(
-                        "length {len} at stream byte {at} runs past the end ({} left)",
-                        input.len() - start
-                    )));
-                }
-                let end = start + len as usize;
-                pos = end;
-                Some(Ok((start, &input[start..end])))
-            }))
+            Box::new(binary::delimited(input).map(|r| r.map_err(anyhow::Error::from)))
         }
     }
 }

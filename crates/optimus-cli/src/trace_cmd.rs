@@ -109,15 +109,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
 }
 
 fn split_delimited(input: &[u8]) -> Result<Vec<Vec<u8>>> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while let Some((len, prefix)) = binary::read_length_prefix(&input[pos..])? {
-        let start = pos + prefix;
-        let body = input
-            .get(start..start.saturating_add(len as usize))
-            .with_context(|| format!("message {} at stream byte {pos} is truncated", out.len()))?;
-        out.push(body.to_vec());
-        pos = start + body.len();
-    }
-    Ok(out)
+    binary::delimited(input)
+        .map(|r| Ok(r?.1.to_vec()))
+        .collect()
 }

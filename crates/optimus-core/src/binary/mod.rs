@@ -167,6 +167,39 @@ pub fn read_length_prefix(bytes: &[u8]) -> Result<Option<(u64, usize)>, Error> {
     Ok(Some((len, pos)))
 }
 
+/// Iterator over a stream of varint-length-delimited messages (`writeDelimitedTo` framing):
+/// yields each message's bytes with their offset in the stream.
+pub struct Delimited<'a> {
+    stream: &'a [u8],
+    pos: usize,
+}
+
+/// Splits `stream` into its varint-length-delimited messages.
+pub fn delimited(stream: &[u8]) -> Delimited<'_> {
+    Delimited { stream, pos: 0 }
+}
+
+impl<'a> Iterator for Delimited<'a> {
+    /// `(offset of the message body, body)`, or the error that ends the stream.
+    type Item = Result<(usize, &'a [u8]), Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.stream.len() {
+            return None;
+        }
+        let item = varint::read_length(self.stream, &mut self.pos, self.stream.len()).map(|end| {
+            let start = self.pos;
+            self.pos = end;
+            (start, &self.stream[start..end])
+        });
+        if item.is_err() {
+            // The framing is lost: nothing after a bad prefix can be trusted.
+            self.pos = self.stream.len();
+        }
+        Some(item)
+    }
+}
+
 /// Appends `len` as a varint length prefix.
 pub fn write_length_prefix(out: &mut Vec<u8>, len: usize) {
     varint::write_varint(out, len as u64);

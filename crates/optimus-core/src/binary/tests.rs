@@ -238,3 +238,23 @@ fn memory_is_bounded_by_the_input() {
         "{e}"
     );
 }
+
+#[test]
+fn delimited_streams_split_with_offsets() {
+    let stream = [2, 8, 1, 0, 3, 8, 2];
+    let items: Vec<_> = delimited(&stream).collect();
+    assert_eq!(items.len(), 3);
+    assert_eq!(items[0].as_ref().unwrap(), &(1, &[8u8, 1][..]));
+    assert_eq!(items[1].as_ref().unwrap(), &(4, &[][..]));
+    let e = items[2].as_ref().unwrap_err();
+    assert_eq!(e.as_decode().unwrap().offset, 4);
+    assert!(matches!(
+        e.as_decode().unwrap().kind,
+        DecodeErrorKind::LengthOverrun {
+            len: 3,
+            remaining: 2
+        }
+    ));
+    assert!(delimited(&[]).next().is_none());
+    assert!(delimited(&[0x80]).next().unwrap().is_err());
+}
