@@ -130,7 +130,7 @@ impl Message {
             Cardinality::Optional => false,
         };
         if clears {
-            self.clear(schema, index);
+            self.clear(index);
         } else {
             self.ensure_record(schema);
             self.clear_oneof_siblings(schema, field, index);
@@ -173,7 +173,7 @@ impl Message {
     }
 
     /// Unsets the field at `index`.
-    pub fn clear(&mut self, _schema: &SchemaSet, index: usize) {
+    pub fn clear(&mut self, index: usize) {
         if self.has(index) {
             self.presence[index / 64] &= !(1 << (index % 64));
             self.slots[index] = UNSET;
@@ -256,7 +256,7 @@ impl Message {
             let ty = schema.message(self.type_id);
             for &sibling in &ty.oneofs[o as usize].fields {
                 if sibling as usize != index {
-                    self.clear(schema, sibling as usize);
+                    self.clear(sibling as usize);
                 }
             }
         }

@@ -292,7 +292,7 @@ impl<T: Tracer> Decoder<'_, T> {
             }
         }
         if msg.get(index).is_some_and(Value::is_zero) {
-            msg.clear(self.schema, index);
+            msg.clear(index);
         }
         Ok(())
     }

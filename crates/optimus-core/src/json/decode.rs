@@ -152,7 +152,7 @@ impl<'a, 's> Decoder<'a, 's> {
         let schema = self.schema;
         if self.r.peek()? == Token::Null && !accepts_null(schema, field) {
             self.r.read_literal("null")?;
-            msg.clear(schema, index);
+            msg.clear(index);
             return Ok(false);
         }
         let value = match field.cardinality {
