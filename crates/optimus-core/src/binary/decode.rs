@@ -7,8 +7,9 @@ use super::varint::{read_fixed, read_length, read_varint, unzigzag32, unzigzag64
 use optimus_trace::{Region, Tracer};
 
 use super::DecodeOptions;
+use super::{fail, within, Fail};
 use crate::value::{List, Value};
-use crate::{DecodeErrorKind, Error, Message};
+use crate::{DecodeErrorKind, Message};
 
 /// Decodes wire-format bytes into messages of one schema, reporting each step to a tracer.
 pub(crate) struct Decoder<'a, T: Tracer> {
@@ -30,7 +31,7 @@ impl<T: Tracer> Decoder<'_, T> {
         end: usize,
         depth: u32,
         group: Option<u32>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), Fail> {
         let schema = self.schema;
         let ty = schema.message(msg.type_id());
         while *pos < end {
@@ -41,10 +42,7 @@ impl<T: Tracer> Decoder<'_, T> {
                 if group == Some(number) {
                     return Ok(());
                 }
-                return Err(Error::decode(
-                    tag_start,
-                    DecodeErrorKind::UnexpectedEndGroup(number),
-                ));
+                return Err(fail(tag_start, DecodeErrorKind::UnexpectedEndGroup(number)));
             }
             let known = ty.field_index_by_number(number);
             let handled = match known {
@@ -58,7 +56,7 @@ impl<T: Tracer> Decoder<'_, T> {
                         );
                     }
                     self.merge_field(msg, field, index, wire, tag_start, pos, end, depth)
-                        .map_err(|e| e.within(field.name.clone()))?
+                        .map_err(|e| within(e, &field.name))?
                 }
                 None => false,
             };
@@ -68,7 +66,7 @@ impl<T: Tracer> Decoder<'_, T> {
             }
         }
         match group {
-            Some(n) => Err(Error::decode(end, DecodeErrorKind::UnterminatedGroup(n))),
+            Some(n) => Err(fail(end, DecodeErrorKind::UnterminatedGroup(n))),
             None => Ok(()),
         }
     }
@@ -86,7 +84,7 @@ impl<T: Tracer> Decoder<'_, T> {
         pos: &mut usize,
         end: usize,
         depth: u32,
-    ) -> Result<bool, Error> {
+    ) -> Result<bool, Fail> {
         let expected = field.kind.wire_type();
         match field.cardinality {
             Cardinality::Map => {
@@ -152,14 +150,14 @@ impl<T: Tracer> Decoder<'_, T> {
     }
 
     /// Charges the record of a new sub-message of type `id` against the memory budget.
-    fn charge(&mut self, id: optimus_schema::MessageId, at: usize) -> Result<(), Error> {
+    fn charge(&mut self, id: optimus_schema::MessageId, at: usize) -> Result<(), Fail> {
         let cost = Message::record_bytes(self.schema, id) + std::mem::size_of::<Message>();
         match self.budget.checked_sub(cost) {
             Some(left) => {
                 self.budget = left;
                 Ok(())
             }
-            None => Err(Error::decode(
+            None => Err(fail(
                 at,
                 DecodeErrorKind::MemoryLimit(self.opts.memory_budget(self.buf.len())),
             )),
@@ -184,7 +182,7 @@ impl<T: Tracer> Decoder<'_, T> {
         pos: &mut usize,
         end: usize,
         depth: u32,
-    ) -> Result<Message, Error> {
+    ) -> Result<Message, Fail> {
         let id = field.message.expect("message field has a type");
         self.charge(id, *pos)?;
         let mut sub = Message::new(self.schema, id);
@@ -201,12 +199,9 @@ impl<T: Tracer> Decoder<'_, T> {
         pos: &mut usize,
         end: usize,
         depth: u32,
-    ) -> Result<(), Error> {
+    ) -> Result<(), Fail> {
         if depth + 1 > self.opts.depth_limit {
-            return Err(Error::decode(
-                *pos,
-                DecodeErrorKind::TooDeep(self.opts.depth_limit),
-            ));
+            return Err(fail(*pos, DecodeErrorKind::TooDeep(self.opts.depth_limit)));
         }
         self.t.enter(sub.type_id().0);
         if wire == WireType::StartGroup {
@@ -229,7 +224,7 @@ impl<T: Tracer> Decoder<'_, T> {
         pos: &mut usize,
         end: usize,
         depth: u32,
-    ) -> Result<(), Error> {
+    ) -> Result<(), Fail> {
         let entry = self.decode_sub_message(field, WireType::LengthDelimited, pos, end, depth)?;
         let (key_field, value_field) = self.schema.map_entry_fields(field);
         let key = entry
@@ -247,7 +242,7 @@ impl<T: Tracer> Decoder<'_, T> {
         }
         let key = key
             .into_map_key()
-            .ok_or_else(|| Error::decode(tag_start, DecodeErrorKind::Json("bad map key".into())))?;
+            .ok_or_else(|| fail(tag_start, DecodeErrorKind::Json("bad map key".into())))?;
         msg.map_mut(self.schema, index).insert(key, value);
         Ok(())
     }
@@ -259,7 +254,7 @@ impl<T: Tracer> Decoder<'_, T> {
         index: usize,
         pos: &mut usize,
         end: usize,
-    ) -> Result<(), Error> {
+    ) -> Result<(), Fail> {
         let packed_end = read_length(self.buf, pos, end)?;
         let size = match field.kind.wire_type() {
             WireType::Fixed32 => 4,
@@ -267,7 +262,7 @@ impl<T: Tracer> Decoder<'_, T> {
             _ => 0,
         };
         if size != 0 && !(packed_end - *pos).is_multiple_of(size) {
-            return Err(Error::decode(
+            return Err(fail(
                 *pos,
                 DecodeErrorKind::PackedLength {
                     len: packed_end - *pos,
@@ -299,7 +294,7 @@ impl<T: Tracer> Decoder<'_, T> {
 
     /// Reads one non-message value of `kind`.
     #[inline]
-    fn read_scalar(&mut self, kind: Kind, pos: &mut usize, end: usize) -> Result<Value, Error> {
+    fn read_scalar(&mut self, kind: Kind, pos: &mut usize, end: usize) -> Result<Value, Fail> {
         let at = *pos;
         let value = self.read_scalar_untraced(kind, pos, end)?;
         if T::ENABLED {
@@ -318,7 +313,7 @@ impl<T: Tracer> Decoder<'_, T> {
         kind: Kind,
         pos: &mut usize,
         end: usize,
-    ) -> Result<Value, Error> {
+    ) -> Result<Value, Fail> {
         let buf = self.buf;
         Ok(match kind {
             Kind::Int32 => Value::I32(read_varint(buf, pos, end)? as i32),
@@ -342,7 +337,7 @@ impl<T: Tracer> Decoder<'_, T> {
                 *pos = s_end;
                 match std::str::from_utf8(bytes) {
                     Ok(s) => Value::String(s.to_owned()),
-                    Err(_) => return Err(Error::decode(at, DecodeErrorKind::InvalidUtf8)),
+                    Err(_) => return Err(fail(at, DecodeErrorKind::InvalidUtf8)),
                 }
             }
             Kind::Bytes => {
@@ -364,7 +359,7 @@ impl<T: Tracer> Decoder<'_, T> {
         pos: &mut usize,
         end: usize,
         depth: u32,
-    ) -> Result<(), Error> {
+    ) -> Result<(), Fail> {
         match wire {
             WireType::Varint => {
                 read_varint(self.buf, pos, end)?;
@@ -380,17 +375,14 @@ impl<T: Tracer> Decoder<'_, T> {
             }
             WireType::StartGroup => {
                 if depth + 1 > self.opts.depth_limit {
-                    return Err(Error::decode(
+                    return Err(fail(
                         tag_start,
                         DecodeErrorKind::TooDeep(self.opts.depth_limit),
                     ));
                 }
                 loop {
                     if *pos >= end {
-                        return Err(Error::decode(
-                            end,
-                            DecodeErrorKind::UnterminatedGroup(number),
-                        ));
+                        return Err(fail(end, DecodeErrorKind::UnterminatedGroup(number)));
                     }
                     let inner_start = *pos;
                     let tag = read_varint(self.buf, pos, end)?;
@@ -399,19 +391,13 @@ impl<T: Tracer> Decoder<'_, T> {
                         if n == number {
                             break;
                         }
-                        return Err(Error::decode(
-                            inner_start,
-                            DecodeErrorKind::UnexpectedEndGroup(n),
-                        ));
+                        return Err(fail(inner_start, DecodeErrorKind::UnexpectedEndGroup(n)));
                     }
                     self.skip_field(n, w, inner_start, pos, end, depth + 1)?;
                 }
             }
             WireType::EndGroup => {
-                return Err(Error::decode(
-                    tag_start,
-                    DecodeErrorKind::UnexpectedEndGroup(number),
-                ));
+                return Err(fail(tag_start, DecodeErrorKind::UnexpectedEndGroup(number)));
             }
         }
         Ok(())
@@ -421,15 +407,12 @@ impl<T: Tracer> Decoder<'_, T> {
 /// Splits a tag into field number and wire type, rejecting number 0, numbers past 2^29-1
 /// and wire types 6 and 7.
 #[inline]
-pub(crate) fn split_tag(tag: u64, at: usize) -> Result<(u32, WireType), Error> {
+pub(crate) fn split_tag(tag: u64, at: usize) -> Result<(u32, WireType), Fail> {
     let number = tag >> 3;
     if number == 0 || number > 536_870_911 {
-        return Err(Error::decode(
-            at,
-            DecodeErrorKind::InvalidFieldNumber(number),
-        ));
+        return Err(fail(at, DecodeErrorKind::InvalidFieldNumber(number)));
     }
     let wire = WireType::from_bits((tag & 7) as u32)
-        .ok_or_else(|| Error::decode(at, DecodeErrorKind::InvalidWireType((tag & 7) as u32)))?;
+        .ok_or_else(|| fail(at, DecodeErrorKind::InvalidWireType((tag & 7) as u32)))?;
     Ok((number as u32, wire))
 }

@@ -9,7 +9,26 @@ pub(crate) mod varint;
 use optimus_schema::{MessageId, SchemaSet};
 use optimus_trace::{Direction, Format, NoTrace, Tracer};
 
-use crate::{DecodeErrorKind, Error, Message, DEFAULT_DEPTH_LIMIT};
+use crate::{DecodeError, DecodeErrorKind, Error, Message, DEFAULT_DEPTH_LIMIT};
+
+/// How the decoder's internals fail: a boxed error (one word, so results stay small on the
+/// hot path), turned into [`Error::Decode`] at the public boundary.
+pub(crate) type Fail = Box<DecodeError>;
+
+/// A decode failure at byte `offset`.
+#[cold]
+#[inline(never)]
+pub(crate) fn fail(offset: usize, kind: DecodeErrorKind) -> Fail {
+    Box::new(DecodeError::new(offset, kind))
+}
+
+/// Prepends a field to the failure's path as it propagates out of that field.
+#[cold]
+#[inline(never)]
+pub(crate) fn within(mut e: Fail, segment: &str) -> Fail {
+    e.path.insert(0, segment.to_string());
+    e
+}
 
 /// Limits and checks applied while decoding.
 #[derive(Debug, Clone)]
@@ -114,7 +133,7 @@ fn merge_traced<T: Tracer>(
     let mut pos = 0;
     decoder
         .merge_message(msg, &mut pos, bytes.len(), 0, None)
-        .map_err(|e| e.within(root.clone()))?;
+        .map_err(|e| Error::Decode(e).within(root.clone()))?;
     if opts.check_required {
         if let Some(missing) = msg.missing_required(schema) {
             return Err(
@@ -163,7 +182,7 @@ pub fn read_length_prefix(bytes: &[u8]) -> Result<Option<(u64, usize)>, Error> {
         return Ok(None);
     }
     let mut pos = 0;
-    let len = varint::read_varint(bytes, &mut pos, bytes.len())?;
+    let len = varint::read_varint(bytes, &mut pos, bytes.len()).map_err(Error::Decode)?;
     Ok(Some((len, pos)))
 }
 
@@ -187,11 +206,13 @@ impl<'a> Iterator for Delimited<'a> {
         if self.pos >= self.stream.len() {
             return None;
         }
-        let item = varint::read_length(self.stream, &mut self.pos, self.stream.len()).map(|end| {
-            let start = self.pos;
-            self.pos = end;
-            (start, &self.stream[start..end])
-        });
+        let item = varint::read_length(self.stream, &mut self.pos, self.stream.len())
+            .map_err(Error::Decode)
+            .map(|end| {
+                let start = self.pos;
+                self.pos = end;
+                (start, &self.stream[start..end])
+            });
         if item.is_err() {
             // The framing is lost: nothing after a bad prefix can be trusted.
             self.pos = self.stream.len();

@@ -3,14 +3,15 @@
 //! The one-byte varint is taken inline; longer forms go through an unrolled loop that stops
 //! at 10 bytes (bits past 64 are dropped, as Google protobuf does).
 
-use crate::{DecodeErrorKind, Error};
+use super::{fail, Fail};
+use crate::DecodeErrorKind;
 
 /// Longest varint (a 64-bit value).
 pub(crate) const MAX_VARINT_BYTES: usize = 10;
 
 /// Reads a varint at `*pos`, not reading at or past `end`.
 #[inline]
-pub(crate) fn read_varint(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Error> {
+pub(crate) fn read_varint(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Fail> {
     let p = *pos;
     if p < end {
         let b = buf[p];
@@ -23,13 +24,13 @@ pub(crate) fn read_varint(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64
 }
 
 #[inline(never)]
-fn read_varint_slow(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Error> {
+fn read_varint_slow(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Fail> {
     let start = *pos;
     let mut value = 0u64;
     for i in 0..MAX_VARINT_BYTES {
         let p = start + i;
         if p >= end {
-            return Err(Error::decode(
+            return Err(fail(
                 start,
                 DecodeErrorKind::Truncated {
                     needed: 1,
@@ -44,7 +45,7 @@ fn read_varint_slow(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Erro
             return Ok(value);
         }
     }
-    Err(Error::decode(
+    Err(fail(
         start,
         DecodeErrorKind::VarintTooLong(MAX_VARINT_BYTES),
     ))
@@ -56,10 +57,10 @@ pub(crate) fn read_fixed<const N: usize>(
     buf: &[u8],
     pos: &mut usize,
     end: usize,
-) -> Result<[u8; N], Error> {
+) -> Result<[u8; N], Fail> {
     let p = *pos;
     if end - p < N {
-        return Err(Error::decode(
+        return Err(fail(
             p,
             DecodeErrorKind::Truncated {
                 needed: N,
@@ -75,15 +76,12 @@ pub(crate) fn read_fixed<const N: usize>(
 
 /// Reads a length prefix and checks it against what remains; returns the end of the value.
 #[inline]
-pub(crate) fn read_length(buf: &[u8], pos: &mut usize, end: usize) -> Result<usize, Error> {
+pub(crate) fn read_length(buf: &[u8], pos: &mut usize, end: usize) -> Result<usize, Fail> {
     let at = *pos;
     let len = read_varint(buf, pos, end)?;
     let remaining = end - *pos;
     if len > remaining as u64 {
-        return Err(Error::decode(
-            at,
-            DecodeErrorKind::LengthOverrun { len, remaining },
-        ));
+        return Err(fail(at, DecodeErrorKind::LengthOverrun { len, remaining }));
     }
     Ok(*pos + len as usize)
 }
