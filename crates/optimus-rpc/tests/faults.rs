@@ -486,3 +486,108 @@ fn worker_leaving_answers_its_requests_unavailable() {
     drop(c);
     nic.stop();
 }
+
+/// Outcomes of calls: the response length or the error.
+type Outcomes = Arc<Mutex<Vec<Result<usize, RpcError>>>>;
+
+/// A NIC driven by hand with a worker whose answers (4 lines) outgrow its requests (1 line), so
+/// the worker's response ring fills while the NIC stands still.
+fn stalled_worker_setup() -> (
+    Nic<optimus_rpc::transport::NoTransport>,
+    optimus_rpc::Worker,
+    optimus_rpc::RpcClient,
+    Outcomes,
+) {
+    let cfg = NicConfig {
+        layout: optimus_rpc::RegionLayout {
+            n_qps: 2,
+            ring_lines: 64,
+        },
+        ..NicConfig::default()
+    };
+    let (mut nic, h) = Nic::new(optimus_rpc::transport::NoTransport, cfg).unwrap();
+    let w = h.worker().unwrap();
+    let mut c = h.client(client_opts(1)).unwrap();
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    for _ in 0..CALLS_TO_STALLED_WORKER {
+        let o = outcomes.clone();
+        c.call_async(optimus_rpc::LOCAL_CONN, 0, &[], move |r| {
+            o.lock().unwrap().push(r.map(<[u8]>::len))
+        })
+        .unwrap();
+    }
+    c.flush();
+    for _ in 0..4 {
+        nic.poll_once();
+    }
+    assert_eq!(nic.stats().requests_served, CALLS_TO_STALLED_WORKER as u64);
+    (nic, w, c, outcomes)
+}
+
+const CALLS_TO_STALLED_WORKER: usize = 24;
+
+fn big_answer(_m: u16, _req: &[u8], resp: &mut Vec<u8>) -> Status {
+    resp.resize(200, 7);
+    Status::Ok
+}
+
+#[test]
+fn worker_facing_a_dead_nic_with_a_full_ring_gives_up() {
+    let (nic, mut w, c, _) = stalled_worker_setup();
+    w.set_nic_timeout(Duration::from_millis(50));
+    let t0 = std::time::Instant::now();
+    let r = w.serve_once(&mut big_answer);
+    assert!(matches!(r, Err(RpcError::Disconnected)), "{r:?}");
+    assert!(t0.elapsed() < Duration::from_secs(20), "bounded wait");
+    drop((nic, w, c));
+}
+
+#[test]
+fn worker_stopped_while_its_ring_is_full_leaves_every_call_one_outcome() {
+    let (mut nic, mut w, mut c, outcomes) = stalled_worker_setup();
+    w.set_nic_timeout(Duration::from_secs(3600)); // only the stop flag may end the wait
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = stop.clone();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        s2.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    w.run(&mut big_answer, &stop, IdlePolicy::default())
+        .expect("stopped, not lost");
+    stopper.join().unwrap();
+    // The NIC hands on what fitted (the caller reading as it goes), then the worker leaves
+    // holding the rest.
+    for _ in 0..64 {
+        nic.poll_once();
+        c.poll(|_, _| {});
+    }
+    drop(w);
+    for _ in 0..10_000 {
+        nic.poll_once();
+        c.poll(|_, _| {});
+        if outcomes.lock().unwrap().len() >= CALLS_TO_STALLED_WORKER {
+            break;
+        }
+    }
+    let o = outcomes.lock().unwrap();
+    assert_eq!(
+        o.len(),
+        CALLS_TO_STALLED_WORKER,
+        "each call ended exactly once"
+    );
+    let answered = o.iter().filter(|r| matches!(r, Ok(200))).count();
+    let unavailable = o
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                Err(RpcError::Status {
+                    status: Status::Unavailable,
+                    ..
+                })
+            )
+        })
+        .count();
+    assert!(answered > 0 && unavailable > 0, "{o:?}");
+    assert_eq!(answered + unavailable, CALLS_TO_STALLED_WORKER, "{o:?}");
+}

@@ -54,7 +54,8 @@ fn shm_with_workers(mode: PollMode, balance: Balance) {
                     n += 1;
                     echo(m, req, resp)
                 };
-                w.run(&mut handler, &stop, IdlePolicy::default());
+                w.run(&mut handler, &stop, IdlePolicy::default())
+                    .expect("the NIC outlives the workers");
                 served.fetch_add(n, Ordering::Relaxed);
             })
         })
