@@ -1,9 +1,9 @@
 //! `optimus serve`, `optimus call` and `optimus rpc-bench`: the RPC stack from the terminal.
 //!
 //! `serve` runs a soft NIC for one `.proto` service (its methods numbered in declaration order)
-//! with an echo handler that checks each request against the method's input type; `call` turns a
-//! JSON request into protobuf with the engine, sends it, and prints the response as JSON, like
-//! grpcurl. `rpc-bench` measures closed-loop echo on this stack and, in the same run, on tonic
+//! with the library's typed echo service, which checks each request against the method's input
+//! type; `call` turns a JSON request into protobuf with the engine, sends it, and prints the
+//! response as JSON, like grpcurl. `rpc-bench` measures closed-loop echo on this stack and, in the same run, on tonic
 //! gRPC and on a bare busy-polled socket echo, so the numbers are ratios on one machine.
 
 use std::collections::VecDeque;
@@ -19,13 +19,11 @@ use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::{self, JsonOptions};
-use optimus_rpc::methods::Method;
 use optimus_rpc::transport::NoTransport;
 use optimus_rpc::{
     ClientOptions, IdlePolicy, MethodTable, Nic, NicConfig, NicHandle, RegionLayout, RpcClient,
-    ShmRegion, Status, Tcp, Transport, Udp, LOCAL_CONN,
+    ShmRegion, Status, Tcp, Transport, TypedService, Udp, LOCAL_CONN,
 };
-use optimus_schema::{MessageId, SchemaSet};
 
 use crate::source::SchemaSource;
 
@@ -155,80 +153,6 @@ impl RpcBenchArgs {
     }
 }
 
-// ------------------------------------------------------------------------------------ schema
-
-fn find_service<'a>(schema: &'a SchemaSet, name: &str) -> Result<&'a optimus_schema::Service> {
-    if let Some(s) = schema.service_by_name(name) {
-        return Ok(s);
-    }
-    let matches: Vec<_> = schema
-        .services()
-        .iter()
-        .filter(|s| s.full_name.rsplit('.').next() == Some(name))
-        .collect();
-    match matches.as_slice() {
-        [one] => Ok(one),
-        [] => {
-            let all: Vec<&str> = schema
-                .services()
-                .iter()
-                .map(|s| s.full_name.as_str())
-                .collect();
-            bail!(
-                "no service {name} in the schema (services: {})",
-                if all.is_empty() {
-                    "none".into()
-                } else {
-                    all.join(", ")
-                }
-            )
-        }
-        _ => bail!("service name {name} is ambiguous; give the full name"),
-    }
-}
-
-fn method_table(schema: &SchemaSet, svc: &optimus_schema::Service) -> Result<MethodTable> {
-    let methods = svc
-        .methods
-        .iter()
-        .map(|m| Method {
-            name: m.name.clone(),
-            input: schema.message(m.input).full_name.clone(),
-            output: schema.message(m.output).full_name.clone(),
-        })
-        .collect();
-    Ok(MethodTable::new(svc.full_name.clone(), methods)?)
-}
-
-// ------------------------------------------------------------------------------------ serve
-
-/// The typed echo handler: decode the request as the method's input type, answer with it.
-struct EchoService {
-    schema: SchemaSet,
-    methods: Vec<(MessageId, MessageId)>,
-}
-
-impl EchoService {
-    fn handle(&self, method: u16, req: &[u8], resp: &mut Vec<u8>) -> Status {
-        let Some(&(input, output)) = self.methods.get(usize::from(method)) else {
-            resp.extend_from_slice(format!("no method with id {method}").as_bytes());
-            return Status::UnknownMethod;
-        };
-        match binary::decode(&self.schema, input, req, &DecodeOptions::default()) {
-            Ok(msg) => {
-                if input == output {
-                    binary::encode_to(&self.schema, &msg, resp);
-                }
-                Status::Ok
-            }
-            Err(e) => {
-                resp.extend_from_slice(format!("bad request: {e}").as_bytes());
-                Status::HandlerError
-            }
-        }
-    }
-}
-
 fn run_nic<T: Transport>(nic: &mut Nic<T>, stop_after: Option<Duration>) {
     let stop = AtomicBool::new(false);
     let start = Instant::now();
@@ -264,17 +188,12 @@ fn clear_stale_region(path: &Path) -> Result<()> {
 /// `optimus serve`.
 pub fn serve(a: ServeArgs) -> Result<()> {
     if !a.echo {
-        bail!("the command-line server only has the --echo handler; link optimus-rpc for your own handlers");
+        bail!("the command-line server only has the --echo handler; give your own handlers to optimus_rpc::TypedService");
     }
     let schema = a.source.load()?;
-    let svc = find_service(&schema, &a.service)?;
-    let table = method_table(&schema, svc)?;
-    let methods = svc.methods.iter().map(|m| (m.input, m.output)).collect();
-    let echo = EchoService {
-        schema: schema.clone(),
-        methods,
-    };
-    let handler = move |m: u16, req: &[u8], resp: &mut Vec<u8>| echo.handle(m, req, resp);
+    // The echo handler checks each request against its method's input type.
+    let handler = TypedService::new(schema, &a.service)?.echo();
+    let table = handler.table().clone();
     let addr = a
         .addr
         .clone()
@@ -351,14 +270,12 @@ fn call_json(a: &CallArgs) -> Result<String> {
             a.method
         )
     })?;
-    let svc = find_service(&schema, svc_name)?;
-    let table = method_table(&schema, svc)?;
-    let id = table
-        .id_of(method_name)
-        .with_context(|| format!("service {} has no method {method_name}", table.service))?;
-    let m = &svc.methods[usize::from(id)];
-    let request = json::decode(&schema, m.input, &a.data, &JsonOptions::default())
-        .with_context(|| format!("--data is not a {}", schema.message(m.input).full_name))?;
+    let svc = TypedService::new(schema, svc_name)?;
+    let schema = svc.schema().clone();
+    let id = svc.method_id(method_name)?;
+    let (input, output) = svc.method_types(id).context("method id from the table")?;
+    let request = json::decode(&schema, input, &a.data, &JsonOptions::default())
+        .with_context(|| format!("--data is not a {}", schema.message(input).full_name))?;
     let body = binary::encode(&schema, &request);
     let addr = a
         .addr
@@ -388,8 +305,8 @@ fn call_json(a: &CallArgs) -> Result<String> {
         )?,
         TransportKind::Tcp => remote_call(Tcp::client(), &addr, id, &body, wait, opts, &mut out)?,
     }
-    let reply = binary::decode(&schema, m.output, &out, &DecodeOptions::default())
-        .with_context(|| format!("response is not a {}", schema.message(m.output).full_name))?;
+    let reply = binary::decode(&schema, output, &out, &DecodeOptions::default())
+        .with_context(|| format!("response is not a {}", schema.message(output).full_name))?;
     Ok(json::encode(&schema, &reply, &JsonOptions::default())?)
 }
 

@@ -15,10 +15,13 @@
 //! ```
 //!
 //! Payloads are opaque bytes at this level; services and methods come from `.proto` `service`
-//! blocks ([`MethodTable`]), the method id being the method's index in its service.
+//! blocks ([`MethodTable`]), the method id being the method's index in its service. A
+//! [`TypedService`] gives handlers (and callers) engine messages instead: it decodes requests
+//! and encodes replies with `optimus-core` for the schema's input and output types.
 //!
 //! Modules: [`frame`] (header and checksum), [`ring`] (SPSC rings), [`shm`] (the region),
-//! [`nic`] (the poll loop), [`client`], [`worker`], [`transport`] (loopback, lossy, UDP, TCP).
+//! [`nic`] (the poll loop), [`client`], [`worker`], [`typed`] (engine-message handlers),
+//! [`transport`] (loopback, lossy, UDP, TCP).
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 // `is_multiple_of` is newer than the workspace's rust-version.
@@ -31,6 +34,7 @@ pub mod nic;
 pub mod ring;
 pub mod shm;
 pub mod transport;
+pub mod typed;
 pub mod worker;
 
 use std::sync::Arc;
@@ -47,6 +51,7 @@ pub use shm::{RegionLayout, ShmRegion};
 pub use transport::{
     loopback::LoopbackNet, lossy::LossConfig, tcp::Tcp, udp::Udp, NoTransport, Transport,
 };
+pub use typed::{Failure, TypedService};
 pub use worker::Worker;
 
 /// Everything that can go wrong in optimus-rpc.
@@ -107,6 +112,9 @@ pub enum RpcError {
         /// The message the handler returned, if any.
         detail: String,
     },
+    /// A typed call's response is not a message of the method's output type.
+    #[error("bad message: {0}")]
+    BadMessage(String),
     /// A bad setting.
     #[error("configuration: {0}")]
     Config(String),
