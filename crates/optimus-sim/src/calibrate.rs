@@ -496,7 +496,18 @@ pub struct RpcFigures {
 /// # Errors
 /// A broken embedded target file, or an engine error from `source`.
 pub fn reproduce_rpcacc(source: &mut dyn TraceSource) -> Result<(Vec<Row>, RpcFigures)> {
-    let cfg = RpcAccConfig::default();
+    reproduce_rpcacc_with(&RpcAccConfig::default(), source)
+}
+
+/// [`reproduce_rpcacc`] with other parameters (for sensitivity studies).
+///
+/// # Errors
+/// As [`reproduce_rpcacc`].
+pub fn reproduce_rpcacc_with(
+    cfg: &RpcAccConfig,
+    source: &mut dyn TraceSource,
+) -> Result<(Vec<Row>, RpcFigures)> {
+    let cfg = cfg.clone();
     let ms = rpcacc::suite(&cfg, source)?;
     let cyc = 1000.0 / cfg.clock_mhz;
     let at = |l: f64| {
@@ -511,7 +522,6 @@ pub fn reproduce_rpcacc(source: &mut dyn TraceSource) -> Result<(Vec<Row>, RpcFi
     };
     let bench2: Vec<&rpcacc::RpcMessage> = ms.iter().filter(|m| m.bench == "bench1").collect();
     let fig2 = geomean(bench2.iter().map(|m| ratio(m, 1250.0)));
-    let all_lat = geomean(ms.iter().map(|m| ratio(m, 1250.0)));
     let st: Vec<rpcacc::SerTimes> = ms
         .iter()
         .map(|m| rpcacc::ser_times(&cfg, m, cfg.clock_mhz))
@@ -589,6 +599,22 @@ pub fn reproduce_rpcacc(source: &mut dyn TraceSource) -> Result<(Vec<Row>, RpcFi
         .map(|m| rpcacc::preser_ns(&cfg, m, true).0 / rpcacc::cpu_ser_ns(&cfg, m))
         .collect();
     let overall: Vec<f64> = st.iter().map(|s| s.rpcacc / s.cpu_only).collect();
+    let host: Vec<rpcacc::HostCycles> = ms.iter().map(|m| rpcacc::host_cycles(&cfg, m)).collect();
+    let memcpy_saving = 100.0 * mean(host.iter().map(|h| 1.0 - h.memcpy_offload / h.software));
+    let both_saving = 100.0
+        * mean(
+            host.iter()
+                .map(|h| 1.0 - h.memcpy_encoding_offload / h.software),
+        );
+    let chunks: Vec<rpcacc::ChunkUse> = ms
+        .iter()
+        .map(|m| rpcacc::chunk_use(&cfg, m, cfg.clock_mhz))
+        .collect();
+    let alloc_share = 100.0 * chunks.iter().map(|c| c.alloc_ns).sum::<f64>()
+        / d.iter().map(|x| x.oneshot_latency_ns).sum::<f64>();
+    let used: u64 = chunks.iter().map(|c| c.used_bytes).sum();
+    let allocated: u64 = chunks.iter().map(|c| c.allocated_bytes).sum();
+    let fragmentation = 100.0 * (allocated - used) as f64 / used.max(1) as f64;
     let figs = RpcFigures {
         fig5: ms
             .iter()
@@ -614,13 +640,18 @@ pub fn reproduce_rpcacc(source: &mut dyn TraceSource) -> Result<(Vec<Row>, RpcFi
             "rpcacc.fig5.oneshot_deser_speedup.small_fields.x" => Eval::Model(mean(small.iter().copied()), "same, messages with fields < 1 KB"),
             "rpcacc.c1.cross_pcie_deser_loss.x" => Eval::Model(geomean(d.iter().map(|x| x.fbf_local_rate / x.fbf_host_rate)), "field-by-field into card memory / into host memory"),
             "rpcacc.fig2.ser_time_increase_70ns_to_1250ns.x" => Eval::Model(fig2, "serializer time at 1250 ns / 70 ns, Bench2, geomean"),
-            "rpcacc.sec1.pcie_ser_slowdown_vs_onchip.x" => Eval::Model(all_lat, "same, all benches"),
+            "rpcacc.sec1.pcie_ser_slowdown_vs_onchip.x" => Eval::Model(geomean(st.iter().map(|s| s.protoacc_pcie / s.protoacc_onchip)), "ProtoACC-PCIe / ProtoACC-OnChip serialization time, geomean"),
             "rpcacc.sec4c.preser_cpu_cycles_vs_cpu_ser.pct" => Eval::Model(100.0 * geomean(pre.iter().copied()), "host pre-serialization / software serialization, geomean"),
             "rpcacc.sec4c.overall_ser_time_decrease.pct" => Eval::Model(100.0 * (1.0 - geomean(overall.iter().copied())), "1 - memory-affinity / CPU-only time, geomean"),
             "rpcacc.fig10.onchip_tx_advantage.250mhz.x" => Eval::Model(mean(st.iter().map(|s| s.rpcacc / s.protoacc_onchip)), "RPCAcc TX / ProtoACC-OnChip TX, mean, 250 MHz"),
             "rpcacc.fig10.onchip_tx_advantage.2ghz.x" => Eval::Model(mean(st2.iter().map(|s| s.rpcacc / s.protoacc_onchip)), "same at 2 GHz"),
             "rpcacc.fig9.dagger_rpcacc_ser_reduction.x" => Eval::Model(mean(dagger.iter().copied()), "Dagger-ProtoACC / Dagger-RPCAcc over UPI, 2 GHz, mean"),
             "rpcacc.sec4e.oneshot_deser_latency_increase.x" => Eval::Model(geomean(du.iter().map(|x| x.oneshot_latency_ns / x.fbf_latency_ns)), "deser latency one-shot / field-by-field over UPI, geomean"),
+            "rpcacc.fig6.memcpy_offload_cycles.hpb.pct" => Eval::Model(memcpy_saving, "1 - host time with memcpy offload / software serialization, mean"),
+            "rpcacc.fig6.memcpy_encoding_offload_cycles.hpb.pct" => Eval::Model(both_saving, "1 - pre-serialization / software serialization, mean"),
+            "rpcacc.fig6.memcpy_offload_cycles.dsb.pct" | "rpcacc.fig6.memcpy_encoding_offload_cycles.dsb.pct" => Eval::NotModeled("DeathStarBench's protobuf messages (field sizes and mix) are not published"),
+            "rpcacc.sec3b.chunk_alloc_time.pct" => Eval::Model(alloc_share, "chunk pops / one-shot deserialization time, whole suite"),
+            "rpcacc.sec3b.chunk_fragmentation.pct" => Eval::Model(fragmentation, "unused bytes of held chunks / bytes of deserialized objects, whole suite"),
             "rpcacc.fig12.line_rate.gbps" => Eval::Input("NIC line rate"),
             "rpcacc.sec3b.tlb_sram_share.pct" => Eval::NotTiming,
             _ if id.starts_with("rpcacc.table4.") => Eval::NotTiming,

@@ -82,6 +82,12 @@ pub struct RpcAccConfig {
     pub dsa_submit_ns: f64,
     /// Memcpy-engine bandwidth in GB/s. Default 30.
     pub dsa_bw_gbytes_s: f64,
+    /// Bytes of one chunk of the deserializer's host and accelerator memory regions, popped
+    /// from a free-list FIFO. Default 4096 (§III-B: "divided into 4KB chunks").
+    pub chunk_bytes: u32,
+    /// Accelerator cycles to pop a chunk from a free-list FIFO. Default 1 (§III-B: the FIFOs
+    /// are SRAM; an SRAM FIFO read takes one cycle; not stated).
+    pub chunk_pop_cycles: f64,
 }
 
 impl Default for RpcAccConfig {
@@ -119,6 +125,8 @@ impl Default for RpcAccConfig {
             dsa_threshold_bytes: 1024,
             dsa_submit_ns: 100.0,
             dsa_bw_gbytes_s: 30.0,
+            chunk_bytes: 4096,
+            chunk_pop_cycles: 1.0,
         }
     }
 }
@@ -144,6 +152,7 @@ impl RpcAccConfig {
             || self.read_window_fields == 0
             || self.deser_lanes == 0
             || self.temp_buffer_bytes == 0
+            || self.chunk_bytes == 0
         {
             return Err(config_err(
                 "rpcacc",
@@ -340,6 +349,117 @@ pub fn preser_ns(cfg: &RpcAccConfig, m: &RpcMessage, use_dsa: bool) -> (f64, f64
     (host_ns + instr / cfg.cpu.ipc / cfg.cpu.clock_ghz, dsa)
 }
 
+/// Host CPU time (ns) of one message's serialization under Fig. 6's three schemes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct HostCycles {
+    /// Software serialization: encoding and every copy on the core.
+    pub software: f64,
+    /// Memcpy offload only: the core still encodes; copies of large host fields go to the
+    /// memcpy engine (one submission each).
+    pub memcpy_offload: f64,
+    /// Memcpy and encoding offload: RPCAcc's pre-serialization ([`preser_ns`]).
+    pub memcpy_encoding_offload: f64,
+}
+
+/// Host CPU time of `m` under Fig. 6's schemes (RPCAcc §III-C "Memcpy Offload", "Encoding
+/// Offload"): the CPU model's instruction count, less the copy instructions of every host
+/// field the memcpy engine takes (at least `dsa_threshold_bytes`), plus its submissions.
+pub fn host_cycles(cfg: &RpcAccConfig, m: &RpcMessage) -> HostCycles {
+    let software = cpu_ser_ns(cfg, m);
+    let mut saved_instr = 0.0;
+    let mut submit_ns = 0.0;
+    for it in &m.ser.items {
+        let host_bytes: u32 = (it.first_access..it.end_access)
+            .map(|a| m.ser.accesses[a as usize])
+            .filter(|a| !a.is_schema && a.region != Region::Accel)
+            .map(|a| a.bytes)
+            .sum();
+        if host_bytes >= cfg.dsa_threshold_bytes {
+            saved_instr += cfg.cpu.per_copy_byte * f64::from(host_bytes);
+            submit_ns += cfg.dsa_submit_ns;
+        }
+    }
+    let memcpy_offload =
+        (software - saved_instr / cfg.cpu.ipc / cfg.cpu.clock_ghz).max(0.0) + submit_ns;
+    HostCycles {
+        software,
+        memcpy_offload,
+        memcpy_encoding_offload: preser_ns(cfg, m, true).0,
+    }
+}
+
+/// What the deserializer's chunk allocator does for one message (§III-B).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ChunkUse {
+    /// Chunks popped from the free lists: the pre-allocated one plus one per exhaustion.
+    pub chunks: u64,
+    /// Bytes the message's deserialized objects occupy in host memory.
+    pub used_bytes: u64,
+    /// Bytes of the chunks it holds (`chunks * chunk_bytes`).
+    pub allocated_bytes: u64,
+    /// Accelerator time (ns) spent popping chunks.
+    pub alloc_ns: f64,
+}
+
+/// Chunk allocation of `m`'s deserialization at accelerator clock `clock_mhz`. The
+/// deserializer pre-allocates a host chunk per message and appends the message's objects
+/// (records and out-of-line payloads, as the deserialization program writes them) to it; an
+/// object that does not fit the rest of the chunk starts a new one (chunks come from a FIFO,
+/// so consecutive chunks need not be contiguous), and one larger than a chunk takes as many
+/// fresh chunks as it needs. The chunks go back to the FIFO when the message is freed, so
+/// the rest of the last chunk is the message's fragmentation.
+pub fn chunk_use(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> ChunkUse {
+    let chunk = u64::from(cfg.chunk_bytes);
+    // Objects: maximal runs of contiguous host writes.
+    let mut writes: Vec<(u64, u64)> = m
+        .deser
+        .items
+        .iter()
+        .flat_map(|i| i.writes.iter())
+        .filter(|w| w.0 == Region::Message)
+        .map(|w| (w.1, w.1 + u64::from(w.2)))
+        .collect();
+    writes.sort_unstable();
+    let mut objects: Vec<u64> = Vec::new();
+    let mut run: Option<(u64, u64)> = None;
+    for (lo, hi) in writes {
+        run = match run {
+            Some((a, b)) if lo <= b.next_multiple_of(8) => Some((a, b.max(hi))),
+            Some((a, b)) => {
+                objects.push(b - a);
+                Some((lo, hi))
+            }
+            None => Some((lo, hi)),
+        };
+    }
+    if let Some((a, b)) = run {
+        objects.push(b - a);
+    }
+    let mut chunks = 1u64;
+    let mut left = chunk;
+    let mut used = 0u64;
+    for o in objects {
+        let o = o.next_multiple_of(8);
+        used += o;
+        if o <= left {
+            left -= o;
+        } else if o <= chunk {
+            chunks += 1;
+            left = chunk - o;
+        } else {
+            let n = o.div_ceil(chunk);
+            chunks += n;
+            left = n * chunk - o;
+        }
+    }
+    ChunkUse {
+        chunks,
+        used_bytes: used,
+        allocated_bytes: chunks * chunk,
+        alloc_ns: chunks as f64 * cfg.chunk_pop_cycles * 1000.0 / clock_mhz,
+    }
+}
+
 /// Serialization times (ns) of one message on each design.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct SerTimes {
@@ -382,15 +502,17 @@ pub fn ser_times(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerTimes
         .filter(|a| a.region == Region::Accel)
         .map(|a| f64::from(a.bytes))
         .sum();
-    let fetch = pcie.latency_ns + pre_bytes / pcie.bw_gbytes_s;
-    let encode = (pre_bytes + acc_bytes) * 8.0 / cfg.encode_bits_per_cycle * cyc
-        + m.ser.items.len() as f64 * cyc;
+    // The encoder takes 512 bits per cycle whatever the fields in them (§III-C: "For each
+    // 512-bit, the encoding can be done within one cycle"), consuming the DMA read's
+    // completions as they arrive: the fetch and the encoding of host fields overlap.
+    let encode_ns = |bytes: f64| bytes * 8.0 / cfg.encode_bits_per_cycle * cyc;
+    let fetch = pcie.latency_ns + (pre_bytes / pcie.bw_gbytes_s) + encode_ns(pre_bytes);
     let local = if acc_bytes > 0.0 {
-        acc.latency_ns + acc_bytes / acc.bw_gbytes_s
+        acc.latency_ns + acc_bytes / acc.bw_gbytes_s + encode_ns(acc_bytes)
     } else {
         0.0
     };
-    let rpcacc = pre.max(dsa) + cfg.mmio_ns + fetch + encode + local;
+    let rpcacc = pre.max(dsa) + cfg.mmio_ns + fetch + local;
     SerTimes {
         cpu_only,
         protoacc_pcie,
@@ -436,6 +558,7 @@ pub fn deser_times(
     let bw = cfg.pcie.bw_gbytes_s;
     let dma_fbf = writes.len() as f64 * cfg.dma_txn_ns + out / bw;
     let chunks = (out / f64::from(cfg.temp_buffer_bytes)).ceil().max(1.0);
+    let last_flush = out - f64::from(cfg.temp_buffer_bytes) * (chunks - 1.0);
     let dma_one = chunks * cfg.dma_txn_ns + out / bw;
     let dma_local = writes.len() as f64 * cfg.local_txn_ns + out / cfg.accel_mem.bw_gbytes_s;
     let lanes = f64::from(cfg.deser_lanes);
@@ -447,9 +570,10 @@ pub fn deser_times(
         oneshot_host_rate: rate(dma_one),
         fbf_local_rate: rate(dma_local),
         fbf_latency_ns: parse + link_one_way_ns + last / link_bw,
-        oneshot_latency_ns: parse
-            + link_one_way_ns
-            + out.min(f64::from(cfg.temp_buffer_bytes)) / link_bw,
+        // A full Temp Buffer is flushed while parsing goes on (§III-B: "When the buffer is
+        // full or the current RPC request's deserialization is finished"); only the last,
+        // partial flush follows the end of parsing.
+        oneshot_latency_ns: parse + link_one_way_ns + last_flush / link_bw,
     }
 }
 
