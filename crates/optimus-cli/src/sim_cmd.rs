@@ -119,6 +119,9 @@ pub struct ReproduceArgs {
     /// One JSON object per line: id, paper, model, unit, deviation, status.
     #[arg(long)]
     json: bool,
+    /// The calibration table of docs/simulator.md: a Markdown heading and one row per target.
+    #[arg(long, conflicts_with = "json")]
+    markdown: bool,
     /// Also draw the paper's figures into DIR, as PNG and SVG, with the paper's points
     /// overlaid [default: no figures].
     #[arg(long, value_name = "DIR")]
@@ -270,6 +273,9 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
         }
         return Ok(());
     }
+    if r.markdown {
+        return markdown(&mut out, r.paper, &rows);
+    }
     writeln!(
         out,
         "{:<58} {:>10} {:>10} {:>8}  {:<8} status",
@@ -302,6 +308,46 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
         bail!("sim: no target computed");
     }
     writeln!(out, "{met} of {computed} computed targets met")?;
+    Ok(())
+}
+
+/// Writes `rows` as the calibration table of docs/simulator.md.
+fn markdown(out: &mut impl Write, paper: Accel, rows: &[Row]) -> Result<()> {
+    let count = |f: &dyn Fn(Status) -> bool| rows.iter().filter(|x| f(x.status)).count();
+    let met = count(&|s| s == Status::Met);
+    let computed = count(&|s| matches!(s, Status::Met | Status::Missed));
+    let not_modelled = count(&|s| s == Status::NotModeled);
+    // Inputs and synthesis results are not timing targets the model answers for.
+    let timing = computed + not_modelled;
+    let name = match paper {
+        Accel::Op => "Optimus Prime",
+        Accel::Rpcacc => "RPCAcc",
+    };
+    writeln!(
+        out,
+        "### {name}: {met} of {computed} computed targets met \
+         ({timing} timing targets; {not_modelled} not modelled)\n"
+    )?;
+    writeln!(out, "| id | paper | model | deviation | status |")?;
+    writeln!(out, "|---|---|---|---|---|")?;
+    for row in rows {
+        let model = row.model.map_or("—".to_string(), |m| format!("{m:.3}"));
+        let dev = row
+            .deviation
+            .map_or(String::new(), |d| format!("{:+.0} %", d * 100.0));
+        let status = match row.status {
+            Status::Met => "Met",
+            Status::Missed => "Missed",
+            Status::Input => "Input",
+            Status::NotTiming => "NotTiming",
+            Status::NotModeled => "NotModeled",
+        };
+        writeln!(
+            out,
+            "| `{}` | {} {} | {model} | {dev} | {status} — {} |",
+            row.id, row.paper, row.unit, row.note
+        )?;
+    }
     Ok(())
 }
 
