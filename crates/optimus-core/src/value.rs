@@ -431,6 +431,99 @@ impl From<Message> for Value {
     }
 }
 
+/// A borrowed scalar with the address it was read from: what a converter op consumes. Lists
+/// and map keys hand these out without copying strings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Scalar<'a> {
+    /// `bool`.
+    Bool(bool),
+    /// Signed 32-bit kinds and enums.
+    I32(i32),
+    /// Signed 64-bit kinds.
+    I64(i64),
+    /// Unsigned 32-bit kinds.
+    U32(u32),
+    /// Unsigned 64-bit kinds.
+    U64(u64),
+    /// `float`.
+    F32(f32),
+    /// `double`.
+    F64(f64),
+    /// String or bytes payload.
+    Bytes(&'a [u8]),
+}
+
+impl Scalar<'_> {
+    /// Bytes of message memory the value spans.
+    pub(crate) fn width(&self) -> u32 {
+        match self {
+            Scalar::Bool(_) => 1,
+            Scalar::I32(_) | Scalar::U32(_) | Scalar::F32(_) => 4,
+            Scalar::I64(_) | Scalar::U64(_) | Scalar::F64(_) => 8,
+            Scalar::Bytes(b) => b.len() as u32,
+        }
+    }
+}
+
+fn addr<X>(x: &X) -> u64 {
+    x as *const X as u64
+}
+
+impl Value {
+    /// This value as a borrowed scalar and its address (`None` for messages, lists and maps).
+    pub(crate) fn scalar(&self) -> Option<(Scalar<'_>, u64)> {
+        Some(match self {
+            Value::Bool(v) => (Scalar::Bool(*v), addr(v)),
+            Value::I32(v) | Value::Enum(v) => (Scalar::I32(*v), addr(v)),
+            Value::I64(v) => (Scalar::I64(*v), addr(v)),
+            Value::U32(v) => (Scalar::U32(*v), addr(v)),
+            Value::U64(v) => (Scalar::U64(*v), addr(v)),
+            Value::F32(v) => (Scalar::F32(*v), addr(v)),
+            Value::F64(v) => (Scalar::F64(*v), addr(v)),
+            Value::String(s) => (Scalar::Bytes(s.as_bytes()), s.as_ptr() as u64),
+            Value::Bytes(b) => (Scalar::Bytes(b), b.as_ptr() as u64),
+            Value::Message(_) | Value::List(_) | Value::Map(_) => return None,
+        })
+    }
+}
+
+impl List {
+    /// Calls `f` with each element as a borrowed scalar and its address, in order (nothing
+    /// for message lists).
+    pub(crate) fn for_each_scalar(&self, mut f: impl FnMut(Scalar<'_>, u64)) {
+        match self {
+            List::Bool(v) => v.iter().for_each(|x| f(Scalar::Bool(*x), addr(x))),
+            List::I32(v) | List::Enum(v) => v.iter().for_each(|x| f(Scalar::I32(*x), addr(x))),
+            List::I64(v) => v.iter().for_each(|x| f(Scalar::I64(*x), addr(x))),
+            List::U32(v) => v.iter().for_each(|x| f(Scalar::U32(*x), addr(x))),
+            List::U64(v) => v.iter().for_each(|x| f(Scalar::U64(*x), addr(x))),
+            List::F32(v) => v.iter().for_each(|x| f(Scalar::F32(*x), addr(x))),
+            List::F64(v) => v.iter().for_each(|x| f(Scalar::F64(*x), addr(x))),
+            List::String(v) => v
+                .iter()
+                .for_each(|x| f(Scalar::Bytes(x.as_bytes()), x.as_ptr() as u64)),
+            List::Bytes(v) => v
+                .iter()
+                .for_each(|x| f(Scalar::Bytes(x), x.as_ptr() as u64)),
+            List::Message(_) => {}
+        }
+    }
+}
+
+impl MapKey {
+    /// The key as a borrowed scalar and its address.
+    pub(crate) fn scalar(&self) -> (Scalar<'_>, u64) {
+        match self {
+            MapKey::Bool(v) => (Scalar::Bool(*v), addr(v)),
+            MapKey::I32(v) => (Scalar::I32(*v), addr(v)),
+            MapKey::I64(v) => (Scalar::I64(*v), addr(v)),
+            MapKey::U32(v) => (Scalar::U32(*v), addr(v)),
+            MapKey::U64(v) => (Scalar::U64(*v), addr(v)),
+            MapKey::String(s) => (Scalar::Bytes(s.as_bytes()), s.as_ptr() as u64),
+        }
+    }
+}
+
 impl MapKey {
     /// The key as a [`Value`].
     pub fn to_value(&self) -> Value {

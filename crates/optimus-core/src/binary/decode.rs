@@ -301,8 +301,9 @@ impl<T: Tracer> Decoder<'_, T> {
             let n = (*pos - at) as u32;
             self.t.field_read(Region::Buffer, at as u64, n);
             self.t.convert(kind as u16, n);
-            let (addr, bytes) = crate::binary::value_extent(&value);
-            self.t.field_write(Region::Message, addr, bytes);
+            if let Some((x, addr)) = value.scalar() {
+                self.t.field_write(Region::Message, addr, x.width());
+            }
         }
         Ok(value)
     }

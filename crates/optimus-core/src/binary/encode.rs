@@ -10,7 +10,7 @@ use optimus_schema::{Cardinality, Field, Kind, SchemaSet, WireType};
 use optimus_trace::{Direction, Format, Region, Tracer};
 
 use super::varint::{varint_len, write_varint, zigzag32, zigzag64};
-use crate::value::{List, Value};
+use crate::value::{List, Scalar, Value};
 use crate::Message;
 
 /// Lengths of sub-messages in the order the write pass meets them.
@@ -83,7 +83,7 @@ fn field_size(schema: &SchemaSet, field: &Field, value: &Value, lens: &mut Vec<u
                 let slot = lens.len();
                 lens.push(0);
                 let entry = tag_len(1)
-                    + scalar_size(kf.kind, &key.to_value())
+                    + scalar_size(kf.kind, key.scalar().0)
                     + tag_len(2)
                     + element_size(schema, vf, v, lens);
                 lens[slot] = entry as u32;
@@ -103,9 +103,11 @@ fn field_size(schema: &SchemaSet, field: &Field, value: &Value, lens: &mut Vec<u
             .iter()
             .map(|m| tag + message_element_size(schema, field, m, lens))
             .sum(),
-        (_, Value::List(list)) => (0..list.len())
-            .map(|i| tag + scalar_size(field.kind, &list.get(i).expect("index in range")))
-            .sum(),
+        (_, Value::List(list)) => {
+            let mut size = 0;
+            list.for_each_scalar(|x, _| size += tag + scalar_size(field.kind, x));
+            size
+        }
         (_, v) => tag + element_size(schema, field, v, lens),
     }
 }
@@ -114,7 +116,7 @@ fn field_size(schema: &SchemaSet, field: &Field, value: &Value, lens: &mut Vec<u
 fn element_size(schema: &SchemaSet, field: &Field, value: &Value, lens: &mut Vec<u32>) -> usize {
     match value {
         Value::Message(m) => message_element_size(schema, field, m, lens),
-        v => scalar_size(field.kind, v),
+        v => v.scalar().map_or(0, |(x, _)| scalar_size(field.kind, x)),
     }
 }
 
@@ -134,20 +136,19 @@ fn message_element_size(
     varint_len(len as u64) + len
 }
 
-fn scalar_size(kind: Kind, value: &Value) -> usize {
+fn scalar_size(kind: Kind, value: Scalar<'_>) -> usize {
     match (kind, value) {
-        (Kind::Sint32, Value::I32(v)) => varint_len(u64::from(zigzag32(*v))),
-        (Kind::Sint64, Value::I64(v)) => varint_len(zigzag64(*v)),
+        (Kind::Sint32, Scalar::I32(v)) => varint_len(u64::from(zigzag32(v))),
+        (Kind::Sint64, Scalar::I64(v)) => varint_len(zigzag64(v)),
         (Kind::Sfixed32 | Kind::Fixed32 | Kind::Float, _) => 4,
         (Kind::Sfixed64 | Kind::Fixed64 | Kind::Double, _) => 8,
-        (_, Value::I32(v) | Value::Enum(v)) => varint_len(*v as i64 as u64),
-        (_, Value::I64(v)) => varint_len(*v as u64),
-        (_, Value::U32(v)) => varint_len(u64::from(*v)),
-        (_, Value::U64(v)) => varint_len(*v),
-        (_, Value::Bool(_)) => 1,
-        (_, Value::String(s)) => varint_len(s.len() as u64) + s.len(),
-        (_, Value::Bytes(b)) => varint_len(b.len() as u64) + b.len(),
-        _ => 0,
+        (_, Scalar::I32(v)) => varint_len(v as i64 as u64),
+        (_, Scalar::I64(v)) => varint_len(v as u64),
+        (_, Scalar::U32(v)) => varint_len(u64::from(v)),
+        (_, Scalar::U64(v)) => varint_len(v),
+        (_, Scalar::Bool(_)) => 1,
+        (_, Scalar::Bytes(b)) => varint_len(b.len() as u64) + b.len(),
+        (_, Scalar::F32(_) | Scalar::F64(_)) => 0,
     }
 }
 
@@ -170,9 +171,11 @@ fn packed_size_for(kind: Kind, list: &List) -> usize {
     match kind {
         Kind::Fixed32 | Kind::Sfixed32 | Kind::Float => list.len() * 4,
         Kind::Fixed64 | Kind::Sfixed64 | Kind::Double => list.len() * 8,
-        Kind::Sint32 | Kind::Sint64 => (0..list.len())
-            .map(|i| scalar_size(kind, &list.get(i).expect("index in range")))
-            .sum(),
+        Kind::Sint32 | Kind::Sint64 => {
+            let mut size = 0;
+            list.for_each_scalar(|x, _| size += scalar_size(kind, x));
+            size
+        }
         _ => packed_body_size(list),
     }
 }
@@ -225,7 +228,8 @@ impl<T: Tracer> Writer<'_, T> {
                     let len = self.sizes.take();
                     write_varint(self.out, len as u64);
                     self.tag(1, kf.kind.wire_type());
-                    self.scalar(kf.kind, &key.to_value());
+                    let (x, at) = key.scalar();
+                    self.scalar(kf.kind, x, at);
                     self.element(vf, v);
                 }
             }
@@ -236,21 +240,17 @@ impl<T: Tracer> Writer<'_, T> {
                 }
                 self.tag(field.number, WireType::LengthDelimited);
                 write_varint(self.out, body as u64);
-                for i in 0..list.len() {
-                    self.scalar(field.kind, &list.get(i).expect("index in range"));
-                }
+                list.for_each_scalar(|x, at| self.scalar(field.kind, x, at));
             }
             (_, Value::List(List::Message(items))) => {
                 for m in items {
                     self.message_element(field, m);
                 }
             }
-            (_, Value::List(list)) => {
-                for i in 0..list.len() {
-                    self.tag(field.number, field.kind.wire_type());
-                    self.scalar(field.kind, &list.get(i).expect("index in range"));
-                }
-            }
+            (_, Value::List(list)) => list.for_each_scalar(|x, at| {
+                self.tag(field.number, field.kind.wire_type());
+                self.scalar(field.kind, x, at);
+            }),
             (_, v) => self.element(field, v),
         }
     }
@@ -260,8 +260,10 @@ impl<T: Tracer> Writer<'_, T> {
         match value {
             Value::Message(m) => self.message_element(field, m),
             v => {
-                self.tag(field.number, field.kind.wire_type());
-                self.scalar(field.kind, v);
+                if let Some((x, at)) = v.scalar() {
+                    self.tag(field.number, field.kind.wire_type());
+                    self.scalar(field.kind, x, at);
+                }
             }
         }
     }
@@ -281,12 +283,12 @@ impl<T: Tracer> Writer<'_, T> {
         self.t.leave();
     }
 
-    fn scalar(&mut self, kind: Kind, value: &Value) {
+    fn scalar(&mut self, kind: Kind, value: Scalar<'_>, addr: u64) {
         let at = self.out.len();
         write_scalar(kind, value, self.out);
         if T::ENABLED {
             let written = (self.out.len() - at) as u32;
-            let (addr, read) = value_extent(value);
+            let read = value.width();
             self.t.field_read(Region::Message, addr, read);
             self.t.convert(kind as u16, read);
             self.t.field_write(Region::Buffer, at as u64, written);
@@ -299,37 +301,22 @@ fn addr_of<X>(x: &X) -> u64 {
     x as *const X as u64
 }
 
-/// Where a value's data lives and how many bytes it spans.
-pub(crate) fn value_extent(value: &Value) -> (u64, u32) {
-    match value {
-        Value::String(s) => (s.as_ptr() as u64, s.len() as u32),
-        Value::Bytes(b) => (b.as_ptr() as u64, b.len() as u32),
-        Value::Bool(_) => (addr_of(value), 1),
-        Value::I32(_) | Value::U32(_) | Value::F32(_) | Value::Enum(_) => (addr_of(value), 4),
-        _ => (addr_of(value), 8),
-    }
-}
-
-fn write_scalar(kind: Kind, value: &Value, out: &mut Vec<u8>) {
+fn write_scalar(kind: Kind, value: Scalar<'_>, out: &mut Vec<u8>) {
     match (kind, value) {
-        (Kind::Sint32, Value::I32(v)) => write_varint(out, u64::from(zigzag32(*v))),
-        (Kind::Sint64, Value::I64(v)) => write_varint(out, zigzag64(*v)),
-        (Kind::Sfixed32, Value::I32(v)) => out.extend_from_slice(&v.to_le_bytes()),
-        (Kind::Fixed32, Value::U32(v)) => out.extend_from_slice(&v.to_le_bytes()),
-        (Kind::Float, Value::F32(v)) => out.extend_from_slice(&v.to_le_bytes()),
-        (Kind::Sfixed64, Value::I64(v)) => out.extend_from_slice(&v.to_le_bytes()),
-        (Kind::Fixed64, Value::U64(v)) => out.extend_from_slice(&v.to_le_bytes()),
-        (Kind::Double, Value::F64(v)) => out.extend_from_slice(&v.to_le_bytes()),
-        (_, Value::I32(v) | Value::Enum(v)) => write_varint(out, *v as i64 as u64),
-        (_, Value::I64(v)) => write_varint(out, *v as u64),
-        (_, Value::U32(v)) => write_varint(out, u64::from(*v)),
-        (_, Value::U64(v)) => write_varint(out, *v),
-        (_, Value::Bool(v)) => out.push(u8::from(*v)),
-        (_, Value::String(s)) => {
-            write_varint(out, s.len() as u64);
-            out.extend_from_slice(s.as_bytes());
-        }
-        (_, Value::Bytes(b)) => {
+        (Kind::Sint32, Scalar::I32(v)) => write_varint(out, u64::from(zigzag32(v))),
+        (Kind::Sint64, Scalar::I64(v)) => write_varint(out, zigzag64(v)),
+        (Kind::Sfixed32, Scalar::I32(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Kind::Fixed32, Scalar::U32(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Kind::Float, Scalar::F32(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Kind::Sfixed64, Scalar::I64(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Kind::Fixed64, Scalar::U64(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Kind::Double, Scalar::F64(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (_, Scalar::I32(v)) => write_varint(out, v as i64 as u64),
+        (_, Scalar::I64(v)) => write_varint(out, v as u64),
+        (_, Scalar::U32(v)) => write_varint(out, u64::from(v)),
+        (_, Scalar::U64(v)) => write_varint(out, v),
+        (_, Scalar::Bool(v)) => out.push(u8::from(v)),
+        (_, Scalar::Bytes(b)) => {
             write_varint(out, b.len() as u64);
             out.extend_from_slice(b);
         }

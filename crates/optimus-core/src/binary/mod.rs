@@ -3,7 +3,6 @@
 
 mod decode;
 mod encode;
-pub(crate) use encode::value_extent;
 pub(crate) mod varint;
 
 use optimus_schema::{MessageId, SchemaSet};
