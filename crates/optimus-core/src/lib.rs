@@ -6,7 +6,7 @@
 //! (deterministic output, byte-identical to Google protobuf's), [`json`] the proto3 JSON
 //! mapping with every well-known type. Decoders return an [`Error`] that names the field path
 //! and byte offset; they never panic on input, never loop, and bound nesting and allocation.
-#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
 pub mod binary;
