@@ -655,14 +655,12 @@ pub fn reproduce_rpcacc_with(
             "rpcacc.fig12.line_rate.gbps" => Eval::Input("NIC line rate"),
             "rpcacc.sec3b.tlb_sram_share.pct" => Eval::NotTiming,
             _ if id.starts_with("rpcacc.table4.") => Eval::NotTiming,
-            _ if id.starts_with("rpcacc.fig8") => Eval::NotModeled("BlueField-3 SoC baselines are not modelled"),
-            _ if id.starts_with("rpcacc.fig6") => Eval::NotModeled("host CPU cycle split of DSA/encoding offload needs the benches' field mix"),
+            _ if id.starts_with("rpcacc.fig8") => Eval::NotModeled("BlueField-3: its Arm cores' protobuf speed and DMA transaction rate are not published"),
             _ if id.starts_with("rpcacc.fig12") || id.starts_with("rpcacc.sec1.img") || id == "rpcacc.abstract.e2e_throughput_gain.x" || id.starts_with("rpcacc.sec4h") => {
-                Eval::NotModeled("image-compression service (authorization, compression/encryption kernels) not modelled")
+                Eval::NotModeled("image-compression service: kernel throughputs, authorization cost, message and image sizes are not published")
             }
-            _ if id.starts_with("rpcacc.fig13") => Eval::NotModeled("DeathStarBench services not modelled"),
-            "rpcacc.c3.placement_worst_vs_best.x" => Eval::NotModeled("network-function gateway not modelled"),
-            _ if id.starts_with("rpcacc.sec3b") => Eval::NotModeled("chunk allocator time/fragmentation not modelled"),
+            _ if id.starts_with("rpcacc.fig13") => Eval::NotModeled("DeathStarBench services: messages and service times are not published"),
+            "rpcacc.c3.placement_worst_vs_best.x" => Eval::NotModeled("cloud-gateway NF: kernel costs, packet sizes and placements are not published"),
             _ => Eval::NotModeled("no experiment mapped"),
         }
     };
