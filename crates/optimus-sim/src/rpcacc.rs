@@ -649,4 +649,61 @@ mod tests {
         .validate()
         .is_err());
     }
+
+    /// A message whose deserialization writes `objects` (bytes each) to host memory, apart.
+    fn deser_writes(objects: &[u32]) -> RpcMessage {
+        let trace = MessageTrace {
+            events: Vec::new(),
+            wire_bytes: 0,
+            direction: Direction::Decode,
+        };
+        let mut m = prepare("t", 0, trace.clone(), trace, 0.0);
+        let mut at = 0u64;
+        for &b in objects {
+            m.deser.items.push(crate::program::Item {
+                writes: vec![(Region::Message, at, b)],
+                ..Default::default()
+            });
+            at += u64::from(b) + 4096;
+        }
+        m
+    }
+
+    #[test]
+    fn chunks_hold_whole_objects() {
+        let cfg = RpcAccConfig::default();
+        // 3000 B fit the pre-allocated chunk; 2000 B do not fit its last 1096 B.
+        let c = chunk_use(&cfg, &deser_writes(&[3000, 2000]), 250.0);
+        assert_eq!((c.chunks, c.used_bytes, c.allocated_bytes), (2, 5000, 8192));
+        assert!((c.alloc_ns - 8.0).abs() < 1e-9); // two pops at 4 ns
+                                                  // An object larger than a chunk takes fresh chunks of its own.
+        let c = chunk_use(&cfg, &deser_writes(&[8, 9000]), 250.0);
+        assert_eq!((c.chunks, c.used_bytes), (4, 9008));
+    }
+
+    #[test]
+    fn offloads_cut_host_time_in_order() {
+        let cfg = RpcAccConfig::default();
+        for m in suite(&cfg, &mut Engine).unwrap().iter().step_by(7) {
+            let h = host_cycles(&cfg, m);
+            assert!(h.memcpy_offload <= h.software, "{h:?}");
+            assert!(h.memcpy_encoding_offload < h.memcpy_offload, "{h:?}");
+        }
+    }
+
+    #[test]
+    fn oneshot_latency_waits_only_for_the_last_flush() {
+        let cfg = RpcAccConfig::default();
+        let small = deser_times(&cfg, &deser_writes(&[1000]), 400.0, 19.2, 2000.0);
+        let large = deser_times(
+            &cfg,
+            &deser_writes(&[4096, 4096, 1000]),
+            400.0,
+            19.2,
+            2000.0,
+        );
+        // Both end with a 1000 B flush after parsing: the full buffers left while parsing.
+        let tail = |d: &DeserTimes| d.oneshot_latency_ns - d.fbf_latency_ns;
+        assert!((tail(&small) - tail(&large)).abs() < 1e-9);
+    }
 }
