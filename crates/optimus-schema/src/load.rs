@@ -115,8 +115,33 @@ impl SchemaSet {
     /// # Errors
     /// [`SchemaError::Invalid`] when the descriptors are inconsistent.
     pub fn from_descriptor_set(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError> {
-        crate::compile::compile(set)
+        crate::compile::compile(&with_well_known_types(set)?)
     }
+}
+
+/// The well-known types every schema carries, imported or not, so they can be named with
+/// `--type` and resolved inside `Any` (as Google's runtimes always know them).
+const WELL_KNOWN_FILES: &[&str] = &[
+    "google/protobuf/any.proto",
+    "google/protobuf/duration.proto",
+    "google/protobuf/empty.proto",
+    "google/protobuf/field_mask.proto",
+    "google/protobuf/struct.proto",
+    "google/protobuf/timestamp.proto",
+    "google/protobuf/wrappers.proto",
+];
+
+/// `set` plus the well-known files it does not already hold.
+fn with_well_known_types(set: &FileDescriptorSet) -> Result<FileDescriptorSet, SchemaError> {
+    let mut set = set.clone();
+    let resolver = GoogleFileResolver::new();
+    for name in WELL_KNOWN_FILES {
+        if !set.file.iter().any(|f| f.name() == *name) {
+            let file = resolver.open_file(name).map_err(compile_error)?;
+            set.file.push(file.file_descriptor_proto().clone());
+        }
+    }
+    Ok(set)
 }
 
 fn compile_error(e: protox::Error) -> SchemaError {
@@ -224,6 +249,14 @@ mod tests {
         );
         assert_eq!(m.field_by_number(100000).unwrap().name, "big");
         assert_eq!(s.services()[0].methods[0].name, "Call");
+    }
+
+    #[test]
+    fn well_known_types_are_always_known() {
+        let s = SchemaSet::from_source("syntax = \"proto3\"; message M {}").unwrap();
+        for name in ["google.protobuf.Duration", "google.protobuf.Struct", "google.protobuf.Any"] {
+            assert!(s.message_by_name(name).is_some(), "{name}");
+        }
     }
 
     #[test]
