@@ -397,6 +397,8 @@ struct Core {
     last_control_seq: u64,
     polls: u64,
     now: Instant,
+    /// The poll in which `now` was last read.
+    now_poll: u64,
     next_timer: Instant,
     next_liveness: Instant,
     txq: TxQueue,
@@ -504,6 +506,7 @@ impl<T: Transport> Nic<T> {
             last_control_seq: u64::MAX,
             polls: 0,
             now,
+            now_poll: 0,
             next_timer: now,
             next_liveness: now,
             txq: TxQueue::new(TXQ_FRAMES),
@@ -563,7 +566,6 @@ impl<T: Transport> Nic<T> {
         let rx_units = RX_BATCH.min(T::RX_BURST);
         let rx_frames = rx_units * T::FRAMES_PER_UNIT;
         if c.networked && c.can_take_requests(rx_frames) && c.txq.room() >= rx_frames {
-            c.now = Instant::now();
             let t = &mut self.t;
             // A transport-wide receive error is retried on the next poll.
             if let Ok(n) = t.recv_burst(rx_units, |peer, bytes| c.on_wire(peer, bytes)) {
@@ -859,7 +861,7 @@ impl Core {
             };
             let peer = c.peer;
             let ck = self.checksum;
-            self.txq.push_with(peer, |b| wire_frame(b, &h, &[], ck));
+            self.txq.push_with(peer, |b| append_frame(b, &h, &[], ck));
         }
     }
 
@@ -887,7 +889,7 @@ impl Core {
                 ..FrameHeader::new(FrameKind::Close)
             };
             let ck = self.checksum;
-            self.txq.push_with(peer, |b| wire_frame(b, &h, &[], ck));
+            self.txq.push_with(peer, |b| append_frame(b, &h, &[], ck));
         }
     }
 
@@ -1091,7 +1093,7 @@ impl Core {
             ..FrameHeader::new(FrameKind::ConnectAck)
         };
         let ck = self.checksum;
-        self.txq.push_with(peer, |b| wire_frame(b, &ack, &[], ck));
+        self.txq.push_with(peer, |b| append_frame(b, &ack, &[], ck));
     }
 
     fn server_close(&mut self, peer: PeerId, h: &FrameHeader) {
@@ -1134,7 +1136,7 @@ impl Core {
                 ..FrameHeader::new(FrameKind::Response)
             };
             let ck = self.checksum;
-            self.txq.push_with(peer, |b| wire_frame(b, &r, &[], ck));
+            self.txq.push_with(peer, |b| append_frame(b, &r, &[], ck));
             return;
         };
         let seq = h.request_id;
@@ -1327,7 +1329,10 @@ impl Core {
                     if self.reliable {
                         // Nothing will ask again: send without keeping a copy.
                         slot.response.clear();
-                        if !self.txq.push_with(peer, |b| wire_frame(b, &h, payload, ck)) {
+                        if !self
+                            .txq
+                            .push_with(peer, |b| append_frame(b, &h, payload, ck))
+                        {
                             self.stats.backpressure += 1;
                         }
                     } else {
@@ -1548,12 +1553,12 @@ impl Core {
         if self.cconns[ci].window[(seq & WINDOW_MASK) as usize].seq != 0 {
             return false; // window full
         }
-        let now = if self.polls & 15 == 0 || self.cconns[ci].outstanding == 0 {
+        // One clock read per poll that sends requests (the RX path needs none).
+        if self.now_poll != self.polls {
+            self.now_poll = self.polls;
             self.now = Instant::now();
-            self.now
-        } else {
-            self.now
-        };
+        }
+        let now = self.now;
         let wire = FrameHeader {
             conn_id: self.cconns[ci].remote_id,
             request_id: seq,
@@ -1589,7 +1594,7 @@ impl Core {
         c.outstanding += 1;
         if reliable {
             self.txq
-                .push_with(peer, |b| wire_frame(b, &wire, payload, ck));
+                .push_with(peer, |b| append_frame(b, &wire, payload, ck));
         } else {
             let f = &self.cconns[ci].window[(seq & WINDOW_MASK) as usize].frame;
             self.txq.push(peer, f);
@@ -1702,6 +1707,13 @@ fn completion_header(conn: u32, host_id: u64, method: u16, status: Status) -> Fr
 /// Writes header + payload into `b` (cleared first), sealed with a checksum if `checksum`.
 fn wire_frame(b: &mut Vec<u8>, h: &FrameHeader, payload: &[u8], checksum: bool) {
     b.clear();
+    append_frame(b, h, payload, checksum);
+}
+
+/// Appends header + payload to `b`, sealed with a checksum if `checksum`.
+#[inline]
+fn append_frame(b: &mut Vec<u8>, h: &FrameHeader, payload: &[u8], checksum: bool) {
+    let start = b.len();
     let h = FrameHeader {
         payload_len: payload.len() as u32,
         flags: h.flags & !FLAG_CHECKSUM,
@@ -1711,7 +1723,7 @@ fn wire_frame(b: &mut Vec<u8>, h: &FrameHeader, payload: &[u8], checksum: bool) 
     b.extend_from_slice(&h.encode());
     b.extend_from_slice(payload);
     if checksum {
-        frame::seal(b);
+        frame::seal(&mut b[start..]);
     }
 }
 

@@ -9,7 +9,7 @@
 //!
 //! - [`loopback`]: in-process, for tests on any machine (eRPC's fake transport).
 //! - [`lossy`]: wraps any transport and drops, duplicates, delays and reorders frames.
-//! - [`udp`]: one datagram per frame, batched with `sendmmsg`/`recvmmsg`.
+//! - [`udp`]: frames for one peer packed into datagrams, batched with `sendmmsg`/`recvmmsg`.
 //! - [`tcp`]: a byte stream per peer, frames delimited by their headers, one `write` per burst.
 
 pub mod loopback;
@@ -70,20 +70,29 @@ pub trait Transport: Send + 'static {
     fn local_addr(&self) -> String;
 }
 
-/// Outgoing frames with their peers, in order, recycling buffers so the datapath does not
+/// Outgoing frames with their peers, in order, written back to back into one byte buffer.
+///
+/// Frames queued one after another for the same peer are contiguous, so a stream transport
+/// hands a whole run to one `write` without gathering or copying it again, and a datagram
+/// transport points its iovecs into the buffer. The buffer is reused (cleared when the queue
+/// empties, compacted when a long-lived tail holds on to it), so the datapath does not
 /// allocate once warm.
 pub struct TxQueue {
-    q: VecDeque<(PeerId, Vec<u8>)>,
-    pool: Vec<Vec<u8>>,
+    bytes: Vec<u8>,
+    /// Per frame: peer, start in `bytes`, length.
+    q: VecDeque<(PeerId, usize, usize)>,
     cap: usize,
 }
+
+/// Consumed bytes at the front of the buffer before it is compacted.
+const TXQ_COMPACT_BYTES: usize = 1 << 16;
 
 impl TxQueue {
     /// A queue that holds at most `cap` frames.
     pub fn new(cap: usize) -> Self {
         Self {
+            bytes: Vec::new(),
             q: VecDeque::with_capacity(cap),
-            pool: Vec::with_capacity(cap),
             cap,
         }
     }
@@ -103,16 +112,17 @@ impl TxQueue {
         self.cap - self.q.len()
     }
 
-    /// Queues a frame built by `fill` into a recycled buffer; `false` when the queue is full.
+    /// Queues a frame that `fill` appends to the buffer it is given (it must only append);
+    /// `false` when the queue is full.
     #[inline]
     pub fn push_with(&mut self, peer: PeerId, fill: impl FnOnce(&mut Vec<u8>)) -> bool {
         if self.q.len() >= self.cap {
             return false;
         }
-        let mut b = self.pool.pop().unwrap_or_default();
-        b.clear();
-        fill(&mut b);
-        self.q.push_back((peer, b));
+        let start = self.bytes.len();
+        fill(&mut self.bytes);
+        debug_assert!(self.bytes.len() >= start, "fill only appends");
+        self.q.push_back((peer, start, self.bytes.len() - start));
         true
     }
 
@@ -124,28 +134,58 @@ impl TxQueue {
     /// The `i`-th queued frame.
     #[inline]
     pub fn get(&self, i: usize) -> Option<(PeerId, &[u8])> {
-        self.q.get(i).map(|(p, b)| (*p, b.as_slice()))
+        self.q
+            .get(i)
+            .map(|&(p, start, len)| (p, &self.bytes[start..start + len]))
     }
 
-    /// Removes the first `n` frames, keeping their buffers for reuse.
-    pub fn consume(&mut self, n: usize) {
-        for _ in 0..n.min(self.q.len()) {
-            if let Some((_, b)) = self.q.pop_front() {
-                self.recycle(b);
+    /// The frames at the front that go to one peer, at most `max` of them: the peer, their
+    /// bytes (contiguous) and how many frames they are.
+    #[inline]
+    pub fn front_run(&self, max: usize) -> Option<(PeerId, &[u8], usize)> {
+        let &(peer, start, len) = self.q.front()?;
+        let mut end = start + len;
+        let mut n = 1;
+        while n < max {
+            match self.q.get(n) {
+                Some(&(p, s, l)) if p == peer && s == end => {
+                    end += l;
+                    n += 1;
+                }
+                _ => break,
             }
         }
+        Some((peer, &self.bytes[start..end], n))
     }
 
-    /// Takes the first frame out (the transport owns the buffer; give it back with `recycle`).
-    pub fn pop_front(&mut self) -> Option<(PeerId, Vec<u8>)> {
-        self.q.pop_front()
-    }
-
-    /// Returns a buffer for reuse.
-    pub fn recycle(&mut self, b: Vec<u8>) {
-        if self.pool.len() < self.cap {
-            self.pool.push(b);
+    /// Removes the first `n` frames.
+    pub fn consume(&mut self, n: usize) {
+        let n = n.min(self.q.len());
+        self.q.drain(..n);
+        match self.q.front() {
+            None => self.bytes.clear(),
+            Some(&(_, start, _)) if start >= TXQ_COMPACT_BYTES && start * 2 >= self.bytes.len() => {
+                self.bytes.drain(..start);
+                for e in self.q.iter_mut() {
+                    e.1 -= start;
+                }
+            }
+            Some(_) => {}
         }
+    }
+
+    /// Takes the first frame out as an owned buffer (for transports that keep frames, like
+    /// the in-process loopback).
+    pub fn pop_front(&mut self) -> Option<(PeerId, Vec<u8>)> {
+        let (peer, f) = self.get(0).map(|(p, f)| (p, f.to_vec()))?;
+        self.consume(1);
+        Some((peer, f))
+    }
+
+    /// Gives back a buffer taken with `pop_front` (kept for symmetry; the queue does not pool
+    /// them).
+    pub fn recycle(&mut self, b: Vec<u8>) {
+        drop(b);
     }
 }
 
@@ -177,5 +217,39 @@ impl Transport for NoTransport {
 
     fn local_addr(&self) -> String {
         "shm".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_keeps_order_runs_and_compacts() {
+        let mut q = TxQueue::new(8);
+        assert!(q.push(1, b"aa"));
+        assert!(q.push(1, b"bbb"));
+        assert!(q.push(2, b"c"));
+        assert!(q.push(1, b"d"));
+        assert_eq!(q.front_run(8), Some((1, &b"aabbb"[..], 2)));
+        assert_eq!(q.front_run(1), Some((1, &b"aa"[..], 1)));
+        q.consume(2);
+        assert_eq!(q.front_run(8), Some((2, &b"c"[..], 1)));
+        assert_eq!(q.pop_front(), Some((2, b"c".to_vec())));
+        assert_eq!(q.get(0), Some((1, &b"d"[..])));
+        q.consume(5);
+        assert!(q.is_empty() && q.front_run(4).is_none());
+        // A queue that never empties still reuses its buffer.
+        let big = vec![7u8; 1000];
+        for i in 0..10_000 {
+            assert!(q.push(i % 3, &big));
+            if q.len() > 4 {
+                q.consume(1);
+            }
+        }
+        assert!(q.bytes.len() <= 2 * TXQ_COMPACT_BYTES + 8 * big.len());
+        assert_eq!(q.get(3).map(|(_, f)| f.len()), Some(1000));
+        let full = TxQueue::new(0);
+        assert_eq!(full.room(), 0);
     }
 }

@@ -1,6 +1,8 @@
 //! TCP transport: one non-blocking stream per peer (`TCP_NODELAY`), frames delimited by their
-//! headers. Outgoing frames of a burst are appended to the peer's write buffer and leave in one
-//! `write`; each poll does one `read` per stream and hands every complete frame to the NIC.
+//! headers. Outgoing frames of a burst leave in one `write` per peer: straight from the NIC's
+//! queue when they all go to one stream with nothing pending (the common case, no copy), else
+//! through the peer's write buffer. Each poll does one `read` per stream and hands every
+//! complete frame in it to the NIC.
 //!
 //! A stream whose bytes stop looking like frames (bad magic or version, a length over the MTU)
 //! cannot be resynchronized, so it is closed and reported, and the NIC fails its calls.
@@ -17,6 +19,13 @@ pub const TCP_MTU: usize = 256 * 1024;
 const READ_BUF: usize = 2 * TCP_MTU;
 /// Write buffer per stream before the NIC is pushed back.
 const WRITE_LIMIT: usize = 4 * TCP_MTU;
+/// Most frames one `send_burst` moves into write buffers.
+const TCP_TX_FRAMES: usize = 1024;
+/// Most streams read per `recv_burst`.
+const TCP_RX_READS: usize = 4;
+/// Most frames delivered per stream read: a read takes whatever the socket holds, and the
+/// frames in it are handed on in the same poll, as a bare echo server would answer them.
+const TCP_FRAMES_PER_READ: usize = 256;
 
 struct Stream {
     s: TcpStream,
@@ -41,6 +50,27 @@ impl Stream {
             wpos: 0,
             dead: false,
         })
+    }
+
+    /// Writes from `b` until the socket would block; returns the bytes written.
+    fn write_some(&mut self, b: &[u8]) -> usize {
+        let mut pos = 0;
+        while pos < b.len() {
+            match self.s.write(&b[pos..]) {
+                Ok(0) => {
+                    self.dead = true;
+                    break;
+                }
+                Ok(k) => pos += k,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.dead = true;
+                    break;
+                }
+            }
+        }
+        pos
     }
 
     fn flush(&mut self) {
@@ -127,27 +157,44 @@ impl Tcp {
 impl Transport for Tcp {
     const NAME: &'static str = "tcp";
     const MTU: usize = TCP_MTU;
-    const TX_BURST: usize = 64;
-    const RX_BURST: usize = 64;
+    // A burst is whatever the queue holds: all of it leaves in one `write` per peer.
+    const TX_BURST: usize = TCP_TX_FRAMES;
+    // A unit is one `read` of one stream; it may carry many frames.
+    const RX_BURST: usize = TCP_RX_READS;
+    const FRAMES_PER_UNIT: usize = TCP_FRAMES_PER_READ;
     const RELIABLE: bool = true;
     const CHECKSUM: bool = false;
 
     fn send_burst(&mut self, q: &mut TxQueue) -> io::Result<usize> {
         let mut n = 0;
         while n < Self::TX_BURST {
-            let Some((peer, frame)) = q.get(0) else { break };
-            // A frame for a peer that is gone is lost with it.
+            let Some((peer, bytes, frames)) = q.front_run(Self::TX_BURST - n) else {
+                break;
+            };
+            // Frames for a peer that is gone are lost with it.
             if let Some(s) = self.streams.get_mut(peer as usize).and_then(|s| s.as_mut()) {
                 if s.wbuf.len() - s.wpos >= WRITE_LIMIT {
                     break; // backpressure: the peer is not reading
                 }
-                if !self.dirty.contains(&peer) {
-                    self.dirty.push(peer);
+                if frames == q.len() && s.wpos == s.wbuf.len() && !self.dirty.contains(&peer) {
+                    // The whole queue goes to one idle stream: write it from the queue and
+                    // keep only what the socket did not take.
+                    let sent = s.write_some(bytes);
+                    if sent < bytes.len() && !s.dead {
+                        s.wbuf.extend_from_slice(&bytes[sent..]);
+                    }
+                    if s.dead || sent < bytes.len() {
+                        self.dirty.push(peer);
+                    }
+                } else {
+                    if !self.dirty.contains(&peer) {
+                        self.dirty.push(peer);
+                    }
+                    s.wbuf.extend_from_slice(bytes);
                 }
-                s.wbuf.extend_from_slice(frame);
             }
-            q.consume(1);
-            n += 1;
+            q.consume(frames);
+            n += frames;
         }
         let mut dead = Vec::new();
         for p in self.dirty.drain(..) {
@@ -172,7 +219,9 @@ impl Transport for Tcp {
         Ok(n)
     }
 
-    fn recv_burst<F: FnMut(PeerId, &[u8])>(&mut self, max: usize, mut f: F) -> io::Result<usize> {
+    fn recv_burst<F: FnMut(PeerId, &[u8])>(&mut self, reads: usize, mut f: F) -> io::Result<usize> {
+        let max = reads.saturating_mul(Self::FRAMES_PER_UNIT);
+        let mut streams_read = 0;
         let mut delivered = 0;
         let mut dead = Vec::new();
         let n = self.streams.len();
@@ -183,9 +232,10 @@ impl Transport for Tcp {
             let Some(s) = self.streams[i].as_mut() else {
                 continue;
             };
-            if delivered >= max {
+            if delivered >= max || streams_read >= reads {
                 break;
             }
+            streams_read += 1;
             if s.rstart > 0 && s.rend + TCP_MTU > s.rbuf.len() {
                 s.rbuf.copy_within(s.rstart..s.rend, 0);
                 s.rend -= s.rstart;
