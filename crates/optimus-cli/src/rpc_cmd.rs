@@ -295,7 +295,7 @@ fn call_json(a: &CallArgs) -> Result<String> {
             c.call(LOCAL_CONN, id, &body, &mut out)?;
         }
         TransportKind::Udp => remote_call(
-            Udp::bind("127.0.0.1:0")?,
+            Udp::client("127.0.0.1:0")?,
             &addr,
             id,
             &body,
@@ -536,7 +536,7 @@ fn bench_optimus(a: &RpcBenchArgs) -> Result<BenchRow> {
         }
         TransportKind::Udp if a.nic_per_side => {
             nic_per_side(a, &clock, opts, Udp::bind("127.0.0.1:0")?, || {
-                Udp::bind("127.0.0.1:0")
+                Udp::client("127.0.0.1:0")
             })?
         }
         TransportKind::Tcp if a.nic_per_side => {
@@ -549,7 +549,7 @@ fn bench_optimus(a: &RpcBenchArgs) -> Result<BenchRow> {
             &clock,
             opts,
             Udp::bind("127.0.0.1:0")?,
-            Udp::bind("127.0.0.1:0")?,
+            Udp::client("127.0.0.1:0")?,
         )?,
         TransportKind::Tcp => {
             two_nics(a, &clock, opts, Tcp::listen("127.0.0.1:0")?, Tcp::client())?

@@ -3,8 +3,9 @@
 //! one `recvmmsg` per burst (non-blocking). On loopback the kernel's cost is per datagram, so a
 //! burst of B calls costs one datagram and one system call each way instead of B.
 //!
-//! Peers are socket addresses; a datagram from a new address gets a new peer id. Delivery is
-//! unreliable, which the NIC's timeouts, retries and de-duplication turn into at-most-once calls.
+//! Peers are socket addresses; a datagram from a new address gets a new peer id. A socket made
+//! with [`Udp::client`] is `connect`ed while it has a single peer, as a plain UDP client's
+//! socket would be. Delivery is unreliable, which the NIC's timeouts, retries and de-duplication turn into at-most-once calls.
 
 use std::collections::HashMap;
 use std::io;
@@ -50,6 +51,11 @@ pub struct Udp {
     rx: Box<RxArrays>,
     /// Scratch iovecs for `sendmmsg` (kept to reuse the allocation).
     tx_iov: Vec<libc::iovec>,
+    /// Only connects out: the socket may be `connect`ed to its single peer.
+    client_only: bool,
+    /// The peer the socket is connected to: datagrams to it go without an address (no route
+    /// lookup per datagram), and the kernel delivers only its datagrams.
+    connected: Option<PeerId>,
 }
 
 struct RxArrays {
@@ -157,7 +163,50 @@ impl Udp {
             rx_bufs,
             rx,
             tx_iov: Vec::with_capacity(BURST * PACK_FRAMES),
+            client_only: false,
+            connected: None,
         })
+    }
+
+    /// A socket on `addr` that only connects out (nothing connects to it). While it has one
+    /// peer the socket is connected to it, as a plain UDP client's would be: sends skip the
+    /// per-datagram route lookup. A second peer disconnects it.
+    ///
+    /// # Errors
+    /// The bind fails.
+    pub fn client(addr: &str) -> io::Result<Self> {
+        Ok(Self {
+            client_only: true,
+            ..Self::bind(addr)?
+        })
+    }
+
+    /// Connects the socket to `a` (or dissolves the connection for `None`).
+    fn set_connected(&mut self, a: Option<&SocketAddr>) -> io::Result<()> {
+        let (st, len) = match a {
+            Some(a) => to_storage(a),
+            None => {
+                // SAFETY: all-zero bytes are a valid `sockaddr_storage`.
+                let mut st: libc::sockaddr_storage = unsafe { MaybeUninit::zeroed().assume_init() };
+                st.ss_family = libc::AF_UNSPEC as libc::sa_family_t;
+                (
+                    st,
+                    core::mem::size_of::<libc::sockaddr>() as libc::socklen_t,
+                )
+            }
+        };
+        // SAFETY: `st` is a live `sockaddr_storage` of which `len` bytes are initialized.
+        let r = unsafe {
+            libc::connect(
+                self.sock.as_raw_fd(),
+                (&st as *const libc::sockaddr_storage).cast(),
+                len,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     fn peer_for(&mut self, a: SocketAddr) -> PeerId {
@@ -223,9 +272,11 @@ impl Transport for Udp {
         // SAFETY: all-zero bytes are a valid `mmsghdr` (null pointers, zero lengths).
         let mut msgs: [libc::mmsghdr; BURST] = unsafe { MaybeUninit::zeroed().assume_init() };
         for (m, &(first, frames, peer)) in msgs.iter_mut().zip(&spans[..datagrams]) {
-            let (_, st, len) = &self.peers[peer as usize];
-            m.msg_hdr.msg_name = st as *const libc::sockaddr_storage as *mut libc::c_void;
-            m.msg_hdr.msg_namelen = *len;
+            if self.connected != Some(peer) {
+                let (_, st, len) = &self.peers[peer as usize];
+                m.msg_hdr.msg_name = st as *const libc::sockaddr_storage as *mut libc::c_void;
+                m.msg_hdr.msg_namelen = *len;
+            }
             m.msg_hdr.msg_iov = iov[first..].as_mut_ptr();
             m.msg_hdr.msg_iovlen = frames as _;
         }
@@ -315,7 +366,18 @@ impl Transport for Udp {
                 format!("no address for {addr}"),
             )
         })?;
-        Ok(self.peer_for(a))
+        let first = self.peers.is_empty();
+        let p = self.peer_for(a);
+        if self.client_only {
+            if first {
+                self.set_connected(Some(&a))?;
+                self.connected = Some(p);
+            } else if self.connected.is_some_and(|c| c != p) {
+                self.set_connected(None)?;
+                self.connected = None;
+            }
+        }
+        Ok(p)
     }
 
     fn local_addr(&self) -> String {
@@ -368,6 +430,46 @@ mod tests {
             .iter()
             .enumerate()
             .all(|(i, f)| f == &frame(i as u8, 100)));
+    }
+
+    #[test]
+    fn a_client_socket_is_connected_while_it_has_one_peer() {
+        let mut srv = Udp::bind("127.0.0.1:0").unwrap();
+        let other = Udp::bind("127.0.0.1:0").unwrap();
+        let mut c = Udp::client("127.0.0.1:0").unwrap();
+        let ps = c.connect(&srv.local_addr()).unwrap();
+        assert_eq!(c.connected, Some(ps));
+        let mut q = TxQueue::new(8);
+        q.push(ps, &frame(1, 10));
+        assert_eq!(c.send_burst(&mut q).unwrap(), 1);
+        let mut got = Vec::new();
+        for _ in 0..10_000 {
+            srv.recv_burst(1, |p, f| got.push((p, f.to_vec()))).unwrap();
+            if !got.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        assert_eq!(got[0].1, frame(1, 10));
+        // The server answers to the address it saw; the connected client takes it.
+        q.push(got[0].0, &frame(2, 3));
+        assert_eq!(srv.send_burst(&mut q).unwrap(), 1);
+        let mut back = Vec::new();
+        for _ in 0..10_000 {
+            c.recv_burst(1, |_, f| back.push(f.to_vec())).unwrap();
+            if !back.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        assert_eq!(back, vec![frame(2, 3)]);
+        // A second peer: no longer connected, and both peers are reachable.
+        let po = c.connect(&other.local_addr()).unwrap();
+        assert_ne!(po, ps);
+        assert_eq!(c.connected, None);
+        q.push(ps, &frame(3, 1));
+        q.push(po, &frame(4, 1));
+        assert_eq!(c.send_burst(&mut q).unwrap(), 2);
     }
 
     #[test]
