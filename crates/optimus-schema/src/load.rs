@@ -254,7 +254,11 @@ mod tests {
     #[test]
     fn well_known_types_are_always_known() {
         let s = SchemaSet::from_source("syntax = \"proto3\"; message M {}").unwrap();
-        for name in ["google.protobuf.Duration", "google.protobuf.Struct", "google.protobuf.Any"] {
+        for name in [
+            "google.protobuf.Duration",
+            "google.protobuf.Struct",
+            "google.protobuf.Any",
+        ] {
             assert!(s.message_by_name(name).is_some(), "{name}");
         }
     }
