@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_schema::SchemaSet;
-use optimus_trace::TraceWriter;
+use optimus_trace::{Direction, TraceWriter};
 
 use crate::bench::embedded_workload;
 use crate::source::{find_type, SchemaSource};
@@ -89,18 +89,12 @@ pub fn run(args: TraceArgs) -> Result<()> {
     let mut writer = TraceWriter::new();
     for _ in 0..args.repeat {
         for (i, bytes) in messages.iter().enumerate() {
-            match args.op {
-                Operation::Decode => {
-                    binary::decode_traced(&schema, id, bytes, &opts, &mut writer)
-                        .with_context(|| format!("message {i}"))?;
-                }
-                Operation::Encode => {
-                    let msg = binary::decode(&schema, id, bytes, &opts)
-                        .with_context(|| format!("message {i}"))?;
-                    let mut out = Vec::with_capacity(bytes.len());
-                    binary::encode_traced(&schema, &msg, &mut out, &mut writer);
-                }
-            }
+            let direction = match args.op {
+                Operation::Decode => Direction::Decode,
+                Operation::Encode => Direction::Encode,
+            };
+            binary::trace_message(&schema, id, bytes, direction, &opts, &mut writer)
+                .with_context(|| format!("message {i}"))?;
         }
     }
     let mut stdout = io::stdout().lock();

@@ -23,18 +23,8 @@ impl TraceSource for Engine {
             let id = schema
                 .message_by_name(ty)
                 .ok_or_else(|| format!("no message type {ty}"))?;
-            match direction {
-                Direction::Decode => {
-                    binary::decode_traced(&schema, id, bytes, &opts, &mut rec)
-                        .map_err(|e| e.to_string())?;
-                }
-                Direction::Encode => {
-                    let msg =
-                        binary::decode(&schema, id, bytes, &opts).map_err(|e| e.to_string())?;
-                    let mut out = Vec::with_capacity(bytes.len());
-                    binary::encode_traced(&schema, &msg, &mut out, &mut rec);
-                }
-            }
+            binary::trace_message(&schema, id, bytes, direction, &opts, &mut rec)
+                .map_err(|e| e.to_string())?;
         }
         Ok(rec.events)
     }

@@ -114,6 +114,33 @@ pub fn decode_traced<T: Tracer>(
     Ok(msg)
 }
 
+/// Reports to `tracer` the events of one transformation of a protobuf message: decoding
+/// `bytes` (`Direction::Decode`), or encoding the message they hold (`Direction::Encode`, the
+/// decode itself untraced). The one entry point trace files and the simulator's workloads use.
+///
+/// # Errors
+/// As [`decode`].
+pub fn trace_message<T: Tracer>(
+    schema: &SchemaSet,
+    id: MessageId,
+    bytes: &[u8],
+    direction: Direction,
+    opts: &DecodeOptions,
+    tracer: &mut T,
+) -> Result<(), Error> {
+    match direction {
+        Direction::Decode => {
+            decode_traced(schema, id, bytes, opts, tracer)?;
+        }
+        Direction::Encode => {
+            let msg = decode(schema, id, bytes, opts)?;
+            let mut out = Vec::with_capacity(bytes.len());
+            encode_traced(schema, &msg, &mut out, tracer);
+        }
+    }
+    Ok(())
+}
+
 fn merge_traced<T: Tracer>(
     schema: &SchemaSet,
     msg: &mut Message,
