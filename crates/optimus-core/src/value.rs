@@ -299,7 +299,7 @@ impl Value {
 }
 
 macro_rules! typed_accessors {
-    ($( $(#[$doc:meta])* $name:ident -> $ty:ty, $variant:ident; )*) => {
+    ($( $(#[$doc:meta])* $name:ident -> $ty:ty, $variant:ident $(, from = $from:tt)?; )*) => {
         impl Value {
             $(
                 $(#[$doc])*
@@ -311,25 +311,33 @@ macro_rules! typed_accessors {
                 }
             )*
         }
+        $( $( typed_accessors!(@from $from $ty, $variant); )? )*
+    };
+    (@from yes $ty:ty, $variant:ident) => {
+        impl From<$ty> for Value {
+            fn from(v: $ty) -> Value {
+                Value::$variant(v)
+            }
+        }
     };
 }
 
 typed_accessors! {
     /// The value of a `bool` field.
-    as_bool -> bool, Bool;
+    as_bool -> bool, Bool, from = yes;
     /// The value of an `int32`, `sint32` or `sfixed32` field.
-    as_i32 -> i32, I32;
+    as_i32 -> i32, I32, from = yes;
     /// The value of an `int64`, `sint64` or `sfixed64` field.
-    as_i64 -> i64, I64;
+    as_i64 -> i64, I64, from = yes;
     /// The value of a `uint32` or `fixed32` field.
-    as_u32 -> u32, U32;
+    as_u32 -> u32, U32, from = yes;
     /// The value of a `uint64` or `fixed64` field.
-    as_u64 -> u64, U64;
+    as_u64 -> u64, U64, from = yes;
     /// The value of a `float` field.
-    as_f32 -> f32, F32;
+    as_f32 -> f32, F32, from = yes;
     /// The value of a `double` field.
-    as_f64 -> f64, F64;
-    /// The number of an enum field.
+    as_f64 -> f64, F64, from = yes;
+    /// The number of an enum field (no `From`: its Rust type is `int32`'s).
     as_enum -> i32, Enum;
 }
 
@@ -375,41 +383,6 @@ impl Value {
     }
 }
 
-impl From<bool> for Value {
-    fn from(v: bool) -> Value {
-        Value::Bool(v)
-    }
-}
-impl From<i32> for Value {
-    fn from(v: i32) -> Value {
-        Value::I32(v)
-    }
-}
-impl From<i64> for Value {
-    fn from(v: i64) -> Value {
-        Value::I64(v)
-    }
-}
-impl From<u32> for Value {
-    fn from(v: u32) -> Value {
-        Value::U32(v)
-    }
-}
-impl From<u64> for Value {
-    fn from(v: u64) -> Value {
-        Value::U64(v)
-    }
-}
-impl From<f32> for Value {
-    fn from(v: f32) -> Value {
-        Value::F32(v)
-    }
-}
-impl From<f64> for Value {
-    fn from(v: f64) -> Value {
-        Value::F64(v)
-    }
-}
 impl From<&str> for Value {
     fn from(v: &str) -> Value {
         Value::String(v.to_string())
