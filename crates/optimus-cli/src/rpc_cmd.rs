@@ -21,8 +21,8 @@ use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::{self, JsonOptions};
 use optimus_rpc::transport::NoTransport;
 use optimus_rpc::{
-    ClientOptions, IdlePolicy, MethodTable, Nic, NicConfig, NicHandle, RegionLayout, RpcClient,
-    ShmRegion, Status, Tcp, Transport, TypedService, Udp, LOCAL_CONN,
+    ClientOptions, Handler, IdlePolicy, MethodTable, Nic, NicConfig, NicHandle, NicStats,
+    RegionLayout, RpcClient, ShmRegion, Status, Tcp, Transport, TypedService, Udp, LOCAL_CONN,
 };
 
 use crate::source::SchemaSource;
@@ -153,6 +153,20 @@ impl RpcBenchArgs {
     }
 }
 
+/// Installs `handler`, says where the server listens, runs the NIC until `stop_after` (or
+/// forever) and returns its counters.
+fn serve_nic<T: Transport>(
+    mut nic: Nic<T>,
+    handler: impl Handler + 'static,
+    announce: impl FnOnce(),
+    stop_after: Option<Duration>,
+) -> NicStats {
+    nic.set_handler(handler);
+    announce();
+    run_nic(&mut nic, stop_after);
+    nic.stats()
+}
+
 fn run_nic<T: Transport>(nic: &mut Nic<T>, stop_after: Option<Duration>) {
     let stop = AtomicBool::new(false);
     let start = Instant::now();
@@ -223,29 +237,20 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             clear_stale_region(&path)?;
             let region = ShmRegion::create(&path, cfg.layout)
                 .with_context(|| format!("creating region {}", path.display()))?;
-            let (mut nic, _h) = Nic::with_region(NoTransport, cfg, region)?;
-            nic.set_handler(handler);
-            announce(&addr);
-            run_nic(&mut nic, stop_after);
-            nic.stats()
+            let (nic, _h) = Nic::with_region(NoTransport, cfg, region)?;
+            serve_nic(nic, handler, || announce(&addr), stop_after)
         }
         TransportKind::Udp => {
             let t = Udp::bind(&addr).with_context(|| format!("binding udp {addr}"))?;
             let local = t.local_addr();
-            let (mut nic, _h) = Nic::new(t, cfg)?;
-            nic.set_handler(handler);
-            announce(&local);
-            run_nic(&mut nic, stop_after);
-            nic.stats()
+            let (nic, _h) = Nic::new(t, cfg)?;
+            serve_nic(nic, handler, || announce(&local), stop_after)
         }
         TransportKind::Tcp => {
             let t = Tcp::listen(&addr).with_context(|| format!("listening on tcp {addr}"))?;
             let local = t.local_addr();
-            let (mut nic, _h) = Nic::new(t, cfg)?;
-            nic.set_handler(handler);
-            announce(&local);
-            run_nic(&mut nic, stop_after);
-            nic.stats()
+            let (nic, _h) = Nic::new(t, cfg)?;
+            serve_nic(nic, handler, || announce(&local), stop_after)
         }
     };
     eprintln!(
