@@ -1,0 +1,195 @@
+//! The RPCAcc experiments (Figs. 2, 5-10, Section 3-4 numbers) and their targets.
+
+use serde::Serialize;
+
+use super::{rows, Eval, Paper, Row};
+use crate::error::Result;
+use crate::rpcacc::{self, geomean, mean, RpcAccConfig};
+use crate::workload::TraceSource;
+
+/// Curves of the RPCAcc figures.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RpcFigures {
+    /// Fig. 5: `(avg field bytes, one-shot / field-by-field)` per message.
+    pub fig5: Vec<(f64, f64)>,
+    /// Fig. 7: per message `(cpu_only, protoacc_pcie, rpcacc)` ns.
+    pub fig7: Vec<(f64, f64, f64)>,
+    /// PCIe latency sweep: `(latency ns, ProtoACC serializer time / time at 70 ns)`.
+    pub latency_sweep: Vec<(f64, f64)>,
+}
+
+/// Runs every RPCAcc experiment on the HyperProtoBench-like suite traced by `source`.
+///
+/// # Errors
+/// A broken embedded target file, or an engine error from `source`.
+pub fn reproduce_rpcacc(source: &mut dyn TraceSource) -> Result<(Vec<Row>, RpcFigures)> {
+    reproduce_rpcacc_with(&RpcAccConfig::default(), source)
+}
+
+/// [`reproduce_rpcacc`] with other parameters (for sensitivity studies).
+///
+/// # Errors
+/// As [`reproduce_rpcacc`].
+pub fn reproduce_rpcacc_with(
+    cfg: &RpcAccConfig,
+    source: &mut dyn TraceSource,
+) -> Result<(Vec<Row>, RpcFigures)> {
+    let cfg = cfg.clone();
+    let ms = rpcacc::suite(&cfg, source)?;
+    let cyc = 1000.0 / cfg.clock_mhz;
+    let at = |l: f64| {
+        move |_: optimus_trace::Region| rpcacc::LinkConfig {
+            latency_ns: l,
+            bw_gbytes_s: cfg.pcie.bw_gbytes_s,
+        }
+    };
+    let ratio = |m: &rpcacc::RpcMessage, l: f64| {
+        rpcacc::serializer_ns(&cfg, &m.ser, &at(l), cyc)
+            / rpcacc::serializer_ns(&cfg, &m.ser, &at(70.0), cyc)
+    };
+    let bench2: Vec<&rpcacc::RpcMessage> = ms.iter().filter(|m| m.bench == "bench1").collect();
+    let fig2 = geomean(bench2.iter().map(|m| ratio(m, 1250.0)));
+    let st: Vec<rpcacc::SerTimes> = ms
+        .iter()
+        .map(|m| rpcacc::ser_times(&cfg, m, cfg.clock_mhz))
+        .collect();
+    let st2: Vec<rpcacc::SerTimes> = ms
+        .iter()
+        .map(|m| rpcacc::ser_times(&cfg, m, 2000.0))
+        .collect();
+    let d: Vec<rpcacc::DeserTimes> = ms
+        .iter()
+        .map(|m| {
+            rpcacc::deser_times(
+                &cfg,
+                m,
+                cfg.pcie.latency_ns / 2.0,
+                cfg.pcie.bw_gbytes_s,
+                cfg.clock_mhz,
+            )
+        })
+        .collect();
+    let du: Vec<rpcacc::DeserTimes> = ms
+        .iter()
+        .map(|m| {
+            rpcacc::deser_times(
+                &cfg,
+                m,
+                cfg.upi.latency_ns / 2.0,
+                cfg.upi.bw_gbytes_s,
+                2000.0,
+            )
+        })
+        .collect();
+    let speed: Vec<f64> = d
+        .iter()
+        .map(|x| x.oneshot_host_rate / x.fbf_host_rate)
+        .collect();
+    let small: Vec<f64> = ms
+        .iter()
+        .zip(&speed)
+        .filter(|(m, _)| m.avg_field_bytes < 1024.0)
+        .map(|(_, s)| *s)
+        .collect();
+    // Dagger variants at 2 GHz over UPI.
+    let upi = cfg.upi;
+    let dagger: Vec<f64> = ms
+        .iter()
+        .map(|m| {
+            let proto = rpcacc::serializer_ns(&cfg, &m.ser, &|_| upi, 0.5);
+            let c = RpcAccConfig {
+                pcie: upi,
+                mmio_ns: upi.latency_ns / 2.0,
+                ..cfg.clone()
+            };
+            proto / rpcacc::ser_times(&c, m, 2000.0).rpcacc
+        })
+        .collect();
+    // RPC layer = serialize + deserialize latency.
+    let layer: Vec<f64> = st
+        .iter()
+        .zip(&ms)
+        .map(|(s, m)| {
+            let dd = rpcacc::deser_times(
+                &cfg,
+                m,
+                cfg.pcie.latency_ns / 2.0,
+                cfg.pcie.bw_gbytes_s,
+                cfg.clock_mhz,
+            );
+            let fbf_lat = dd.fbf_latency_ns + m.deser.items.len() as f64 * cfg.dma_txn_ns;
+            (s.protoacc_pcie + fbf_lat) / (s.rpcacc + dd.oneshot_latency_ns)
+        })
+        .collect();
+    let pre: Vec<f64> = ms
+        .iter()
+        .map(|m| rpcacc::preser_ns(&cfg, m, true).0 / rpcacc::cpu_ser_ns(&cfg, m))
+        .collect();
+    let overall: Vec<f64> = st.iter().map(|s| s.rpcacc / s.cpu_only).collect();
+    let host: Vec<rpcacc::HostCycles> = ms.iter().map(|m| rpcacc::host_cycles(&cfg, m)).collect();
+    let memcpy_saving = 100.0 * mean(host.iter().map(|h| 1.0 - h.memcpy_offload / h.software));
+    let both_saving = 100.0
+        * mean(
+            host.iter()
+                .map(|h| 1.0 - h.memcpy_encoding_offload / h.software),
+        );
+    let chunks: Vec<rpcacc::ChunkUse> = ms
+        .iter()
+        .map(|m| rpcacc::chunk_use(&cfg, m, cfg.clock_mhz))
+        .collect();
+    let alloc_share = 100.0 * chunks.iter().map(|c| c.alloc_ns).sum::<f64>()
+        / d.iter().map(|x| x.oneshot_latency_ns).sum::<f64>();
+    let used: u64 = chunks.iter().map(|c| c.used_bytes).sum();
+    let allocated: u64 = chunks.iter().map(|c| c.allocated_bytes).sum();
+    let fragmentation = 100.0 * (allocated - used) as f64 / used.max(1) as f64;
+    let figs = RpcFigures {
+        fig5: ms
+            .iter()
+            .zip(&speed)
+            .map(|(m, s)| (m.avg_field_bytes, *s))
+            .collect(),
+        fig7: st
+            .iter()
+            .map(|s| (s.cpu_only, s.protoacc_pcie, s.rpcacc))
+            .collect(),
+        latency_sweep: [70.0, 250.0, 500.0, 750.0, 1000.0, 1250.0, 1500.0, 2000.0]
+            .iter()
+            .map(|&l| (l, geomean(bench2.iter().map(|m| ratio(m, l)))))
+            .collect(),
+    };
+    let eval = |id: &str| -> Eval {
+        match id {
+            "rpcacc.abstract.rpc_layer_time_vs_accel_baseline.x" => Eval::Model(mean(layer.iter().copied()), "(ser + deser latency) ProtoACC-PCIe / RPCAcc, mean"),
+            "rpcacc.sec1.ser_time_reduction_geomean.x" | "rpcacc.fig7.memaff_vs_cpu_only.x" => Eval::Model(geomean(st.iter().map(|s| s.cpu_only / s.rpcacc)), "CPU-only / memory-affinity, geomean"),
+            "rpcacc.fig7.memaff_vs_protoacc_pcie.x" => Eval::Model(geomean(st.iter().map(|s| s.protoacc_pcie / s.rpcacc)), "ProtoACC-PCIe / memory-affinity, geomean"),
+            "rpcacc.sec1.fbf_deser_degradation_geomean.x" => Eval::Model(geomean(speed.iter().copied()), "one-shot / field-by-field throughput, geomean"),
+            "rpcacc.fig5.oneshot_deser_speedup.avg.x" => Eval::Model(mean(speed.iter().copied()), "one-shot / field-by-field throughput, mean (dma_txn_ns fitted here)"),
+            "rpcacc.fig5.oneshot_deser_speedup.small_fields.x" => Eval::Model(mean(small.iter().copied()), "same, messages with fields < 1 KB"),
+            "rpcacc.c1.cross_pcie_deser_loss.x" => Eval::Model(geomean(d.iter().map(|x| x.fbf_local_rate / x.fbf_host_rate)), "field-by-field into card memory / into host memory"),
+            "rpcacc.fig2.ser_time_increase_70ns_to_1250ns.x" => Eval::Model(fig2, "serializer time at 1250 ns / 70 ns, Bench2, geomean"),
+            "rpcacc.sec1.pcie_ser_slowdown_vs_onchip.x" => Eval::Model(geomean(st.iter().map(|s| s.protoacc_pcie / s.protoacc_onchip)), "ProtoACC-PCIe / ProtoACC-OnChip serialization time, geomean"),
+            "rpcacc.sec4c.preser_cpu_cycles_vs_cpu_ser.pct" => Eval::Model(100.0 * geomean(pre.iter().copied()), "host pre-serialization / software serialization, geomean"),
+            "rpcacc.sec4c.overall_ser_time_decrease.pct" => Eval::Model(100.0 * (1.0 - geomean(overall.iter().copied())), "1 - memory-affinity / CPU-only time, geomean"),
+            "rpcacc.fig10.onchip_tx_advantage.250mhz.x" => Eval::Model(mean(st.iter().map(|s| s.rpcacc / s.protoacc_onchip)), "RPCAcc TX / ProtoACC-OnChip TX, mean, 250 MHz"),
+            "rpcacc.fig10.onchip_tx_advantage.2ghz.x" => Eval::Model(mean(st2.iter().map(|s| s.rpcacc / s.protoacc_onchip)), "same at 2 GHz"),
+            "rpcacc.fig9.dagger_rpcacc_ser_reduction.x" => Eval::Model(mean(dagger.iter().copied()), "Dagger-ProtoACC / Dagger-RPCAcc over UPI, 2 GHz, mean"),
+            "rpcacc.sec4e.oneshot_deser_latency_increase.x" => Eval::Model(geomean(du.iter().map(|x| x.oneshot_latency_ns / x.fbf_latency_ns)), "deser latency one-shot / field-by-field over UPI, geomean"),
+            "rpcacc.fig6.memcpy_offload_cycles.hpb.pct" => Eval::Model(memcpy_saving, "1 - host time with memcpy offload / software serialization, mean"),
+            "rpcacc.fig6.memcpy_encoding_offload_cycles.hpb.pct" => Eval::Model(both_saving, "1 - pre-serialization / software serialization, mean"),
+            "rpcacc.fig6.memcpy_offload_cycles.dsb.pct" | "rpcacc.fig6.memcpy_encoding_offload_cycles.dsb.pct" => Eval::NotModeled("DeathStarBench's protobuf messages (field sizes and mix) are not published"),
+            "rpcacc.sec3b.chunk_alloc_time.pct" => Eval::Model(alloc_share, "chunk pops / one-shot deserialization time, whole suite"),
+            "rpcacc.sec3b.chunk_fragmentation.pct" => Eval::Model(fragmentation, "unused bytes of held chunks / bytes of deserialized objects, whole suite"),
+            "rpcacc.fig12.line_rate.gbps" => Eval::Input("NIC line rate"),
+            "rpcacc.sec3b.tlb_sram_share.pct" => Eval::NotTiming,
+            _ if id.starts_with("rpcacc.table4.") => Eval::NotTiming,
+            _ if id.starts_with("rpcacc.fig8") => Eval::NotModeled("BlueField-3: its Arm cores' protobuf speed and DMA transaction rate are not published"),
+            _ if id.starts_with("rpcacc.fig12") || id.starts_with("rpcacc.sec1.img") || id == "rpcacc.abstract.e2e_throughput_gain.x" || id.starts_with("rpcacc.sec4h") => {
+                Eval::NotModeled("image-compression service: kernel throughputs, authorization cost, message and image sizes are not published")
+            }
+            _ if id.starts_with("rpcacc.fig13") => Eval::NotModeled("DeathStarBench services: messages and service times are not published"),
+            "rpcacc.c3.placement_worst_vs_best.x" => Eval::NotModeled("cloud-gateway NF: kernel costs, packet sizes and placements are not published"),
+            _ => Eval::NotModeled("no experiment mapped"),
+        }
+    };
+    Ok((rows(Paper::RpcAcc, &eval)?, figs))
+}
