@@ -264,6 +264,12 @@ impl OpConfig {
         }
     }
 
+    /// Bandwidth of OP's NoC port in Gbps, both directions together (§5: 32 B/cycle =
+    /// 512 Gbps at 2 GHz).
+    pub fn port_gbps(&self) -> f64 {
+        f64::from(self.noc.attach_links * self.noc.link_bytes) * 8.0 * self.clock_ghz
+    }
+
     /// Memory latency in cycles.
     pub fn mem_cycles(&self) -> u64 {
         (self.memory.mem_latency_ns * self.clock_ghz).round() as u64

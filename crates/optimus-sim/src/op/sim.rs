@@ -51,8 +51,10 @@ counters!(
         prefetches,
         /// Prefetched accesses later consumed by a field.
         prefetches_used,
-        /// Sum of per-field read latency (cycles from needing a field to having its data,
-        /// plus the Block Buffer access).
+        /// Fields read for conversion (items with a value; sub-message entries excluded).
+        field_reads,
+        /// Sum of per-field read latency over `field_reads` (cycles from needing a field to
+        /// having its data, plus the Block Buffer access).
         field_read_latency_sum,
         /// Messages fully read.
         messages,
@@ -368,7 +370,8 @@ impl<'c> Model<'c> {
             cursor: 0,
             arrival: self.now,
             scan: 0,
-            drain_wait: false,
+            // Without pipelining a message waits for the previous one to drain, too.
+            drain_wait: !self.cfg.pipelining,
             prog,
         };
         if self.measuring() {
@@ -437,6 +440,21 @@ impl<'c> Model<'c> {
 
     fn reader_tick(&mut self, p: usize) {
         let j = self.pipes[p].ctxs.len();
+        // Without pipelining (OP_Base) a field's read starts only once the previous field has
+        // left the Converter and Writer: memory accesses never overlap transformations.
+        {
+            let now = self.now;
+            let pipe = &mut self.pipes[p];
+            for s in 0..j {
+                if pipe.in_flight[s] > 0 {
+                    continue;
+                }
+                if let Some(ctx) = pipe.ctxs[s].as_mut().filter(|c| c.drain_wait) {
+                    ctx.drain_wait = false;
+                    ctx.arrival = now;
+                }
+            }
+        }
         let w = self.cfg.reader.field_buffer_entries as usize;
         let mut budget = self.cfg.reader.issue_per_cycle;
         // 1. Demand accesses of each context's current field, then prefetches.
@@ -449,7 +467,7 @@ impl<'c> Model<'c> {
                 let Some(ctx) = self.pipes[p].ctxs[slot].as_ref() else {
                     continue;
                 };
-                if ctx.cursor >= ctx.prog.items.len() {
+                if ctx.cursor >= ctx.prog.items.len() || ctx.drain_wait {
                     continue;
                 }
                 let (txn, core) = (ctx.txn, ctx.core);
@@ -526,7 +544,7 @@ impl<'c> Model<'c> {
             let Some(ctx) = pipe.ctxs[s].as_ref() else {
                 return false;
             };
-            if ctx.cursor >= ctx.prog.items.len() || ctx.drain_wait && pipe.in_flight[s] > 0 {
+            if ctx.cursor >= ctx.prog.items.len() || ctx.drain_wait {
                 return false;
             }
             let it = &ctx.prog.items[ctx.cursor];
@@ -551,7 +569,6 @@ impl<'c> Model<'c> {
             return;
         }
         let ctx = pipe.ctxs[act].as_mut().expect("ready context is live");
-        ctx.drain_wait = false;
         let it = &ctx.prog.items[ctx.cursor];
         if ctx.chunks_left == 0 {
             // Starting this field: its data is in the Data Buffer.
@@ -567,7 +584,12 @@ impl<'c> Model<'c> {
                     .map(|a| ctx.ready_at[a as usize])
                     .max()
                     .unwrap_or(now);
-                pipe.reader.field_read_latency_sum += hit + avail.saturating_sub(ctx.arrival);
+                // A field read brings a value to convert; a sub-message's entry only leads
+                // to its schema and is not one.
+                if !it.converts.is_empty() {
+                    pipe.reader.field_read_latency_sum += hit + avail.saturating_sub(ctx.arrival);
+                    pipe.reader.field_reads += 1;
+                }
                 pipe.reader.fields += 1;
                 pipe.reader.prefetches_used += (it.first_access..it.end_access)
                     .filter(|&a| ctx.prefetched[a as usize])
@@ -748,7 +770,7 @@ impl<'c> Model<'c> {
             p.reader.dump(&format!("{pre}.reader"), &mut stats);
             p.converter.dump(&format!("{pre}.converter"), &mut stats);
             p.writer.dump(&format!("{pre}.writer"), &mut stats);
-            fields += p.reader.fields;
+            fields += p.reader.field_reads;
             lat += p.reader.field_read_latency_sum;
             stall += p.reader.stall_cycles;
             reader_cycles +=
