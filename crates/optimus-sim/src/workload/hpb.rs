@@ -3,22 +3,26 @@
 //!
 //! RPCAcc evaluates on Google's HyperProtoBench: six benches of ten messages each, messages
 //! "with different average field sizes", nesting "up to a dozen levels", and in Bench2 two
-//! large flat messages (M4 1.6 MB, M10 0.6 MB). The benchmark's .proto files are not
-//! available here, so this module generates, from a seeded `ChaCha8Rng`, a `.proto` per bench
-//! and ten messages of its types with those stated properties (same seed, same bytes). Field
-//! mixes per bench are in `BENCH_SHAPES` and docs/simulator.md. The messages are plain
-//! protobuf wire bytes; the engine decodes and re-encodes them to produce the traces.
+//! large flat messages (M4 1.6 MB, M10 0.6 MB). The real messages are set field by field in
+//! each bench's generated `benchmark.inc`, mostly string literals; `data/hyperprotobench.json`
+//! records what is taken from them (the file sizes, hence the benches' bytes per message, and
+//! the string lengths seen) and each bench's shape. This module generates, from a seeded
+//! `ChaCha8Rng`, a `.proto` per bench and ten messages of that shape (same seed, same bytes),
+//! string lengths drawn so each bench's messages total about its file's bytes. The messages
+//! are plain protobuf wire bytes; the engine decodes and re-encodes them to produce the traces.
 
 use std::fmt::Write as _;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
+use serde::Deserialize;
 
 /// Messages per bench (RPCAcc §IV-B: "six workloads, each containing 10 messages").
 pub const MESSAGES_PER_BENCH: usize = 10;
 
 /// Shape of one bench's messages.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Shape {
     /// Maximum nesting depth.
     max_depth: u32,
@@ -32,52 +36,29 @@ struct Shape {
     log_len: (u32, u32),
 }
 
-/// Bench shapes: small-field, nesting-heavy benches and two with larger fields; Bench2
-/// (index 1) additionally holds the two large flat messages M4 and M10.
-const BENCH_SHAPES: [Shape; 6] = [
-    Shape {
-        max_depth: 4,
-        fields: (4, 12),
-        pct_bytes: 30,
-        pct_sub: 25,
-        log_len: (2, 7),
-    },
-    Shape {
-        max_depth: 5,
-        fields: (3, 10),
-        pct_bytes: 25,
-        pct_sub: 30,
-        log_len: (2, 8),
-    },
-    Shape {
-        max_depth: 3,
-        fields: (6, 16),
-        pct_bytes: 40,
-        pct_sub: 15,
-        log_len: (3, 10),
-    },
-    Shape {
-        max_depth: 6,
-        fields: (3, 8),
-        pct_bytes: 20,
-        pct_sub: 35,
-        log_len: (2, 6),
-    },
-    Shape {
-        max_depth: 3,
-        fields: (4, 12),
-        pct_bytes: 45,
-        pct_sub: 20,
-        log_len: (6, 12),
-    },
-    Shape {
-        max_depth: 4,
-        fields: (5, 14),
-        pct_bytes: 35,
-        pct_sub: 25,
-        log_len: (3, 9),
-    },
-];
+/// What `data/hyperprotobench.json` records of one real bench.
+#[derive(Clone, Debug, Deserialize)]
+struct BenchData {
+    name: String,
+    /// Characters of the bench's `benchmark.inc` (mostly the ten messages' string literals),
+    /// where the file is available (checked against the generated messages by a test).
+    #[cfg_attr(not(test), allow(dead_code))]
+    inc_chars: Option<u64>,
+    shape: Shape,
+}
+
+#[derive(Deserialize)]
+struct SuiteData {
+    benches: Vec<BenchData>,
+}
+
+/// The per-bench facts and shapes, from google/HyperProtoBench (see the file's `source`).
+const HPB_JSON: &str = include_str!("../../data/hyperprotobench.json");
+
+fn bench_data() -> Vec<BenchData> {
+    let d: SuiteData = serde_json::from_str(HPB_JSON).expect("data/hyperprotobench.json parses");
+    d.benches
+}
 
 /// Sizes of Bench2's large flat messages M4 and M10 (RPCAcc §II-C).
 pub const BENCH2_LARGE: [(usize, u32); 2] = [(3, 1_600_000), (9, 600_000)];
@@ -246,10 +227,11 @@ impl Gen {
 
 /// Generates the six benches from `seed`.
 pub fn suite(seed: u64) -> Vec<Bench> {
-    BENCH_SHAPES
+    bench_data()
         .iter()
         .enumerate()
-        .map(|(b, s)| {
+        .map(|(b, d)| {
+            let s = &d.shape;
             let mut g = Gen {
                 rng: ChaCha8Rng::seed_from_u64(seed ^ (b as u64).wrapping_mul(0x9e37_79b9)),
                 proto: format!("syntax = \"proto3\";\npackage {PACKAGE};\n"),
@@ -269,7 +251,7 @@ pub fn suite(seed: u64) -> Vec<Bench> {
                 messages.push((format!("{PACKAGE}.{ty}"), bytes));
             }
             Bench {
-                name: format!("bench{b}"),
+                name: d.name.clone(),
                 proto: g.proto,
                 messages,
                 avg_field_bytes: avg,
@@ -298,5 +280,27 @@ mod tests {
         let m4 = &a[1].messages[3].1;
         assert!(m4.len() > 1_500_000 && m4.len() < 1_700_000);
         assert_ne!(suite(8)[0].messages, a[0].messages);
+    }
+
+    /// Where the real bench's `benchmark.inc` is known, the generated ten messages carry about
+    /// as many bytes as its literals (Bench2's separately generated M4 and M10 aside).
+    #[test]
+    fn bench_sizes_follow_the_real_benches() {
+        for (d, b) in bench_data().iter().zip(suite(2024)) {
+            let Some(inc) = d.inc_chars else { continue };
+            let bytes: usize = b
+                .messages
+                .iter()
+                .enumerate()
+                .filter(|(m, _)| b.name != "bench1" || !BENCH2_LARGE.iter().any(|(i, _)| i == m))
+                .map(|(_, (_, w))| w.len())
+                .sum();
+            let ratio = bytes as f64 / inc as f64;
+            assert!(
+                (0.5..1.5).contains(&ratio),
+                "{}: {bytes} B vs {inc}",
+                b.name
+            );
+        }
     }
 }
