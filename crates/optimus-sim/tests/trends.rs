@@ -133,3 +133,20 @@ fn configs_reject_unknown_fields() {
     assert_eq!((c.pipelines, c.noc.mesh, c.noc.link_bytes), (2, 8, 16));
     assert!(serde_json::from_str::<RpcAccConfig>(r#"{"pcie_ns": 5}"#).is_err());
 }
+
+#[test]
+fn larger_service_messages_gain_more_from_op() {
+    use optimus_sim::cpu::CpuConfig;
+    use optimus_sim::op::dsb::{calls, dt_reduction, Service};
+    let x = |s| {
+        dt_reduction(
+            &CpuConfig::default(),
+            &OpConfig::paper_4x4(1, 1),
+            &calls(&mut Engine, s, 1).unwrap(),
+        )
+        .unwrap()
+    };
+    // Login's ~100 B request and ~200 B token gain least; Read-Post's posts (0.5-1.4 KB) most.
+    let (login, post) = (x(Service::Login), x(Service::ReadPost));
+    assert!(login > 3.0 && post > login, "{login} {post}");
+}

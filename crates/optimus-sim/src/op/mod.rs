@@ -5,6 +5,7 @@
 //! configurations. [`run`] replays message traces and returns an [`OpReport`].
 
 pub mod config;
+pub mod dsb;
 pub mod mem;
 pub mod sim;
 

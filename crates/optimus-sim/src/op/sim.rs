@@ -157,6 +157,9 @@ pub struct OpReport {
     pub latency_ns: f64,
     /// Mean latency including the wait in the Dispatcher queue, in ns.
     pub latency_with_queue_ns: f64,
+    /// Mean latency a core sees, from its MMIO request write to the completion reaching it,
+    /// in ns.
+    pub request_latency_ns: f64,
     /// Mean cycles for a Reader to obtain a field's data (Fig. 7 text: 27 → 9).
     pub field_read_latency_cycles: f64,
     /// Mean cycles of a Block Buffer miss (request to data).
@@ -208,6 +211,9 @@ struct Model<'c> {
     done_bytes: u64,
     lat_sum: u64,
     lat_q_sum: u64,
+    req_lat_sum: u64,
+    /// Per core: cycle of its outstanding request's MMIO write.
+    core_issued: Vec<u64>,
     miss_lat_sum: u64,
     miss_count: u64,
     /// Per txn: (core, arrival, started, wire bytes).
@@ -264,6 +270,8 @@ impl<'c> Model<'c> {
             done_bytes: 0,
             lat_sum: 0,
             lat_q_sum: 0,
+            req_lat_sum: 0,
+            core_issued: vec![0; cores as usize],
             miss_lat_sum: 0,
             miss_count: 0,
             live: Default::default(),
@@ -310,6 +318,7 @@ impl<'c> Model<'c> {
                 self.port.send(reach, flits, true) + u64::from(self.cfg.dispatcher.dispatch_cycles);
             self.queue.push_back((c as u32, arrive));
             self.core_next[c] = (u64::MAX, msg);
+            self.core_issued[c] = self.now;
             self.disp.requests += 1;
         }
     }
@@ -752,6 +761,7 @@ impl<'c> Model<'c> {
             self.done_bytes += bytes;
             self.lat_sum += self.now - started;
             self.lat_q_sum += self.now - arrive;
+            self.req_lat_sum += seen - self.core_issued[core as usize];
             self.disp.completed += 1;
         }
     }
@@ -794,6 +804,7 @@ impl<'c> Model<'c> {
             messages_per_s: self.done_msgs as f64 / secs,
             latency_ns: self.lat_sum as f64 / n / self.cfg.clock_ghz,
             latency_with_queue_ns: self.lat_q_sum as f64 / n / self.cfg.clock_ghz,
+            request_latency_ns: self.req_lat_sum as f64 / n / self.cfg.clock_ghz,
             field_read_latency_cycles: lat as f64 / fields.max(1) as f64,
             amat_cycles: self.miss_lat_sum as f64 / self.miss_count.max(1) as f64,
             port_gbps,

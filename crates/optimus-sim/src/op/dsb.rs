@@ -1,0 +1,287 @@
+//! The DeathStarBench social-network RPCs of Optimus Prime §6.4, as protobuf messages.
+//!
+//! §6.4 runs three services of DeathStarBench's social network (URL-Shorten, Login,
+//! Read-Post) over Apache Thrift. Their messages are Thrift structs
+//! (`socialNetwork/social_network.thrift`, delimitrou/DeathStarBench); the engine has no
+//! Thrift codec, so each call's argument and result structs become proto3 messages with the
+//! same fields, in the same order and with the same types (Thrift `map<string, string>` as
+//! repeated key/value entries, `list<T>` as `repeated T`, the result's field 0 as field 1).
+//! Both formats write one tag and one value per field, so the per-field work the models see is
+//! the same; only the tag and length encodings differ by a byte or two.
+//!
+//! Field values follow the benchmark's generators: the `compose-post.lua` workload script
+//! (a 256-character text, 1–6 user mentions `@username_N`, 1–6 URLs `http://` + 64
+//! characters, 1–5 media of 18-digit ids and type `png`), the URL-shorten handler
+//! (`http://short-url/` + 10 characters) and the Jaeger tracing context every call carries
+//! (`uber-trace-id` → `trace:span:parent:flags`, 16 hex digits each). The Login token is an
+//! HS256 JWT with the handler's claims (user id, username, timestamp, ttl): 209 characters.
+//! A service's messages are the six draws k = 1..6 of the script's loop counts (mentions and
+//! URLs k, media min(k, 5)); one Login shape serves for all.
+
+use optimus_trace::Direction;
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+
+use super::{run, OpConfig};
+use crate::cpu::CpuConfig;
+use crate::error::Result;
+use crate::workload::{trace_messages, MessageTrace, TraceSource};
+
+/// The Thrift IDL's structs and the three calls' argument/result structs, as proto3.
+pub const DSB_PROTO: &str = r#"
+syntax = "proto3";
+package dsb;
+message CarrierEntry { string key = 1; string value = 2; }
+message Url { string shortened_url = 1; string expanded_url = 2; }
+message UserMention { int64 user_id = 1; string username = 2; }
+message Media { int64 media_id = 1; string media_type = 2; }
+message Creator { int64 user_id = 1; string username = 2; }
+message Post {
+  int64 post_id = 1;
+  Creator creator = 2;
+  int64 req_id = 3;
+  string text = 4;
+  repeated UserMention user_mentions = 5;
+  repeated Media media = 6;
+  repeated Url urls = 7;
+  int64 timestamp = 8;
+  int32 post_type = 9;
+}
+message ComposeUrlsArgs { int64 req_id = 1; repeated string urls = 2; repeated CarrierEntry carrier = 3; }
+message ComposeUrlsResult { repeated Url success = 1; }
+message LoginArgs {
+  int64 req_id = 1;
+  string username = 2;
+  string password = 3;
+  repeated CarrierEntry carrier = 4;
+}
+message LoginResult { string success = 1; }
+message ReadPostArgs { int64 req_id = 1; int64 post_id = 2; repeated CarrierEntry carrier = 3; }
+message ReadPostResult { Post success = 1; }
+"#;
+
+/// A §6.4 service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Service {
+    /// `UrlShortenService::ComposeUrls`.
+    UrlShorten,
+    /// `UserService::Login`.
+    Login,
+    /// `PostStorageService::ReadPost`.
+    ReadPost,
+}
+
+impl Service {
+    /// The three services, in §6.4's order.
+    pub const ALL: [Service; 3] = [Service::UrlShorten, Service::Login, Service::ReadPost];
+
+    /// Short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Service::UrlShorten => "url-shorten",
+            Service::Login => "login",
+            Service::ReadPost => "read-post",
+        }
+    }
+}
+
+/// One call as the server sees it: the request it deserializes, the response it serializes.
+#[derive(Clone, Debug)]
+pub struct Call {
+    /// Deserialization trace of the argument struct.
+    pub request: MessageTrace,
+    /// Serialization trace of the result struct.
+    pub response: MessageTrace,
+}
+
+/// Protobuf wire writer for the generated values.
+#[derive(Default)]
+struct Wire(Vec<u8>);
+
+impl Wire {
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+    fn int(&mut self, field: u32, v: u64) {
+        self.varint(u64::from(field) << 3);
+        self.varint(v);
+    }
+    fn bytes(&mut self, field: u32, b: &[u8]) {
+        self.varint((u64::from(field) << 3) | 2);
+        self.varint(b.len() as u64);
+        self.0.extend_from_slice(b);
+    }
+    fn message(&mut self, field: u32, m: Wire) {
+        self.bytes(field, &m.0);
+    }
+}
+
+struct Gen(ChaCha8Rng);
+
+impl Gen {
+    /// `n` characters of the workload script's 62-character set.
+    fn chars(&mut self, n: usize) -> String {
+        const SET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        (0..n)
+            .map(|_| char::from(SET[(self.0.next_u32() % 62) as usize]))
+            .collect()
+    }
+    fn hex(&mut self, n: usize) -> String {
+        (0..n)
+            .map(|_| char::from(b"0123456789abcdef"[(self.0.next_u32() % 16) as usize]))
+            .collect()
+    }
+    /// A user index of the script (1..=962).
+    fn user(&mut self) -> u64 {
+        1 + u64::from(self.0.next_u32() % 962)
+    }
+    /// A random 63-bit id (request, post and media ids are 64-bit random numbers).
+    fn id(&mut self) -> u64 {
+        self.0.next_u64() >> 1
+    }
+    fn carrier(&mut self, w: &mut Wire, field: u32) {
+        let v = format!("{}:{}:{}:1", self.hex(16), self.hex(16), self.hex(16));
+        let mut e = Wire::default();
+        e.bytes(1, b"uber-trace-id");
+        e.bytes(2, v.as_bytes());
+        w.message(field, e);
+    }
+    fn short_url(&mut self) -> String {
+        format!("http://short-url/{}", self.chars(10))
+    }
+    fn url(&mut self, w: &mut Wire, field: u32) {
+        let mut u = Wire::default();
+        u.bytes(1, self.short_url().as_bytes());
+        u.bytes(2, format!("http://{}", self.chars(64)).as_bytes());
+        w.message(field, u);
+    }
+    fn named(&mut self, w: &mut Wire, field: u32) {
+        let n = self.user();
+        let mut m = Wire::default();
+        m.int(1, n);
+        m.bytes(2, format!("username_{n}").as_bytes());
+        w.message(field, m);
+    }
+}
+
+/// Wire bytes of `(request type, request, response type, response)` for draw `k` (1..=6).
+fn call_bytes(s: Service, k: usize, g: &mut Gen) -> [(&'static str, Vec<u8>); 2] {
+    let mut req = Wire::default();
+    let mut resp = Wire::default();
+    match s {
+        Service::UrlShorten => {
+            req.int(1, g.id());
+            let urls: Vec<String> = (0..k).map(|_| format!("http://{}", g.chars(64))).collect();
+            for u in &urls {
+                req.bytes(2, u.as_bytes());
+            }
+            g.carrier(&mut req, 3);
+            for u in &urls {
+                let mut m = Wire::default();
+                m.bytes(1, g.short_url().as_bytes());
+                m.bytes(2, u.as_bytes());
+                resp.message(1, m);
+            }
+            [
+                ("dsb.ComposeUrlsArgs", req.0),
+                ("dsb.ComposeUrlsResult", resp.0),
+            ]
+        }
+        Service::Login => {
+            let n = g.user();
+            req.int(1, g.id());
+            req.bytes(2, format!("username_{n}").as_bytes());
+            req.bytes(3, format!("password_{n}").as_bytes());
+            g.carrier(&mut req, 4);
+            let token = format!("{}.{}.{}", g.chars(36), g.chars(128), g.chars(43));
+            resp.bytes(1, token.as_bytes());
+            [("dsb.LoginArgs", req.0), ("dsb.LoginResult", resp.0)]
+        }
+        Service::ReadPost => {
+            let (post_id, req_id) = (g.id(), g.id());
+            req.int(1, req_id);
+            req.int(2, post_id);
+            g.carrier(&mut req, 3);
+            let mut post = Wire::default();
+            post.int(1, post_id);
+            g.named(&mut post, 2);
+            post.int(3, g.id());
+            let mut text = g.chars(256);
+            for _ in 0..k {
+                text.push_str(&format!(" @username_{}", g.user()));
+            }
+            for _ in 0..k {
+                text.push(' ');
+                text.push_str(&g.short_url());
+            }
+            post.bytes(4, text.as_bytes());
+            for _ in 0..k {
+                g.named(&mut post, 5);
+            }
+            for _ in 0..k.min(5) {
+                let mut m = Wire::default();
+                // 18 decimal digits.
+                m.int(
+                    1,
+                    100_000_000_000_000_000 + g.id() % 900_000_000_000_000_000,
+                );
+                m.bytes(2, b"png");
+                post.message(6, m);
+            }
+            for _ in 0..k {
+                g.url(&mut post, 7);
+            }
+            // Milliseconds since the epoch, around the paper's time (2019-2020).
+            post.int(8, 1_570_000_000_000 + u64::from(g.0.next_u32()));
+            resp.message(1, post);
+            [("dsb.ReadPostArgs", req.0), ("dsb.ReadPostResult", resp.0)]
+        }
+    }
+}
+
+/// The calls of `service` (six draws; Login has one shape), traced by the engine behind
+/// `source`.
+///
+/// # Errors
+/// As [`trace_messages`].
+pub fn calls(source: &mut dyn TraceSource, service: Service, seed: u64) -> Result<Vec<Call>> {
+    let mut g = Gen(ChaCha8Rng::seed_from_u64(seed));
+    let draws = if service == Service::Login { 1 } else { 6 };
+    let mut out = Vec::new();
+    for k in 1..=draws {
+        let [(qt, q), (rt, r)] = call_bytes(service, k, &mut g);
+        let name = format!("dsb.{}", service.name());
+        let mut request = trace_messages(source, &name, DSB_PROTO, &[(qt, &q)], Direction::Decode)?;
+        let mut response =
+            trace_messages(source, &name, DSB_PROTO, &[(rt, &r)], Direction::Encode)?;
+        out.push(Call {
+            request: request.remove(0),
+            response: response.remove(0),
+        });
+    }
+    Ok(out)
+}
+
+/// DT time of `calls` on the CPU model over their DT latency on OP, as a core of an idle
+/// server sees it (§6.4: "each microservice runs in isolation"): OP `cfg` with one requesting
+/// core, from its MMIO request to the completion, request deserialization plus response
+/// serialization, summed over the calls.
+///
+/// # Errors
+/// As [`crate::op::run`].
+pub fn dt_reduction(cpu: &CpuConfig, cfg: &OpConfig, calls: &[Call]) -> Result<f64> {
+    let mut cfg = cfg.clone();
+    cfg.dispatcher.cores = 1;
+    let (mut cpu_ns, mut op_ns) = (0.0, 0.0);
+    for c in calls {
+        for t in [&c.request, &c.response] {
+            cpu_ns += cpu.message_ns(t);
+            op_ns += run(&cfg, std::slice::from_ref(t))?.request_latency_ns;
+        }
+    }
+    Ok(cpu_ns / op_ns)
+}
