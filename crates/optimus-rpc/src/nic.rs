@@ -307,8 +307,10 @@ struct Qp {
     role: u32,
     tx: Consumer,
     rx: Producer,
-    /// A completion that did not fit in `rx`; nothing more is taken from `tx` until it does.
-    stall: Option<Vec<u8>>,
+    /// Completions that did not fit in `rx`, oldest first; nothing more is taken from `tx`
+    /// until they all have. Each is the one outcome of a call this QP made and the NIC still
+    /// held (a window or pending-table slot), so the queue is bounded by those tables.
+    stall: VecDeque<Vec<u8>>,
     rx_dirty: bool,
     in_flight: u32,
     notifier: Option<Arc<Notifier>>,
@@ -463,7 +465,7 @@ impl<T: Transport> Nic<T> {
                 role: QP_FREE,
                 tx,
                 rx,
-                stall: None,
+                stall: VecDeque::new(),
                 rx_dirty: false,
                 in_flight: 0,
                 notifier: None,
@@ -812,7 +814,7 @@ impl Core {
             }
         }
         let qp = &mut self.qps[i];
-        qp.stall = None;
+        qp.stall.clear();
         qp.rx_dirty = false;
         qp.in_flight = 0;
         qp.notifier = None;
@@ -993,9 +995,6 @@ impl Core {
                 } else {
                     let (qp, host_id, method) = (s.qp, s.host_id, s.method);
                     if qp != NO_QP {
-                        if self.qps[qp as usize].stall.is_some() {
-                            continue; // try again at the next timer pass
-                        }
                         let h = completion_header(handle, host_id, method, Status::Timeout);
                         self.deliver_or_stall(qp as usize, &h, &[]);
                     }
@@ -1179,11 +1178,7 @@ impl Core {
         let (qp, host_id, method) = (s.qp, s.host_id, s.method);
         if qp != NO_QP {
             let ch = completion_header(handle, host_id, method, status);
-            if !self.try_deliver(qp as usize, &ch, payload) {
-                // No room at the caller: keep the call; the retransmission brings the answer back.
-                self.stats.backpressure += 1;
-                return;
-            }
+            self.deliver_or_stall(qp as usize, &ch, payload);
             self.stats.responses_delivered += 1;
         }
         let c = &mut self.cconns[i];
@@ -1354,7 +1349,7 @@ impl Core {
         if q.role == QP_FREE {
             return true; // nobody to tell
         }
-        if q.stall.is_some() && !flush_stall(q) {
+        if !flush_stall(q) {
             return false;
         }
         let mut r = q.rx.push(h, payload);
@@ -1377,42 +1372,29 @@ impl Core {
         }
     }
 
-    /// Writes a completion, parking it in the QP's stall slot if the ring is full.
+    /// Writes a completion, queueing it behind the QP's stalled ones if the ring is full: an
+    /// application that stops reading its completions loses none of them.
     fn deliver_or_stall(&mut self, qp: usize, h: &FrameHeader, payload: &[u8]) {
         if !self.try_deliver(qp, h, payload) {
             let q = &mut self.qps[qp];
+            let (h, payload) = if payload.len() > q.rx.max_payload() {
+                let e = completion_header(h.conn_id, h.request_id, h.method_id, Status::TooLarge);
+                (e, &[][..])
+            } else {
+                (*h, payload)
+            };
             let mut f = Vec::with_capacity(HEADER_BYTES + payload.len());
             f.extend_from_slice(
                 &FrameHeader {
                     payload_len: payload.len() as u32,
-                    ..*h
+                    ..h
                 }
                 .encode(),
             );
             f.extend_from_slice(payload);
-            if q.stall.is_none() {
-                q.stall = Some(f);
-            } else {
-                // A second stalled completion can only come from a cold path (timeouts, a
-                // closing connection); keep it rather than lose it.
-                self.backlog_stall(qp, f);
-            }
+            q.stall.push_back(f);
+            self.stats.backpressure += 1;
         }
-    }
-
-    #[cold]
-    fn backlog_stall(&mut self, qp: usize, f: Vec<u8>) {
-        // Spin until the caller drains its ring: this only happens when an application stops
-        // reading completions while the NIC fails many of its calls at once.
-        let q = &mut self.qps[qp];
-        for _ in 0..1_000_000 {
-            if flush_stall(q) {
-                q.stall = Some(f);
-                return;
-            }
-            std::hint::spin_loop();
-        }
-        self.stats.backpressure += 1;
     }
 
     // ---------------------------------------------------------------- TX: application rings
@@ -1477,7 +1459,7 @@ impl Core {
     fn client_ring(&mut self, i: usize) -> (usize, bool) {
         let mut n = 0;
         while n < TX_BATCH {
-            if self.qps[i].stall.is_some() && !flush_stall(&mut self.qps[i]) {
+            if !flush_stall(&mut self.qps[i]) {
                 self.stats.backpressure += 1;
                 return (n, true);
             }
@@ -1675,23 +1657,25 @@ impl Core {
     }
 }
 
+/// Moves stalled completions into the QP's rx ring, oldest first; true when none is left.
 fn flush_stall(q: &mut Qp) -> bool {
-    let Some(f) = q.stall.as_ref() else {
-        return true;
-    };
-    let mut r = q.rx.push_frame(f);
-    if r == Err(PushError::Full) {
-        q.rx.publish();
-        r = q.rx.push_frame(f);
-    }
-    match r {
-        Ok(()) | Err(PushError::TooLarge) => {
-            q.stall = None;
-            q.rx_dirty = true;
-            true
+    while let Some(f) = q.stall.front() {
+        let mut r = q.rx.push_frame(f);
+        if r == Err(PushError::Full) {
+            q.rx.publish();
+            r = q.rx.push_frame(f);
         }
-        Err(PushError::Full) => false,
+        match r {
+            // Stalled frames fit the ring (`deliver_or_stall` shrinks them), so `TooLarge`
+            // cannot happen; dropping it still ends the loop.
+            Ok(()) | Err(PushError::TooLarge) => {
+                q.stall.pop_front();
+                q.rx_dirty = true;
+            }
+            Err(PushError::Full) => return false,
+        }
     }
+    true
 }
 
 fn completion_header(conn: u32, host_id: u64, method: u16, status: Status) -> FrameHeader {

@@ -591,3 +591,136 @@ fn worker_stopped_while_its_ring_is_full_leaves_every_call_one_outcome() {
     assert!(answered > 0 && unavailable > 0, "{o:?}");
     assert_eq!(answered + unavailable, CALLS_TO_STALLED_WORKER, "{o:?}");
 }
+
+/// A client whose completion ring holds 8 frames makes `n` calls on `conn`, runs `then`, and
+/// reads nothing until every call has ended at the NIC; then it reads them all. Returns each
+/// call's outcome.
+fn calls_with_a_full_completion_ring(
+    ch: &optimus_rpc::NicHandle,
+    conn: u32,
+    n: u32,
+    then: impl FnOnce(),
+    ended: impl Fn() -> bool,
+) -> Vec<(u32, Result<Vec<u8>, RpcError>)> {
+    let mut c = ch.client(client_opts(4)).unwrap();
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    for i in 0..n {
+        let payload = i.to_le_bytes();
+        loop {
+            let o = outcomes.clone();
+            match c.call_async(conn, 0, &payload, move |r| {
+                o.lock().unwrap().push((i, r.map(|b| b.to_vec())))
+            }) {
+                Ok(_) => break,
+                // The request ring is full: the NIC takes more once it has room. Reading no
+                // completions here is the point of the test.
+                Err(RpcError::Backpressure) => {
+                    c.flush();
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+                Err(e) => panic!("call {i}: {e}"),
+            }
+        }
+    }
+    c.flush();
+    then();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !ended() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(c.in_flight() > 0 && outcomes.lock().unwrap().is_empty());
+    while outcomes.lock().unwrap().len() < n as usize && std::time::Instant::now() < deadline {
+        c.poll(|_, _| {});
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    c.poll(|_, _| {});
+    let o = std::mem::take(&mut *outcomes.lock().unwrap());
+    o
+}
+
+fn small_rings() -> NicConfig {
+    let mut cfg = config(1);
+    cfg.layout.ring_lines = 8;
+    cfg
+}
+
+#[test]
+fn answers_wait_for_a_client_that_stops_reading() {
+    // A server worker holds 100 requests, then answers them all at once over TCP while the
+    // caller's completion ring has room for 8: the caller's NIC queues the rest, takes no new
+    // requests from that caller meanwhile, and loses none.
+    let st = optimus_rpc::Tcp::listen("127.0.0.1:0").unwrap();
+    let addr = st.local_addr();
+    let (server, sh) = start(st, config(1), false);
+    let mut worker = sh.worker().unwrap();
+    let (client, ch) = start(optimus_rpc::Tcp::client(), small_rings(), false);
+    let conn = ch.connect(&addr, Duration::from_secs(10)).unwrap();
+    let answer_all = || {
+        while server_pending(&sh) < 100 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut answered = 0;
+        while answered < 100 {
+            answered += worker.serve_once(&mut echo).unwrap();
+        }
+    };
+    let delivered = || ch.stats().responses_delivered >= 100;
+    let o = calls_with_a_full_completion_ring(&ch, conn, 100, answer_all, delivered);
+    assert_eq!(o.len(), 100, "each call ends exactly once");
+    for (i, r) in &o {
+        assert_eq!(
+            r.as_deref().ok(),
+            Some(&i.to_le_bytes()[..]),
+            "call {i}: {r:?}"
+        );
+    }
+    assert!(ch.stats().backpressure > 0, "the completion ring was full");
+    drop(worker);
+    client.stop();
+    server.stop();
+}
+
+#[test]
+fn timeouts_wait_for_a_client_that_stops_reading() {
+    // 100 calls to a server that vanished all time out at once; 8 fit the completion ring.
+    let (server, sh) = start(Udp::bind("127.0.0.1:0").unwrap(), config(1), true);
+    let addr = sh.local_addr().to_string();
+    let cfg = NicConfig {
+        timeout: Duration::from_millis(2),
+        max_retries: 1,
+        ..small_rings()
+    };
+    let (client, ch) = start(Udp::bind("127.0.0.1:0").unwrap(), cfg, false);
+    let conn = ch.connect(&addr, Duration::from_secs(10)).unwrap();
+    server.stop();
+    let o = calls_with_a_full_completion_ring(&ch, conn, 100, || {}, || ch.stats().timeouts >= 100);
+    assert_eq!(o.len(), 100, "each call ends exactly once");
+    assert!(o.iter().all(|(_, r)| matches!(r, Err(RpcError::Timeout))));
+    client.stop();
+}
+
+#[test]
+fn a_closed_connection_fails_every_call_of_a_client_that_stops_reading() {
+    // 100 calls in flight on a connection the client closes: each fails `Disconnected` once,
+    // though only 8 completions fit the caller's ring when the NIC fails them all at once.
+    let (server, sh) = start(Udp::bind("127.0.0.1:0").unwrap(), config(1), true);
+    let addr = sh.local_addr().to_string();
+    let (client, ch) = start(Udp::bind("127.0.0.1:0").unwrap(), small_rings(), false);
+    let conn = ch.connect(&addr, Duration::from_secs(10)).unwrap();
+    server.stop();
+    let o = calls_with_a_full_completion_ring(
+        &ch,
+        conn,
+        100,
+        || ch.close(conn),
+        || ch.stats().conns_closed >= 1,
+    );
+    assert_eq!(o.len(), 100, "each call ends exactly once");
+    assert!(
+        o.iter()
+            .all(|(_, r)| matches!(r, Err(RpcError::Disconnected))),
+        "{o:?}"
+    );
+    client.stop();
+}
