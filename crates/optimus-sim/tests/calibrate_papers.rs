@@ -57,6 +57,8 @@ const MET_RPCACC: &[&str] = &[
     "rpcacc.sec4c.overall_ser_time_decrease.pct",
     "rpcacc.sec4e.oneshot_deser_latency_increase.x",
     "rpcacc.fig10.onchip_tx_advantage.250mhz.x",
+    "rpcacc.fig12a.throughput_vs_cpu_only.x",
+    "rpcacc.fig12b.avg_latency_vs_cpu_only.x",
 ];
 
 const DOC: &str = include_str!("../../../docs/simulator.md");

@@ -8,6 +8,7 @@
 //! generates the HyperProtoBench-like `.proto` and messages of the RPCAcc experiments.
 
 pub mod hpb;
+pub mod image;
 pub mod view;
 
 use optimus_trace::{Direction, Event, Region};

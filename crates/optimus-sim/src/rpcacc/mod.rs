@@ -16,6 +16,8 @@
 //!   write transaction per field) or one-shot (one per `temp_buffer_bytes`), through a DMA
 //!   engine that costs `dma_txn_ns` per transaction plus bytes over bandwidth.
 
+pub mod service;
+
 use serde::{Deserialize, Serialize};
 
 use optimus_trace::{Direction, Region};
