@@ -25,7 +25,7 @@ use optimus_trace::{Direction, Region};
 use crate::cpu::CpuConfig;
 use crate::error::{config_err, Result};
 use crate::program::Program;
-use crate::workload::{hpb, trace_messages, MessageTrace, TraceSource};
+use crate::workload::{hpb, socialnet, trace_messages, MessageTrace, TraceSource};
 
 /// An interconnect or memory: latency and bandwidth.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -221,6 +221,30 @@ pub fn suite(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Vec<Rpc
         let deser = trace_messages(source, &b.name, &b.proto, &msgs, Direction::Decode)?;
         for (i, (s, d)) in ser.into_iter().zip(deser).enumerate() {
             out.push(prepare(&b.name, i, s, d, b.avg_field_bytes[i]));
+        }
+    }
+    Ok(out)
+}
+
+/// The DeathStarBench services' messages (`workload::socialnet`): per service, every request
+/// and response of its draws, serialized and deserialized by the engine behind `source`.
+///
+/// # Errors
+/// As [`trace_messages`].
+pub fn socialnet(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Vec<RpcMessage>> {
+    let mut out = Vec::new();
+    for s in socialnet::SERVICES {
+        let calls = socialnet::calls(s, cfg.seed);
+        let msgs: Vec<(&str, &[u8])> = calls
+            .iter()
+            .flat_map(|(q, r)| std::iter::once(q).chain(r.as_ref()))
+            .map(|(t, b)| (*t, b.as_slice()))
+            .collect();
+        let proto = socialnet::SOCIALNET_PROTO;
+        let ser = trace_messages(source, s, proto, &msgs, Direction::Encode)?;
+        let deser = trace_messages(source, s, proto, &msgs, Direction::Decode)?;
+        for (i, (a, b)) in ser.into_iter().zip(deser).enumerate() {
+            out.push(prepare(s, i, a, b, 0.0));
         }
     }
     Ok(out)

@@ -9,6 +9,7 @@
 
 pub mod hpb;
 pub mod image;
+pub mod socialnet;
 pub mod view;
 
 use optimus_trace::{Direction, Event, Region};

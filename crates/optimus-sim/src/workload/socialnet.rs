@@ -1,0 +1,204 @@
+//! The five DeathStarBench social-network services of RPCAcc §IV-C and §IV-H (UniqueId, User,
+//! UrlShorten, SocialGraph, ComposePost) as protobuf messages, for the engine to trace.
+//!
+//! The services' RPCs are Thrift structs in `socialNetwork/social_network.thrift`
+//! (delimitrou/DeathStarBench); RPCAcc runs them over protobuf without printing its `.proto`,
+//! so each call's argument and result structs are written as proto3 messages with the same
+//! fields, order and types (`map<string, string>` as repeated key/value entries, `list<T>` as
+//! `repeated T`, enums as `int32`, the result's field 0 as field 1), as Optimus Prime's §6.4
+//! model does (`op::dsb`). The call of each service is the one the compose-post path makes of
+//! it: `ComposeUniqueId`, `ComposeCreatorWithUserId`, `ComposeUrls`, `GetFollowers` and
+//! `ComposePost` (whose result is `void`, so it has only a request). Values follow the
+//! benchmark's generators: `compose-post.lua` (a 256-character text, 1–6 mentions and URLs of
+//! `http://` + 64 characters, 1–5 media of 18-digit ids and type `png`, users 1..962), the
+//! URL-shorten handler (`http://short-url/` + 10 characters), the Jaeger `uber-trace-id`
+//! carrier, and for `GetFollowers` the socfb-Reed98 graph the benchmark loads (962 users,
+//! 18,812 edges: 39 followers on average). Six draws per service, k = 1..6 as in `op::dsb`.
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+
+/// The five calls' argument and result structs, as proto3.
+pub const SOCIALNET_PROTO: &str = r#"
+syntax = "proto3";
+package sn;
+message CarrierEntry { string key = 1; string value = 2; }
+message Url { string shortened_url = 1; string expanded_url = 2; }
+message Creator { int64 user_id = 1; string username = 2; }
+message ComposeUniqueIdArgs { int64 req_id = 1; int32 post_type = 2; repeated CarrierEntry carrier = 3; }
+message ComposeUniqueIdResult { int64 success = 1; }
+message ComposeCreatorWithUserIdArgs {
+  int64 req_id = 1; int64 user_id = 2; string username = 3; repeated CarrierEntry carrier = 4;
+}
+message ComposeCreatorWithUserIdResult { Creator success = 1; }
+message ComposeUrlsArgs { int64 req_id = 1; repeated string urls = 2; repeated CarrierEntry carrier = 3; }
+message ComposeUrlsResult { repeated Url success = 1; }
+message GetFollowersArgs { int64 req_id = 1; int64 user_id = 2; repeated CarrierEntry carrier = 3; }
+message GetFollowersResult { repeated int64 success = 1; }
+message ComposePostArgs {
+  int64 req_id = 1;
+  string username = 2;
+  int64 user_id = 3;
+  string text = 4;
+  repeated int64 media_ids = 5;
+  repeated string media_types = 6;
+  int32 post_type = 7;
+  repeated CarrierEntry carrier = 8;
+}
+"#;
+
+/// The five services, in §IV-H's order.
+pub const SERVICES: [&str; 5] = [
+    "unique-id",
+    "user",
+    "url-shorten",
+    "social-graph",
+    "compose-post",
+];
+
+/// Draws per service.
+pub const DRAWS: usize = 6;
+
+#[derive(Default)]
+struct Wire(Vec<u8>);
+
+impl Wire {
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+    fn int(&mut self, field: u32, v: u64) {
+        self.varint(u64::from(field) << 3);
+        self.varint(v);
+    }
+    fn bytes(&mut self, field: u32, b: &[u8]) {
+        self.varint((u64::from(field) << 3) | 2);
+        self.varint(b.len() as u64);
+        self.0.extend_from_slice(b);
+    }
+    fn message(&mut self, field: u32, m: Wire) {
+        self.bytes(field, &m.0);
+    }
+}
+
+struct Gen(ChaCha8Rng);
+
+impl Gen {
+    fn chars(&mut self, n: usize) -> String {
+        const SET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        (0..n)
+            .map(|_| char::from(SET[(self.0.next_u32() % 62) as usize]))
+            .collect()
+    }
+    fn hex(&mut self, n: usize) -> String {
+        (0..n)
+            .map(|_| char::from(b"0123456789abcdef"[(self.0.next_u32() % 16) as usize]))
+            .collect()
+    }
+    fn user(&mut self) -> u64 {
+        1 + u64::from(self.0.next_u32() % 962)
+    }
+    fn id(&mut self) -> u64 {
+        self.0.next_u64() >> 1
+    }
+    fn carrier(&mut self, w: &mut Wire, field: u32) {
+        let v = format!("{}:{}:{}:1", self.hex(16), self.hex(16), self.hex(16));
+        let mut e = Wire::default();
+        e.bytes(1, b"uber-trace-id");
+        e.bytes(2, v.as_bytes());
+        w.message(field, e);
+    }
+}
+
+/// One call: request type and bytes, and the response's where the call has one.
+pub type CallBytes = ((&'static str, Vec<u8>), Option<(&'static str, Vec<u8>)>);
+
+/// The calls of `service` (one of [`SERVICES`]), [`DRAWS`] draws, from `seed`.
+pub fn calls(service: &str, seed: u64) -> Vec<CallBytes> {
+    let mut g = Gen(ChaCha8Rng::seed_from_u64(seed));
+    (1..=DRAWS)
+        .map(|k| {
+            let mut req = Wire::default();
+            let mut resp = Wire::default();
+            req.int(1, g.id());
+            match service {
+                "unique-id" => {
+                    req.int(2, 0);
+                    g.carrier(&mut req, 3);
+                    resp.int(1, g.id());
+                    (
+                        ("sn.ComposeUniqueIdArgs", req.0),
+                        Some(("sn.ComposeUniqueIdResult", resp.0)),
+                    )
+                }
+                "user" => {
+                    let n = g.user();
+                    req.int(2, n);
+                    req.bytes(3, format!("username_{n}").as_bytes());
+                    g.carrier(&mut req, 4);
+                    let mut c = Wire::default();
+                    c.int(1, n);
+                    c.bytes(2, format!("username_{n}").as_bytes());
+                    resp.message(1, c);
+                    (
+                        ("sn.ComposeCreatorWithUserIdArgs", req.0),
+                        Some(("sn.ComposeCreatorWithUserIdResult", resp.0)),
+                    )
+                }
+                "url-shorten" => {
+                    let urls: Vec<String> =
+                        (0..k).map(|_| format!("http://{}", g.chars(64))).collect();
+                    for u in &urls {
+                        req.bytes(2, u.as_bytes());
+                    }
+                    g.carrier(&mut req, 3);
+                    for u in &urls {
+                        let mut m = Wire::default();
+                        m.bytes(1, format!("http://short-url/{}", g.chars(10)).as_bytes());
+                        m.bytes(2, u.as_bytes());
+                        resp.message(1, m);
+                    }
+                    (
+                        ("sn.ComposeUrlsArgs", req.0),
+                        Some(("sn.ComposeUrlsResult", resp.0)),
+                    )
+                }
+                "social-graph" => {
+                    req.int(2, g.user());
+                    g.carrier(&mut req, 3);
+                    // Packed repeated int64: 39 followers on average; k spreads the draws.
+                    let mut packed = Wire::default();
+                    for _ in 0..(29 + 3 * k) {
+                        packed.varint(g.user());
+                    }
+                    resp.bytes(1, &packed.0);
+                    (
+                        ("sn.GetFollowersArgs", req.0),
+                        Some(("sn.GetFollowersResult", resp.0)),
+                    )
+                }
+                _ => {
+                    let n = g.user();
+                    req.bytes(2, format!("username_{n}").as_bytes());
+                    req.int(3, n);
+                    req.bytes(4, g.chars(256).as_bytes());
+                    let media = k.min(5);
+                    let mut ids = Wire::default();
+                    for _ in 0..media {
+                        ids.varint(100_000_000_000_000_000 + g.id() % 900_000_000_000_000_000);
+                    }
+                    req.bytes(5, &ids.0);
+                    for _ in 0..media {
+                        req.bytes(6, b"png");
+                    }
+                    req.int(7, 0);
+                    g.carrier(&mut req, 8);
+                    (("sn.ComposePostArgs", req.0), None)
+                }
+            }
+        })
+        .collect()
+}
