@@ -10,6 +10,7 @@ use test_engine::Engine;
 /// Optimus Prime targets the model meets (exact within 15 %, approx within 25 %).
 const MET_OP: &[&str] = &[
     "op.abstract.speedup_vs_software.x",
+    "op.abstract.perf_per_watt_vs_cpu.x",
     "op.abstract.service_latency_reduction_max.pct",
     "op.sec1.cpu_300B_latency_lower_bound.ns",
     "op.sec2_1.xeon_x5670_dt_throughput.min.MBps",
@@ -39,7 +40,9 @@ const MET_OP: &[&str] = &[
     "op.table4.cpu.throughput.gbps",
     "op.table4.op_1_1.perf_per_watt.x",
     "op.table4.op_12_1.throughput.gbps",
+    "op.table4.op_12_1.perf_per_watt.x",
     "op.table4.op_3_4.throughput.gbps",
+    "op.table4.op_3_4.perf_per_watt.x",
     "op.sec6_5.perf_per_watt_op_3_4_vs_op_12_1.x",
     "op.sec6_4.service_latency_reduction_max.pct",
     "op.sec4_6.prefetch_accuracy.pct",

@@ -118,6 +118,8 @@ struct Ctx {
     prog: Rc<Program>,
     ready_at: Vec<u64>,
     prefetched: Vec<bool>,
+    /// Per access: the earlier schema access of the same line, if any (see [`line_mates`]).
+    mates: Rc<Vec<Option<u32>>>,
     cursor: usize,
     chunks_left: u32,
     arrival: u64,
@@ -191,6 +193,25 @@ pub fn run(cfg: &OpConfig, workload: &[MessageTrace]) -> Result<OpReport> {
     Ok(m.report())
 }
 
+/// For each schema access, the first earlier schema access of the same line: the Block Buffer
+/// returns a whole line of schema entries to the Field Buffer (§4.3), so the entries after the
+/// first need no request of their own. Relocation moves every line alike, so this holds for
+/// every copy of the program.
+fn line_mates(p: &Program) -> Vec<Option<u32>> {
+    let mut first: std::collections::HashMap<u64, u32> = Default::default();
+    p.accesses
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if !a.is_schema {
+                return None;
+            }
+            let f = *first.entry(a.line).or_insert(i as u32);
+            (f != i as u32).then_some(f)
+        })
+        .collect()
+}
+
 struct Model<'c> {
     cfg: &'c OpConfig,
     now: u64,
@@ -201,6 +222,8 @@ struct Model<'c> {
     pipes: Vec<Pipeline>,
     /// Workload messages as programs, at the first core's arena.
     progs: Vec<Program>,
+    /// Per workload message: [`line_mates`] of its program.
+    mates: Vec<Rc<Vec<Option<u32>>>>,
     /// Requests issued per core (each builds its message at a new arena position).
     core_requests: Vec<u64>,
     core_next: Vec<(u64, usize)>,
@@ -260,6 +283,7 @@ impl<'c> Model<'c> {
             port: Port::new(cfg.noc.attach_links),
             bb: BlockBuffer::new(&cfg.block_buffer),
             pipes,
+            mates: base.iter().map(|p| Rc::new(line_mates(p))).collect(),
             progs: base,
             core_requests: vec![0; cores as usize],
             core_next,
@@ -376,6 +400,7 @@ impl<'c> Model<'c> {
             chunks_left: 0,
             ready_at: vec![NOT_ISSUED; n],
             prefetched: vec![false; n],
+            mates: Rc::clone(&self.mates[msg]),
             cursor: 0,
             arrival: self.now,
             scan: 0,
@@ -469,9 +494,6 @@ impl<'c> Model<'c> {
         // 1. Demand accesses of each context's current field, then prefetches.
         for pass in 0..2 {
             for k in 0..j {
-                if budget == 0 {
-                    break;
-                }
                 let slot = (self.pipes[p].active + k) % j;
                 let Some(ctx) = self.pipes[p].ctxs[slot].as_ref() else {
                     continue;
@@ -495,7 +517,7 @@ impl<'c> Model<'c> {
                 let hi = prog.items[item_end - 1].end_access as usize;
                 let cur_first = prog.items[ctx.cursor].first_access as usize;
                 let mut a = lo;
-                while a < hi && budget > 0 {
+                while a < hi {
                     let ctx = self.pipes[p].ctxs[slot].as_ref().expect("context is live");
                     let acc = prog.accesses[a];
                     let demand = (acc.item as usize) == ctx.cursor;
@@ -506,25 +528,35 @@ impl<'c> Model<'c> {
                         } else {
                             self.is_prefetchable(&prog, a)
                         });
+                    // A schema entry whose line an earlier entry already requested arrives in
+                    // the Field Buffer with that line (§4.3): no request of its own.
+                    let mate = ctx.mates[a].filter(|&s| ctx.ready_at[s as usize] != NOT_ISSUED);
                     if eligible {
-                        match self.issue(txn, core, acc.line, acc.region) {
-                            Some(ready) => {
-                                let measuring = self.measuring();
-                                let pipe = &mut self.pipes[p];
-                                let ctx = pipe.ctxs[slot].as_mut().expect("context is live");
-                                ctx.ready_at[a] = ready;
-                                if pass == 1 && !demand {
-                                    ctx.prefetched[a] = true;
-                                    if measuring {
-                                        pipe.reader.prefetches += 1;
+                        if let Some(s) = mate {
+                            let pipe = &mut self.pipes[p];
+                            let ctx = pipe.ctxs[slot].as_mut().expect("context is live");
+                            ctx.ready_at[a] = ctx.ready_at[s as usize];
+                            ctx.prefetched[a] = false;
+                        } else if budget > 0 {
+                            match self.issue(txn, core, acc.line, acc.region) {
+                                Some(ready) => {
+                                    let measuring = self.measuring();
+                                    let pipe = &mut self.pipes[p];
+                                    let ctx = pipe.ctxs[slot].as_mut().expect("context is live");
+                                    ctx.ready_at[a] = ready;
+                                    if pass == 1 && !demand {
+                                        ctx.prefetched[a] = true;
+                                        if measuring {
+                                            pipe.reader.prefetches += 1;
+                                        }
+                                    } else if measuring {
+                                        pipe.reader.demand_accesses += 1;
                                     }
-                                } else if measuring {
-                                    pipe.reader.demand_accesses += 1;
+                                    budget -= 1;
                                 }
-                                budget -= 1;
-                            }
-                            None => {
-                                budget = 0;
+                                None => {
+                                    budget = 0;
+                                }
                             }
                         }
                     }

@@ -35,8 +35,14 @@ use crate::error::{Result, SimError};
 
 /// Bytes of one Optimus Prime schema entry: 8-byte type word + 8-byte address (Fig. 4).
 pub const SCHEMA_ENTRY_BYTES: u32 = 16;
-/// Offset of the schema pool inside a core's arena, far above the message objects.
-pub const SCHEMA_POOL_OFFSET: u64 = 0x8000_0000;
+/// Offset of the schema pool inside a core's arena, far above the message objects, and two
+/// thirds of a 4 KB page past a page boundary (see [`REGION_SKEW`]).
+pub const SCHEMA_POOL_OFFSET: u64 = 0x8000_0000 + 2 * REGION_SKEW;
+/// How far apart, modulo a 4 KB page, the arena, the heap and the schema pool start (a third
+/// of a page, 21 lines). A process's allocations start at unrelated offsets within a page; with
+/// all three page-aligned, a message's first record, string and schema lines would always
+/// share one set of a 4 KB-way cache such as Optimus Prime's Block Buffer (8 KB, 2-way).
+pub const REGION_SKEW: u64 = 21 * 64;
 /// Granule of address canonicalization.
 const PAGE_BYTES: u64 = 4096;
 
@@ -80,8 +86,9 @@ pub struct ViewConfig {
 /// v3.16), unless they fit libstdc++'s 15-byte small-string buffer inside the object.
 pub const HEAP_STRING_MIN_BYTES: u32 = 16;
 
-/// Offset of the heap (string payloads) from a core's arena base.
-pub const HEAP_OFFSET: u64 = 0x4000_0000;
+/// Offset of the heap (string payloads) from a core's arena base: a third of a page past a
+/// page boundary (see [`REGION_SKEW`]).
+pub const HEAP_OFFSET: u64 = 0x4000_0000 + REGION_SKEW;
 
 impl Default for ViewConfig {
     fn default() -> Self {
