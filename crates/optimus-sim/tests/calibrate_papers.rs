@@ -62,6 +62,7 @@ const MET_RPCACC: &[&str] = &[
     "rpcacc.fig10.onchip_tx_advantage.250mhz.x",
     "rpcacc.fig12a.throughput_vs_cpu_only.x",
     "rpcacc.fig12b.avg_latency_vs_cpu_only.x",
+    "rpcacc.fig13.dsb_exec_time_vs_protoacc_pcie.x",
 ];
 
 const DOC: &str = include_str!("../../../docs/simulator.md");
