@@ -846,3 +846,73 @@ impl<'c> Model<'c> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use optimus_trace::{Direction, Event, Format};
+
+    /// Six set fields: schema entries 0..4 share the first schema line, 4 and 5 the second.
+    fn six_fields() -> MessageTrace {
+        let mut events = vec![Event::MessageBegin {
+            direction: Direction::Encode,
+            format: Format::Protobuf,
+            type_id: 0,
+        }];
+        for k in 0..6u64 {
+            events.push(Event::SchemaRead {
+                kind: 5,
+                addr: 0x1000 + 16 * k,
+                size: 16,
+            });
+            events.push(Event::FieldRead {
+                region: Region::Message,
+                addr: 0x8000 + 64 * k,
+                bytes: 4,
+            });
+            events.push(Event::Convert { op: 5, bytes: 4 });
+            events.push(Event::FieldWrite {
+                region: Region::Buffer,
+                addr: 2 * k,
+                bytes: 2,
+            });
+        }
+        events.push(Event::MessageEnd { wire_bytes: 12 });
+        MessageTrace {
+            events,
+            wire_bytes: 12,
+            direction: Direction::Encode,
+        }
+    }
+
+    #[test]
+    fn schema_entries_of_one_line_share_its_request() {
+        let p = Program::from_trace(&six_fields());
+        let m = line_mates(&p);
+        let schema: Vec<Option<u32>> = p
+            .accesses
+            .iter()
+            .zip(&m)
+            .filter(|(a, _)| a.is_schema)
+            .map(|(_, m)| *m)
+            .collect();
+        // Entries 1..3 ride on entry 0's line (access 0), entry 5 on entry 4's (access 8).
+        assert_eq!(schema, vec![None, Some(0), Some(0), Some(0), None, Some(8)]);
+        // Field data never does.
+        assert!(p
+            .accesses
+            .iter()
+            .zip(&m)
+            .all(|(a, m)| a.is_schema || m.is_none()));
+        // One message on OP{1,1}: two schema lines and six data lines reach the Block Buffer.
+        let mut cfg = OpConfig::paper_4x4(1, 1);
+        cfg.warmup_cycles = 0;
+        cfg.measure_cycles = 2000;
+        cfg.dispatcher.cores = 1;
+        cfg.dispatcher.core_gap_cycles = 10_000;
+        let r = run(&cfg, &[six_fields()]).unwrap();
+        let get = |k: &str| r.stats.get(k).unwrap_or(0.0);
+        assert_eq!(get("block_buffer.misses"), 8.0);
+        assert_eq!(get("block_buffer.hits") + get("block_buffer.merges"), 0.0);
+    }
+}
