@@ -25,6 +25,7 @@ const MET_OP: &[&str] = &[
     "op.fig7.op_1_1.ser.nested.gbps",
     "op.fig7.op_1_1.ser.flat.gbps",
     "op.fig7.op_1_1.ser.mixed.gbps",
+    "op.sec6_2.op_1_1_vs_core_ser.max.x",
     "op.fig8.pipelines_for_40gbps.flat",
     "op.fig8.pipelines_for_40gbps.mixed",
     "op.fig8.nested_plateau.gbps",

@@ -41,7 +41,8 @@ pub struct ReaderConfig {
     /// Schema entries the Field Buffer holds: how far ahead of the field being emitted the
     /// prefetcher may issue (§4.6 Prefetching). Default 12 (calibrated, see docs/simulator.md).
     pub field_buffer_entries: u32,
-    /// Memory requests a Reader issues per cycle. Default 1.
+    /// Memory requests a Reader issues per cycle. Default 2: the Block Buffer's two read/write
+    /// ports (Table 1), which the Writer's line writes and the other pipelines share.
     pub issue_per_cycle: u32,
     /// Cycles to rotate to another time-sharing context. Default 1 (§4.6: "rotated in one cycle").
     pub context_switch_cycles: u32,
@@ -54,7 +55,7 @@ impl Default for ReaderConfig {
         Self {
             chunk_bytes: 8,
             field_buffer_entries: 12,
-            issue_per_cycle: 1,
+            issue_per_cycle: 2,
             context_switch_cycles: 1,
             chunk_queue: 16,
         }

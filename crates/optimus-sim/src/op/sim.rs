@@ -317,7 +317,12 @@ impl<'c> Model<'c> {
             self.port.advance(self.now);
             self.cores_tick();
             self.dispatch();
-            for p in 0..self.pipes.len() {
+            // The Block Buffer's ports go round-robin over the pipelines: the first to ask
+            // in a cycle rotates, so no pipeline has fixed priority.
+            let n = self.pipes.len();
+            let first = (self.now % n as u64) as usize;
+            for k in 0..n {
+                let p = (first + k) % n;
                 self.writer_tick(p);
                 self.converter_tick(p);
                 self.reader_tick(p);
