@@ -65,6 +65,7 @@ const MET_RPCACC: &[&str] = &[
     "rpcacc.fig12b.avg_latency_vs_cpu_only.x",
     "rpcacc.fig13.dsb_exec_time_vs_protoacc_pcie.x",
     "rpcacc.fig13.dsb_exec_time_vs_cpu_only.x",
+    "rpcacc.sec1.pcie_ser_slowdown_vs_onchip.x",
 ];
 
 const DOC: &str = include_str!("../../../docs/simulator.md");
