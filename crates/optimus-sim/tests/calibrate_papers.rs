@@ -66,6 +66,7 @@ const MET_RPCACC: &[&str] = &[
     "rpcacc.fig13.dsb_exec_time_vs_protoacc_pcie.x",
     "rpcacc.fig13.dsb_exec_time_vs_cpu_only.x",
     "rpcacc.sec1.pcie_ser_slowdown_vs_onchip.x",
+    "rpcacc.fig6.memcpy_encoding_offload_cycles.dsb.pct",
 ];
 
 const DOC: &str = include_str!("../../../docs/simulator.md");
