@@ -17,7 +17,6 @@ pub mod lossy;
 pub mod tcp;
 pub mod udp;
 
-use std::collections::VecDeque;
 use std::io;
 
 /// A transport's name for a remote endpoint (an index into its peer table).
@@ -79,8 +78,9 @@ pub trait Transport: Send + 'static {
 /// allocate once warm.
 pub struct TxQueue {
     bytes: Vec<u8>,
-    /// Per frame: peer, start in `bytes`, length.
-    q: VecDeque<(PeerId, usize, usize)>,
+    /// Per frame: peer, start in `bytes`, length; the queue is `q[head..]`.
+    q: Vec<(PeerId, usize, usize)>,
+    head: usize,
     cap: usize,
 }
 
@@ -92,37 +92,38 @@ impl TxQueue {
     pub fn new(cap: usize) -> Self {
         Self {
             bytes: Vec::new(),
-            q: VecDeque::with_capacity(cap),
+            q: Vec::with_capacity(cap),
+            head: 0,
             cap,
         }
     }
 
     /// Frames queued.
     pub fn len(&self) -> usize {
-        self.q.len()
+        self.q.len() - self.head
     }
 
     /// Whether no frame is queued.
     pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
+        self.len() == 0
     }
 
     /// Free places.
     pub fn room(&self) -> usize {
-        self.cap - self.q.len()
+        self.cap - self.len()
     }
 
     /// Queues a frame that `fill` appends to the buffer it is given (it must only append);
     /// `false` when the queue is full.
     #[inline]
     pub fn push_with(&mut self, peer: PeerId, fill: impl FnOnce(&mut Vec<u8>)) -> bool {
-        if self.q.len() >= self.cap {
+        if self.len() >= self.cap {
             return false;
         }
         let start = self.bytes.len();
         fill(&mut self.bytes);
         debug_assert!(self.bytes.len() >= start, "fill only appends");
-        self.q.push_back((peer, start, self.bytes.len() - start));
+        self.q.push((peer, start, self.bytes.len() - start));
         true
     }
 
@@ -134,7 +135,7 @@ impl TxQueue {
     /// The `i`-th queued frame.
     #[inline]
     pub fn get(&self, i: usize) -> Option<(PeerId, &[u8])> {
-        self.q
+        self.q[self.head..]
             .get(i)
             .map(|&(p, start, len)| (p, &self.bytes[start..start + len]))
     }
@@ -143,11 +144,12 @@ impl TxQueue {
     /// bytes (contiguous) and how many frames they are.
     #[inline]
     pub fn front_run(&self, max: usize) -> Option<(PeerId, &[u8], usize)> {
-        let &(peer, start, len) = self.q.front()?;
+        let q = &self.q[self.head..];
+        let &(peer, start, len) = q.first()?;
         let mut end = start + len;
         let mut n = 1;
         while n < max {
-            match self.q.get(n) {
+            match q.get(n) {
                 Some(&(p, s, l)) if p == peer && s == end => {
                     end += l;
                     n += 1;
@@ -160,15 +162,24 @@ impl TxQueue {
 
     /// Removes the first `n` frames.
     pub fn consume(&mut self, n: usize) {
-        let n = n.min(self.q.len());
-        self.q.drain(..n);
-        match self.q.front() {
-            None => self.bytes.clear(),
+        self.head += n.min(self.len());
+        match self.q.get(self.head) {
+            None => {
+                self.q.clear();
+                self.head = 0;
+                self.bytes.clear();
+            }
             Some(&(_, start, _)) if start >= TXQ_COMPACT_BYTES && start * 2 >= self.bytes.len() => {
                 self.bytes.drain(..start);
+                self.q.drain(..self.head);
+                self.head = 0;
                 for e in self.q.iter_mut() {
                     e.1 -= start;
                 }
+            }
+            Some(_) if self.head >= self.cap => {
+                self.q.drain(..self.head);
+                self.head = 0;
             }
             Some(_) => {}
         }
@@ -249,6 +260,17 @@ mod tests {
         }
         assert!(q.bytes.len() <= 2 * TXQ_COMPACT_BYTES + 8 * big.len());
         assert_eq!(q.get(3).map(|(_, f)| f.len()), Some(1000));
+        assert!(q.q.len() <= q.cap + 8, "consumed entries are dropped too");
+        // Small frames: the entry list is bounded even before the bytes compact.
+        let mut q = TxQueue::new(8);
+        for i in 0..10_000u32 {
+            assert!(q.push(i, &i.to_le_bytes()));
+            if q.len() > 4 {
+                q.consume(1);
+            }
+            assert!(q.q.len() <= 2 * q.cap);
+        }
+        assert_eq!(q.get(0), Some((9_996, &9_996u32.to_le_bytes()[..])));
         let full = TxQueue::new(0);
         assert_eq!(full.room(), 0);
     }
