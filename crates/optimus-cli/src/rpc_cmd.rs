@@ -131,6 +131,11 @@ pub struct RpcBenchArgs {
     /// Measured seconds per implementation, after a 0.2 s warm-up [default: 2].
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
+    /// Measure every implementation this many times, interleaved (optimus-rpc, bare echo, tonic,
+    /// then again), and report min/median/max of Mrps and of each round's ratio to the bare
+    /// echo [default: 1].
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
     /// CPU for the soft NIC (and every server thread); clients use the other CPUs [default: 0].
     #[arg(long, default_value_t = 0)]
     nic_core: usize,
@@ -367,10 +372,6 @@ struct BenchRow {
 impl BenchRow {
     fn mrps(&self) -> f64 {
         self.calls as f64 / self.seconds / 1e6
-    }
-
-    fn pct_us(&self, q: f64) -> f64 {
-        self.hist.value_at_quantile(q) as f64 / 1000.0
     }
 }
 
@@ -1064,27 +1065,34 @@ pub fn rpc_bench(a: RpcBenchArgs) -> Result<()> {
     if a.seconds <= 0.0 {
         bail!("--seconds must be positive");
     }
-    let mut rows = vec![bench_optimus(&a).context("optimus-rpc run")?];
-    if !a.no_peers {
-        match a.transport {
-            TransportKind::Udp => rows.push(bench_udp_echo(&a).context("udp echo run")?),
-            _ => rows.push(bench_tcp_echo(&a).context("tcp echo run")?),
-        }
-        rows.push(bench_tonic(&a).context("tonic run")?);
+    let mut rounds = Vec::new();
+    for _ in 0..a.rounds {
+        rounds.push(bench_round(&a)?);
     }
+    let rows = summarize(&rounds);
     let mut out = std::io::stdout().lock();
     if a.json {
         for r in &rows {
+            let vs = match &r.vs_echo {
+                Some(v) => format!(
+                    ",\"vs_echo\":{:.4},\"vs_echo_min\":{:.4},\"vs_echo_max\":{:.4}",
+                    v.median, v.min, v.max
+                ),
+                None => String::new(),
+            };
             writeln!(
                 out,
-                "{{\"implementation\":\"{}\",\"transport\":\"{}\",\"batch\":{},\"depth\":{},\"threads\":{},\"payload\":{},\"mrps\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2},\"p999_us\":{:.2}}}",
+                "{{\"implementation\":\"{}\",\"transport\":\"{}\",\"batch\":{},\"depth\":{},\"threads\":{},\"payload\":{},\"rounds\":{},\"mrps\":{:.4},\"mrps_min\":{:.4},\"mrps_max\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2},\"p999_us\":{:.2}{vs}}}",
                 r.implementation,
                 r.transport,
                 a.batch,
                 a.depth(),
                 a.threads,
                 a.payload,
-                r.mrps(),
+                a.rounds,
+                r.mrps.median,
+                r.mrps.min,
+                r.mrps.max,
                 r.pct_us(0.5),
                 r.pct_us(0.99),
                 r.pct_us(0.999)
@@ -1093,7 +1101,7 @@ pub fn rpc_bench(a: RpcBenchArgs) -> Result<()> {
     } else {
         writeln!(
             out,
-            "{:<12} {:<9} {:>5} {:>5} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9}",
+            "{:<12} {:<9} {:>5} {:>5} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
             "impl",
             "transport",
             "batch",
@@ -1103,26 +1111,143 @@ pub fn rpc_bench(a: RpcBenchArgs) -> Result<()> {
             "Mrps",
             "p50_us",
             "p99_us",
-            "p999_us"
+            "p999_us",
+            "vs_echo"
         )?;
         for r in &rows {
+            let mrps = if a.rounds > 1 {
+                format!(
+                    "{:.3} [{:.3}, {:.3}]",
+                    r.mrps.median, r.mrps.min, r.mrps.max
+                )
+            } else {
+                format!("{:.3}", r.mrps.median)
+            };
+            let vs = match &r.vs_echo {
+                Some(v) if a.rounds > 1 => {
+                    format!("{:.3} [{:.3}, {:.3}]", v.median, v.min, v.max)
+                }
+                Some(v) => format!("{:.3}", v.median),
+                None => "-".into(),
+            };
             writeln!(
                 out,
-                "{:<12} {:<9} {:>5} {:>5} {:>7} {:>7} {:>9.3} {:>9.2} {:>9.2} {:>9.2}",
+                "{:<12} {:<9} {:>5} {:>5} {:>7} {:>7} {:>9} {:>9.2} {:>9.2} {:>9.2} {:>9}",
                 r.implementation,
                 r.transport,
                 a.batch,
                 a.depth(),
                 a.threads,
                 a.payload,
-                r.mrps(),
+                mrps,
                 r.pct_us(0.5),
                 r.pct_us(0.99),
-                r.pct_us(0.999)
+                r.pct_us(0.999),
+                vs
+            )?;
+        }
+        if a.rounds > 1 {
+            writeln!(
+                out,
+                "({} rounds: Mrps and vs_echo are median [min, max]; latency over all rounds)",
+                a.rounds
             )?;
         }
     }
     Ok(())
+}
+
+/// One round: optimus-rpc, then (unless `--no-peers`) the bare echo and tonic.
+fn bench_round(a: &RpcBenchArgs) -> Result<Vec<BenchRow>> {
+    let mut rows = vec![bench_optimus(a).context("optimus-rpc run")?];
+    if !a.no_peers {
+        match a.transport {
+            TransportKind::Udp => rows.push(bench_udp_echo(a).context("udp echo run")?),
+            _ => rows.push(bench_tcp_echo(a).context("tcp echo run")?),
+        }
+        rows.push(bench_tonic(a).context("tonic run")?);
+    }
+    Ok(rows)
+}
+
+/// Min, median and max of a sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Spread {
+    min: f64,
+    median: f64,
+    max: f64,
+}
+
+impl Spread {
+    /// `None` for an empty sample; the median of an even count is the mean of the middle two.
+    fn of(mut v: Vec<f64>) -> Option<Self> {
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Self {
+            min: v[0],
+            median,
+            max: v[n - 1],
+        })
+    }
+}
+
+/// One implementation over all rounds.
+struct BenchSummary {
+    implementation: &'static str,
+    transport: &'static str,
+    mrps: Spread,
+    /// Each round's Mrps over the bare echo's in the same round.
+    vs_echo: Option<Spread>,
+    /// Sampled round trips of every round.
+    hist: Histogram<u64>,
+}
+
+impl BenchSummary {
+    fn pct_us(&self, q: f64) -> f64 {
+        self.hist.value_at_quantile(q) as f64 / 1000.0
+    }
+}
+
+/// Folds rounds (each the same implementations in the same order) into one summary each.
+fn summarize(rounds: &[Vec<BenchRow>]) -> Vec<BenchSummary> {
+    let Some(first) = rounds.first() else {
+        return Vec::new();
+    };
+    let echo_of = |round: &[BenchRow]| {
+        round
+            .iter()
+            .find(|r| r.implementation.ends_with("-echo"))
+            .map(BenchRow::mrps)
+    };
+    (0..first.len())
+        .map(|i| {
+            let mut hist = new_hist();
+            for round in rounds {
+                // Same bounds on every histogram: adding cannot fail.
+                let _ = hist.add(&round[i].hist);
+            }
+            let vs: Vec<f64> = rounds
+                .iter()
+                .filter_map(|round| echo_of(round).map(|e| round[i].mrps() / e))
+                .collect();
+            BenchSummary {
+                implementation: first[i].implementation,
+                transport: first[i].transport,
+                mrps: Spread::of(rounds.iter().map(|round| round[i].mrps()).collect())
+                    .expect("at least one round"),
+                vs_echo: Spread::of(vs),
+                hist,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -1250,6 +1375,61 @@ service Geometry {
         interop(TransportKind::Shm, path.to_string_lossy().into_owned());
     }
 
+    fn row(implementation: &'static str, calls: u64, latency_ns: u64) -> BenchRow {
+        let mut hist = new_hist();
+        hist.record(latency_ns).unwrap();
+        BenchRow {
+            implementation,
+            transport: "tcp",
+            calls,
+            seconds: 1.0,
+            hist,
+        }
+    }
+
+    #[test]
+    fn spread_is_min_median_max() {
+        assert_eq!(Spread::of(vec![]), None);
+        let s = Spread::of(vec![3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.min, s.median, s.max), (1.0, 2.0, 3.0));
+        assert_eq!(Spread::of(vec![4.0, 1.0, 2.0, 9.0]).unwrap().median, 3.0);
+    }
+
+    #[test]
+    fn rounds_give_per_round_ratios_to_the_echo() {
+        // Round 1: optimus 2 of echo 4 (0.5); round 2: 3 of 4 (0.75); round 3: 3 of 3 (1.0).
+        let rounds = vec![
+            vec![
+                row("optimus-rpc", 2_000_000, 10_000),
+                row("tcp-echo", 4_000_000, 5_000),
+            ],
+            vec![
+                row("optimus-rpc", 3_000_000, 20_000),
+                row("tcp-echo", 4_000_000, 5_000),
+            ],
+            vec![
+                row("optimus-rpc", 3_000_000, 30_000),
+                row("tcp-echo", 3_000_000, 5_000),
+            ],
+        ];
+        let s = summarize(&rounds);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].implementation, "optimus-rpc");
+        assert_eq!(
+            (s[0].mrps.min, s[0].mrps.median, s[0].mrps.max),
+            (2.0, 3.0, 3.0)
+        );
+        let v = s[0].vs_echo.unwrap();
+        assert_eq!((v.min, v.median, v.max), (0.5, 0.75, 1.0));
+        assert_eq!(s[1].vs_echo.unwrap().median, 1.0);
+        // Latencies of every round are merged.
+        assert_eq!(s[0].hist.len(), 3);
+        assert!((s[0].pct_us(1.0) - 30.0).abs() < 0.1);
+        // Without a bare echo there is no ratio.
+        let alone = summarize(&[vec![row("optimus-rpc", 1, 1)]]);
+        assert!(alone[0].vs_echo.is_none());
+    }
+
     #[test]
     fn bench_runs_every_implementation_briefly() {
         for transport in [TransportKind::Shm, TransportKind::Udp, TransportKind::Tcp] {
@@ -1261,6 +1441,7 @@ service Geometry {
                 depth: None,
                 nic_per_side: transport == TransportKind::Tcp,
                 seconds: 0.05,
+                rounds: 1,
                 nic_core: 0,
                 no_peers: transport != TransportKind::Shm,
                 json: true,
