@@ -163,7 +163,10 @@ pub fn reproduce_rpcacc_with(
         .iter()
         .map(|m| rpcacc::preser_ns(&cfg, m, true).0 / rpcacc::cpu_ser_ns(&cfg, m))
         .collect();
-    let overall: Vec<f64> = st.iter().map(|s| s.rpcacc / s.cpu_only).collect();
+    // §IV-C: memory-affinity serialization "trades a few CPU cycles for the large decrease in
+    // the overall serialization time": the design that spends no CPU cycles is accelerator-only
+    // (ProtoACC-PCIe), so the 57 % decrease is against it (Fig. 7's 2.3x: 1 - 1/2.3 = 57 %).
+    let overall: Vec<f64> = st.iter().map(|s| s.rpcacc / s.protoacc_pcie).collect();
     let host: Vec<rpcacc::HostCycles> = ms.iter().map(|m| rpcacc::host_cycles(&cfg, m)).collect();
     let memcpy_saving = 100.0 * mean(host.iter().map(|h| 1.0 - h.memcpy_offload / h.software));
     let both_saving = 100.0
@@ -223,7 +226,7 @@ pub fn reproduce_rpcacc_with(
             "rpcacc.fig2.ser_time_increase_70ns_to_1250ns.x" => Eval::Model(fig2, "serializer time at 1250 ns / 70 ns, Bench2, geomean"),
             "rpcacc.sec1.pcie_ser_slowdown_vs_onchip.x" => Eval::Model(suite_latency, "serializer time at 1250 ns / 70 ns (Fig. 2's experiment), whole suite, geomean"),
             "rpcacc.sec4c.preser_cpu_cycles_vs_cpu_ser.pct" => Eval::Model(100.0 * geomean(pre.iter().copied()), "host pre-serialization / software serialization, geomean"),
-            "rpcacc.sec4c.overall_ser_time_decrease.pct" => Eval::Model(100.0 * (1.0 - geomean(overall.iter().copied())), "1 - memory-affinity / CPU-only time, geomean"),
+            "rpcacc.sec4c.overall_ser_time_decrease.pct" => Eval::Model(100.0 * (1.0 - geomean(overall.iter().copied())), "1 - memory-affinity / ProtoACC-PCIe time, geomean"),
             "rpcacc.fig10.onchip_tx_advantage.250mhz.x" => Eval::Model(mean(st.iter().map(|s| s.rpcacc / s.protoacc_onchip)), "RPCAcc TX / ProtoACC-OnChip TX, mean, 250 MHz"),
             "rpcacc.fig10.onchip_tx_advantage.2ghz.x" => Eval::Model(mean(st2.iter().map(|s| s.rpcacc / s.protoacc_onchip)), "same at 2 GHz"),
             "rpcacc.fig9.dagger_rpcacc_ser_reduction.x" => Eval::Model(mean(dagger.iter().copied()), "Dagger-ProtoACC / Dagger-RPCAcc over UPI, 2 GHz, mean"),
