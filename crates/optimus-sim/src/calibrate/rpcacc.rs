@@ -242,7 +242,7 @@ pub fn reproduce_rpcacc_with(
             _ if id.starts_with("rpcacc.table4.") => Eval::NotTiming,
             _ if id.starts_with("rpcacc.fig8") => Eval::NotModeled("BlueField-3: its Arm cores' protobuf speed and DMA transaction rate are not published"),
             "rpcacc.fig12a.throughput_vs_protoacc_pcie.x" | "rpcacc.abstract.e2e_throughput_gain.x" => Eval::Model(per_core(&svc.rpcacc) / per_core(&svc.protoacc_pcie), "image service: RPCAcc / ProtoACC-PCIe requests per host core"),
-            "rpcacc.fig12a.throughput_vs_cpu_only.x" => Eval::Model(per_core(&svc.rpcacc) / per_core(&svc.cpu_only), "image service: RPCAcc / CPU-only requests per host core (CPU compression speed fitted here)"),
+            "rpcacc.fig12a.throughput_vs_cpu_only.x" => Eval::Model(per_core(&svc.rpcacc) / per_core(&svc.cpu_only), "image service: RPCAcc / CPU-only requests per host core (CPU compression speed fitted here and to Fig. 12b)"),
             "rpcacc.fig12b.avg_latency_vs_protoacc_pcie.x" | "rpcacc.sec1.img.avg_latency_reduction.x" => Eval::Model(1.0 / img(&svc.protoacc_pcie), "image service: ProtoACC-PCIe / RPCAcc latency at low load"),
             "rpcacc.fig12b.avg_latency_vs_cpu_only.x" => Eval::Model(1.0 / img(&svc.cpu_only), "image service: CPU-only / RPCAcc latency at low load"),
             "rpcacc.sec4h.skip_acc_fields_cycle_saving.pct" => Eval::Model(100.0 * (1.0 - svc.rpcacc.host_ns / noskip_host), "image service: 1 - RPCAcc host time per request / same without skipping the image"),
