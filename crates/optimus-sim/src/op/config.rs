@@ -19,6 +19,9 @@ pub struct DispatcherConfig {
     /// Cycles a core spends between seeing a completion and issuing its next request (polling
     /// loop and request set-up). Default 20.
     pub core_gap_cycles: u32,
+    /// Tile of the first requesting core; core `c` sits on tile `first_core_tile + c` (modulo
+    /// the mesh), skipping OP's tile 0. Default 1: the cores fill the tiles after OP's.
+    pub first_core_tile: u32,
 }
 
 impl Default for DispatcherConfig {
@@ -27,6 +30,7 @@ impl Default for DispatcherConfig {
             dispatch_cycles: 2,
             cores: 0,
             core_gap_cycles: 20,
+            first_core_tile: 1,
         }
     }
 }

@@ -304,7 +304,9 @@ impl<'c> Model<'c> {
     }
 
     fn core_tile(&self, core: u32) -> u32 {
-        (core + 1) % self.mesh.tiles()
+        // Tiles 1.. in order from the first core's, wrapping past OP's tile 0.
+        let others = self.mesh.tiles() - 1;
+        1 + (core + self.cfg.dispatcher.first_core_tile.max(1) - 1) % others
     }
 
     fn measuring(&self) -> bool {
