@@ -19,12 +19,12 @@
 //! URLs k, media min(k, 5)); one Login shape serves for all.
 
 use optimus_trace::Direction;
-use rand_chacha::ChaCha8Rng;
-use rand_core::{RngCore, SeedableRng};
+use rand_core::RngCore;
 
 use super::{run, OpConfig};
 use crate::cpu::CpuConfig;
 use crate::error::Result;
+use crate::workload::social_gen::{Gen, Wire};
 use crate::workload::{trace_messages, MessageTrace, TraceSource};
 
 /// The Thrift IDL's structs and the three calls' argument/result structs, as proto3.
@@ -92,80 +92,6 @@ pub struct Call {
     pub request: MessageTrace,
     /// Serialization trace of the result struct.
     pub response: MessageTrace,
-}
-
-/// Protobuf wire writer for the generated values.
-#[derive(Default)]
-struct Wire(Vec<u8>);
-
-impl Wire {
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
-    }
-    fn int(&mut self, field: u32, v: u64) {
-        self.varint(u64::from(field) << 3);
-        self.varint(v);
-    }
-    fn bytes(&mut self, field: u32, b: &[u8]) {
-        self.varint((u64::from(field) << 3) | 2);
-        self.varint(b.len() as u64);
-        self.0.extend_from_slice(b);
-    }
-    fn message(&mut self, field: u32, m: Wire) {
-        self.bytes(field, &m.0);
-    }
-}
-
-struct Gen(ChaCha8Rng);
-
-impl Gen {
-    /// `n` characters of the workload script's 62-character set.
-    fn chars(&mut self, n: usize) -> String {
-        const SET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-        (0..n)
-            .map(|_| char::from(SET[(self.0.next_u32() % 62) as usize]))
-            .collect()
-    }
-    fn hex(&mut self, n: usize) -> String {
-        (0..n)
-            .map(|_| char::from(b"0123456789abcdef"[(self.0.next_u32() % 16) as usize]))
-            .collect()
-    }
-    /// A user index of the script (1..=962).
-    fn user(&mut self) -> u64 {
-        1 + u64::from(self.0.next_u32() % 962)
-    }
-    /// A random 63-bit id (request, post and media ids are 64-bit random numbers).
-    fn id(&mut self) -> u64 {
-        self.0.next_u64() >> 1
-    }
-    fn carrier(&mut self, w: &mut Wire, field: u32) {
-        let v = format!("{}:{}:{}:1", self.hex(16), self.hex(16), self.hex(16));
-        let mut e = Wire::default();
-        e.bytes(1, b"uber-trace-id");
-        e.bytes(2, v.as_bytes());
-        w.message(field, e);
-    }
-    fn short_url(&mut self) -> String {
-        format!("http://short-url/{}", self.chars(10))
-    }
-    fn url(&mut self, w: &mut Wire, field: u32) {
-        let mut u = Wire::default();
-        u.bytes(1, self.short_url().as_bytes());
-        u.bytes(2, format!("http://{}", self.chars(64)).as_bytes());
-        w.message(field, u);
-    }
-    fn named(&mut self, w: &mut Wire, field: u32) {
-        let n = self.user();
-        let mut m = Wire::default();
-        m.int(1, n);
-        m.bytes(2, format!("username_{n}").as_bytes());
-        w.message(field, m);
-    }
 }
 
 /// Wire bytes of `(request type, request, response type, response)` for draw `k` (1..=6).
@@ -249,7 +175,7 @@ fn call_bytes(s: Service, k: usize, g: &mut Gen) -> [(&'static str, Vec<u8>); 2]
 /// # Errors
 /// As [`trace_messages`].
 pub fn calls(source: &mut dyn TraceSource, service: Service, seed: u64) -> Result<Vec<Call>> {
-    let mut g = Gen(ChaCha8Rng::seed_from_u64(seed));
+    let mut g = Gen::new(seed);
     let draws = if service == Service::Login { 1 } else { 6 };
     let mut out = Vec::new();
     for k in 1..=draws {

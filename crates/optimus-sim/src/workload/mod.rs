@@ -9,6 +9,7 @@
 
 pub mod hpb;
 pub mod image;
+pub(crate) mod social_gen;
 pub mod socialnet;
 pub mod view;
 

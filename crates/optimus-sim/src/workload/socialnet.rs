@@ -15,8 +15,7 @@
 //! carrier, and for `GetFollowers` the socfb-Reed98 graph the benchmark loads (962 users,
 //! 18,812 edges: 39 followers on average). Six draws per service, k = 1..6 as in `op::dsb`.
 
-use rand_chacha::ChaCha8Rng;
-use rand_core::{RngCore, SeedableRng};
+use super::social_gen::{Gen, Wire};
 
 /// The five calls' argument and result structs, as proto3.
 pub const SOCIALNET_PROTO: &str = r#"
@@ -59,66 +58,12 @@ pub const SERVICES: [&str; 5] = [
 /// Draws per service.
 pub const DRAWS: usize = 6;
 
-#[derive(Default)]
-struct Wire(Vec<u8>);
-
-impl Wire {
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
-    }
-    fn int(&mut self, field: u32, v: u64) {
-        self.varint(u64::from(field) << 3);
-        self.varint(v);
-    }
-    fn bytes(&mut self, field: u32, b: &[u8]) {
-        self.varint((u64::from(field) << 3) | 2);
-        self.varint(b.len() as u64);
-        self.0.extend_from_slice(b);
-    }
-    fn message(&mut self, field: u32, m: Wire) {
-        self.bytes(field, &m.0);
-    }
-}
-
-struct Gen(ChaCha8Rng);
-
-impl Gen {
-    fn chars(&mut self, n: usize) -> String {
-        const SET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-        (0..n)
-            .map(|_| char::from(SET[(self.0.next_u32() % 62) as usize]))
-            .collect()
-    }
-    fn hex(&mut self, n: usize) -> String {
-        (0..n)
-            .map(|_| char::from(b"0123456789abcdef"[(self.0.next_u32() % 16) as usize]))
-            .collect()
-    }
-    fn user(&mut self) -> u64 {
-        1 + u64::from(self.0.next_u32() % 962)
-    }
-    fn id(&mut self) -> u64 {
-        self.0.next_u64() >> 1
-    }
-    fn carrier(&mut self, w: &mut Wire, field: u32) {
-        let v = format!("{}:{}:{}:1", self.hex(16), self.hex(16), self.hex(16));
-        let mut e = Wire::default();
-        e.bytes(1, b"uber-trace-id");
-        e.bytes(2, v.as_bytes());
-        w.message(field, e);
-    }
-}
-
 /// One call: request type and bytes, and the response's where the call has one.
 pub type CallBytes = ((&'static str, Vec<u8>), Option<(&'static str, Vec<u8>)>);
 
 /// The calls of `service` (one of [`SERVICES`]), [`DRAWS`] draws, from `seed`.
 pub fn calls(service: &str, seed: u64) -> Vec<CallBytes> {
-    let mut g = Gen(ChaCha8Rng::seed_from_u64(seed));
+    let mut g = Gen::new(seed);
     (1..=DRAWS)
         .map(|k| {
             let mut req = Wire::default();
@@ -157,7 +102,7 @@ pub fn calls(service: &str, seed: u64) -> Vec<CallBytes> {
                     g.carrier(&mut req, 3);
                     for u in &urls {
                         let mut m = Wire::default();
-                        m.bytes(1, format!("http://short-url/{}", g.chars(10)).as_bytes());
+                        m.bytes(1, g.short_url().as_bytes());
                         m.bytes(2, u.as_bytes());
                         resp.message(1, m);
                     }
