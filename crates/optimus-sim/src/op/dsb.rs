@@ -101,17 +101,7 @@ fn call_bytes(s: Service, k: usize, g: &mut Gen) -> [(&'static str, Vec<u8>); 2]
     match s {
         Service::UrlShorten => {
             req.int(1, g.id());
-            let urls: Vec<String> = (0..k).map(|_| format!("http://{}", g.chars(64))).collect();
-            for u in &urls {
-                req.bytes(2, u.as_bytes());
-            }
-            g.carrier(&mut req, 3);
-            for u in &urls {
-                let mut m = Wire::default();
-                m.bytes(1, g.short_url().as_bytes());
-                m.bytes(2, u.as_bytes());
-                resp.message(1, m);
-            }
+            g.compose_urls(k, &mut req, &mut resp);
             [
                 ("dsb.ComposeUrlsArgs", req.0),
                 ("dsb.ComposeUrlsResult", resp.0),

@@ -85,4 +85,19 @@ impl Gen {
         m.bytes(2, format!("username_{n}").as_bytes());
         w.message(field, m);
     }
+    /// `ComposeUrls` of `k` URLs after the request id: the URLs (field 2) and the carrier
+    /// (field 3) into `req`, each shortened `Url` (field 1) into `resp`.
+    pub(crate) fn compose_urls(&mut self, k: usize, req: &mut Wire, resp: &mut Wire) {
+        let urls: Vec<String> = (0..k).map(|_| format!("http://{}", self.chars(64))).collect();
+        for u in &urls {
+            req.bytes(2, u.as_bytes());
+        }
+        self.carrier(req, 3);
+        for u in &urls {
+            let mut m = Wire::default();
+            m.bytes(1, self.short_url().as_bytes());
+            m.bytes(2, u.as_bytes());
+            resp.message(1, m);
+        }
+    }
 }

@@ -94,18 +94,7 @@ pub fn calls(service: &str, seed: u64) -> Vec<CallBytes> {
                     )
                 }
                 "url-shorten" => {
-                    let urls: Vec<String> =
-                        (0..k).map(|_| format!("http://{}", g.chars(64))).collect();
-                    for u in &urls {
-                        req.bytes(2, u.as_bytes());
-                    }
-                    g.carrier(&mut req, 3);
-                    for u in &urls {
-                        let mut m = Wire::default();
-                        m.bytes(1, g.short_url().as_bytes());
-                        m.bytes(2, u.as_bytes());
-                        resp.message(1, m);
-                    }
+                    g.compose_urls(k, &mut req, &mut resp);
                     (
                         ("sn.ComposeUrlsArgs", req.0),
                         Some(("sn.ComposeUrlsResult", resp.0)),
