@@ -88,7 +88,9 @@ impl Gen {
     /// `ComposeUrls` of `k` URLs after the request id: the URLs (field 2) and the carrier
     /// (field 3) into `req`, each shortened `Url` (field 1) into `resp`.
     pub(crate) fn compose_urls(&mut self, k: usize, req: &mut Wire, resp: &mut Wire) {
-        let urls: Vec<String> = (0..k).map(|_| format!("http://{}", self.chars(64))).collect();
+        let urls: Vec<String> = (0..k)
+            .map(|_| format!("http://{}", self.chars(64)))
+            .collect();
         for u in &urls {
             req.bytes(2, u.as_bytes());
         }
