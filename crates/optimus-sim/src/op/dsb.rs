@@ -5,8 +5,9 @@
 //! (`socialNetwork/social_network.thrift`, delimitrou/DeathStarBench); the engine has no
 //! Thrift codec, so each call's argument and result structs become proto3 messages with the
 //! same fields, in the same order and with the same types (Thrift `map<string, string>` as
-//! repeated key/value entries, `list<T>` as `repeated T`, the result's field 0 as field 1).
-//! Both formats write one tag and one value per field, so the per-field work the models see is
+//! repeated key/value entries, `list<T>` as `repeated T`, the result's field 0 as field 1), in
+//! the one social-network `.proto` RPCAcc's services use too (`data/socialnet.proto`). Both
+//! formats write one tag and one value per field, so the per-field work the models see is
 //! the same; only the tag and length encodings differ by a byte or two.
 //!
 //! Field values follow the benchmark's generators: the `compose-post.lua` workload script
@@ -25,40 +26,8 @@ use super::{run, OpConfig};
 use crate::cpu::CpuConfig;
 use crate::error::Result;
 use crate::workload::social_gen::{Gen, Wire};
+use crate::workload::socialnet::SOCIALNET_PROTO;
 use crate::workload::{trace_messages, MessageTrace, TraceSource};
-
-/// The Thrift IDL's structs and the three calls' argument/result structs, as proto3.
-pub const DSB_PROTO: &str = r#"
-syntax = "proto3";
-package dsb;
-message CarrierEntry { string key = 1; string value = 2; }
-message Url { string shortened_url = 1; string expanded_url = 2; }
-message UserMention { int64 user_id = 1; string username = 2; }
-message Media { int64 media_id = 1; string media_type = 2; }
-message Creator { int64 user_id = 1; string username = 2; }
-message Post {
-  int64 post_id = 1;
-  Creator creator = 2;
-  int64 req_id = 3;
-  string text = 4;
-  repeated UserMention user_mentions = 5;
-  repeated Media media = 6;
-  repeated Url urls = 7;
-  int64 timestamp = 8;
-  int32 post_type = 9;
-}
-message ComposeUrlsArgs { int64 req_id = 1; repeated string urls = 2; repeated CarrierEntry carrier = 3; }
-message ComposeUrlsResult { repeated Url success = 1; }
-message LoginArgs {
-  int64 req_id = 1;
-  string username = 2;
-  string password = 3;
-  repeated CarrierEntry carrier = 4;
-}
-message LoginResult { string success = 1; }
-message ReadPostArgs { int64 req_id = 1; int64 post_id = 2; repeated CarrierEntry carrier = 3; }
-message ReadPostResult { Post success = 1; }
-"#;
 
 /// A §6.4 service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -103,8 +72,8 @@ fn call_bytes(s: Service, k: usize, g: &mut Gen) -> [(&'static str, Vec<u8>); 2]
             req.int(1, g.id());
             g.compose_urls(k, &mut req, &mut resp);
             [
-                ("dsb.ComposeUrlsArgs", req.0),
-                ("dsb.ComposeUrlsResult", resp.0),
+                ("sn.ComposeUrlsArgs", req.0),
+                ("sn.ComposeUrlsResult", resp.0),
             ]
         }
         Service::Login => {
@@ -115,7 +84,7 @@ fn call_bytes(s: Service, k: usize, g: &mut Gen) -> [(&'static str, Vec<u8>); 2]
             g.carrier(&mut req, 4);
             let token = format!("{}.{}.{}", g.chars(36), g.chars(128), g.chars(43));
             resp.bytes(1, token.as_bytes());
-            [("dsb.LoginArgs", req.0), ("dsb.LoginResult", resp.0)]
+            [("sn.LoginArgs", req.0), ("sn.LoginResult", resp.0)]
         }
         Service::ReadPost => {
             let (post_id, req_id) = (g.id(), g.id());
@@ -154,7 +123,7 @@ fn call_bytes(s: Service, k: usize, g: &mut Gen) -> [(&'static str, Vec<u8>); 2]
             // Milliseconds since the epoch, around the paper's time (2019-2020).
             post.int(8, 1_570_000_000_000 + u64::from(g.0.next_u32()));
             resp.message(1, post);
-            [("dsb.ReadPostArgs", req.0), ("dsb.ReadPostResult", resp.0)]
+            [("sn.ReadPostArgs", req.0), ("sn.ReadPostResult", resp.0)]
         }
     }
 }
@@ -170,10 +139,21 @@ pub fn calls(source: &mut dyn TraceSource, service: Service, seed: u64) -> Resul
     let mut out = Vec::new();
     for k in 1..=draws {
         let [(qt, q), (rt, r)] = call_bytes(service, k, &mut g);
-        let name = format!("dsb.{}", service.name());
-        let mut request = trace_messages(source, &name, DSB_PROTO, &[(qt, &q)], Direction::Decode)?;
-        let mut response =
-            trace_messages(source, &name, DSB_PROTO, &[(rt, &r)], Direction::Encode)?;
+        let name = format!("sn.{}", service.name());
+        let mut request = trace_messages(
+            source,
+            &name,
+            SOCIALNET_PROTO,
+            &[(qt, &q)],
+            Direction::Decode,
+        )?;
+        let mut response = trace_messages(
+            source,
+            &name,
+            SOCIALNET_PROTO,
+            &[(rt, &r)],
+            Direction::Encode,
+        )?;
         out.push(Call {
             request: request.remove(0),
             response: response.remove(0),

@@ -17,34 +17,9 @@
 
 use super::social_gen::{Gen, Wire};
 
-/// The five calls' argument and result structs, as proto3.
-pub const SOCIALNET_PROTO: &str = r#"
-syntax = "proto3";
-package sn;
-message CarrierEntry { string key = 1; string value = 2; }
-message Url { string shortened_url = 1; string expanded_url = 2; }
-message Creator { int64 user_id = 1; string username = 2; }
-message ComposeUniqueIdArgs { int64 req_id = 1; int32 post_type = 2; repeated CarrierEntry carrier = 3; }
-message ComposeUniqueIdResult { int64 success = 1; }
-message ComposeCreatorWithUserIdArgs {
-  int64 req_id = 1; int64 user_id = 2; string username = 3; repeated CarrierEntry carrier = 4;
-}
-message ComposeCreatorWithUserIdResult { Creator success = 1; }
-message ComposeUrlsArgs { int64 req_id = 1; repeated string urls = 2; repeated CarrierEntry carrier = 3; }
-message ComposeUrlsResult { repeated Url success = 1; }
-message GetFollowersArgs { int64 req_id = 1; int64 user_id = 2; repeated CarrierEntry carrier = 3; }
-message GetFollowersResult { repeated int64 success = 1; }
-message ComposePostArgs {
-  int64 req_id = 1;
-  string username = 2;
-  int64 user_id = 3;
-  string text = 4;
-  repeated int64 media_ids = 5;
-  repeated string media_types = 6;
-  int32 post_type = 7;
-  repeated CarrierEntry carrier = 8;
-}
-"#;
+/// The social network's structs and the calls' argument and result structs of RPCAcc and of
+/// Optimus Prime §6.4, as proto3.
+pub const SOCIALNET_PROTO: &str = include_str!("../../data/socialnet.proto");
 
 /// The five services, in §IV-H's order.
 pub const SERVICES: [&str; 5] = [
