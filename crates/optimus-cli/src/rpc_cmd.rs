@@ -1115,21 +1115,9 @@ pub fn rpc_bench(a: RpcBenchArgs) -> Result<()> {
             "vs_echo"
         )?;
         for r in &rows {
-            let mrps = if a.rounds > 1 {
-                format!(
-                    "{:.3} [{:.3}, {:.3}]",
-                    r.mrps.median, r.mrps.min, r.mrps.max
-                )
-            } else {
-                format!("{:.3}", r.mrps.median)
-            };
-            let vs = match &r.vs_echo {
-                Some(v) if a.rounds > 1 => {
-                    format!("{:.3} [{:.3}, {:.3}]", v.median, v.min, v.max)
-                }
-                Some(v) => format!("{:.3}", v.median),
-                None => "-".into(),
-            };
+            let ranges = a.rounds > 1;
+            let mrps = r.mrps.text(ranges);
+            let vs = r.vs_echo.map_or("-".into(), |v| v.text(ranges));
             writeln!(
                 out,
                 "{:<12} {:<9} {:>5} {:>5} {:>7} {:>7} {:>9} {:>9.2} {:>9.2} {:>9.2} {:>9}",
@@ -1196,6 +1184,15 @@ impl Spread {
             median,
             max: v[n - 1],
         })
+    }
+
+    /// The median, and with `range` also `[min, max]`.
+    fn text(&self, range: bool) -> String {
+        if range {
+            format!("{:.3} [{:.3}, {:.3}]", self.median, self.min, self.max)
+        } else {
+            format!("{:.3}", self.median)
+        }
     }
 }
 
