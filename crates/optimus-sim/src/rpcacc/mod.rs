@@ -586,6 +586,15 @@ pub struct DeserTimes {
     pub oneshot_latency_ns: f64,
 }
 
+/// Time (ns) for one deserializer lane to parse program `p` at `clock_mhz`: its fields at
+/// `cycles_per_field` and its input at `encode_bits_per_cycle`.
+pub(crate) fn parse_ns(cfg: &RpcAccConfig, p: &Program, clock_mhz: f64) -> f64 {
+    let cyc = 1000.0 / clock_mhz;
+    (p.items.len() as f64 * cfg.cycles_per_field
+        + p.wire_bytes as f64 * 8.0 / cfg.encode_bits_per_cycle)
+        * cyc
+}
+
 /// Deserialization throughput and latency of `m`; latencies use `link` one-way.
 pub fn deser_times(
     cfg: &RpcAccConfig,
@@ -594,11 +603,8 @@ pub fn deser_times(
     link_bw: f64,
     clock_mhz: f64,
 ) -> DeserTimes {
-    let cyc = 1000.0 / clock_mhz;
     let p = &m.deser;
-    let wire = p.wire_bytes as f64;
-    let fields = p.items.len() as f64;
-    let parse = (fields * cfg.cycles_per_field + wire * 8.0 / cfg.encode_bits_per_cycle) * cyc;
+    let parse = parse_ns(cfg, p, clock_mhz);
     let writes: Vec<u32> = p
         .items
         .iter()

@@ -32,7 +32,9 @@ use serde::{Deserialize, Serialize};
 
 use optimus_trace::{Direction, Region};
 
-use super::{prepare, preser_ns, ser_times, serializer_ns, LinkConfig, RpcAccConfig, RpcMessage};
+use super::{
+    parse_ns, prepare, preser_ns, ser_times, serializer_ns, LinkConfig, RpcAccConfig, RpcMessage,
+};
 use crate::error::Result;
 use crate::program::Program;
 use crate::workload::{image, trace_messages, TraceSource};
@@ -196,14 +198,6 @@ fn place_large_in_accel(p: &Program) -> Program {
     q
 }
 
-/// Card time to parse a request of `p` (fields and bytes, as the deserializer lanes do).
-fn parse_ns(cfg: &RpcAccConfig, p: &Program) -> f64 {
-    let cyc = 1000.0 / cfg.clock_mhz;
-    (p.items.len() as f64 * cfg.cycles_per_field
-        + p.wire_bytes as f64 * 8.0 / cfg.encode_bits_per_cycle)
-        * cyc
-}
-
 /// Host-memory writes of a deserialization program: `(count, bytes, last write's bytes)`.
 fn host_writes(p: &Program) -> (usize, f64, f64) {
     let w: Vec<u32> = p
@@ -267,7 +261,7 @@ pub fn run(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Service {
     };
 
     // ProtoACC-PCIe: field-by-field deserialization of every field into host memory.
-    let parse = parse_ns(cfg, &m.request.deser);
+    let parse = parse_ns(cfg, &m.request.deser, cfg.clock_mhz);
     let (n_w, out_w, last_w) = host_writes(&m.request.deser);
     let deser_fbf = parse + n_w as f64 * cfg.dma_txn_ns + one_way + last_w / pcie.bw_gbytes_s;
     // `moveToAcc`: the MMIO reaches the card, which reads the avatar across PCIe and writes
