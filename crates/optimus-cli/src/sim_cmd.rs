@@ -12,7 +12,7 @@ use optimus_core::binary::{self, DecodeOptions};
 use optimus_schema::SchemaSet;
 use optimus_sim::calibrate::{self, Row, Status};
 use optimus_sim::op::{self, OpConfig};
-use optimus_sim::rpcacc::{self, LinkConfig, RpcAccConfig};
+use optimus_sim::rpcacc::{report, LinkConfig, RpcAccConfig};
 use optimus_sim::workload::{self, MessageTrace, TraceSource, ViewConfig};
 use optimus_trace::{Direction, Event, Recorder};
 
@@ -82,7 +82,9 @@ pub struct SimArgs {
     /// PCIe round-trip latency in ns for RPCAcc [default: 1250].
     #[arg(long = "pcie-ns", default_value_t = 1250.0)]
     pcie_ns: f64,
-    /// Embedded workload: flat, mixed, nested (serialization) or NAME-deser [default: mixed].
+    /// Embedded workload: flat, mixed, nested (OP: serialization; RPCAcc: both directions),
+    /// NAME-ser or NAME-deser for one direction, and for RPCAcc also hpb (the
+    /// HyperProtoBench-like suite) and socialnet (DeathStarBench messages) [default: mixed].
     #[arg(long, value_name = "NAME", conflicts_with = "trace")]
     workload: Option<String>,
     /// A trace file written by `optimus trace`.
@@ -126,11 +128,11 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
     if let Some(SimCommand::Reproduce(r)) = args.reproduce {
         return reproduce(r);
     }
-    let traces = load(&args)?;
     let out = io::stdout();
     let mut out = out.lock();
     match args.accel {
         Accel::Op => {
+            let traces = load(&args)?;
             let mut cfg = match args.mesh {
                 MeshSize::M4x4 => OpConfig::paper_4x4(args.pipelines, args.interleave),
                 MeshSize::M8x8 => OpConfig::paper_8x8(args.pipelines, args.interleave),
@@ -182,56 +184,84 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                 ..RpcAccConfig::default()
             };
             cfg.validate().context("sim")?;
-            let mut rows = Vec::new();
-            for (i, t) in traces.iter().enumerate() {
-                let p = optimus_sim::program::Program::from_trace(t);
-                let cyc = 1000.0 / cfg.clock_mhz;
-                let ser = rpcacc::serializer_ns(&cfg, &p, &|_| cfg.pcie, cyc);
-                rows.push(serde_json::json!({"message": i, "wire_bytes": t.wire_bytes, "protoacc_pcie_ser_ns": ser}));
-            }
+            let messages = match &args.trace {
+                Some(path) => load_trace(path)?
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, t)| report::one_direction("trace", i, t))
+                    .collect(),
+                None => report::workload(&cfg, &mut EngineTraces, workload_name(&args))
+                    .context("sim")?,
+            };
+            let r = report::run(&cfg, &messages).context("sim")?;
             if args.json {
-                writeln!(
-                    out,
-                    "{}",
-                    serde_json::json!({ "pcie_ns": args.pcie_ns, "messages": rows })
-                )?;
+                writeln!(out, "{}", serde_json::to_string(&r)?)?;
             } else {
-                writeln!(
-                    out,
-                    "ProtoACC-style serializer over a {} ns interconnect",
-                    args.pcie_ns
-                )?;
-                for r in rows {
-                    writeln!(
-                        out,
-                        "message {} ({} B): {:.0} ns",
-                        r["message"],
-                        r["wire_bytes"],
-                        r["protoacc_pcie_ser_ns"].as_f64().unwrap_or(0.0)
-                    )?;
-                }
+                print_rpcacc(&mut out, &r)?;
             }
         }
     }
     Ok(())
 }
 
+/// The RPCAcc report as a table: each design's latency and rate, then the counters.
+fn print_rpcacc(out: &mut impl Write, r: &report::RpcAccReport) -> Result<()> {
+    writeln!(
+        out,
+        "RPCAcc model, PCIe round trip {} ns, accelerator at {} MHz",
+        r.pcie_ns, r.clock_mhz
+    )?;
+    for (what, n, runs) in [
+        ("serialization", r.serialized, &r.serialization),
+        ("deserialization", r.deserialized, &r.deserialization),
+    ] {
+        if runs.is_empty() {
+            continue;
+        }
+        writeln!(
+            out,
+            "{what}, {n} message(s)\n  {:<16} {:>12} {:>16} {:>10}",
+            "design", "latency_ns", "messages_per_s", "gbps"
+        )?;
+        for d in runs {
+            writeln!(
+                out,
+                "  {:<16} {:>12.1} {:>16.0} {:>10.2}",
+                d.design, d.latency_ns, d.messages_per_s, d.gbps
+            )?;
+        }
+    }
+    for (k, v) in &r.stats.0 {
+        writeln!(out, "{k:<40} {v:.0}")?;
+    }
+    Ok(())
+}
+
+fn workload_name(args: &SimArgs) -> &str {
+    args.workload.as_deref().unwrap_or("mixed")
+}
+
+fn load_trace(path: &std::path::Path) -> Result<Vec<MessageTrace>> {
+    let bytes = std::fs::read(path).with_context(|| format!("sim: {}", path.display()))?;
+    let events =
+        optimus_trace::decode(&bytes).with_context(|| format!("sim: {}", path.display()))?;
+    let name = path.display().to_string();
+    Ok(workload::accelerator_view(
+        &name,
+        &events,
+        &ViewConfig::default(),
+    )?)
+}
+
 fn load(args: &SimArgs) -> Result<Vec<MessageTrace>> {
     if let Some(path) = &args.trace {
-        let bytes = std::fs::read(path).with_context(|| format!("sim: {}", path.display()))?;
-        let events =
-            optimus_trace::decode(&bytes).with_context(|| format!("sim: {}", path.display()))?;
-        let name = path.display().to_string();
-        return Ok(workload::accelerator_view(
-            &name,
-            &events,
-            &ViewConfig::default(),
-        )?);
+        return load_trace(path);
     }
-    let name = args.workload.as_deref().unwrap_or("mixed");
-    Ok(vec![
-        workload::named(&mut EngineTraces, name).context("sim")?
-    ])
+    Ok(vec![workload::named(
+        &mut EngineTraces,
+        workload_name(args),
+    )
+    .context("sim")?])
 }
 
 fn reproduce(r: ReproduceArgs) -> Result<()> {

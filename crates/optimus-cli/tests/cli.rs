@@ -144,3 +144,60 @@ fn trace_files_are_written() {
     optimus_trace::check_structure(&events).unwrap();
     assert!(events.len() > 20);
 }
+
+#[test]
+fn rpcacc_model_runs_on_workloads_and_trace_files() {
+    let out = optimus(
+        &["sim", "--accel", "rpcacc", "--workload", "mixed", "--json"],
+        b"",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let designs = |k: &str| -> Vec<String> {
+        r[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["design"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        designs("serialization"),
+        ["cpu_only", "protoacc_pcie", "protoacc_onchip", "rpcacc"]
+    );
+    assert_eq!(
+        designs("deserialization"),
+        ["cpu_only", "protoacc_pcie", "rpcacc"]
+    );
+    assert!(r["stats"]["serializer.fields"].as_f64().unwrap() > 0.0);
+
+    // A decode trace file gives the deserialization designs only.
+    let trace = optimus(&["trace", "--workload", "nested", "--op", "decode"], b"");
+    assert!(trace.status.success());
+    let path = std::env::temp_dir().join(format!("optimus-rpcacc-{}.trace", std::process::id()));
+    std::fs::write(&path, &trace.stdout).unwrap();
+    let out = optimus(
+        &[
+            "sim",
+            "--accel",
+            "rpcacc",
+            "--trace",
+            path.to_str().unwrap(),
+            "--json",
+        ],
+        b"",
+    );
+    std::fs::remove_file(&path).ok();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["serialized"], 0);
+    assert_eq!(r["deserialized"], 1);
+    assert_eq!(r["deserialization"].as_array().unwrap().len(), 3);
+}

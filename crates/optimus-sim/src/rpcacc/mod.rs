@@ -16,6 +16,7 @@
 //!   write transaction per field) or one-shot (one per `temp_buffer_bytes`), through a DMA
 //!   engine that costs `dma_txn_ns` per transaction plus bytes over bandwidth.
 
+pub mod report;
 pub mod service;
 
 use serde::{Deserialize, Serialize};
@@ -376,19 +377,26 @@ pub fn cpu_ser_ns(cfg: &RpcAccConfig, m: &RpcMessage) -> f64 {
     cfg.cpu.message_ns(&m.ser_trace)
 }
 
+/// Bytes of host-resident field data per item of `m`'s serialization (schema reads and
+/// accelerator-resident fields excluded): what pre-serialization copies.
+fn host_field_bytes(m: &RpcMessage) -> impl Iterator<Item = u32> + '_ {
+    m.ser.items.iter().map(|it| {
+        (it.first_access..it.end_access)
+            .map(|a| m.ser.accesses[a as usize])
+            .filter(|a| !a.is_schema && a.region != Region::Accel)
+            .map(|a| a.bytes)
+            .sum()
+    })
+}
+
 /// Host CPU time in ns of pre-serialization (no encoding; large host fields to the memcpy
 /// engine; accelerator-resident fields skipped), and the memcpy engine's time.
 pub fn preser_ns(cfg: &RpcAccConfig, m: &RpcMessage, use_dsa: bool) -> (f64, f64) {
     let mut instr = 0.0;
     let mut dsa = 0.0;
     let mut host_ns = 0.0;
-    for it in &m.ser.items {
+    for host_bytes in host_field_bytes(m) {
         instr += cfg.preser_per_field;
-        let host_bytes: u32 = (it.first_access..it.end_access)
-            .map(|a| m.ser.accesses[a as usize])
-            .filter(|a| !a.is_schema && a.region != Region::Accel)
-            .map(|a| a.bytes)
-            .sum();
         if use_dsa && host_bytes >= cfg.dsa_threshold_bytes {
             host_ns += cfg.dsa_submit_ns;
             dsa += f64::from(host_bytes) / cfg.dsa_bw_gbytes_s;
@@ -418,12 +426,7 @@ pub fn host_cycles(cfg: &RpcAccConfig, m: &RpcMessage) -> HostCycles {
     let software = cpu_ser_ns(cfg, m);
     let mut saved_instr = 0.0;
     let mut submit_ns = 0.0;
-    for it in &m.ser.items {
-        let host_bytes: u32 = (it.first_access..it.end_access)
-            .map(|a| m.ser.accesses[a as usize])
-            .filter(|a| !a.is_schema && a.region != Region::Accel)
-            .map(|a| a.bytes)
-            .sum();
+    for host_bytes in host_field_bytes(m) {
         if host_bytes >= cfg.dsa_threshold_bytes {
             saved_instr += cfg.cpu.per_copy_byte * f64::from(host_bytes);
             submit_ns += cfg.dsa_submit_ns;
@@ -523,28 +526,43 @@ pub struct SerTimes {
     pub rpcacc: f64,
 }
 
-/// Serialization times of `m` at accelerator clock `clock_mhz`.
-pub fn ser_times(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerTimes {
+/// The stages every design's serialization of one message is made of (ns).
+struct SerStages {
+    /// Software serialization on one host core.
+    software: f64,
+    /// The serialized message across PCIe to the NIC: latency, then bytes.
+    to_nic: f64,
+    /// The same bytes at PCIe bandwidth alone (what a stream of messages pays each).
+    to_nic_stream: f64,
+    /// ProtoACC's serializer on the card, reading every field across PCIe.
+    engine_over_pcie: f64,
+    /// ProtoACC's serializer next to host memory.
+    engine_on_chip: f64,
+    /// RPCAcc's host pre-serialization and its memcpy engine.
+    pre: f64,
+    /// The memcpy engine's copies during pre-serialization.
+    dsa: f64,
+    /// The card's DMA read of the pre-serialized buffer, encoded as it arrives.
+    fetch: f64,
+    /// The same without the PCIe latency (a stream of messages overlaps it).
+    fetch_stream: f64,
+    /// Accelerator-resident fields read and encoded from card memory.
+    local: f64,
+    /// The same without the card memory's latency.
+    local_stream: f64,
+}
+
+fn ser_stages(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerStages {
     let cyc = 1000.0 / clock_mhz;
     let wire = m.ser.wire_bytes as f64;
     let pcie = cfg.pcie;
     let acc = cfg.accel_mem;
-    let to_nic = pcie.latency_ns + wire / pcie.bw_gbytes_s;
-    let cpu_only = cpu_ser_ns(cfg, m) + cfg.mmio_ns + to_nic;
     let over_pcie = |r: Region| if r == Region::Accel { acc } else { pcie };
-    let protoacc_pcie = cfg.mmio_ns + serializer_ns(cfg, &m.ser, &over_pcie, cyc);
     let host = cfg.host_mem;
     let on_chip = |r: Region| if r == Region::Accel { pcie } else { host };
-    let protoacc_onchip = serializer_ns(cfg, &m.ser, &on_chip, cyc) + to_nic;
     let (pre, dsa) = preser_ns(cfg, m, true);
-    let pre_bytes: f64 = m
-        .ser
-        .accesses
-        .iter()
-        .filter(|a| !a.is_schema && a.region != Region::Accel)
-        .map(|a| f64::from(a.bytes))
-        .sum::<f64>()
-        + 8.0 * m.ser.items.len() as f64;
+    let pre_bytes: f64 =
+        host_field_bytes(m).map(f64::from).sum::<f64>() + 8.0 * m.ser.items.len() as f64;
     let acc_bytes: f64 = m
         .ser
         .accesses
@@ -556,18 +574,55 @@ pub fn ser_times(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerTimes
     // 512-bit, the encoding can be done within one cycle"), consuming the DMA read's
     // completions as they arrive: the fetch and the encoding of host fields overlap.
     let encode_ns = |bytes: f64| bytes * 8.0 / cfg.encode_bits_per_cycle * cyc;
-    let fetch = pcie.latency_ns + (pre_bytes / pcie.bw_gbytes_s).max(encode_ns(pre_bytes));
-    let local = if acc_bytes > 0.0 {
-        acc.latency_ns + acc_bytes / acc.bw_gbytes_s + encode_ns(acc_bytes)
+    let fetch_stream = (pre_bytes / pcie.bw_gbytes_s).max(encode_ns(pre_bytes));
+    let local_stream = if acc_bytes > 0.0 {
+        acc_bytes / acc.bw_gbytes_s + encode_ns(acc_bytes)
     } else {
         0.0
     };
-    let rpcacc = pre.max(dsa) + cfg.mmio_ns + fetch + local;
+    SerStages {
+        software: cpu_ser_ns(cfg, m),
+        to_nic: pcie.latency_ns + wire / pcie.bw_gbytes_s,
+        to_nic_stream: wire / pcie.bw_gbytes_s,
+        engine_over_pcie: serializer_ns(cfg, &m.ser, &over_pcie, cyc),
+        engine_on_chip: serializer_ns(cfg, &m.ser, &on_chip, cyc),
+        pre,
+        dsa,
+        fetch: pcie.latency_ns + fetch_stream,
+        fetch_stream,
+        local: if acc_bytes > 0.0 {
+            acc.latency_ns + local_stream
+        } else {
+            0.0
+        },
+        local_stream,
+    }
+}
+
+/// Serialization times of `m` at accelerator clock `clock_mhz`.
+pub fn ser_times(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerTimes {
+    let s = ser_stages(cfg, m, clock_mhz);
     SerTimes {
-        cpu_only,
-        protoacc_pcie,
-        protoacc_onchip,
-        rpcacc,
+        cpu_only: s.software + cfg.mmio_ns + s.to_nic,
+        protoacc_pcie: cfg.mmio_ns + s.engine_over_pcie,
+        protoacc_onchip: s.engine_on_chip + s.to_nic,
+        rpcacc: s.pre.max(s.dsa) + cfg.mmio_ns + s.fetch + s.local,
+    }
+}
+
+/// Per design, the time the busiest resource spends on `m` when messages follow each other
+/// (ns): what bounds the design's message rate. CPU-only: the host core or PCIe's bandwidth
+/// to the NIC; ProtoACC: its serializer engine (modelled as taking one message at a time)
+/// or, on chip, PCIe's bandwidth; RPCAcc: the host core's pre-serialization, the
+/// memcpy engine, or the card, whose DMA reads of successive messages overlap their PCIe
+/// latency.
+pub fn ser_occupancy(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerTimes {
+    let s = ser_stages(cfg, m, clock_mhz);
+    SerTimes {
+        cpu_only: s.software.max(s.to_nic_stream),
+        protoacc_pcie: s.engine_over_pcie,
+        protoacc_onchip: s.engine_on_chip.max(s.to_nic_stream),
+        rpcacc: s.pre.max(s.dsa).max(s.fetch_stream + s.local_stream),
     }
 }
 
@@ -650,23 +705,7 @@ pub struct RpcLayer {
 /// [`RpcLayer`] of a call with request `req` and response `resp`, at the accelerator clock,
 /// with the same per-design definitions as the HyperProtoBench experiments.
 pub fn rpc_layer(cfg: &RpcAccConfig, req: &RpcMessage, resp: Option<&RpcMessage>) -> RpcLayer {
-    let pcie = cfg.pcie;
-    let d = deser_times(
-        cfg,
-        req,
-        pcie.latency_ns / 2.0,
-        pcie.bw_gbytes_s,
-        cfg.clock_mhz,
-    );
-    let wire = req.deser.wire_bytes as f64;
-    let mut l = RpcLayer {
-        cpu_only: pcie.latency_ns / 2.0
-            + wire / pcie.bw_gbytes_s
-            + cfg.cpu_rpc_stack_ns
-            + cfg.cpu.message_ns(&req.deser_trace),
-        protoacc_pcie: d.fbf_latency_ns + req.deser.items.len() as f64 * cfg.dma_txn_ns,
-        rpcacc: d.oneshot_latency_ns,
-    };
+    let mut l = deser_layer(cfg, req);
     if let Some(r) = resp {
         let s = ser_times(cfg, r, cfg.clock_mhz);
         l.cpu_only += s.cpu_only;
@@ -674,6 +713,28 @@ pub fn rpc_layer(cfg: &RpcAccConfig, req: &RpcMessage, resp: Option<&RpcMessage>
         l.rpcacc += s.rpcacc;
     }
     l
+}
+
+/// The deserialization part of [`RpcLayer`]: request `m` from the NIC to the host on each
+/// design (CPU-only: DMA, eRPC's protocol processing, software; ProtoACC-PCIe: field by
+/// field, a DMA transaction each; RPCAcc: one-shot).
+pub fn deser_layer(cfg: &RpcAccConfig, m: &RpcMessage) -> RpcLayer {
+    let pcie = cfg.pcie;
+    let d = deser_times(
+        cfg,
+        m,
+        pcie.latency_ns / 2.0,
+        pcie.bw_gbytes_s,
+        cfg.clock_mhz,
+    );
+    RpcLayer {
+        cpu_only: pcie.latency_ns / 2.0
+            + m.deser.wire_bytes as f64 / pcie.bw_gbytes_s
+            + cfg.cpu_rpc_stack_ns
+            + cfg.cpu.message_ns(&m.deser_trace),
+        protoacc_pcie: d.fbf_latency_ns + m.deser.items.len() as f64 * cfg.dma_txn_ns,
+        rpcacc: d.oneshot_latency_ns,
+    }
 }
 
 /// Geometric mean.

@@ -1,0 +1,335 @@
+//! One run of the RPCAcc model on a workload (`optimus sim --accel rpcacc`): every design's
+//! serialization and deserialization of its messages, and the counters of each component.
+
+use serde::Serialize;
+
+use optimus_trace::Direction;
+
+use super::{
+    chunk_use, cpu_ser_ns, deser_layer, deser_times, host_field_bytes, prepare, preser_ns,
+    ser_occupancy, ser_times, socialnet, suite, RpcAccConfig, RpcMessage,
+};
+use crate::error::{Result, SimError};
+use crate::stats::Stats;
+use crate::workload::{MessageClass, MessageTrace, TraceSource};
+
+/// One design's result on the workload.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DesignRun {
+    /// Design name (`cpu_only`, `protoacc_pcie`, `protoacc_onchip`, `rpcacc`).
+    pub design: &'static str,
+    /// Mean latency per message, in ns: the call handed to the design to the output in place
+    /// (serialized at the NIC, or deserialized in host memory).
+    pub latency_ns: f64,
+    /// Messages per second when messages follow each other, bounded by the design's busiest
+    /// resource (see [`super::ser_occupancy`] and [`super::deser_times`]).
+    pub messages_per_s: f64,
+    /// Serialized bits per second at that rate, in Gbps.
+    pub gbps: f64,
+}
+
+/// The RPCAcc model's report on a workload.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RpcAccReport {
+    /// Messages serialized (those with a serialization trace).
+    pub serialized: usize,
+    /// Messages deserialized (those with a deserialization trace).
+    pub deserialized: usize,
+    /// PCIe round trip in ns.
+    pub pcie_ns: f64,
+    /// Accelerator clock in MHz.
+    pub clock_mhz: f64,
+    /// Serialization on CPU-only, ProtoACC-PCIe, ProtoACC-OnChip and RPCAcc
+    /// (memory-affinity); empty without serialization traces.
+    pub serialization: Vec<DesignRun>,
+    /// Deserialization on CPU-only, ProtoACC-PCIe (field by field) and RPCAcc (one-shot);
+    /// empty without deserialization traces.
+    pub deserialization: Vec<DesignRun>,
+    /// Named counters, summed over the workload's messages.
+    pub stats: Stats,
+}
+
+/// Sums of one design's per-message latency and busy time.
+#[derive(Default)]
+struct Sums {
+    latency: f64,
+    busy: f64,
+}
+
+fn design_runs(names: &[&'static str], sums: &[Sums], n: usize, wire_bits: f64) -> Vec<DesignRun> {
+    if n == 0 {
+        return Vec::new();
+    }
+    names
+        .iter()
+        .zip(sums)
+        .map(|(&design, s)| DesignRun {
+            design,
+            latency_ns: s.latency / n as f64,
+            messages_per_s: n as f64 / s.busy * 1e9,
+            gbps: wire_bits / s.busy,
+        })
+        .collect()
+}
+
+/// Runs every design on `messages`. A message whose serialization (deserialization) program
+/// is empty, as from a trace file of the other direction, takes part in deserialization
+/// (serialization) only.
+///
+/// # Errors
+/// An invalid configuration, or no message with a program.
+pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> {
+    cfg.validate()?;
+    let mut stats = Stats::default();
+    let mut add = |prefix: &str, name: &str, v: f64| {
+        let key = format!("{prefix}.{name}");
+        let old = stats.get(&key).unwrap_or(0.0);
+        stats.set(prefix, name, old + v);
+    };
+    let pcie = cfg.pcie;
+    let mut ser = [(); 4].map(|()| Sums::default());
+    let mut deser = [(); 3].map(|()| Sums::default());
+    let (mut n_ser, mut n_deser) = (0usize, 0usize);
+    let (mut ser_bits, mut deser_bits) = (0.0, 0.0);
+    for m in messages {
+        if !m.ser.items.is_empty() {
+            n_ser += 1;
+            ser_bits += m.ser.wire_bytes as f64 * 8.0;
+            let t = ser_times(cfg, m, cfg.clock_mhz);
+            let b = ser_occupancy(cfg, m, cfg.clock_mhz);
+            for (s, (l, o)) in ser.iter_mut().zip([
+                (t.cpu_only, b.cpu_only),
+                (t.protoacc_pcie, b.protoacc_pcie),
+                (t.protoacc_onchip, b.protoacc_onchip),
+                (t.rpcacc, b.rpcacc),
+            ]) {
+                s.latency += l;
+                s.busy += o;
+            }
+            let (pre, dsa) = preser_ns(cfg, m, true);
+            add("host", "software_serialization_ns", cpu_ser_ns(cfg, m));
+            add("host", "pre_serialization_ns", pre);
+            add("memcpy_engine", "busy_ns", dsa);
+            for bytes in host_field_bytes(m) {
+                if bytes >= cfg.dsa_threshold_bytes {
+                    add("memcpy_engine", "copies", 1.0);
+                    add("memcpy_engine", "bytes", f64::from(bytes));
+                } else {
+                    add("host", "pre_serialization_copied_bytes", f64::from(bytes));
+                }
+            }
+            let reads = m.ser.accesses.iter().filter(|a| !a.is_schema);
+            add("serializer", "fields", m.ser.items.len() as f64);
+            add("serializer", "field_reads", reads.clone().count() as f64);
+            add(
+                "serializer",
+                "field_read_bytes",
+                reads.map(|a| f64::from(a.bytes)).sum(),
+            );
+            add("serializer", "wire_bytes", m.ser.wire_bytes as f64);
+        }
+        if !m.deser.items.is_empty() {
+            n_deser += 1;
+            deser_bits += m.deser.wire_bytes as f64 * 8.0;
+            let l = deser_layer(cfg, m);
+            let d = deser_times(
+                cfg,
+                m,
+                pcie.latency_ns / 2.0,
+                pcie.bw_gbytes_s,
+                cfg.clock_mhz,
+            );
+            let software = cfg.cpu.message_ns(&m.deser_trace);
+            let cpu_busy =
+                (cfg.cpu_rpc_stack_ns + software).max(m.deser.wire_bytes as f64 / pcie.bw_gbytes_s);
+            for (s, (lat, busy)) in deser.iter_mut().zip([
+                (l.cpu_only, cpu_busy),
+                (l.protoacc_pcie, 1000.0 / d.fbf_host_rate),
+                (l.rpcacc, 1000.0 / d.oneshot_host_rate),
+            ]) {
+                s.latency += lat;
+                s.busy += busy;
+            }
+            let writes: Vec<u32> = m
+                .deser
+                .items
+                .iter()
+                .flat_map(|i| i.writes.iter().map(|w| w.2))
+                .collect();
+            let out: f64 = writes.iter().map(|&b| f64::from(b)).sum();
+            add("host", "software_deserialization_ns", software);
+            add("deserializer", "fields", m.deser.items.len() as f64);
+            add("deserializer", "wire_bytes", m.deser.wire_bytes as f64);
+            add("deserializer", "output_bytes", out);
+            add(
+                "deserializer",
+                "dma_writes_field_by_field",
+                writes.len() as f64,
+            );
+            add(
+                "deserializer",
+                "dma_writes_one_shot",
+                (out / f64::from(cfg.temp_buffer_bytes)).ceil().max(1.0),
+            );
+            let c = chunk_use(cfg, m, cfg.clock_mhz);
+            add("chunk_allocator", "chunks", c.chunks as f64);
+            add("chunk_allocator", "used_bytes", c.used_bytes as f64);
+            add(
+                "chunk_allocator",
+                "allocated_bytes",
+                c.allocated_bytes as f64,
+            );
+            add("chunk_allocator", "alloc_ns", c.alloc_ns);
+        }
+    }
+    if n_ser + n_deser == 0 {
+        return Err(SimError::Workload {
+            name: "rpcacc".into(),
+            why: "no messages".into(),
+        });
+    }
+    Ok(RpcAccReport {
+        serialized: n_ser,
+        deserialized: n_deser,
+        pcie_ns: pcie.latency_ns,
+        clock_mhz: cfg.clock_mhz,
+        serialization: design_runs(
+            &["cpu_only", "protoacc_pcie", "protoacc_onchip", "rpcacc"],
+            &ser,
+            n_ser,
+            ser_bits,
+        ),
+        deserialization: design_runs(
+            &["cpu_only", "protoacc_pcie", "rpcacc"],
+            &deser,
+            n_deser,
+            deser_bits,
+        ),
+        stats,
+    })
+}
+
+/// A message known from one direction's trace only (a trace file): the other program is empty.
+pub fn one_direction(name: &str, index: usize, trace: MessageTrace) -> RpcMessage {
+    let empty = MessageTrace {
+        events: Vec::new(),
+        wire_bytes: 0,
+        direction: trace.direction,
+    };
+    match trace.direction {
+        Direction::Encode => prepare(name, index, trace, empty, 0.0),
+        Direction::Decode => prepare(name, index, empty, trace, 0.0),
+    }
+}
+
+/// The messages of a named workload: `hpb` (the HyperProtoBench-like suite), `socialnet`
+/// (the DeathStarBench services' requests and responses), or an Optimus Prime class (`flat`,
+/// `mixed`, `nested`: both directions; with `-ser` or `-deser`: that one only).
+///
+/// # Errors
+/// An unknown name, or an engine error from `source`.
+pub fn workload(
+    cfg: &RpcAccConfig,
+    source: &mut dyn TraceSource,
+    name: &str,
+) -> Result<Vec<RpcMessage>> {
+    match name {
+        "hpb" => return suite(cfg, source),
+        "socialnet" => return socialnet(cfg, source),
+        _ => {}
+    }
+    let (class, dirs): (&str, &[Direction]) = if let Some(c) = name.strip_suffix("-deser") {
+        (c, &[Direction::Decode])
+    } else if let Some(c) = name.strip_suffix("-ser") {
+        (c, &[Direction::Encode])
+    } else {
+        (name, &[Direction::Encode, Direction::Decode])
+    };
+    let class = MessageClass::from_name(class).ok_or_else(|| SimError::Workload {
+        name: name.to_string(),
+        why: "unknown workload (hpb, socialnet, or flat, mixed, nested with optional -ser/-deser)"
+            .into(),
+    })?;
+    let mut traces = Vec::new();
+    for &d in dirs {
+        traces.push(class.trace(source, d)?);
+    }
+    Ok(match traces.as_slice() {
+        [s, d] => vec![prepare(class.name(), 0, s.clone(), d.clone(), 0.0)],
+        _ => traces
+            .into_iter()
+            .map(|t| one_direction(class.name(), 0, t))
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rpcacc::LinkConfig;
+    use crate::test_engine::Engine;
+
+    fn design<'a>(runs: &'a [DesignRun], name: &str) -> &'a DesignRun {
+        runs.iter().find(|r| r.design == name).expect("design")
+    }
+
+    #[test]
+    fn mixed_on_every_design() {
+        let cfg = RpcAccConfig::default();
+        let ms = workload(&cfg, &mut Engine, "mixed").unwrap();
+        let r = run(&cfg, &ms).unwrap();
+        assert_eq!((r.serialized, r.deserialized), (1, 1));
+        assert_eq!(r.serialization.len(), 4);
+        assert_eq!(r.deserialization.len(), 3);
+        for d in r.serialization.iter().chain(&r.deserialization) {
+            assert!(d.latency_ns > 0.0 && d.messages_per_s > 0.0, "{d:?}");
+            // Gbps is the message's serialized bits at the message rate.
+            assert!(
+                (d.gbps - d.messages_per_s * 297.0 * 8.0 / 1e9).abs() < 1e-6,
+                "{d:?}"
+            );
+        }
+        let ser = &r.serialization;
+        // Across 1250 ns PCIe, memory-affinity serialization beats reading fields over it.
+        assert!(design(ser, "rpcacc").latency_ns < design(ser, "protoacc_pcie").latency_ns);
+        let de = &r.deserialization;
+        assert!(design(de, "rpcacc").messages_per_s >= design(de, "protoacc_pcie").messages_per_s);
+        assert_eq!(
+            r.stats.get("serializer.fields"),
+            Some(ms[0].ser.items.len() as f64)
+        );
+        assert_eq!(r.stats.get("chunk_allocator.chunks"), Some(1.0));
+        assert!(r.stats.get("host.pre_serialization_ns").unwrap() > 0.0);
+    }
+
+    #[test]
+    fn pcie_latency_hurts_protoacc_not_the_on_chip_design() {
+        let near = RpcAccConfig {
+            pcie: LinkConfig {
+                latency_ns: 70.0,
+                ..RpcAccConfig::default().pcie
+            },
+            ..RpcAccConfig::default()
+        };
+        let far = RpcAccConfig::default();
+        let ms = workload(&far, &mut Engine, "nested-ser").unwrap();
+        let (a, b) = (run(&near, &ms).unwrap(), run(&far, &ms).unwrap());
+        let lat = |r: &RpcAccReport, d| design(&r.serialization, d).latency_ns;
+        assert!(lat(&b, "protoacc_pcie") > 3.0 * lat(&a, "protoacc_pcie"));
+        // On chip, only the output's trip to the NIC crosses PCIe.
+        let onchip = lat(&b, "protoacc_onchip") - lat(&a, "protoacc_onchip");
+        assert!((onchip - 1180.0).abs() < 1e-6, "{onchip}");
+        assert!(b.deserialization.is_empty());
+    }
+
+    #[test]
+    fn names_and_empty_workloads() {
+        let cfg = RpcAccConfig::default();
+        assert!(workload(&cfg, &mut Engine, "bogus").is_err());
+        assert!(run(&cfg, &[]).is_err());
+        let d = workload(&cfg, &mut Engine, "flat-deser").unwrap();
+        let r = run(&cfg, &d).unwrap();
+        assert_eq!((r.serialized, r.deserialized), (0, 1));
+        assert!(r.serialization.is_empty());
+    }
+}
