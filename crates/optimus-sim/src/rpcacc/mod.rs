@@ -795,6 +795,52 @@ mod tests {
     }
 
     #[test]
+    fn one_field_serializes_in_the_time_its_stages_add_up_to() {
+        use optimus_trace::{Event, Format};
+        let trace = MessageTrace {
+            events: vec![
+                Event::MessageBegin {
+                    direction: Direction::Encode,
+                    format: Format::Protobuf,
+                    type_id: 0,
+                },
+                Event::SchemaRead {
+                    kind: 5,
+                    addr: 0x1000,
+                    size: 16,
+                },
+                Event::FieldRead {
+                    region: Region::Message,
+                    addr: 0x8000,
+                    bytes: 4,
+                },
+                Event::Convert { op: 5, bytes: 4 },
+                Event::FieldWrite {
+                    region: Region::Buffer,
+                    addr: 0,
+                    bytes: 2,
+                },
+                Event::MessageEnd { wire_bytes: 2 },
+            ],
+            wire_bytes: 2,
+            direction: Direction::Encode,
+        };
+        let cfg = RpcAccConfig::default();
+        let m = prepare("t", 0, trace.clone(), trace, 0.0);
+        let t = ser_times(&cfg, &m, 250.0);
+        // ProtoACC-PCIe: the doorbell (625 ns), the field's read across PCIe (1250 ns + 4 B at
+        // 12.8 GB/s), then 2 cycles and 32 of 512 bits at 4 ns a cycle.
+        let field = 2.0 * 4.0 + 32.0 / 512.0 * 4.0;
+        assert!((t.protoacc_pcie - (625.0 + 1250.0 + 4.0 / 12.8 + field)).abs() < 1e-9);
+        // RPCAcc: pre-serialization (19 instructions + 0.5 per copied byte at 1.2 IPC, 2 GHz),
+        // the doorbell, one DMA read of 12 B (4 B of value, an 8 B field header).
+        let pre = (19.0 + 0.5 * 4.0) / 1.2 / 2.0;
+        assert!((t.rpcacc - (pre + 625.0 + 1250.0 + 12.0 / 12.8)).abs() < 1e-9);
+        // Messages in a row overlap the DMA's latency: the host's part bounds the rate.
+        assert!((ser_occupancy(&cfg, &m, 250.0).rpcacc - pre).abs() < 1e-9);
+    }
+
+    #[test]
     fn oneshot_beats_field_by_field() {
         let cfg = RpcAccConfig::default();
         for m in suite(&cfg, &mut Engine).unwrap().iter().take(10) {
