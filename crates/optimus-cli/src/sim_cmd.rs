@@ -634,8 +634,8 @@ mod plot {
         write(dir, &fig9)
     }
 
-    /// Fig. 2 (PCIe latency sweep), Fig. 5 (one-shot deserialization) and Fig. 7
-    /// (serialization per message) of RPCAcc.
+    /// Fig. 2 (PCIe latency sweep), Fig. 5 (one-shot deserialization), Fig. 7
+    /// (serialization per message) and Fig. 12a (image service throughput) of RPCAcc.
     pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()> {
         prepare(dir)?;
         let mut fig2 = Figure {
@@ -720,6 +720,43 @@ mod plot {
                     .push(paper(label, vec![(0.0, v), (n / 2.0, v), (n, v)]));
             }
         }
-        write(dir, &fig7)
+        write(dir, &fig7)?;
+        // Fig. 12a publishes ratios only: the paper's points are the model's RPCAcc curve
+        // divided by them, i.e. where the baselines would sit for the paper's ratios.
+        let curve = |f: fn(&(u32, f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
+            figs.fig12a
+                .iter()
+                .map(|p| (f64::from(p.0), f(p) / 1e3))
+                .collect()
+        };
+        let mut fig12a = Figure {
+            name: "rpcacc_fig12a",
+            title: "Fig. 12a: image-compression service throughput",
+            x_label: "host cores",
+            y_label: "thousand requests/s",
+            series: vec![
+                model("CPU-only", curve(|p| p.1)),
+                model("ProtoACC-PCIe", curve(|p| p.2)),
+                model("RPCAcc", curve(|p| p.3)),
+            ],
+        };
+        for (id, design) in [
+            (
+                "rpcacc.fig12a.throughput_vs_protoacc_pcie.x",
+                "ProtoACC-PCIe",
+            ),
+            ("rpcacc.fig12a.throughput_vs_cpu_only.x", "CPU-only"),
+        ] {
+            if let Some(v) = paper_value(rows, id) {
+                let pts = curve(|p| p.3)
+                    .into_iter()
+                    .map(|(x, y)| (x, y / v))
+                    .collect();
+                fig12a
+                    .series
+                    .push(paper(format!("paper ratio: {design} = RPCAcc / {v}"), pts));
+            }
+        }
+        write(dir, &fig12a)
     }
 }
