@@ -12,7 +12,7 @@ use optimus_core::binary::{self, DecodeOptions};
 use optimus_schema::SchemaSet;
 use optimus_sim::calibrate::{self, Row, Status};
 use optimus_sim::op::{self, OpConfig};
-use optimus_sim::rpcacc::{report, LinkConfig, RpcAccConfig};
+use optimus_sim::rpcacc::{report, RpcAccConfig};
 use optimus_sim::workload::{self, MessageTrace, TraceSource, ViewConfig};
 use optimus_trace::{Direction, Event, Recorder};
 
@@ -70,18 +70,30 @@ pub struct SimArgs {
     /// Accelerator model [default: op].
     #[arg(long, value_enum, default_value = "op")]
     accel: Accel,
-    /// Transformation pipelines n of OP{n,j} [default: 1].
-    #[arg(long, default_value_t = 1)]
-    pipelines: u32,
-    /// Time-sharing degree j of OP{n,j}: messages per Reader [default: 1].
-    #[arg(long, default_value_t = 1)]
-    interleave: u32,
-    /// Mesh of the simulated server [default: 4x4].
-    #[arg(long, value_enum, default_value = "4x4")]
-    mesh: MeshSize,
-    /// PCIe round-trip latency in ns for RPCAcc [default: 1250].
-    #[arg(long = "pcie-ns", default_value_t = 1250.0)]
-    pcie_ns: f64,
+    /// Transformation pipelines n of OP{n,j} [default: 1, or the config file's].
+    #[arg(long)]
+    pipelines: Option<u32>,
+    /// Time-sharing degree j of OP{n,j}: messages per Reader [default: 1, or the config
+    /// file's].
+    #[arg(long)]
+    interleave: Option<u32>,
+    /// Mesh of the simulated server [default: 4x4, or the config file's].
+    #[arg(long, value_enum)]
+    mesh: Option<MeshSize>,
+    /// PCIe round-trip latency in ns for RPCAcc [default: 1250, or the config file's].
+    #[arg(long = "pcie-ns")]
+    pcie_ns: Option<f64>,
+    /// RPCAcc's accelerator clock in MHz [default: 250, or the config file's].
+    #[arg(long = "clock-mhz")]
+    clock_mhz: Option<f64>,
+    /// Every model parameter as JSON (the accelerator's config struct, `OpConfig` or
+    /// `RpcAccConfig`; fields left out keep the paper's values, unknown fields are errors).
+    /// The flags above override it. `--print-config` writes a complete one to start from.
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// Print the configuration the run would use, as JSON, and exit.
+    #[arg(long)]
+    print_config: bool,
     /// Embedded workload: flat, mixed, nested (OP: serialization; RPCAcc: both directions),
     /// NAME-ser or NAME-deser for one direction, and for RPCAcc also hpb (the
     /// HyperProtoBench-like suite) and socialnet (DeathStarBench messages) [default: mixed].
@@ -132,13 +144,21 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
     let mut out = out.lock();
     match args.accel {
         Accel::Op => {
-            let traces = load(&args)?;
-            let mut cfg = match args.mesh {
-                MeshSize::M4x4 => OpConfig::paper_4x4(args.pipelines, args.interleave),
-                MeshSize::M8x8 => OpConfig::paper_8x8(args.pipelines, args.interleave),
-            };
+            let mut cfg: OpConfig = base_config(&args, |t| serde_json::from_str(t))?;
+            cfg.pipelines = args.pipelines.unwrap_or(cfg.pipelines);
+            cfg.interleave = args.interleave.unwrap_or(cfg.interleave);
+            if let Some(m) = args.mesh {
+                cfg.noc.mesh = match m {
+                    MeshSize::M4x4 => 4,
+                    MeshSize::M8x8 => 8,
+                };
+            }
             cfg.validate().context("sim")?;
-            cfg.seed = 1;
+            if args.print_config {
+                writeln!(out, "{}", serde_json::to_string_pretty(&cfg)?)?;
+                return Ok(());
+            }
+            let traces = load(&args)?;
             let r = op::run(&cfg, &traces).context("sim")?;
             if args.json {
                 writeln!(out, "{}", serde_json::to_string(&r)?)?;
@@ -148,7 +168,7 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                     "OP{{{},{}}} on {} mesh",
                     cfg.pipelines,
                     cfg.interleave,
-                    if cfg.noc.mesh == 8 { "8x8" } else { "4x4" }
+                    format_args!("{0}x{0}", cfg.noc.mesh)
                 )?;
                 writeln!(out, "throughput_gbps           {:.2}", r.throughput_gbps)?;
                 writeln!(out, "messages_per_s            {:.0}", r.messages_per_s)?;
@@ -176,14 +196,14 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
             }
         }
         Accel::Rpcacc => {
-            let cfg = RpcAccConfig {
-                pcie: LinkConfig {
-                    latency_ns: args.pcie_ns,
-                    ..RpcAccConfig::default().pcie
-                },
-                ..RpcAccConfig::default()
-            };
+            let mut cfg: RpcAccConfig = base_config(&args, |t| serde_json::from_str(t))?;
+            cfg.pcie.latency_ns = args.pcie_ns.unwrap_or(cfg.pcie.latency_ns);
+            cfg.clock_mhz = args.clock_mhz.unwrap_or(cfg.clock_mhz);
             cfg.validate().context("sim")?;
+            if args.print_config {
+                writeln!(out, "{}", serde_json::to_string_pretty(&cfg)?)?;
+                return Ok(());
+            }
             let messages = match &args.trace {
                 Some(path) => load_trace(path)?
                     .into_iter()
@@ -235,6 +255,15 @@ fn print_rpcacc(out: &mut impl Write, r: &report::RpcAccReport) -> Result<()> {
         writeln!(out, "{k:<40} {v:.0}")?;
     }
     Ok(())
+}
+
+/// Parses `--config`'s file with `parse`, or gives the paper's defaults without one.
+fn base_config<T: Default>(args: &SimArgs, parse: fn(&str) -> serde_json::Result<T>) -> Result<T> {
+    let Some(path) = &args.config else {
+        return Ok(T::default());
+    };
+    let text = std::fs::read_to_string(path).with_context(|| format!("sim: {}", path.display()))?;
+    parse(&text).with_context(|| format!("sim: {}", path.display()))
 }
 
 fn workload_name(args: &SimArgs) -> &str {

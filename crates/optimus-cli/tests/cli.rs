@@ -201,3 +201,52 @@ fn rpcacc_model_runs_on_workloads_and_trace_files() {
     assert_eq!(r["deserialized"], 1);
     assert_eq!(r["deserialization"].as_array().unwrap().len(), 3);
 }
+
+#[test]
+fn sim_configs_round_trip_and_flags_override_them() {
+    let printed = optimus(
+        &["sim", "--print-config", "--pipelines", "3", "--mesh", "8x8"],
+        b"",
+    );
+    assert!(
+        printed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&printed.stderr)
+    );
+    let cfg: serde_json::Value = serde_json::from_slice(&printed.stdout).unwrap();
+    assert_eq!(
+        (cfg["pipelines"].as_u64(), cfg["noc"]["mesh"].as_u64()),
+        (Some(3), Some(8))
+    );
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!("optimus-op-{}.json", std::process::id()));
+    std::fs::write(&path, &printed.stdout).unwrap();
+    let file = path.to_str().unwrap();
+    let from_file = optimus(&["sim", "--config", file, "--json"], b"");
+    let from_flags = optimus(&["sim", "--pipelines", "3", "--mesh", "8x8", "--json"], b"");
+    assert!(from_file.status.success());
+    assert_eq!(from_file.stdout, from_flags.stdout);
+    // A flag overrides the file.
+    let over = optimus(
+        &[
+            "sim",
+            "--config",
+            file,
+            "--pipelines",
+            "1",
+            "--print-config",
+        ],
+        b"",
+    );
+    let over: serde_json::Value = serde_json::from_slice(&over.stdout).unwrap();
+    assert_eq!(
+        (over["pipelines"].as_u64(), over["noc"]["mesh"].as_u64()),
+        (Some(1), Some(8))
+    );
+    // Unknown parameters are refused, naming the field.
+    std::fs::write(&path, br#"{"noc": {"hops": 6}}"#).unwrap();
+    let bad = optimus(&["sim", "--config", file], b"");
+    std::fs::remove_file(&path).ok();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown field `hops`"));
+}
