@@ -145,18 +145,20 @@ fn trace_files_are_written() {
     assert!(events.len() > 20);
 }
 
-#[test]
-fn rpcacc_model_runs_on_workloads_and_trace_files() {
-    let out = optimus(
-        &["sim", "--accel", "rpcacc", "--workload", "mixed", "--json"],
-        b"",
-    );
+/// Runs `optimus args` and parses its standard output as one JSON document.
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = optimus(args, b"");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn rpcacc_model_runs_on_workloads_and_trace_files() {
+    let r = json_of(&["sim", "--accel", "rpcacc", "--workload", "mixed", "--json"]);
     let designs = |k: &str| -> Vec<String> {
         r[k].as_array()
             .unwrap()
@@ -179,24 +181,9 @@ fn rpcacc_model_runs_on_workloads_and_trace_files() {
     assert!(trace.status.success());
     let path = std::env::temp_dir().join(format!("optimus-rpcacc-{}.trace", std::process::id()));
     std::fs::write(&path, &trace.stdout).unwrap();
-    let out = optimus(
-        &[
-            "sim",
-            "--accel",
-            "rpcacc",
-            "--trace",
-            path.to_str().unwrap(),
-            "--json",
-        ],
-        b"",
-    );
+    let file = path.to_str().unwrap();
+    let r = json_of(&["sim", "--accel", "rpcacc", "--trace", file, "--json"]);
     std::fs::remove_file(&path).ok();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["serialized"], 0);
     assert_eq!(r["deserialized"], 1);
     assert_eq!(r["deserialization"].as_array().unwrap().len(), 3);
@@ -204,41 +191,28 @@ fn rpcacc_model_runs_on_workloads_and_trace_files() {
 
 #[test]
 fn sim_configs_round_trip_and_flags_override_them() {
-    let printed = optimus(
-        &["sim", "--print-config", "--pipelines", "3", "--mesh", "8x8"],
-        b"",
-    );
-    assert!(
-        printed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&printed.stderr)
-    );
-    let cfg: serde_json::Value = serde_json::from_slice(&printed.stdout).unwrap();
+    let cfg = json_of(&["sim", "--print-config", "--pipelines", "3", "--mesh", "8x8"]);
     assert_eq!(
         (cfg["pipelines"].as_u64(), cfg["noc"]["mesh"].as_u64()),
         (Some(3), Some(8))
     );
     let dir = std::env::temp_dir();
     let path = dir.join(format!("optimus-op-{}.json", std::process::id()));
-    std::fs::write(&path, &printed.stdout).unwrap();
+    std::fs::write(&path, cfg.to_string()).unwrap();
     let file = path.to_str().unwrap();
     let from_file = optimus(&["sim", "--config", file, "--json"], b"");
     let from_flags = optimus(&["sim", "--pipelines", "3", "--mesh", "8x8", "--json"], b"");
     assert!(from_file.status.success());
     assert_eq!(from_file.stdout, from_flags.stdout);
     // A flag overrides the file.
-    let over = optimus(
-        &[
-            "sim",
-            "--config",
-            file,
-            "--pipelines",
-            "1",
-            "--print-config",
-        ],
-        b"",
-    );
-    let over: serde_json::Value = serde_json::from_slice(&over.stdout).unwrap();
+    let over = json_of(&[
+        "sim",
+        "--config",
+        file,
+        "--pipelines",
+        "1",
+        "--print-config",
+    ]);
     assert_eq!(
         (over["pipelines"].as_u64(), over["noc"]["mesh"].as_u64()),
         (Some(1), Some(8))

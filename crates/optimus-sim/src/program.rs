@@ -223,6 +223,42 @@ fn push_lines(
     idx
 }
 
+/// A one-field message for the models' unit tests: a varint whose schema entry is at
+/// `schema_addr` and whose value (4 bytes, 2 on the wire) is at `data_addr`.
+#[cfg(test)]
+pub(crate) fn one_field_trace(schema_addr: u64, data_addr: u64) -> MessageTrace {
+    use optimus_trace::Format;
+    let events = vec![
+        Event::MessageBegin {
+            direction: Direction::Encode,
+            format: Format::Protobuf,
+            type_id: 0,
+        },
+        Event::SchemaRead {
+            kind: 5,
+            addr: schema_addr,
+            size: 16,
+        },
+        Event::FieldRead {
+            region: Region::Message,
+            addr: data_addr,
+            bytes: 4,
+        },
+        Event::Convert { op: 5, bytes: 4 },
+        Event::FieldWrite {
+            region: Region::Buffer,
+            addr: 0,
+            bytes: 2,
+        },
+        Event::MessageEnd { wire_bytes: 2 },
+    ];
+    MessageTrace {
+        events,
+        wire_bytes: 2,
+        direction: Direction::Encode,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -857,6 +857,7 @@ impl<'c> Model<'c> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::program::one_field_trace;
     use optimus_trace::{Direction, Event, Format};
 
     /// Six set fields: schema entries 0..4 share the first schema line, 4 and 5 the second.
@@ -892,39 +893,6 @@ mod tests {
         }
     }
 
-    /// One varint field: its schema entry at `schema_addr`, its value at `data_addr`.
-    fn one_field(schema_addr: u64, data_addr: u64) -> MessageTrace {
-        let events = vec![
-            Event::MessageBegin {
-                direction: Direction::Encode,
-                format: Format::Protobuf,
-                type_id: 0,
-            },
-            Event::SchemaRead {
-                kind: 5,
-                addr: schema_addr,
-                size: 16,
-            },
-            Event::FieldRead {
-                region: Region::Message,
-                addr: data_addr,
-                bytes: 4,
-            },
-            Event::Convert { op: 5, bytes: 4 },
-            Event::FieldWrite {
-                region: Region::Buffer,
-                addr: 0,
-                bytes: 2,
-            },
-            Event::MessageEnd { wire_bytes: 2 },
-        ];
-        MessageTrace {
-            events,
-            wire_bytes: 2,
-            direction: Direction::Encode,
-        }
-    }
-
     #[test]
     fn a_one_field_message_takes_the_cycles_its_path_adds_up_to() {
         // 2x2 mesh, OP on tile 0, the one core on tile 1. The schema line 67 lives on home
@@ -940,14 +908,14 @@ mod tests {
         cfg.measure_cycles = 1000;
         cfg.dispatcher.cores = 1;
         cfg.dispatcher.core_gap_cycles = 10_000;
-        let r = run(&cfg, &[one_field(67 * 64, 514 * 64)]).unwrap();
+        let r = run(&cfg, &[one_field_trace(67 * 64, 514 * 64)]).unwrap();
         assert_eq!(r.stats.get("dispatcher.completed"), Some(1.0));
         assert_eq!(r.amat_cycles, 25.0);
         assert_eq!(r.latency_ns * cfg.clock_ghz, 54.0);
         // The field's read latency counts from the context's start, plus the buffer access.
         assert_eq!(r.field_read_latency_cycles, 51.0);
         // Homes next to OP and the core shorten each miss by 3 cycles per hop saved.
-        let near = run(&cfg, &[one_field(65 * 64, 513 * 64)]).unwrap();
+        let near = run(&cfg, &[one_field_trace(65 * 64, 513 * 64)]).unwrap();
         // Line 65 and 513 live on tile 1, the owner: OP -> 1 -> 1 -> OP is 2 hops, not 4.
         assert_eq!(near.amat_cycles, 25.0 - 6.0);
         assert_eq!(near.latency_ns * cfg.clock_ghz, 54.0 - 12.0);

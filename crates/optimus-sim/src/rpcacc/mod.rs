@@ -796,35 +796,7 @@ mod tests {
 
     #[test]
     fn one_field_serializes_in_the_time_its_stages_add_up_to() {
-        use optimus_trace::{Event, Format};
-        let trace = MessageTrace {
-            events: vec![
-                Event::MessageBegin {
-                    direction: Direction::Encode,
-                    format: Format::Protobuf,
-                    type_id: 0,
-                },
-                Event::SchemaRead {
-                    kind: 5,
-                    addr: 0x1000,
-                    size: 16,
-                },
-                Event::FieldRead {
-                    region: Region::Message,
-                    addr: 0x8000,
-                    bytes: 4,
-                },
-                Event::Convert { op: 5, bytes: 4 },
-                Event::FieldWrite {
-                    region: Region::Buffer,
-                    addr: 0,
-                    bytes: 2,
-                },
-                Event::MessageEnd { wire_bytes: 2 },
-            ],
-            wire_bytes: 2,
-            direction: Direction::Encode,
-        };
+        let trace = crate::program::one_field_trace(0x1000, 0x8000);
         let cfg = RpcAccConfig::default();
         let m = prepare("t", 0, trace.clone(), trace, 0.0);
         let t = ser_times(&cfg, &m, 250.0);
