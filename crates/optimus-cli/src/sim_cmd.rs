@@ -663,8 +663,9 @@ mod plot {
         write(dir, &fig9)
     }
 
-    /// Fig. 2 (PCIe latency sweep), Fig. 5 (one-shot deserialization), Fig. 7
-    /// (serialization per message) and Fig. 12a (image service throughput) of RPCAcc.
+    /// Fig. 2 (PCIe latency sweep), Fig. 5 (one-shot deserialization), Fig. 6 (host time
+    /// saved by the offloads), Fig. 7 (serialization per message), Fig. 12a (image service
+    /// throughput) and Fig. 13 (DeathStarBench time per call) of RPCAcc.
     pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()> {
         prepare(dir)?;
         let mut fig2 = Figure {
@@ -786,6 +787,87 @@ mod plot {
                     .push(paper(format!("paper ratio: {design} = RPCAcc / {v}"), pts));
             }
         }
-        write(dir, &fig12a)
+        write(dir, &fig12a)?;
+        let bar = |f: fn(&(String, f64, f64)) -> f64| -> Vec<(f64, f64)> {
+            figs.fig6
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (i as f64, f(b)))
+                .collect()
+        };
+        let mut fig6 = Figure {
+            name: "rpcacc_fig6",
+            title: "Fig. 6: host time saved (HPB benches 0-5, DSB services 6-10)",
+            x_label: "bench / service",
+            y_label: "host time saved (%)",
+            series: vec![
+                model("memcpy offload", bar(|b| b.1)),
+                model("memcpy + encoding offload", bar(|b| b.2)),
+            ],
+        };
+        let hpb = figs
+            .fig6
+            .iter()
+            .filter(|b| b.0.starts_with("bench"))
+            .count() as f64;
+        let last = figs.fig6.len().saturating_sub(1) as f64;
+        for (id, (x0, x1)) in [
+            (
+                "rpcacc.fig6.memcpy_offload_cycles.hpb.pct",
+                (0.0, hpb - 1.0),
+            ),
+            (
+                "rpcacc.fig6.memcpy_encoding_offload_cycles.hpb.pct",
+                (0.0, hpb - 1.0),
+            ),
+            ("rpcacc.fig6.memcpy_offload_cycles.dsb.pct", (hpb, last)),
+            (
+                "rpcacc.fig6.memcpy_encoding_offload_cycles.dsb.pct",
+                (hpb, last),
+            ),
+        ] {
+            if let Some(v) = paper_value(rows, id) {
+                fig6.series.push(paper(
+                    format!("paper average {v} %"),
+                    vec![(x0, v), (x1, v)],
+                ));
+            }
+        }
+        write(dir, &fig6)?;
+        // Fig. 13 publishes geometric-mean ratios only: the paper's points are the model's
+        // RPCAcc times multiplied by them.
+        let call = |f: fn(&(String, f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
+            figs.fig13
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (i as f64, f(c) / 1e3))
+                .collect()
+        };
+        let mut fig13 = Figure {
+            name: "rpcacc_fig13",
+            title: "Fig. 13: DeathStarBench RPC layer per call (services in Fig. 13's order)",
+            x_label: "service",
+            y_label: "time per call (us)",
+            series: vec![
+                model("CPU-only", call(|c| c.1)),
+                model("ProtoACC-PCIe", call(|c| c.2)),
+                model("RPCAcc", call(|c| c.3)),
+            ],
+        };
+        for (id, design) in [
+            ("rpcacc.fig13.dsb_exec_time_vs_cpu_only.x", "CPU-only"),
+            (
+                "rpcacc.fig13.dsb_exec_time_vs_protoacc_pcie.x",
+                "ProtoACC-PCIe",
+            ),
+        ] {
+            if let Some(v) = paper_value(rows, id) {
+                let pts = call(|c| c.3).into_iter().map(|(x, y)| (x, y * v)).collect();
+                fig13
+                    .series
+                    .push(paper(format!("paper ratio: {design} = RPCAcc x {v}"), pts));
+            }
+        }
+        write(dir, &fig13)
     }
 }

@@ -19,6 +19,12 @@ pub struct RpcFigures {
     pub latency_sweep: Vec<(f64, f64)>,
     /// Fig. 12a: `(host cores, CPU-only, ProtoACC-PCIe, RPCAcc)` requests per second.
     pub fig12a: Vec<(u32, f64, f64, f64)>,
+    /// Fig. 6: per HyperProtoBench bench, then per DeathStarBench service, `(name, % host
+    /// time saved by memcpy offload, % saved by memcpy and encoding offload)`.
+    pub fig6: Vec<(String, f64, f64)>,
+    /// Fig. 13: per DeathStarBench service, `(name, CPU-only, ProtoACC-PCIe, RPCAcc)` ns per
+    /// call.
+    pub fig13: Vec<(String, f64, f64, f64)>,
 }
 
 /// Runs every RPCAcc experiment on the HyperProtoBench-like suite traced by `source`.
@@ -67,9 +73,10 @@ pub fn reproduce_rpcacc_with(
     // Fig. 6's bars are per bench (HyperProtoBench's six) and per service (DeathStarBench's
     // five): a bench's host cycles are those of all its messages, which it serializes in
     // turn, and the "average" saving is the mean over the bars.
-    let saving = |msgs: &[rpcacc::RpcMessage],
-                  h: &[rpcacc::HostCycles],
-                  f: fn(&rpcacc::HostCycles) -> f64| {
+    let bars = |msgs: &[rpcacc::RpcMessage],
+                h: &[rpcacc::HostCycles],
+                f: fn(&rpcacc::HostCycles) -> f64|
+     -> Vec<(String, f64)> {
         let mut benches: Vec<(&str, f64, f64)> = Vec::new();
         for (m, x) in msgs.iter().zip(h) {
             match benches.last_mut() {
@@ -80,8 +87,15 @@ pub fn reproduce_rpcacc_with(
                 _ => benches.push((m.bench.as_str(), f(x), x.software)),
             }
         }
-        100.0 * mean(benches.iter().map(|b| 1.0 - b.1 / b.2))
+        benches
+            .iter()
+            .map(|b| (b.0.to_string(), 100.0 * (1.0 - b.1 / b.2)))
+            .collect()
     };
+    let saving =
+        |msgs: &[rpcacc::RpcMessage],
+         h: &[rpcacc::HostCycles],
+         f: fn(&rpcacc::HostCycles) -> f64| { mean(bars(msgs, h, f).iter().map(|b| b.1)) };
     let svc_cfg = ServiceConfig::default();
     let svc = service::run(&cfg, &svc_cfg, &service::messages(&svc_cfg, source)?);
     let cyc = 1000.0 / cfg.clock_mhz;
@@ -165,15 +179,8 @@ pub fn reproduce_rpcacc_with(
         .iter()
         .zip(&ms)
         .map(|(s, m)| {
-            let dd = rpcacc::deser_times(
-                &cfg,
-                m,
-                cfg.pcie.latency_ns / 2.0,
-                cfg.pcie.bw_gbytes_s,
-                cfg.clock_mhz,
-            );
-            let fbf_lat = dd.fbf_latency_ns + m.deser.items.len() as f64 * cfg.dma_txn_ns;
-            (s.protoacc_pcie + fbf_lat) / (s.rpcacc + dd.oneshot_latency_ns)
+            let dl = rpcacc::deser_layer(&cfg, m);
+            (s.protoacc_pcie + dl.protoacc_pcie) / (s.rpcacc + dl.rpcacc)
         })
         .collect();
     let pre: Vec<f64> = ms
@@ -209,6 +216,24 @@ pub fn reproduce_rpcacc_with(
         latency_sweep: [70.0, 250.0, 500.0, 750.0, 1000.0, 1250.0, 1500.0, 2000.0]
             .iter()
             .map(|&l| (l, geomean(bench2.iter().map(|m| ratio(m, l)))))
+            .collect(),
+        fig6: {
+            let per = |msgs: &[rpcacc::RpcMessage], h: &[rpcacc::HostCycles]| {
+                let both = bars(msgs, h, |x| x.memcpy_encoding_offload);
+                bars(msgs, h, |x| x.memcpy_offload)
+                    .into_iter()
+                    .zip(both)
+                    .map(|(m, b)| (m.0, m.1, b.1))
+                    .collect::<Vec<_>>()
+            };
+            let mut v = per(&ms, &host);
+            v.extend(per(&sn, &dsb));
+            v
+        },
+        fig13: crate::workload::socialnet::SERVICES
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.to_string(), e_cpu[i], e_pp[i], e_rpc[i]))
             .collect(),
         fig12a: (1..=svc_cfg.max_cores)
             .map(|n| {
