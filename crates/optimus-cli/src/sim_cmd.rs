@@ -557,7 +557,8 @@ mod plot {
         register_font()
     }
 
-    /// Fig. 7 (per class, x = 1 Flat, 2 Mixed, 3 Nested), Fig. 8 and Fig. 9 of Optimus Prime.
+    /// Fig. 7 (per class, x = 1 Flat, 2 Mixed, 3 Nested), Figs. 8 and 9, and Fig. 10 (DT
+    /// latency per DeathStarBench service) of Optimus Prime.
     pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
         prepare(dir)?;
         let at = |i: usize| (i + 1) as f64;
@@ -660,7 +661,34 @@ mod plot {
         .collect();
         fig9.series
             .push(paper("paper Table 4, 8x8: OP{1,1}, OP{12,1}, OP{3,4}", t4));
-        write(dir, &fig9)
+        write(dir, &fig9)?;
+        let mut fig10 = Figure {
+            name: "op_fig10",
+            title: "Fig. 10: DT latency reduction per DeathStarBench service, OP{1,1} 4x4",
+            x_label: "service (url-shorten, login, read-post)",
+            y_label: "CPU / OP DT latency (x)",
+            series: vec![model(
+                "model",
+                figs.fig10
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| (i as f64, s.1))
+                    .collect(),
+            )],
+        };
+        if let Some(v) = paper_value(rows, "op.sec6_4.urlshorten.dt_latency_reduction.x") {
+            fig10
+                .series
+                .push(paper("paper, url-shorten", vec![(0.0, v)]));
+        }
+        if let Some(v) = paper_value(rows, "op.sec6_4.dt_latency_reduction_max.x") {
+            let last = figs.fig10.len().saturating_sub(1) as f64;
+            fig10.series.push(paper(
+                format!("paper, up to {v}x"),
+                vec![(0.0, v), (last, v)],
+            ));
+        }
+        write(dir, &fig10)
     }
 
     /// Fig. 2 (PCIe latency sweep), Fig. 5 (one-shot deserialization), Fig. 6 (host time
