@@ -140,6 +140,17 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
     if let Some(SimCommand::Reproduce(r)) = args.reproduce {
         return reproduce(r);
     }
+    let (op_flag, rpcacc_flag) = (
+        args.pipelines.is_some() || args.interleave.is_some() || args.mesh.is_some(),
+        args.pcie_ns.is_some() || args.clock_mhz.is_some(),
+    );
+    match args.accel {
+        Accel::Op if rpcacc_flag => bail!("sim: --pcie-ns and --clock-mhz apply to --accel rpcacc"),
+        Accel::Rpcacc if op_flag => {
+            bail!("sim: --pipelines, --interleave and --mesh apply to --accel op")
+        }
+        _ => {}
+    }
     let out = io::stdout();
     let mut out = out.lock();
     match args.accel {

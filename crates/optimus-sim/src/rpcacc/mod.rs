@@ -538,7 +538,7 @@ struct SerStages {
     engine_over_pcie: f64,
     /// ProtoACC's serializer next to host memory.
     engine_on_chip: f64,
-    /// RPCAcc's host pre-serialization and its memcpy engine.
+    /// RPCAcc's host pre-serialization (memcpy-engine submissions included).
     pre: f64,
     /// The memcpy engine's copies during pre-serialization.
     dsa: f64,
