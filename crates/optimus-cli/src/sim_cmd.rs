@@ -469,6 +469,39 @@ mod plot {
         series: Vec<Series>,
     }
 
+    /// Which way a published "RPCAcc is x times better" ratio goes.
+    enum Ratio {
+        /// RPCAcc's values are the higher (throughput): a baseline is RPCAcc / x.
+        RpcaccHigher,
+        /// RPCAcc's values are the lower (time): a baseline is RPCAcc * x.
+        RpcaccLower,
+    }
+
+    /// Where the paper's ratios put each baseline, from the model's RPCAcc points: the
+    /// paper's points of a figure that publishes only `(target id, baseline)` ratios.
+    fn implied_by_ratios(
+        rows: &[Row],
+        rpcacc: &[(f64, f64)],
+        ratios: &[(&str, &str)],
+        way: Ratio,
+    ) -> Vec<Series> {
+        ratios
+            .iter()
+            .filter_map(|(id, design)| {
+                let v = paper_value(rows, id)?;
+                let (f, op) = match way {
+                    Ratio::RpcaccHigher => (1.0 / v, "/"),
+                    Ratio::RpcaccLower => (v, "x"),
+                };
+                let pts = rpcacc.iter().map(|&(x, y)| (x, y * f)).collect();
+                Some(paper(
+                    format!("paper ratio: {design} = RPCAcc {op} {v}"),
+                    pts,
+                ))
+            })
+            .collect()
+    }
+
     fn paper_value(rows: &[Row], id: &str) -> Option<f64> {
         rows.iter().find(|r| r.id == id).map(|r| r.paper)
     }
@@ -790,8 +823,7 @@ mod plot {
             }
         }
         write(dir, &fig7)?;
-        // Fig. 12a publishes ratios only: the paper's points are the model's RPCAcc curve
-        // divided by them, i.e. where the baselines would sit for the paper's ratios.
+        // Fig. 12a publishes ratios only.
         let curve = |f: fn(&(u32, f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
             figs.fig12a
                 .iter()
@@ -809,23 +841,18 @@ mod plot {
                 model("RPCAcc", curve(|p| p.3)),
             ],
         };
-        for (id, design) in [
-            (
-                "rpcacc.fig12a.throughput_vs_protoacc_pcie.x",
-                "ProtoACC-PCIe",
-            ),
-            ("rpcacc.fig12a.throughput_vs_cpu_only.x", "CPU-only"),
-        ] {
-            if let Some(v) = paper_value(rows, id) {
-                let pts = curve(|p| p.3)
-                    .into_iter()
-                    .map(|(x, y)| (x, y / v))
-                    .collect();
-                fig12a
-                    .series
-                    .push(paper(format!("paper ratio: {design} = RPCAcc / {v}"), pts));
-            }
-        }
+        fig12a.series.extend(implied_by_ratios(
+            rows,
+            &curve(|p| p.3),
+            &[
+                (
+                    "rpcacc.fig12a.throughput_vs_protoacc_pcie.x",
+                    "ProtoACC-PCIe",
+                ),
+                ("rpcacc.fig12a.throughput_vs_cpu_only.x", "CPU-only"),
+            ],
+            Ratio::RpcaccHigher,
+        ));
         write(dir, &fig12a)?;
         let bar = |f: fn(&(String, f64, f64)) -> f64| -> Vec<(f64, f64)> {
             figs.fig6
@@ -873,8 +900,7 @@ mod plot {
             }
         }
         write(dir, &fig6)?;
-        // Fig. 13 publishes geometric-mean ratios only: the paper's points are the model's
-        // RPCAcc times multiplied by them.
+        // Fig. 13 publishes geometric-mean ratios only.
         let call = |f: fn(&(String, f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
             figs.fig13
                 .iter()
@@ -893,20 +919,18 @@ mod plot {
                 model("RPCAcc", call(|c| c.3)),
             ],
         };
-        for (id, design) in [
-            ("rpcacc.fig13.dsb_exec_time_vs_cpu_only.x", "CPU-only"),
-            (
-                "rpcacc.fig13.dsb_exec_time_vs_protoacc_pcie.x",
-                "ProtoACC-PCIe",
-            ),
-        ] {
-            if let Some(v) = paper_value(rows, id) {
-                let pts = call(|c| c.3).into_iter().map(|(x, y)| (x, y * v)).collect();
-                fig13
-                    .series
-                    .push(paper(format!("paper ratio: {design} = RPCAcc x {v}"), pts));
-            }
-        }
+        fig13.series.extend(implied_by_ratios(
+            rows,
+            &call(|c| c.3),
+            &[
+                ("rpcacc.fig13.dsb_exec_time_vs_cpu_only.x", "CPU-only"),
+                (
+                    "rpcacc.fig13.dsb_exec_time_vs_protoacc_pcie.x",
+                    "ProtoACC-PCIe",
+                ),
+            ],
+            Ratio::RpcaccLower,
+        ));
         write(dir, &fig13)
     }
 }
