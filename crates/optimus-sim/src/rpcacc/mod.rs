@@ -639,6 +639,12 @@ pub struct DeserTimes {
     pub fbf_latency_ns: f64,
     /// Latency (ns) with one-shot DMA over `link`.
     pub oneshot_latency_ns: f64,
+    /// Bytes the deserialized message occupies in host memory.
+    pub output_bytes: f64,
+    /// DMA write transactions field by field: one per field written.
+    pub fbf_dma_writes: f64,
+    /// DMA write transactions one-shot: one per Temp Buffer flush.
+    pub oneshot_dma_writes: f64,
 }
 
 /// Time (ns) for one deserializer lane to parse program `p` at `clock_mhz`: its fields at
@@ -685,6 +691,9 @@ pub fn deser_times(
         // full or the current RPC request's deserialization is finished"); only the last,
         // partial flush follows the end of parsing.
         oneshot_latency_ns: parse + link_one_way_ns + last_flush / link_bw,
+        output_bytes: out,
+        fbf_dma_writes: writes.len() as f64,
+        oneshot_dma_writes: chunks,
     }
 }
 

@@ -150,27 +150,16 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
                 s.latency += lat;
                 s.busy += busy;
             }
-            let writes: Vec<u32> = m
-                .deser
-                .items
-                .iter()
-                .flat_map(|i| i.writes.iter().map(|w| w.2))
-                .collect();
-            let out: f64 = writes.iter().map(|&b| f64::from(b)).sum();
             add("host", "software_deserialization_ns", software);
             add("deserializer", "fields", m.deser.items.len() as f64);
             add("deserializer", "wire_bytes", m.deser.wire_bytes as f64);
-            add("deserializer", "output_bytes", out);
+            add("deserializer", "output_bytes", d.output_bytes);
             add(
                 "deserializer",
                 "dma_writes_field_by_field",
-                writes.len() as f64,
+                d.fbf_dma_writes,
             );
-            add(
-                "deserializer",
-                "dma_writes_one_shot",
-                (out / f64::from(cfg.temp_buffer_bytes)).ceil().max(1.0),
-            );
+            add("deserializer", "dma_writes_one_shot", d.oneshot_dma_writes);
             let c = chunk_use(cfg, m, cfg.clock_mhz);
             add("chunk_allocator", "chunks", c.chunks as f64);
             add("chunk_allocator", "used_bytes", c.used_bytes as f64);
