@@ -225,38 +225,50 @@ fn push_lines(
 
 /// A one-field message for the models' unit tests: a varint whose schema entry is at
 /// `schema_addr` and whose value (4 bytes, 2 on the wire) is at `data_addr`.
+/// A flat message for tests: per field `(schema entry address, data address)`, a 16-byte
+/// schema entry read, 4 bytes of data converted by op 5 into 2 output bytes, written one
+/// after the other.
 #[cfg(test)]
-pub(crate) fn one_field_trace(schema_addr: u64, data_addr: u64) -> MessageTrace {
+pub(crate) fn flat_trace(fields: &[(u64, u64)]) -> MessageTrace {
     use optimus_trace::Format;
-    let events = vec![
-        Event::MessageBegin {
-            direction: Direction::Encode,
-            format: Format::Protobuf,
-            type_id: 0,
-        },
-        Event::SchemaRead {
-            kind: 5,
-            addr: schema_addr,
-            size: 16,
-        },
-        Event::FieldRead {
-            region: Region::Message,
-            addr: data_addr,
-            bytes: 4,
-        },
-        Event::Convert { op: 5, bytes: 4 },
-        Event::FieldWrite {
-            region: Region::Buffer,
-            addr: 0,
-            bytes: 2,
-        },
-        Event::MessageEnd { wire_bytes: 2 },
-    ];
+    let mut events = vec![Event::MessageBegin {
+        direction: Direction::Encode,
+        format: Format::Protobuf,
+        type_id: 0,
+    }];
+    for (k, &(schema_addr, data_addr)) in fields.iter().enumerate() {
+        events.extend([
+            Event::SchemaRead {
+                kind: 5,
+                addr: schema_addr,
+                size: 16,
+            },
+            Event::FieldRead {
+                region: Region::Message,
+                addr: data_addr,
+                bytes: 4,
+            },
+            Event::Convert { op: 5, bytes: 4 },
+            Event::FieldWrite {
+                region: Region::Buffer,
+                addr: 2 * k as u64,
+                bytes: 2,
+            },
+        ]);
+    }
+    let wire_bytes = 2 * fields.len() as u64;
+    events.push(Event::MessageEnd { wire_bytes });
     MessageTrace {
         events,
-        wire_bytes: 2,
+        wire_bytes,
         direction: Direction::Encode,
     }
+}
+
+/// [`flat_trace`] of one field.
+#[cfg(test)]
+pub(crate) fn one_field_trace(schema_addr: u64, data_addr: u64) -> MessageTrace {
+    flat_trace(&[(schema_addr, data_addr)])
 }
 
 #[cfg(test)]

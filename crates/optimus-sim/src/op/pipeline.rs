@@ -1,0 +1,88 @@
+//! One transformation pipeline (§4): a Reader, a Converter and a Writer joined by the Chunk
+//! queue and the Converter's output, and the Chunk that travels through them.
+
+use std::collections::VecDeque;
+
+use super::config::OpConfig;
+use super::converter::Converter;
+use super::memsys::MemorySystem;
+use super::reader::Reader;
+use super::writer::Writer;
+
+/// A Chunk travelling from Reader to Converter to Writer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Chunk {
+    /// Transformation it belongs to.
+    pub(super) txn: u64,
+    /// Converter op of its field (selects the Converter's program).
+    pub(super) op: u16,
+    /// Output bytes this Chunk carries to the Writer (on a field's last Chunk).
+    pub(super) out_bytes: u32,
+    /// Scattered line writes the field needs once this Chunk is written (last Chunk only).
+    pub(super) out_lines: u32,
+    /// Last Chunk of the message.
+    pub(super) last: bool,
+    /// Reader context it came from.
+    pub(super) slot: u32,
+}
+
+/// Reader → Converter → Writer.
+pub(super) struct Pipeline {
+    pub(super) reader: Reader,
+    /// Chunks the Reader emitted, waiting for the Converter.
+    chunks: VecDeque<Chunk>,
+    pub(super) converter: Converter,
+    /// Converted Chunks with the cycle they leave the Converter.
+    converted: VecDeque<(u64, Chunk)>,
+    pub(super) writer: Writer,
+}
+
+impl Pipeline {
+    pub(super) fn new(cfg: &OpConfig) -> Self {
+        let j = cfg.interleave as usize;
+        Self {
+            reader: Reader::new(j),
+            chunks: VecDeque::new(),
+            converter: Converter::default(),
+            converted: VecDeque::new(),
+            writer: Writer::new(j),
+        }
+    }
+
+    /// The Writer's cycle: the transformation it completed, if any.
+    pub(super) fn tick_writer(
+        &mut self,
+        now: u64,
+        cfg: &OpConfig,
+        mem: &mut MemorySystem,
+        measuring: bool,
+    ) -> Option<u64> {
+        let c = self
+            .writer
+            .tick(now, &cfg.writer, mem, &mut self.converted, measuring)?;
+        self.reader.chunk_left_pipeline(c.slot as usize);
+        c.last.then_some(c.txn)
+    }
+
+    /// The Converter's cycle.
+    pub(super) fn tick_converter(&mut self, now: u64, cfg: &OpConfig, measuring: bool) {
+        self.converter.tick(
+            now,
+            &cfg.converter,
+            &mut self.chunks,
+            &mut self.converted,
+            measuring,
+        );
+    }
+
+    /// The Reader's cycle.
+    pub(super) fn tick_reader(
+        &mut self,
+        now: u64,
+        cfg: &OpConfig,
+        mem: &mut MemorySystem,
+        measuring: bool,
+    ) {
+        self.reader.tick(now, cfg, mem, &mut self.chunks, measuring);
+    }
+}
