@@ -79,3 +79,57 @@ pub(super) fn least_loaded(pipes: &[Pipeline]) -> Option<(usize, usize)> {
         .min()
         .map(|(_, i, slot)| (i, slot))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::op::reader::{Context, ProgramTables};
+    use crate::op::OpConfig;
+    use crate::program::{one_field_trace, Program};
+
+    /// Places requests as the model does: the least loaded pipeline's first free context.
+    fn place(pipes: &mut [Pipeline], placed: &mut Vec<(u32, usize, usize)>, core: u32) -> bool {
+        let Some((p, slot)) = least_loaded(pipes) else {
+            return false;
+        };
+        let prog = Program::from_trace(&one_field_trace(0x1000, 0x8000));
+        let tables = Rc::new(ProgramTables::new(&prog));
+        let ctx = Context::new(u64::from(core), 1, Rc::new(prog), tables, 0, false);
+        pipes[p].reader.start(slot, ctx);
+        placed.push((core, p, slot));
+        true
+    }
+
+    #[test]
+    fn requests_go_to_the_least_loaded_pipeline_until_none_has_a_free_context() {
+        let cfg = OpConfig::paper_4x4(2, 2);
+        let mut pipes: Vec<Pipeline> = (0..2).map(|_| Pipeline::new(&cfg)).collect();
+        let mut d = Dispatcher::default();
+        for core in 0..5 {
+            d.request(core, 0);
+        }
+        let mut placed = Vec::new();
+        d.dispatch(3, true, |core, _| place(&mut pipes, &mut placed, core));
+        // Alternating pipelines, each context filled in turn; the fifth request waits.
+        assert_eq!(placed, vec![(0, 0, 0), (1, 1, 0), (2, 0, 1), (3, 1, 1)]);
+        assert_eq!((d.stats.requests, d.stats.queue_cycles), (5, 4 * 3));
+    }
+
+    #[test]
+    fn an_arrived_request_passes_one_still_in_flight() {
+        let cfg = OpConfig::paper_4x4(1, 2);
+        let mut pipes = vec![Pipeline::new(&cfg)];
+        let mut d = Dispatcher::default();
+        // Core 0 wrote first but from farther away: its request arrives after core 1's.
+        d.request(0, 10);
+        d.request(1, 5);
+        let mut placed = Vec::new();
+        for now in 0..=10 {
+            d.dispatch(now, true, |core, _| place(&mut pipes, &mut placed, core));
+        }
+        assert_eq!(placed, vec![(1, 0, 0), (0, 0, 1)]);
+        assert_eq!(d.stats.queue_cycles, 0);
+    }
+}

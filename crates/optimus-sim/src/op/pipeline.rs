@@ -18,7 +18,8 @@ pub(super) struct Chunk {
     pub(super) op: u16,
     /// Output bytes this Chunk carries to the Writer (on a field's last Chunk).
     pub(super) out_bytes: u32,
-    /// Scattered line writes the field needs once this Chunk is written (last Chunk only).
+    /// Line writes the field's output causes once this Chunk is written (last Chunk only;
+    /// see [`super::writer::line_writes`]).
     pub(super) out_lines: u32,
     /// Last Chunk of the message.
     pub(super) last: bool,
@@ -39,13 +40,12 @@ pub(super) struct Pipeline {
 
 impl Pipeline {
     pub(super) fn new(cfg: &OpConfig) -> Self {
-        let j = cfg.interleave as usize;
         Self {
-            reader: Reader::new(j),
+            reader: Reader::new(cfg.interleave as usize),
             chunks: VecDeque::new(),
             converter: Converter::default(),
             converted: VecDeque::new(),
-            writer: Writer::new(j),
+            writer: Writer::default(),
         }
     }
 

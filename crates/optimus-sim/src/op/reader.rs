@@ -12,7 +12,8 @@ use optimus_trace::Region;
 use super::config::OpConfig;
 use super::memsys::MemorySystem;
 use super::pipeline::Chunk;
-use crate::program::{Program, LINE_BYTES};
+use super::writer::line_writes;
+use crate::program::Program;
 use crate::stats::counters;
 
 /// `ready_at` of an access not issued yet.
@@ -66,6 +67,25 @@ pub(super) fn line_mates(p: &Program) -> Vec<Option<u32>> {
         .collect()
 }
 
+/// What the Reader derives once per workload message (relocation moves whole lines, so it
+/// holds for every copy of the program).
+#[derive(Clone, Debug)]
+pub(super) struct ProgramTables {
+    /// Per access: [`line_mates`].
+    mates: Vec<Option<u32>>,
+    /// Per item: the line writes its output causes ([`line_writes`]).
+    line_writes: Vec<u32>,
+}
+
+impl ProgramTables {
+    pub(super) fn new(p: &Program) -> Self {
+        Self {
+            mates: line_mates(p),
+            line_writes: line_writes(p),
+        }
+    }
+}
+
 /// One message being read.
 #[derive(Clone, Debug)]
 pub(super) struct Context {
@@ -76,8 +96,7 @@ pub(super) struct Context {
     /// Per access: the cycle its data is in the Block Buffer.
     ready_at: Vec<u64>,
     prefetched: Vec<bool>,
-    /// Per access: the earlier schema access of the same line, if any (see [`line_mates`]).
-    mates: Rc<Vec<Option<u32>>>,
+    tables: Rc<ProgramTables>,
     /// Field (item) being read.
     cursor: usize,
     /// Chunks of the current field still to emit (0: the field has not started).
@@ -97,7 +116,7 @@ impl Context {
         txn: u64,
         owner_tile: u32,
         prog: Rc<Program>,
-        mates: Rc<Vec<Option<u32>>>,
+        tables: Rc<ProgramTables>,
         now: u64,
         drain_first: bool,
     ) -> Self {
@@ -107,7 +126,7 @@ impl Context {
             owner_tile,
             ready_at: vec![NOT_ISSUED; n],
             prefetched: vec![false; n],
-            mates,
+            tables,
             cursor: 0,
             chunks_left: 0,
             needed_at: now,
@@ -244,7 +263,7 @@ impl Reader {
                     // A schema entry whose line an earlier entry already requested arrives in
                     // the Field Buffer with that line (§4.3): no request of its own.
                     if let Some(s) =
-                        ctx.mates[a].filter(|&s| ctx.ready_at[s as usize] != NOT_ISSUED)
+                        ctx.tables.mates[a].filter(|&s| ctx.ready_at[s as usize] != NOT_ISSUED)
                     {
                         ctx.ready_at[a] = ctx.ready_at[s as usize];
                         ctx.prefetched[a] = false;
@@ -347,15 +366,7 @@ impl Reader {
         }
         if ctx.chunks_left == 0 {
             chunk.out_bytes = it.writes.iter().map(|w| w.2).sum();
-            // Scattered writes (deserialization into records) need one line write per line.
-            let mut lines: Vec<u64> = it
-                .writes
-                .iter()
-                .filter(|w| w.0 != Region::Buffer)
-                .map(|w| w.1 / LINE_BYTES)
-                .collect();
-            lines.dedup();
-            chunk.out_lines = lines.len() as u32;
+            chunk.out_lines = ctx.tables.line_writes[ctx.cursor];
             ctx.cursor += 1;
             ctx.needed_at = now + 1;
             if !cfg.pipelining {
@@ -408,8 +419,8 @@ mod tests {
         let mut reader = Reader::new(cfg.interleave as usize);
         let mut mem = MemorySystem::new(cfg, ChaCha8Rng::seed_from_u64(1));
         for (k, p) in progs.iter().enumerate() {
-            let mates = Rc::new(line_mates(p));
-            let ctx = Context::new(k as u64 + 1, 1, Rc::new(p.clone()), mates, 0, false);
+            let tables = Rc::new(ProgramTables::new(p));
+            let ctx = Context::new(k as u64 + 1, 1, Rc::new(p.clone()), tables, 0, false);
             reader.start(k, ctx);
         }
         let mut out = VecDeque::new();

@@ -20,7 +20,7 @@ use super::dispatcher::{least_loaded, Dispatcher};
 use super::mem::BlockBufferStats;
 use super::memsys::MemorySystem;
 use super::pipeline::Pipeline;
-use super::reader::{line_mates, Context};
+use super::reader::{Context, ProgramTables};
 use crate::error::{Result, SimError};
 use crate::program::{Program, LINE_BYTES};
 use crate::stats::{Counters, Stats};
@@ -88,8 +88,8 @@ struct Model<'c> {
     pipes: Vec<Pipeline>,
     /// Workload messages as programs, at the first core's arena.
     progs: Vec<Program>,
-    /// Per workload message: [`line_mates`] of its program.
-    mates: Vec<Rc<Vec<Option<u32>>>>,
+    /// Per workload message: what the Reader derives from its program.
+    tables: Vec<Rc<ProgramTables>>,
     /// Requests issued per core (each builds its message at a new arena position).
     core_requests: Vec<u64>,
     /// Per core: `(cycle of its next request, workload message it will send)`.
@@ -126,7 +126,10 @@ impl<'c> Model<'c> {
             mem: MemorySystem::new(cfg, rng),
             dispatcher: Dispatcher::default(),
             pipes: (0..cfg.pipelines).map(|_| Pipeline::new(cfg)).collect(),
-            mates: base.iter().map(|p| Rc::new(line_mates(p))).collect(),
+            tables: base
+                .iter()
+                .map(|p| Rc::new(ProgramTables::new(p)))
+                .collect(),
             progs: base,
             core_requests: vec![0; cores as usize],
             core_next,
@@ -214,7 +217,7 @@ impl<'c> Model<'c> {
             self.txn,
             self.core_tile(core),
             prog,
-            Rc::clone(&self.mates[msg]),
+            Rc::clone(&self.tables[msg]),
             self.now,
             // Without pipelining a message waits for the previous one to drain, too.
             !self.cfg.pipelining,

@@ -1,14 +1,15 @@
-//! The Writer (§4.5): takes converted Chunks into its write buffer and writes output lines
-//! through the Block Buffer as they fill — a line per 64 B of contiguous output (the
-//! serialized message), a line per line touched for scattered output (deserialized records) —
-//! and completes a message with its last write.
+//! The Writer (§4.5): takes converted Chunks into its write buffer, which assembles a cache
+//! line of output at a time, and writes each line through the Block Buffer once it is full or
+//! the output moves on to another line; a message completes with its last write.
 
 use std::collections::VecDeque;
+
+use optimus_trace::Region;
 
 use super::config::WriterConfig;
 use super::memsys::MemorySystem;
 use super::pipeline::Chunk;
-use crate::program::LINE_BYTES;
+use crate::program::{Program, LINE_BYTES};
 use crate::stats::counters;
 
 /// Line writes the Writer may have waiting for a port before it stops taking Chunks.
@@ -28,29 +29,61 @@ counters!(
     }
 );
 
+/// Per item of `p`, the line writes its output causes: the write buffer assembles one line
+/// at a time and writes it when it is full or when the output moves to another line (a
+/// serialized message fills its lines in order; deserialized records and payloads are
+/// scattered). The line still open after the last item is written with it.
+pub(super) fn line_writes(p: &Program) -> Vec<u32> {
+    let line = LINE_BYTES;
+    let mut open: Option<((Region, u64), u64)> = None;
+    let mut per_item: Vec<u32> = p
+        .items
+        .iter()
+        .map(|it| {
+            let mut n = 0;
+            for &(region, addr, bytes) in &it.writes {
+                let end = addr + u64::from(bytes);
+                let mut at = addr;
+                while at < end {
+                    let l = at / line;
+                    let upto = end.min((l + 1) * line);
+                    let filled = match open {
+                        Some((k, f)) if k == (region, l) => f,
+                        Some(_) => {
+                            n += 1;
+                            0
+                        }
+                        None => 0,
+                    } + (upto - at);
+                    open = if filled >= line {
+                        n += 1;
+                        None
+                    } else {
+                        Some(((region, l), filled))
+                    };
+                    at = upto;
+                }
+            }
+            n
+        })
+        .collect();
+    if let (Some(_), Some(last)) = (open, per_item.last_mut()) {
+        *last += 1;
+    }
+    per_item
+}
+
 /// One pipeline's Writer.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Writer {
     /// Line writes waiting for a Block Buffer port.
     backlog: u32,
-    /// Per Reader context: output bytes accumulated toward the next line.
-    partial: Vec<u32>,
     /// First cycle the Writer can take another Chunk.
     free_at: u64,
     pub(super) stats: WriterStats,
 }
 
 impl Writer {
-    /// A Writer serving `contexts` Reader contexts.
-    pub(super) fn new(contexts: usize) -> Self {
-        Self {
-            backlog: 0,
-            partial: vec![0; contexts],
-            free_at: 0,
-            stats: WriterStats::default(),
-        }
-    }
-
     /// One cycle: issues waiting line writes while a port is free, then takes the next
     /// converted Chunk that has left the Converter, unless too many writes wait. Returns the
     /// Chunk taken.
@@ -84,19 +117,117 @@ impl Writer {
             self.stats.chunks += 1;
             self.stats.bytes += u64::from(c.out_bytes);
         }
-        let s = c.slot as usize;
-        let line = LINE_BYTES as u32;
-        let total = self.partial[s] + c.out_bytes;
-        let mut lines = total / line + c.out_lines;
-        self.partial[s] = total % line;
-        if c.last {
-            // The message's last, partial line goes out too.
-            if self.partial[s] > 0 {
-                lines += 1;
-            }
-            self.partial[s] = 0;
-        }
-        self.backlog += lines;
+        self.backlog += c.out_lines;
         Some(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::SeedableRng;
+
+    use super::*;
+    use crate::op::OpConfig;
+    use crate::program::Item;
+
+    /// A program whose items write `writes` (one list per item).
+    fn writing(writes: &[&[(Region, u64, u32)]]) -> Program {
+        Program {
+            items: writes
+                .iter()
+                .map(|w| Item {
+                    writes: w.to_vec(),
+                    ..Item::default()
+                })
+                .collect(),
+            ..Program::default()
+        }
+    }
+
+    #[test]
+    fn serialized_output_is_written_a_full_line_at_a_time() {
+        // 40-byte fields one after the other: the second fills line 0, the fourth line 1 and
+        // half of line 2, the last line goes out with the message.
+        let b = Region::Buffer;
+        let p = writing(&[
+            &[(b, 0, 40)],
+            &[(b, 40, 40)],
+            &[(b, 80, 40)],
+            &[(b, 120, 60)],
+            &[(b, 180, 10)],
+        ]);
+        assert_eq!(line_writes(&p), vec![0, 1, 0, 1, 1]);
+    }
+
+    #[test]
+    fn scattered_output_is_written_when_it_moves_to_another_line() {
+        // Deserialization: two fields into one record line, a string payload two lines away,
+        // then back into the record: each move writes the line left behind.
+        let m = Region::Message;
+        let p = writing(&[
+            &[(m, 0x100, 8)],
+            &[(m, 0x108, 8), (m, 0x180, 100)],
+            &[(m, 0x110, 4)],
+        ]);
+        // Item 1: leaving line 4 (1), filling line 6 (1); line 7 stays open. Item 2: leaving
+        // line 7 (1); line 4 again, open, written with the message (1).
+        assert_eq!(line_writes(&p), vec![0, 2, 2]);
+        // Equal addresses in different regions are different lines.
+        let same = writing(&[&[(m, 0, 8)], &[(Region::Buffer, 0, 8)]]);
+        assert_eq!(line_writes(&same), vec![0, 2]);
+    }
+
+    /// Runs a Writer from cycle 0 on `chunks` (each there at its cycle); returns the cycles
+    /// it took each in, its counters, and the Block Buffer's line writes.
+    fn take_cycles(cfg: &WriterConfig, chunks: &[(u64, Chunk)]) -> (Vec<u64>, WriterStats, u64) {
+        let mut op = OpConfig::paper_4x4(1, 1);
+        op.noc.mesh = 2;
+        let mut mem = MemorySystem::new(&op, ChaCha8Rng::seed_from_u64(1));
+        let mut w = Writer::default();
+        let mut input: VecDeque<(u64, Chunk)> = chunks.iter().copied().collect();
+        let mut taken = Vec::new();
+        for now in 0..50 {
+            if w.tick(now, cfg, &mut mem, &mut input, true).is_some() {
+                taken.push(now);
+            }
+        }
+        (taken, w.stats, mem.bb.stats.writes)
+    }
+
+    #[test]
+    fn one_chunk_per_cycle_and_its_lines_on_the_next() {
+        let chunk = |out_lines| Chunk {
+            out_bytes: 8,
+            out_lines,
+            ..Chunk::default()
+        };
+        let chunks = [(0, chunk(0)), (0, chunk(1)), (5, chunk(0)), (5, chunk(2))];
+        let (taken, stats, writes) = take_cycles(&WriterConfig::default(), &chunks);
+        assert_eq!(taken, vec![0, 1, 5, 6]);
+        assert_eq!(
+            (stats.chunks, stats.bytes, stats.lines, writes),
+            (4, 32, 3, 3)
+        );
+        // A Writer that needs three cycles per Chunk.
+        let slow = WriterConfig {
+            cycles_per_chunk: 3,
+        };
+        assert_eq!(take_cycles(&slow, &chunks).0, vec![0, 3, 6, 9]);
+    }
+
+    #[test]
+    fn waiting_line_writes_hold_back_chunks() {
+        // A Chunk causing five line writes: the two Block Buffer ports write two lines a
+        // cycle from the next one on; while more than two writes wait the Writer takes no
+        // Chunk, so the next one goes in at cycle 2, not 1.
+        let five = Chunk {
+            out_lines: 5,
+            ..Chunk::default()
+        };
+        let chunks = [(0, five), (0, Chunk::default())];
+        let (taken, stats, writes) = take_cycles(&WriterConfig::default(), &chunks);
+        assert_eq!(taken, vec![0, 2]);
+        assert_eq!((stats.lines, stats.port_stall_cycles, writes), (5, 2, 5));
     }
 }
