@@ -5,9 +5,10 @@ use serde::Serialize;
 
 use optimus_trace::Direction;
 
+use super::host::host_field_bytes;
 use super::{
-    chunk_use, cpu_ser_ns, deser_layer, deser_times, host_field_bytes, prepare, preser_ns,
-    ser_occupancy, ser_times, socialnet, suite, RpcAccConfig, RpcMessage,
+    chunk_use, cpu_ser_ns, deser_layer, deser_times, prepare, preser_ns, ser_occupancy, ser_times,
+    socialnet, suite, RpcAccConfig, RpcMessage,
 };
 use crate::error::{Result, SimError};
 use crate::stats::Stats;

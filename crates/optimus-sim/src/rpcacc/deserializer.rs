@@ -1,0 +1,226 @@
+//! RPCAcc's target-aware deserializer (§III-B) and ProtoACC's field-by-field one: lanes
+//! parsing, results crossing PCIe per field or per Temp Buffer flush through the DMA engine,
+//! and the chunk allocator.
+
+use serde::Serialize;
+
+use optimus_trace::Region;
+
+use super::{RpcAccConfig, RpcMessage};
+use crate::program::Program;
+
+/// What the deserializer's chunk allocator does for one message (§III-B).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ChunkUse {
+    /// Chunks popped from the free lists: the pre-allocated one plus one per exhaustion.
+    pub chunks: u64,
+    /// Bytes the message's deserialized objects occupy in host memory.
+    pub used_bytes: u64,
+    /// Bytes of the chunks it holds (`chunks * chunk_bytes`).
+    pub allocated_bytes: u64,
+    /// Accelerator time (ns) spent popping chunks.
+    pub alloc_ns: f64,
+}
+
+/// Chunk allocation of `m`'s deserialization at accelerator clock `clock_mhz`. The
+/// deserializer pre-allocates a host chunk per message and appends the message's objects
+/// (records and out-of-line payloads, as the deserialization program writes them) to it; an
+/// object that does not fit the rest of the chunk starts a new one (chunks come from a FIFO,
+/// so consecutive chunks need not be contiguous), and one larger than a chunk takes as many
+/// fresh chunks as it needs. The chunks go back to the FIFO when the message is freed, so
+/// the rest of the last chunk is the message's fragmentation.
+pub fn chunk_use(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> ChunkUse {
+    let chunk = u64::from(cfg.chunk_bytes);
+    // Objects: maximal runs of contiguous host writes.
+    let mut writes: Vec<(u64, u64)> = m
+        .deser
+        .items
+        .iter()
+        .flat_map(|i| i.writes.iter())
+        .filter(|w| w.0 == Region::Message)
+        .map(|w| (w.1, w.1 + u64::from(w.2)))
+        .collect();
+    writes.sort_unstable();
+    let mut objects: Vec<u64> = Vec::new();
+    let mut run: Option<(u64, u64)> = None;
+    for (lo, hi) in writes {
+        run = match run {
+            Some((a, b)) if lo <= b.next_multiple_of(8) => Some((a, b.max(hi))),
+            Some((a, b)) => {
+                objects.push(b - a);
+                Some((lo, hi))
+            }
+            None => Some((lo, hi)),
+        };
+    }
+    if let Some((a, b)) = run {
+        objects.push(b - a);
+    }
+    let mut chunks = 1u64;
+    let mut left = chunk;
+    let mut used = 0u64;
+    for o in objects {
+        let o = o.next_multiple_of(8);
+        used += o;
+        if o <= left {
+            left -= o;
+        } else if o <= chunk {
+            chunks += 1;
+            left = chunk - o;
+        } else {
+            let n = o.div_ceil(chunk);
+            chunks += n;
+            left = n * chunk - o;
+        }
+    }
+    ChunkUse {
+        chunks,
+        used_bytes: used,
+        allocated_bytes: chunks * chunk,
+        alloc_ns: chunks as f64 * cfg.chunk_pop_cycles * 1000.0 / clock_mhz,
+    }
+}
+
+/// Deserialization results of one message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct DeserTimes {
+    /// Throughput (messages/µs, all lanes) writing field by field across PCIe.
+    pub fbf_host_rate: f64,
+    /// Same, one-shot DMA from the Temp Buffer.
+    pub oneshot_host_rate: f64,
+    /// Field by field into the card's own memory.
+    pub fbf_local_rate: f64,
+    /// Latency (ns) field by field over `link`, last field landed.
+    pub fbf_latency_ns: f64,
+    /// Latency (ns) with one-shot DMA over `link`.
+    pub oneshot_latency_ns: f64,
+    /// Bytes the deserialized message occupies in host memory.
+    pub output_bytes: f64,
+    /// DMA write transactions field by field: one per field written.
+    pub fbf_dma_writes: f64,
+    /// DMA write transactions one-shot: one per Temp Buffer flush.
+    pub oneshot_dma_writes: f64,
+}
+
+/// Time (ns) for one deserializer lane to parse program `p` at `clock_mhz`: its fields at
+/// `cycles_per_field` and its input at `encode_bits_per_cycle`.
+pub(crate) fn parse_ns(cfg: &RpcAccConfig, p: &Program, clock_mhz: f64) -> f64 {
+    let cyc = 1000.0 / clock_mhz;
+    (p.items.len() as f64 * cfg.cycles_per_field
+        + p.wire_bytes as f64 * 8.0 / cfg.encode_bits_per_cycle)
+        * cyc
+}
+
+/// Deserialization throughput and latency of `m`; latencies use `link` one-way.
+pub fn deser_times(
+    cfg: &RpcAccConfig,
+    m: &RpcMessage,
+    link_one_way_ns: f64,
+    link_bw: f64,
+    clock_mhz: f64,
+) -> DeserTimes {
+    let p = &m.deser;
+    let parse = parse_ns(cfg, p, clock_mhz);
+    let writes: Vec<u32> = p
+        .items
+        .iter()
+        .flat_map(|i| i.writes.iter().map(|w| w.2))
+        .collect();
+    let out: f64 = writes.iter().map(|&b| f64::from(b)).sum();
+    let bw = cfg.pcie.bw_gbytes_s;
+    let dma_fbf = writes.len() as f64 * cfg.dma_txn_ns + out / bw;
+    let chunks = (out / f64::from(cfg.temp_buffer_bytes)).ceil().max(1.0);
+    let last_flush = out - f64::from(cfg.temp_buffer_bytes) * (chunks - 1.0);
+    let dma_one = chunks * cfg.dma_txn_ns + out / bw;
+    let dma_local = writes.len() as f64 * cfg.local_txn_ns + out / cfg.accel_mem.bw_gbytes_s;
+    let lanes = f64::from(cfg.deser_lanes);
+    // Lanes parse in parallel; the DMA engine is shared.
+    let rate = |dma: f64| (lanes / parse).min(1.0 / dma) * 1000.0;
+    let last = writes.last().copied().unwrap_or(0) as f64;
+    DeserTimes {
+        fbf_host_rate: rate(dma_fbf),
+        oneshot_host_rate: rate(dma_one),
+        fbf_local_rate: rate(dma_local),
+        fbf_latency_ns: parse + link_one_way_ns + last / link_bw,
+        // A full Temp Buffer is flushed while parsing goes on (§III-B: "When the buffer is
+        // full or the current RPC request's deserialization is finished"); only the last,
+        // partial flush follows the end of parsing.
+        oneshot_latency_ns: parse + link_one_way_ns + last_flush / link_bw,
+        output_bytes: out,
+        fbf_dma_writes: writes.len() as f64,
+        oneshot_dma_writes: chunks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use optimus_trace::Direction;
+
+    use crate::rpcacc::{prepare, suite};
+    use crate::test_engine::Engine;
+    use crate::workload::MessageTrace;
+    #[test]
+    fn oneshot_beats_field_by_field() {
+        let cfg = RpcAccConfig::default();
+        for m in suite(&cfg, &mut Engine).unwrap().iter().take(10) {
+            let d = deser_times(&cfg, m, 625.0, 12.8, 250.0);
+            assert!(d.oneshot_host_rate >= d.fbf_host_rate);
+            assert!(d.fbf_local_rate >= d.fbf_host_rate);
+        }
+        assert!(RpcAccConfig {
+            deser_lanes: 0,
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
+    }
+
+    /// A message whose deserialization writes `objects` (bytes each) to host memory, apart.
+    fn deser_writes(objects: &[u32]) -> RpcMessage {
+        let trace = MessageTrace {
+            events: Vec::new(),
+            wire_bytes: 0,
+            direction: Direction::Decode,
+        };
+        let mut m = prepare("t", 0, trace.clone(), trace, 0.0);
+        let mut at = 0u64;
+        for &b in objects {
+            m.deser.items.push(crate::program::Item {
+                writes: vec![(Region::Message, at, b)],
+                ..Default::default()
+            });
+            at += u64::from(b) + 4096;
+        }
+        m
+    }
+
+    #[test]
+    fn chunks_hold_whole_objects() {
+        let cfg = RpcAccConfig::default();
+        // 3000 B fit the pre-allocated chunk; 2000 B do not fit its last 1096 B.
+        let c = chunk_use(&cfg, &deser_writes(&[3000, 2000]), 250.0);
+        assert_eq!((c.chunks, c.used_bytes, c.allocated_bytes), (2, 5000, 8192));
+        // Two pops at 4 ns.
+        assert!((c.alloc_ns - 8.0).abs() < 1e-9);
+        // An object larger than a chunk takes fresh chunks of its own.
+        let c = chunk_use(&cfg, &deser_writes(&[8, 9000]), 250.0);
+        assert_eq!((c.chunks, c.used_bytes), (4, 9008));
+    }
+
+    #[test]
+    fn oneshot_latency_waits_only_for_the_last_flush() {
+        let cfg = RpcAccConfig::default();
+        let small = deser_times(&cfg, &deser_writes(&[1000]), 400.0, 19.2, 2000.0);
+        let large = deser_times(
+            &cfg,
+            &deser_writes(&[4096, 4096, 1000]),
+            400.0,
+            19.2,
+            2000.0,
+        );
+        // Both end with a 1000 B flush after parsing: the full buffers left while parsing.
+        let tail = |d: &DeserTimes| d.oneshot_latency_ns - d.fbf_latency_ns;
+        assert!((tail(&small) - tail(&large)).abs() < 1e-9);
+    }
+}

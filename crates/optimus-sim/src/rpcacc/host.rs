@@ -1,0 +1,93 @@
+//! The host CPU's part of serialization: software serialization, RPCAcc's pre-serialization
+//! (§III-C) and the host time of Fig. 6's offload schemes.
+
+use serde::Serialize;
+
+use optimus_trace::Region;
+
+use super::{RpcAccConfig, RpcMessage};
+
+/// Host CPU time in ns of a full software serialization.
+pub fn cpu_ser_ns(cfg: &RpcAccConfig, m: &RpcMessage) -> f64 {
+    cfg.cpu.message_ns(&m.ser_trace)
+}
+
+/// Bytes of host-resident field data per item of `m`'s serialization (schema reads and
+/// accelerator-resident fields excluded): what pre-serialization copies.
+pub(super) fn host_field_bytes(m: &RpcMessage) -> impl Iterator<Item = u32> + '_ {
+    m.ser.items.iter().map(|it| {
+        (it.first_access..it.end_access)
+            .map(|a| m.ser.accesses[a as usize])
+            .filter(|a| !a.is_schema && a.region != Region::Accel)
+            .map(|a| a.bytes)
+            .sum()
+    })
+}
+
+/// Host CPU time in ns of pre-serialization (no encoding; large host fields to the memcpy
+/// engine; accelerator-resident fields skipped), and the memcpy engine's time.
+pub fn preser_ns(cfg: &RpcAccConfig, m: &RpcMessage, use_dsa: bool) -> (f64, f64) {
+    let mut instr = 0.0;
+    let mut dsa = 0.0;
+    let mut host_ns = 0.0;
+    for host_bytes in host_field_bytes(m) {
+        instr += cfg.preser_per_field;
+        if use_dsa && host_bytes >= cfg.dsa_threshold_bytes {
+            host_ns += cfg.dsa_submit_ns;
+            dsa += f64::from(host_bytes) / cfg.dsa_bw_gbytes_s;
+        } else {
+            instr += cfg.cpu.per_copy_byte * f64::from(host_bytes);
+        }
+    }
+    (host_ns + instr / cfg.cpu.ipc / cfg.cpu.clock_ghz, dsa)
+}
+
+/// Host CPU time (ns) of one message's serialization under Fig. 6's three schemes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct HostCycles {
+    /// Software serialization: encoding and every copy on the core.
+    pub software: f64,
+    /// Memcpy offload only: the core still encodes; copies of large host fields go to the
+    /// memcpy engine (one submission each).
+    pub memcpy_offload: f64,
+    /// Memcpy and encoding offload: RPCAcc's pre-serialization ([`preser_ns`]).
+    pub memcpy_encoding_offload: f64,
+}
+
+/// Host CPU time of `m` under Fig. 6's schemes (RPCAcc §III-C "Memcpy Offload", "Encoding
+/// Offload"): the CPU model's instruction count, less the copy instructions of every host
+/// field the memcpy engine takes (at least `dsa_threshold_bytes`), plus its submissions.
+pub fn host_cycles(cfg: &RpcAccConfig, m: &RpcMessage) -> HostCycles {
+    let software = cpu_ser_ns(cfg, m);
+    let mut saved_instr = 0.0;
+    let mut submit_ns = 0.0;
+    for host_bytes in host_field_bytes(m) {
+        if host_bytes >= cfg.dsa_threshold_bytes {
+            saved_instr += cfg.cpu.per_copy_byte * f64::from(host_bytes);
+            submit_ns += cfg.dsa_submit_ns;
+        }
+    }
+    let memcpy_offload =
+        (software - saved_instr / cfg.cpu.ipc / cfg.cpu.clock_ghz).max(0.0) + submit_ns;
+    HostCycles {
+        software,
+        memcpy_offload,
+        memcpy_encoding_offload: preser_ns(cfg, m, true).0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rpcacc::suite;
+    use crate::test_engine::Engine;
+    #[test]
+    fn offloads_cut_host_time_in_order() {
+        let cfg = RpcAccConfig::default();
+        for m in suite(&cfg, &mut Engine).unwrap().iter().step_by(7) {
+            let h = host_cycles(&cfg, m);
+            assert!(h.memcpy_offload <= h.software, "{h:?}");
+            assert!(h.memcpy_encoding_offload < h.memcpy_offload, "{h:?}");
+        }
+    }
+}
