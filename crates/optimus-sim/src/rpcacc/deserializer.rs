@@ -223,4 +223,21 @@ mod tests {
         let tail = |d: &DeserTimes| d.oneshot_latency_ns - d.fbf_latency_ns;
         assert!((tail(&small) - tail(&large)).abs() < 1e-9);
     }
+
+    #[test]
+    fn one_message_deserializes_in_the_time_its_stages_add_up_to() {
+        let cfg = RpcAccConfig::default();
+        // Two fields writing 1000 B and 24 B: a lane parses them in 2 x 2 cycles of 4 ns.
+        let d = deser_times(&cfg, &deser_writes(&[1000, 24]), 625.0, 12.8, 250.0);
+        let parse = 16.0;
+        // Latency: parsing, the PCIe crossing, then the last write's bytes (field by field)
+        // or the one Temp Buffer flush of all 1024 B (one-shot).
+        assert!((d.fbf_latency_ns - (parse + 625.0 + 24.0 / 12.8)).abs() < 1e-9);
+        assert!((d.oneshot_latency_ns - (parse + 625.0 + 1024.0 / 12.8)).abs() < 1e-9);
+        // Rate: four lanes parse a message every 4 ns, so the DMA engine bounds it: 12 ns a
+        // transaction (two field by field, one one-shot) plus 80 ns of bytes.
+        assert!((d.fbf_host_rate - 1000.0 / (2.0 * 12.0 + 80.0)).abs() < 1e-9);
+        assert!((d.oneshot_host_rate - 1000.0 / (12.0 + 80.0)).abs() < 1e-9);
+        assert_eq!((d.fbf_dma_writes, d.oneshot_dma_writes), (2.0, 1.0));
+    }
 }
