@@ -107,8 +107,8 @@ fn same_seed_same_trace_same_stats() {
 #[test]
 fn op_base_waits_on_memory_and_bad_configs_are_refused() {
     // OP_Base on Flat: no overlap, so every field waits for its misses and the Reader is
-    // stalled most of the time (the exact cycles of a known trace are checked in op::sim's
-    // unit tests).
+    // stalled most of the time (the exact cycles of known traces are checked in the unit
+    // tests of op::reader and op::sim).
     let r = op::run(&OpConfig::op_base(), &[trace(MessageClass::Flat)]).unwrap();
     assert!(
         r.field_read_latency_cycles > 15.0 && r.field_read_latency_cycles < 30.0,
@@ -125,6 +125,14 @@ fn op_base_waits_on_memory_and_bad_configs_are_refused() {
     let mut bad = OpConfig::default();
     bad.converter.programs.insert(9, 200);
     assert!(bad.validate().is_err());
+    // The error names the field.
+    let mut zero = OpConfig::default();
+    zero.reader.field_buffer_entries = 0;
+    let e = zero.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("op.reader") && e.contains("field_buffer_entries"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -225,12 +225,16 @@ impl OpConfig {
         if self.measure_cycles == 0 {
             return Err(config_err("op", "measure_cycles", "must be positive"));
         }
-        if self.reader.chunk_bytes == 0
-            || self.reader.field_buffer_entries == 0
-            || self.reader.issue_per_cycle == 0
-            || self.reader.chunk_queue == 0
-        {
-            return Err(config_err("op.reader", "chunk_bytes", "chunk_bytes, field_buffer_entries, issue_per_cycle and chunk_queue must be positive"));
+        let r = &self.reader;
+        for (v, f) in [
+            (r.chunk_bytes, "chunk_bytes"),
+            (r.field_buffer_entries, "field_buffer_entries"),
+            (r.issue_per_cycle, "issue_per_cycle"),
+            (r.chunk_queue, "chunk_queue"),
+        ] {
+            if v == 0 {
+                return Err(config_err("op.reader", f, "must be positive"));
+            }
         }
         let imem: u32 = self.converter.programs.values().sum();
         if imem > self.converter.imem_entries {

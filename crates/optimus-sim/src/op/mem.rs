@@ -404,11 +404,6 @@ impl BlockBuffer {
         true
     }
 
-    /// Whether a port is free at `now` (without taking it).
-    pub fn port_free(&self, now: u64) -> bool {
-        self.port_cycle != now || self.ports_used < self.cfg.ports
-    }
-
     /// Looks up `line` for transformation `txn` at cycle `now`.
     pub fn lookup(&mut self, now: u64, txn: u64, line: u64) -> Lookup {
         while self.mshr_release.peek().is_some_and(|r| r.0 <= now) {
