@@ -1,14 +1,13 @@
-//! The cycle-stepped Optimus Prime model: cores → Dispatcher → n pipelines of
-//! Reader (j contexts) → Converter → Writer, all memory traffic through the Block Buffer and
-//! OP's NoC port.
+//! The cycle-stepped Optimus Prime model: the requesting cores, the cycle loop over the
+//! components (`dispatcher`, and per pipeline `writer`, `converter`, `reader`, sharing
+//! `memsys`) and the report.
 //!
-//! Each cycle, in order: cores whose request reached OP enter the Dispatcher queue; the
-//! Dispatcher fills free Reader contexts; each Reader issues demand accesses (the field it is
-//! emitting) and, with prefetching, accesses of the next `field_buffer_entries` fields at the
-//! top message level plus first-level sub-message schemata (§6.1); emits one Chunk of a ready
-//! field or rotates to a ready context; each Converter executes one instruction; each Writer
-//! accepts one Chunk and issues a line write whenever a line of output is complete. A message
-//! completes when its Writer has issued its last write (§4.5).
+//! Each cycle, in order: cores whose completion arrived and whose gap has passed write their
+//! next request to OP; the Dispatcher hands arrived requests to free Reader contexts; then each
+//! pipeline, taken round robin from a rotating first one so that none has fixed priority on
+//! the Block Buffer's ports, ticks its Writer (which may complete a message and notify its
+//! core), its Converter and its Reader. Ticking back to front lets a Chunk move one stage per
+//! cycle. A message completes when its Writer has issued its last write (§4.5).
 
 use std::rc::Rc;
 
