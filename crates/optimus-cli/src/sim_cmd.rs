@@ -900,6 +900,40 @@ mod plot {
             }
         }
         write(dir, &fig6)?;
+        // Fig. 11 publishes no values; its scenarios are drawn from the model alone. Each
+        // row holds (request, a with update, a without, b with, b without).
+        let fig11 = |k: usize| -> Vec<(f64, f64)> {
+            figs.fig11
+                .iter()
+                .map(|r| (f64::from(r.0), [r.1, r.2, r.3, r.4][k] / 1e3))
+                .collect()
+        };
+        for (name, title, k) in [
+            (
+                "rpcacc_fig11a",
+                "Fig. 11a: compute unit unavailable after request 3",
+                0,
+            ),
+            (
+                "rpcacc_fig11b",
+                "Fig. 11b: compute unit available from request 4",
+                2,
+            ),
+        ] {
+            write(
+                dir,
+                &Figure {
+                    name,
+                    title,
+                    x_label: "request",
+                    y_label: "host execution time (us)",
+                    series: vec![
+                        model("with automatic field update", fig11(k)),
+                        model("without", fig11(k + 1)),
+                    ],
+                },
+            )?;
+        }
         // Fig. 13 publishes geometric-mean ratios only.
         let call = |f: fn(&(String, f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
             figs.fig13

@@ -22,6 +22,10 @@ pub struct RpcFigures {
     /// Fig. 6: per HyperProtoBench bench, then per DeathStarBench service, `(name, % host
     /// time saved by memcpy offload, % saved by memcpy and encoding offload)`.
     pub fig6: Vec<(String, f64, f64)>,
+    /// Fig. 11: per request of the image service, `(request, a with automatic field update,
+    /// a without, b with, b without)` host time in ns; in (a) the compute unit goes away
+    /// after the third request, in (b) it arrives at the fourth (§IV-G).
+    pub fig11: Vec<(u32, f64, f64, f64, f64)>,
     /// Fig. 13: per DeathStarBench service, `(name, CPU-only, ProtoACC-PCIe, RPCAcc)` ns per
     /// call.
     pub fig13: Vec<(String, f64, f64, f64)>,
@@ -97,7 +101,29 @@ pub fn reproduce_rpcacc_with(
          h: &[rpcacc::HostCycles],
          f: fn(&rpcacc::HostCycles) -> f64| { mean(bars(msgs, h, f).iter().map(|b| b.1)) };
     let svc_cfg = ServiceConfig::default();
-    let svc = service::run(&cfg, &svc_cfg, &service::messages(&svc_cfg, source)?);
+    let svc_msgs = service::messages(&svc_cfg, source)?;
+    let svc = service::run(&cfg, &svc_cfg, &svc_msgs);
+    // Fig. 11 (§IV-G): "After the 3rd request finishes, we set the compute unit as
+    // unavailable" (a, the avatar labelled "Acc"); in (b) it is unavailable "at the beginning
+    // and is available until the 4th request" (the avatar in host memory).
+    let fig11_requests = 8u32;
+    let leaves: Vec<bool> = (0..fig11_requests).map(|i| i < 3).collect();
+    let arrives: Vec<bool> = (0..fig11_requests).map(|i| i >= 3).collect();
+    let fig11_host = |cu: &[bool], in_accel: bool, auto: bool| -> Vec<f64> {
+        service::field_update_sequence(&cfg, &svc_cfg, &svc_msgs, cu, in_accel, auto)
+            .iter()
+            .map(|s| s.request.design.host_ns)
+            .collect()
+    };
+    let fig11 = {
+        let a = fig11_host(&leaves, true, true);
+        let a_fixed = fig11_host(&leaves, true, false);
+        let b = fig11_host(&arrives, false, true);
+        let b_fixed = fig11_host(&arrives, false, false);
+        (0..fig11_requests as usize)
+            .map(|i| (i as u32 + 1, a[i], a_fixed[i], b[i], b_fixed[i]))
+            .collect()
+    };
     let cyc = 1000.0 / cfg.clock_mhz;
     let at = |l: f64| {
         move |_: optimus_trace::Region| rpcacc::LinkConfig {
@@ -230,6 +256,7 @@ pub fn reproduce_rpcacc_with(
             v.extend(per(&sn, &dsb));
             v
         },
+        fig11,
         fig13: crate::workload::socialnet::SERVICES
             .iter()
             .enumerate()

@@ -211,68 +211,95 @@ fn host_writes(p: &Program) -> (usize, f64, f64) {
     (w.len(), bytes, w.last().map_or(0.0, |&b| f64::from(b)))
 }
 
-/// The service on the three designs.
-pub fn run(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Service {
-    let pcie = cfg.pcie;
-    let one_way = pcie.latency_ns / 2.0;
+/// Per-request terms every design shares (ns, bytes).
+struct Terms {
+    one_way: f64,
+    /// Raw avatar and compressed image bytes.
+    avatar: f64,
+    image: f64,
+    /// Request and response wire bytes.
+    wq: f64,
+    wr: f64,
+    auth: f64,
+    mmio: f64,
+    wire_in: f64,
+    wire_out: f64,
+    line_cap: f64,
+    cu_cap: f64,
+    /// One deserializer lane parsing the request.
+    parse: f64,
+    /// The compute unit from its task's MMIO to the end of its kernels.
+    cu_run: f64,
+    /// Decryption, compression and encryption on one host core.
+    cpu_kernels: f64,
+}
+
+fn terms(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Terms {
     let line = svc.line_rate_gbps / 8.0; // bytes per ns
     let s = f64::from(svc.avatar_bytes);
     let c = f64::from(svc.image_bytes());
     let wq = m.request.deser.wire_bytes as f64;
     let wr = m.response.ser.wire_bytes as f64;
-    let ghz = cfg.cpu.clock_ghz;
-    let auth = f64::from(svc.auth_dependent_loads) * cfg.host_mem.latency_ns;
-    let mmio = svc.mmio_core_ns;
-    // Compute unit (§III-D): the task's MMIO write reaches the card's descriptor ring; the CU
-    // decrypts, compresses and encrypts streaming at line rate from card memory; "when
-    // computation finishes, the CU first writes the results into the output address", then
-    // its completion to the host's notification ring with one DMA write.
-    let cu_run = one_way + cfg.accel_mem.latency_ns + s / line;
-    // RPCAcc: the output address is in card memory (§III-C, Fig. 4-c).
-    let cu = cu_run + cfg.accel_mem.latency_ns + c / cfg.accel_mem.bw_gbytes_s + one_way;
-    let wire_in = wq / line;
-    let wire_out = wr / line;
-    let line_cap = wq.max(wr) / line;
-    let cu_cap = s / line;
+    let one_way = cfg.pcie.latency_ns / 2.0;
+    let aes = |b: f64| b * svc.cpu_aes_cycles_per_byte / cfg.cpu.clock_ghz;
+    Terms {
+        one_way,
+        avatar: s,
+        image: c,
+        wq,
+        wr,
+        auth: f64::from(svc.auth_dependent_loads) * cfg.host_mem.latency_ns,
+        mmio: svc.mmio_core_ns,
+        wire_in: wq / line,
+        wire_out: wr / line,
+        line_cap: wq.max(wr) / line,
+        cu_cap: s / line,
+        parse: parse_ns(cfg, &m.request.deser, cfg.clock_mhz),
+        // Compute unit (§III-D): the task's MMIO write reaches the card's descriptor ring;
+        // the CU decrypts, compresses and encrypts streaming at line rate from card memory.
+        cu_run: one_way + cfg.accel_mem.latency_ns + s / line,
+        cpu_kernels: aes(s) + s / (svc.cpu_compress_mbytes_s * 1e-3) + aes(c),
+    }
+}
+
+/// The service on the three designs.
+pub fn run(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Service {
+    let pcie = cfg.pcie;
+    let t = terms(cfg, svc, m);
+    let (one_way, s, c, wq, wr, auth, mmio) =
+        (t.one_way, t.avatar, t.image, t.wq, t.wr, t.auth, t.mmio);
 
     // CPU-only.
-    let aes = |b: f64| b * svc.cpu_aes_cycles_per_byte / ghz;
     let sw = cfg.cpu.message_ns(&m.request.deser_trace)
         + auth
-        + aes(s)
-        + s / (svc.cpu_compress_mbytes_s * 1e-3)
-        + aes(c)
+        + t.cpu_kernels
         + cfg.cpu.message_ns(&m.response.ser_trace)
         + cfg.cpu_rpc_stack_ns
         + mmio;
     let cpu_only = Design {
         host_ns: sw,
-        latency_ns: wire_in
+        latency_ns: t.wire_in
             + one_way
             + wq / pcie.bw_gbytes_s
             + sw
             + one_way
             + pcie.latency_ns
             + wr / pcie.bw_gbytes_s
-            + wire_out,
-        cap_ns: line_cap
+            + t.wire_out,
+        cap_ns: t
+            .line_cap
             .max(wq / pcie.bw_gbytes_s)
             .max(wr / pcie.bw_gbytes_s),
     };
 
     // ProtoACC-PCIe: field-by-field deserialization of every field into host memory.
-    let parse = parse_ns(cfg, &m.request.deser, cfg.clock_mhz);
     let (n_w, out_w, last_w) = host_writes(&m.request.deser);
-    let deser_fbf = parse + n_w as f64 * cfg.dma_txn_ns + one_way + last_w / pcie.bw_gbytes_s;
-    // `moveToAcc`: the MMIO reaches the card, which reads the avatar across PCIe and writes
-    // its completion back to host memory (as `moveToCPU` below).
-    let move_to_acc = mmio + one_way + pcie.latency_ns + s / pcie.bw_gbytes_s + one_way;
+    let deser_fbf = t.parse + n_w as f64 * cfg.dma_txn_ns + one_way + last_w / pcie.bw_gbytes_s;
     // Accelerator-only serialization (§IV-A: ProtoACC-PCIe's "serialization procedure is
     // similar to the Accelerator-only approach"): the compute unit writes its results back to
     // host memory (§III-C, Fig. 4-a/b), and the serializer fetches them across PCIe.
-    let cu_pp = cu_run + c / pcie.bw_gbytes_s + one_way;
-    let pp_handler = auth + move_to_acc + mmio + cu_pp + mmio;
-    let resp_acc = place_large_in_accel(&m.response.ser);
+    let cu_pp = t.cu_run + c / pcie.bw_gbytes_s + one_way;
+    let pp_handler = auth + move_to_acc(cfg, &t) + mmio + cu_pp + mmio;
     let acc = cfg.accel_mem;
     let over_pcie = |r: Region| -> LinkConfig {
         if r == Region::Accel {
@@ -292,48 +319,169 @@ pub fn run(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Service {
     };
     let protoacc_pcie = Design {
         host_ns: pp_handler + pp_ser_wait,
-        latency_ns: wire_in + deser_fbf + pp_handler + one_way + pp_ser + wire_out,
+        latency_ns: t.wire_in + deser_fbf + pp_handler + one_way + pp_ser + t.wire_out,
         // Card to host: the deserialized request, the compute unit's result; host to card:
         // the avatar moved back, the response.
-        cap_ns: line_cap
-            .max(cu_cap)
+        cap_ns: t
+            .line_cap
+            .max(t.cu_cap)
             .max((out_w + c) / pcie.bw_gbytes_s)
             .max((s + wr) / pcie.bw_gbytes_s),
     };
 
-    // RPCAcc: the avatar to card memory, the rest in one DMA from the Temp Buffer.
-    let req_acc = place_large_in_accel(&m.request.deser);
-    let (_, out_h, _) = host_writes(&req_acc);
-    let deser_one = parse + cfg.dma_txn_ns + one_way + out_h / pcie.bw_gbytes_s;
-    let resp = RpcMessage {
-        ser: resp_acc.clone(),
-        ..m.response.clone()
-    };
-    let (pre, dsa) = preser_ns(cfg, &resp, true);
-    let preser_skip = pre.max(dsa) + mmio;
-    let st = ser_times(cfg, &resp, cfg.clock_mhz);
-    // The card's part of memory-affinity serialization, after the doorbell.
-    let card_ser = st.rpcacc - pre.max(dsa);
-    let rpc_host = auth + mmio + cu + preser_skip;
-    let rpcacc = Design {
-        host_ns: rpc_host,
-        latency_ns: wire_in + deser_one + rpc_host + card_ser + wire_out,
-        cap_ns: line_cap.max(cu_cap).max(out_h / pcie.bw_gbytes_s),
-    };
-
+    let rpcacc = rpcacc_request(cfg, m, &t, true, true);
     // Without skipping: moveToCPU of the image (an MMIO, then the card's DMA write, waited
     // for), then pre-serialization copies it like any host field.
     let (pre_h, dsa_h) = preser_ns(cfg, &m.response, true);
-    let move_to_cpu = mmio + one_way + c / pcie.bw_gbytes_s + one_way;
-    let preser_noskip = move_to_cpu + pre_h.max(dsa_h) + mmio;
+    let preser_noskip = move_to_cpu(cfg, &t, c) + pre_h.max(dsa_h) + mmio;
 
     Service {
         cpu_only,
         protoacc_pcie,
-        rpcacc,
-        preser_skip_ns: preser_skip,
+        rpcacc: rpcacc.design,
+        preser_skip_ns: rpcacc.preser_ns,
         preser_noskip_ns: preser_noskip,
     }
+}
+
+/// `moveToAcc` of the avatar (Listing 1 L6): the MMIO reaches the card, which reads the
+/// avatar across PCIe and writes its completion back to host memory; the core waits.
+fn move_to_acc(cfg: &RpcAccConfig, t: &Terms) -> f64 {
+    t.mmio + t.one_way + cfg.pcie.latency_ns + t.avatar / cfg.pcie.bw_gbytes_s + t.one_way
+}
+
+/// `moveToCPU` of `bytes` (Listing 1 L14): the MMIO reaches the card, which writes the field
+/// to host memory and then its completion; the core waits.
+fn move_to_cpu(cfg: &RpcAccConfig, t: &Terms, bytes: f64) -> f64 {
+    t.mmio + t.one_way + bytes / cfg.pcie.bw_gbytes_s + t.one_way
+}
+
+/// One RPCAcc request of the service.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct RpcAccRequest {
+    /// Its cost.
+    pub design: Design,
+    /// Host time of pre-serialization, from the serialize call to the doorbell (ns).
+    pub preser_ns: f64,
+    /// Whether the handler had to move the avatar across PCIe (`moveToAcc` or `moveToCPU`)
+    /// because the deserializer placed it where the compression does not run.
+    pub moved: bool,
+}
+
+/// One request on RPCAcc with the compute unit available or not (Listing 1: the CU
+/// compresses when available, the host core otherwise) and the schema table placing the
+/// avatar in card memory (`avatar_in_accel`, its "Acc" label) or host memory. The
+/// target-aware deserializer writes the fields as placed: those in host memory in one-shot
+/// DMA from the Temp Buffer (a transaction per full buffer), the avatar in card memory
+/// beside it. If the avatar is not where the compression runs, the handler first moves it
+/// (`moveToAcc`, `moveToCPU`). A CU writes its result to card memory and pre-serialization
+/// skips it (§III-C); a host compression leaves the image in host memory, where
+/// pre-serialization copies it.
+fn rpcacc_request(
+    cfg: &RpcAccConfig,
+    m: &Messages,
+    t: &Terms,
+    cu_available: bool,
+    avatar_in_accel: bool,
+) -> RpcAccRequest {
+    let pcie = cfg.pcie;
+    let req = if avatar_in_accel {
+        place_large_in_accel(&m.request.deser)
+    } else {
+        m.request.deser.clone()
+    };
+    let (_, out_h, _) = host_writes(&req);
+    let flushes = (out_h / f64::from(cfg.temp_buffer_bytes)).ceil().max(1.0);
+    let deser = t.parse + flushes * cfg.dma_txn_ns + t.one_way + out_h / pcie.bw_gbytes_s;
+    let moved = cu_available != avatar_in_accel;
+    let move_ns = match (moved, cu_available) {
+        (false, _) => 0.0,
+        (true, true) => move_to_acc(cfg, t),
+        (true, false) => move_to_cpu(cfg, t, t.avatar),
+    };
+    let (compress, resp_ser) = if cu_available {
+        // "When computation finishes, the CU first writes the results into the output
+        // address" (card memory, §III-C Fig. 4-c), then its completion to the host's
+        // notification ring with one DMA write; the core polls for it.
+        let acc = cfg.accel_mem;
+        let cu = t.cu_run + acc.latency_ns + t.image / acc.bw_gbytes_s + t.one_way;
+        (t.mmio + cu, place_large_in_accel(&m.response.ser))
+    } else {
+        (t.cpu_kernels, m.response.ser.clone())
+    };
+    let resp = RpcMessage {
+        ser: resp_ser,
+        ..m.response.clone()
+    };
+    let (pre, dsa) = preser_ns(cfg, &resp, true);
+    let preser = pre.max(dsa) + t.mmio;
+    // The card's part of memory-affinity serialization, after the doorbell.
+    let card_ser = ser_times(cfg, &resp, cfg.clock_mhz).rpcacc - pre.max(dsa);
+    let host = t.auth + move_ns + compress + preser;
+    let to_card = if moved && cu_available { t.avatar } else { 0.0 };
+    let to_host = out_h
+        + if moved && !cu_available {
+            t.avatar
+        } else {
+            0.0
+        };
+    RpcAccRequest {
+        design: Design {
+            host_ns: host,
+            latency_ns: t.wire_in + deser + host + card_ser + t.wire_out,
+            cap_ns: t
+                .line_cap
+                .max(if cu_available { t.cu_cap } else { 0.0 })
+                .max(to_host / pcie.bw_gbytes_s)
+                .max(to_card / pcie.bw_gbytes_s),
+        },
+        preser_ns: preser,
+        moved,
+    }
+}
+
+/// One request of a Fig. 11 sequence.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct FieldUpdateStep {
+    /// Whether the compute unit was available.
+    pub cu_available: bool,
+    /// Whether the schema table placed the avatar in card memory.
+    pub avatar_in_accel: bool,
+    /// The request's cost.
+    pub request: RpcAccRequest,
+}
+
+/// RPCAcc §III-F / §IV-G (Fig. 11): a sequence of image requests while the compute unit's
+/// availability changes (`cu_available[i]` for request `i`), the schema table starting with
+/// the avatar in card memory or not. With `auto_update`, a `moveToAcc` or `moveToCPU` also
+/// flips the field's "Acc" label in the schema table, so the next request is deserialized
+/// where the compression now runs ("after one incorrect placement"); without it the label
+/// stays as the `.proto` set it and every such request pays the move.
+pub fn field_update_sequence(
+    cfg: &RpcAccConfig,
+    svc: &ServiceConfig,
+    m: &Messages,
+    cu_available: &[bool],
+    avatar_in_accel: bool,
+    auto_update: bool,
+) -> Vec<FieldUpdateStep> {
+    let t = terms(cfg, svc, m);
+    let mut in_accel = avatar_in_accel;
+    cu_available
+        .iter()
+        .map(|&cu| {
+            let request = rpcacc_request(cfg, m, &t, cu, in_accel);
+            let step = FieldUpdateStep {
+                cu_available: cu,
+                avatar_in_accel: in_accel,
+                request,
+            };
+            if auto_update && request.moved {
+                in_accel = cu;
+            }
+            step
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -373,6 +521,53 @@ mod tests {
         assert!(pp.1.host_ns > pp.0.host_ns + cfg.pcie.latency_ns, "{pp:?}");
         assert!((pp.1.latency_ns - pp.0.latency_ns).abs() < 1e-9, "{pp:?}");
         assert_eq!(free.rpcacc, blocked.rpcacc);
+    }
+
+    /// Fig. 11's two scenarios: the CU goes away after the third request (the avatar
+    /// labelled "Acc"), or arrives at the fourth (the avatar in host memory).
+    fn fig11(auto_update: bool) -> [Vec<FieldUpdateStep>; 2] {
+        let cfg = RpcAccConfig::default();
+        let svc = ServiceConfig::default();
+        let m = messages(&svc, &mut Engine).unwrap();
+        let leaves: Vec<bool> = (0..8).map(|i| i < 3).collect();
+        let arrives: Vec<bool> = (0..8).map(|i| i >= 3).collect();
+        [
+            field_update_sequence(&cfg, &svc, &m, &leaves, true, auto_update),
+            field_update_sequence(&cfg, &svc, &m, &arrives, false, auto_update),
+        ]
+    }
+
+    fn host(s: &FieldUpdateStep) -> f64 {
+        s.request.design.host_ns
+    }
+
+    #[test]
+    fn automatic_field_update_moves_the_field_once() {
+        let cfg = RpcAccConfig::default();
+        let svc = ServiceConfig::default();
+        for (auto, fixed) in fig11(true).iter().zip(fig11(false).iter()) {
+            // Before the switch the field is where the compression runs: nothing moves.
+            assert!(auto[..3].iter().all(|s| !s.request.moved), "{auto:?}");
+            assert_eq!(auto[..4], fixed[..4]);
+            // The fourth request finds the avatar on the wrong side and moves it; with the
+            // update, every later one is deserialized to the right side.
+            assert!(auto[3].request.moved && fixed[3].request.moved);
+            assert!(auto[4..].iter().all(|s| !s.request.moved), "{auto:?}");
+            assert!(fixed[4..].iter().all(|s| s.request.moved), "{fixed:?}");
+            // The handler's move costs at least a PCIe crossing of the avatar and a round
+            // trip: "several microseconds" (§IV-G).
+            let saved = host(&fixed[5]) - host(&auto[5]);
+            let crossing = f64::from(svc.avatar_bytes) / cfg.pcie.bw_gbytes_s;
+            assert!(saved > crossing + cfg.pcie.latency_ns, "{saved}");
+            assert!((host(&fixed[5]) - host(&auto[3])).abs() < 1e-6);
+        }
+        // After the update each scenario settles where the other one started.
+        let [leaves, arrives] = fig11(true);
+        assert_eq!(leaves[7].request, arrives[0].request);
+        assert_eq!(arrives[7].request, leaves[0].request);
+        // The first three requests of the first scenario are the service's RPCAcc requests.
+        let m = messages(&svc, &mut Engine).unwrap();
+        assert_eq!(leaves[0].request.design, run(&cfg, &svc, &m).rpcacc);
     }
 
     #[test]
