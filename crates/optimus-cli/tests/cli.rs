@@ -168,11 +168,19 @@ fn rpcacc_model_runs_on_workloads_and_trace_files() {
     };
     assert_eq!(
         designs("serialization"),
-        ["cpu_only", "protoacc_pcie", "protoacc_onchip", "rpcacc"]
+        [
+            "cpu_only",
+            "protoacc_pcie",
+            "protoacc_onchip",
+            "rpcacc",
+            "bf3",
+            "bf3_memory_affinity",
+            "bf3_dsa"
+        ]
     );
     assert_eq!(
         designs("deserialization"),
-        ["cpu_only", "protoacc_pcie", "rpcacc"]
+        ["cpu_only", "protoacc_pcie", "rpcacc", "bf3", "bf3_oneshot"]
     );
     assert!(r["stats"]["serializer.fields"].as_f64().unwrap() > 0.0);
 
@@ -186,7 +194,7 @@ fn rpcacc_model_runs_on_workloads_and_trace_files() {
     std::fs::remove_file(&path).ok();
     assert_eq!(r["serialized"], 0);
     assert_eq!(r["deserialized"], 1);
-    assert_eq!(r["deserialization"].as_array().unwrap().len(), 3);
+    assert_eq!(r["deserialization"].as_array().unwrap().len(), 5);
 }
 
 #[test]

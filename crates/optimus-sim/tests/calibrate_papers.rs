@@ -68,6 +68,10 @@ const MET_RPCACC: &[&str] = &[
     "rpcacc.fig13.dsb_exec_time_vs_cpu_only.x",
     "rpcacc.sec1.pcie_ser_slowdown_vs_onchip.x",
     "rpcacc.fig6.memcpy_encoding_offload_cycles.dsb.pct",
+    "rpcacc.fig8a.bf3_preser_reduction.x",
+    "rpcacc.fig8a.bf3_memcpy_additional.x",
+    "rpcacc.fig8b.bf3_oneshot_deser_gain.x",
+    "rpcacc.fig8b.rpcacc_vs_bf3_oneshot_deser.x",
 ];
 
 const DOC: &str = include_str!("../../../docs/simulator.md");
@@ -111,6 +115,8 @@ fn optimus_prime_targets() {
 
 #[test]
 fn rpcacc_targets() {
-    let (rows, _) = reproduce_rpcacc(&mut Engine).unwrap();
+    let (rows, figs) = reproduce_rpcacc(&mut Engine).unwrap();
     check(&rows, MET_RPCACC);
+    assert_eq!(figs.fig8a.len(), 6);
+    assert_eq!(figs.fig8b.len(), 6);
 }

@@ -22,6 +22,12 @@ pub struct RpcFigures {
     /// Fig. 6: per HyperProtoBench bench, then per DeathStarBench service, `(name, % host
     /// time saved by memcpy offload, % saved by memcpy and encoding offload)`.
     pub fig6: Vec<(String, f64, f64)>,
+    /// Fig. 8a: per HyperProtoBench bench, `(name, BF3-MemoryAffinity, BF3-DSA)` serialization
+    /// time normalized to BF3's.
+    pub fig8a: Vec<(String, f64, f64)>,
+    /// Fig. 8b: per bench, `(name, BF3-Oneshot, RPCAcc)` deserialization throughput
+    /// normalized to BF3's.
+    pub fig8b: Vec<(String, f64, f64)>,
     /// Fig. 11: per request of the image service, `(request, a with automatic field update,
     /// a without, b with, b without)` host time in ns; in (a) the compute unit goes away
     /// after the third request, in (b) it arrives at the fourth (§IV-G).
@@ -29,6 +35,26 @@ pub struct RpcFigures {
     /// Fig. 13: per DeathStarBench service, `(name, CPU-only, ProtoACC-PCIe, RPCAcc)` ns per
     /// call.
     pub fig13: Vec<(String, f64, f64, f64)>,
+}
+
+/// Per bench, in suite order: `(bench, sum of num / sum of den)` over its messages (`num`
+/// and `den` take a message's index in `ms`).
+fn per_bench(
+    ms: &[rpcacc::RpcMessage],
+    num: impl Fn(usize) -> f64,
+    den: impl Fn(usize) -> f64,
+) -> Vec<(String, f64)> {
+    let mut benches: Vec<(String, f64, f64)> = Vec::new();
+    for (i, m) in ms.iter().enumerate() {
+        match benches.last_mut() {
+            Some(b) if b.0 == m.bench => {
+                b.1 += num(i);
+                b.2 += den(i);
+            }
+            _ => benches.push((m.bench.clone(), num(i), den(i))),
+        }
+    }
+    benches.into_iter().map(|(b, n, d)| (b, n / d)).collect()
 }
 
 /// Runs every RPCAcc experiment on the HyperProtoBench-like suite traced by `source`.
@@ -81,19 +107,9 @@ pub fn reproduce_rpcacc_with(
                 h: &[rpcacc::HostCycles],
                 f: fn(&rpcacc::HostCycles) -> f64|
      -> Vec<(String, f64)> {
-        let mut benches: Vec<(&str, f64, f64)> = Vec::new();
-        for (m, x) in msgs.iter().zip(h) {
-            match benches.last_mut() {
-                Some(b) if b.0 == m.bench => {
-                    b.1 += f(x);
-                    b.2 += x.software;
-                }
-                _ => benches.push((m.bench.as_str(), f(x), x.software)),
-            }
-        }
-        benches
-            .iter()
-            .map(|b| (b.0.to_string(), 100.0 * (1.0 - b.1 / b.2)))
+        per_bench(msgs, |i| f(&h[i]), |i| h[i].software)
+            .into_iter()
+            .map(|(b, r)| (b, 100.0 * (1.0 - r)))
             .collect()
     };
     let saving =
@@ -184,6 +200,31 @@ pub fn reproduce_rpcacc_with(
         .filter(|(m, _)| m.avg_field_bytes < 1024.0)
         .map(|(_, s)| *s)
         .collect();
+    // Fig. 8 (§IV-D): the BlueField-3 designs. Its bars are per bench (a bench's time is
+    // that of its ten messages in turn) and its averages the mean over the six bars.
+    let b3s: Vec<rpcacc::Bf3Ser> = ms.iter().map(|m| rpcacc::bf3_ser(&cfg, m)).collect();
+    let b3d: Vec<rpcacc::Bf3Deser> = ms.iter().map(|m| rpcacc::bf3_deser(&cfg, m)).collect();
+    let ser_vs_bf3 =
+        |f: fn(&rpcacc::Bf3Ser) -> f64| per_bench(&ms, |i| f(&b3s[i]), |i| b3s[i].naive);
+    let fig8a: Vec<(String, f64, f64)> = ser_vs_bf3(|s| s.memory_affinity)
+        .into_iter()
+        .zip(ser_vs_bf3(|s| s.dsa))
+        .map(|(a, b)| (a.0, a.1, b.1))
+        .collect();
+    // Throughput ratios of a bench: its messages' summed times, one over each rate.
+    let fig8b: Vec<(String, f64, f64)> = per_bench(
+        &ms,
+        |i| 1.0 / b3d[i].field_by_field,
+        |i| 1.0 / b3d[i].oneshot,
+    )
+    .into_iter()
+    .zip(per_bench(
+        &ms,
+        |i| 1.0 / b3d[i].field_by_field,
+        |i| 1.0 / d[i].oneshot_host_rate,
+    ))
+    .map(|(a, b)| (a.0, a.1, b.1))
+    .collect();
     // Dagger variants at 2 GHz over UPI. Both start with the host's notification crossing UPI
     // one way, as ProtoACC-PCIe's and RPCAcc's start with an MMIO; Dagger-RPCAcc's time
     // includes the host's pre-serialization, as memory-affinity serialization's does (Fig. 7).
@@ -256,6 +297,8 @@ pub fn reproduce_rpcacc_with(
             v.extend(per(&sn, &dsb));
             v
         },
+        fig8a: fig8a.clone(),
+        fig8b: fig8b.clone(),
         fig11,
         fig13: crate::workload::socialnet::SERVICES
             .iter()
@@ -305,7 +348,10 @@ pub fn reproduce_rpcacc_with(
             "rpcacc.fig12.line_rate.gbps" => Eval::Input("NIC line rate"),
             "rpcacc.sec3b.tlb_sram_share.pct" => Eval::NotTiming,
             _ if id.starts_with("rpcacc.table4.") => Eval::NotTiming,
-            _ if id.starts_with("rpcacc.fig8") => Eval::NotModeled("BlueField-3: its Arm cores' protobuf speed and DMA transaction rate are not published"),
+            "rpcacc.fig8a.bf3_preser_reduction.x" => Eval::Model(mean(fig8a.iter().map(|b| 1.0 / b.1)), "BF3 / BF3-MemoryAffinity serialization time, per bench, mean"),
+            "rpcacc.fig8a.bf3_memcpy_additional.x" => Eval::Model(mean(fig8a.iter().map(|b| b.1 / b.2)), "BF3-MemoryAffinity / BF3-DSA serialization time, per bench, mean"),
+            "rpcacc.fig8b.bf3_oneshot_deser_gain.x" => Eval::Model(mean(fig8b.iter().map(|b| b.1)), "BF3-Oneshot / BF3 deserialization throughput, per bench, mean (Arm DMA job cost fitted here)"),
+            "rpcacc.fig8b.rpcacc_vs_bf3_oneshot_deser.x" => Eval::Model(mean(fig8b.iter().map(|b| b.2 / b.1)), "RPCAcc one-shot / BF3-Oneshot deserialization throughput, per bench, mean (Arm IPC fitted here)"),
             "rpcacc.fig12a.throughput_vs_protoacc_pcie.x" | "rpcacc.abstract.e2e_throughput_gain.x" => Eval::Model(per_core(&svc.rpcacc) / per_core(&svc.protoacc_pcie), "image service: RPCAcc / ProtoACC-PCIe requests per host core"),
             "rpcacc.fig12a.throughput_vs_cpu_only.x" => Eval::Model(per_core(&svc.rpcacc) / per_core(&svc.cpu_only), "image service: RPCAcc / CPU-only requests per host core (CPU compression speed fitted here and to Fig. 12b)"),
             "rpcacc.fig12b.avg_latency_vs_protoacc_pcie.x" | "rpcacc.sec1.img.avg_latency_reduction.x" => Eval::Model(1.0 / img(&svc.protoacc_pcie), "image service: ProtoACC-PCIe / RPCAcc latency at low load"),

@@ -24,6 +24,11 @@ pub(super) fn host_field_bytes(m: &RpcMessage) -> impl Iterator<Item = u32> + '_
     })
 }
 
+/// Bytes of `m`'s pre-serialized buffer: its host fields' data and an 8-byte header per field.
+pub(super) fn preser_bytes(m: &RpcMessage) -> f64 {
+    host_field_bytes(m).map(f64::from).sum::<f64>() + 8.0 * m.ser.items.len() as f64
+}
+
 /// Host CPU time in ns of pre-serialization (no encoding; large host fields to the memcpy
 /// engine; accelerator-resident fields skipped), and the memcpy engine's time.
 pub fn preser_ns(cfg: &RpcAccConfig, m: &RpcMessage, use_dsa: bool) -> (f64, f64) {

@@ -1,5 +1,6 @@
 //! The RPCAcc model (PCIe-attached RPC accelerator) and the baselines it is compared with:
-//! ProtoACC over PCIe, ProtoACC on-chip, CPU-only, and the Dagger (UPI) variants.
+//! ProtoACC over PCIe, ProtoACC on-chip, CPU-only, the Dagger (UPI) variants and the
+//! BlueField-3 SmartNIC (`bf3`).
 //!
 //! Every design replays the same message programs (see [`crate::program`]):
 //! - **Serializer engine** (ProtoACC-style, used by ProtoACC-PCIe/-OnChip and Dagger-ProtoACC):
@@ -16,16 +17,18 @@
 //!   write transaction per field) or one-shot (one per `temp_buffer_bytes`), through a DMA
 //!   engine that costs `dma_txn_ns` per transaction plus bytes over bandwidth.
 //!
-//! `serializer`, `deserializer` and `host` hold these parts; this module holds the
+//! `serializer`, `deserializer`, `host` and `bf3` hold these parts; this module holds the
 //! configuration, the messages and the RPC layer they add up to; `service` is §IV-H's image
 //! service and `report` one run of every design on a workload.
 
+mod bf3;
 mod deserializer;
 mod host;
 pub mod report;
 mod serializer;
 pub mod service;
 
+pub use bf3::{bf3_deser, bf3_ser, bf3_ser_occupancy, Bf3Config, Bf3Deser, Bf3Ser};
 pub(crate) use deserializer::parse_ns;
 pub use deserializer::{chunk_use, deser_times, ChunkUse, DeserTimes};
 pub use host::{cpu_ser_ns, host_cycles, preser_ns, HostCycles};
@@ -89,6 +92,8 @@ pub struct RpcAccConfig {
     pub mmio_ns: f64,
     /// Host CPU (2.0 GHz Xeon Silver 4514Y, §IV-A) running protobuf software.
     pub cpu: CpuConfig,
+    /// The BlueField-3 SmartNIC of the Fig. 8 baselines.
+    pub bf3: Bf3Config,
     /// Host instructions per field of pre-serialization (no encoding). Default 19 (calibrated:
     /// the value that meets both Fig. 6's 74 % saving on DeathStarBench and §IV-C's 22 %
     /// pre-serialization share on HyperProtoBench, see docs/simulator.md).
@@ -149,6 +154,7 @@ impl Default for RpcAccConfig {
             local_txn_ns: 1.0,
             mmio_ns: 625.0,
             cpu: CpuConfig::default(),
+            bf3: Bf3Config::default(),
             preser_per_field: 19.0,
             dsa_threshold_bytes: 1024,
             dsa_submit_ns: 100.0,
@@ -172,6 +178,10 @@ impl RpcAccConfig {
             (self.pcie.bw_gbytes_s, "pcie"),
             (self.encode_bits_per_cycle, "encode_bits_per_cycle"),
             (self.dsa_bw_gbytes_s, "dsa_bw_gbytes_s"),
+            (self.cpu.clock_ghz * self.cpu.ipc, "cpu"),
+            (self.bf3.arm.clock_ghz * self.bf3.arm.ipc, "bf3.arm"),
+            (self.bf3.pcie.bw_gbytes_s, "bf3.pcie"),
+            (f64::from(self.bf3.cores), "bf3.cores"),
         ] {
             if !(v > 0.0) {
                 return Err(config_err("rpcacc", f, format!("{v} must be positive")));

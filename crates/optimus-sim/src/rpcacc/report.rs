@@ -7,8 +7,8 @@ use optimus_trace::Direction;
 
 use super::host::host_field_bytes;
 use super::{
-    chunk_use, cpu_ser_ns, deser_layer, deser_times, prepare, preser_ns, ser_occupancy, ser_times,
-    socialnet, suite, RpcAccConfig, RpcMessage,
+    bf3_deser, bf3_ser, bf3_ser_occupancy, chunk_use, cpu_ser_ns, deser_layer, deser_times,
+    prepare, preser_ns, ser_occupancy, ser_times, socialnet, suite, RpcAccConfig, RpcMessage,
 };
 use crate::error::{Result, SimError};
 use crate::stats::Stats;
@@ -17,7 +17,8 @@ use crate::workload::{MessageClass, MessageTrace, TraceSource};
 /// One design's result on the workload.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DesignRun {
-    /// Design name (`cpu_only`, `protoacc_pcie`, `protoacc_onchip`, `rpcacc`).
+    /// Design name (`cpu_only`, `protoacc_pcie`, `protoacc_onchip`, `rpcacc`, `bf3`,
+    /// `bf3_memory_affinity`, `bf3_dsa`, `bf3_oneshot`).
     pub design: &'static str,
     /// Mean latency per message, in ns: the call handed to the design to the output in place
     /// (serialized at the NIC, or deserialized in host memory).
@@ -40,11 +41,11 @@ pub struct RpcAccReport {
     pub pcie_ns: f64,
     /// Accelerator clock in MHz.
     pub clock_mhz: f64,
-    /// Serialization on CPU-only, ProtoACC-PCIe, ProtoACC-OnChip and RPCAcc
-    /// (memory-affinity); empty without serialization traces.
+    /// Serialization on CPU-only, ProtoACC-PCIe, ProtoACC-OnChip, RPCAcc (memory-affinity),
+    /// BF3, BF3-MemoryAffinity and BF3-DSA; empty without serialization traces.
     pub serialization: Vec<DesignRun>,
-    /// Deserialization on CPU-only, ProtoACC-PCIe (field by field) and RPCAcc (one-shot);
-    /// empty without deserialization traces.
+    /// Deserialization on CPU-only, ProtoACC-PCIe (field by field), RPCAcc (one-shot), BF3
+    /// and BF3-Oneshot; empty without deserialization traces.
     pub deserialization: Vec<DesignRun>,
     /// Named counters, summed over the workload's messages.
     pub stats: Stats,
@@ -88,8 +89,8 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
         stats.set(prefix, name, old + v);
     };
     let pcie = cfg.pcie;
-    let mut ser = [(); 4].map(|()| Sums::default());
-    let mut deser = [(); 3].map(|()| Sums::default());
+    let mut ser = [(); 7].map(|()| Sums::default());
+    let mut deser = [(); 5].map(|()| Sums::default());
     let (mut n_ser, mut n_deser) = (0usize, 0usize);
     let (mut ser_bits, mut deser_bits) = (0.0, 0.0);
     for m in messages {
@@ -98,11 +99,15 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
             ser_bits += m.ser.wire_bytes as f64 * 8.0;
             let t = ser_times(cfg, m, cfg.clock_mhz);
             let b = ser_occupancy(cfg, m, cfg.clock_mhz);
+            let (bt, bb) = (bf3_ser(cfg, m), bf3_ser_occupancy(cfg, m));
             for (s, (l, o)) in ser.iter_mut().zip([
                 (t.cpu_only, b.cpu_only),
                 (t.protoacc_pcie, b.protoacc_pcie),
                 (t.protoacc_onchip, b.protoacc_onchip),
                 (t.rpcacc, b.rpcacc),
+                (bt.naive, bb.naive),
+                (bt.memory_affinity, bb.memory_affinity),
+                (bt.dsa, bb.dsa),
             ]) {
                 s.latency += l;
                 s.busy += o;
@@ -143,10 +148,13 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
             let software = cfg.cpu.message_ns(&m.deser_trace);
             let cpu_busy =
                 (cfg.cpu_rpc_stack_ns + software).max(m.deser.wire_bytes as f64 / pcie.bw_gbytes_s);
+            let bd = bf3_deser(cfg, m);
             for (s, (lat, busy)) in deser.iter_mut().zip([
                 (l.cpu_only, cpu_busy),
                 (l.protoacc_pcie, 1000.0 / d.fbf_host_rate),
                 (l.rpcacc, 1000.0 / d.oneshot_host_rate),
+                (bd.field_by_field_latency_ns, 1000.0 / bd.field_by_field),
+                (bd.oneshot_latency_ns, 1000.0 / bd.oneshot),
             ]) {
                 s.latency += lat;
                 s.busy += busy;
@@ -184,13 +192,21 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
         pcie_ns: pcie.latency_ns,
         clock_mhz: cfg.clock_mhz,
         serialization: design_runs(
-            &["cpu_only", "protoacc_pcie", "protoacc_onchip", "rpcacc"],
+            &[
+                "cpu_only",
+                "protoacc_pcie",
+                "protoacc_onchip",
+                "rpcacc",
+                "bf3",
+                "bf3_memory_affinity",
+                "bf3_dsa",
+            ],
             &ser,
             n_ser,
             ser_bits,
         ),
         deserialization: design_runs(
-            &["cpu_only", "protoacc_pcie", "rpcacc"],
+            &["cpu_only", "protoacc_pcie", "rpcacc", "bf3", "bf3_oneshot"],
             &deser,
             n_deser,
             deser_bits,
@@ -269,8 +285,8 @@ mod tests {
         let ms = workload(&cfg, &mut Engine, "mixed").unwrap();
         let r = run(&cfg, &ms).unwrap();
         assert_eq!((r.serialized, r.deserialized), (1, 1));
-        assert_eq!(r.serialization.len(), 4);
-        assert_eq!(r.deserialization.len(), 3);
+        assert_eq!(r.serialization.len(), 7);
+        assert_eq!(r.deserialization.len(), 5);
         for d in r.serialization.iter().chain(&r.deserialization) {
             assert!(d.latency_ns > 0.0 && d.messages_per_s > 0.0, "{d:?}");
             // Gbps is the message's serialized bits at the message rate.
@@ -282,8 +298,10 @@ mod tests {
         let ser = &r.serialization;
         // Across 1250 ns PCIe, memory-affinity serialization beats reading fields over it.
         assert!(design(ser, "rpcacc").latency_ns < design(ser, "protoacc_pcie").latency_ns);
+        assert!(design(ser, "bf3_dsa").latency_ns <= design(ser, "bf3_memory_affinity").latency_ns);
         let de = &r.deserialization;
         assert!(design(de, "rpcacc").messages_per_s >= design(de, "protoacc_pcie").messages_per_s);
+        assert!(design(de, "bf3_oneshot").messages_per_s > design(de, "bf3").messages_per_s);
         assert_eq!(
             r.stats.get("serializer.fields"),
             Some(ms[0].ser.items.len() as f64)

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use optimus_trace::Region;
 
-use super::host::{cpu_ser_ns, host_field_bytes, preser_ns};
+use super::host::{cpu_ser_ns, preser_bytes, preser_ns};
 use super::{LinkConfig, RpcAccConfig, RpcMessage};
 use crate::program::Program;
 
@@ -49,6 +49,12 @@ fn requests(p: &Program) -> (Vec<Req>, Vec<usize>) {
         }
     }
     (reqs, map)
+}
+
+/// Memory reads of `p` at field granularity (a field's lines in one region, schema reads
+/// excluded): the objects a serializer fetches one request each.
+pub(super) fn field_reads(p: &Program) -> usize {
+    requests(p).0.iter().filter(|r| !r.is_schema).count()
 }
 
 /// Time in ns for a ProtoACC-style serializer to encode `p`, with `link(region)` giving the
@@ -164,8 +170,7 @@ fn ser_stages(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerStages {
     let host = cfg.host_mem;
     let on_chip = |r: Region| if r == Region::Accel { pcie } else { host };
     let (pre, dsa) = preser_ns(cfg, m, true);
-    let pre_bytes: f64 =
-        host_field_bytes(m).map(f64::from).sum::<f64>() + 8.0 * m.ser.items.len() as f64;
+    let pre_bytes = preser_bytes(m);
     let acc_bytes: f64 = m
         .ser
         .accesses
