@@ -900,49 +900,53 @@ mod plot {
             }
         }
         write(dir, &fig6)?;
-        // Fig. 8 publishes averages over its six benches.
-        let per_bench = |rows: &[(String, f64, f64)], k: usize| -> Vec<(f64, f64)> {
-            rows.iter()
-                .enumerate()
-                .map(|(i, b)| (i as f64, if k == 1 { b.1 } else { b.2 }))
-                .collect()
+        // Fig. 8 publishes averages over its six benches; each row holds (bench, one design,
+        // another), normalized to BF3.
+        let fig8 = |name,
+                    title,
+                    y_label,
+                    bars: &[(String, f64, f64)],
+                    designs: [&str; 2],
+                    average: Option<(&str, f64)>|
+         -> Result<()> {
+            let pts = |k: usize| -> Vec<(f64, f64)> {
+                bars.iter()
+                    .enumerate()
+                    .map(|(i, b)| (i as f64, [b.1, b.2][k]))
+                    .collect()
+            };
+            let last = bars.len().saturating_sub(1) as f64;
+            let mut series = vec![model(designs[0], pts(0)), model(designs[1], pts(1))];
+            series.extend(average.map(|(label, v)| paper(label, vec![(0.0, v), (last, v)])));
+            write(
+                dir,
+                &Figure {
+                    name,
+                    title,
+                    x_label: "HyperProtoBench bench",
+                    y_label,
+                    series,
+                },
+            )
         };
-        let benches = figs.fig8a.len().saturating_sub(1) as f64;
-        let average = |id: &str, label: &str, f: fn(f64) -> f64| {
-            paper_value(rows, id).map(|v| paper(label, vec![(0.0, f(v)), (benches, f(v))]))
-        };
-        let mut fig8a = Figure {
-            name: "rpcacc_fig8a",
-            title: "Fig. 8a: BlueField-3 serialization time (normalized to BF3)",
-            x_label: "HyperProtoBench bench",
-            y_label: "normalized time",
-            series: vec![
-                model("BF3-MemoryAffinity", per_bench(&figs.fig8a, 1)),
-                model("BF3-DSA", per_bench(&figs.fig8a, 2)),
-            ],
-        };
-        fig8a.series.extend(average(
-            "rpcacc.fig8a.bf3_preser_reduction.x",
-            "paper average, BF3-MemoryAffinity",
-            |v| 1.0 / v,
-        ));
-        write(dir, &fig8a)?;
-        let mut fig8b = Figure {
-            name: "rpcacc_fig8b",
-            title: "Fig. 8b: deserialization throughput (normalized to BF3)",
-            x_label: "HyperProtoBench bench",
-            y_label: "normalized throughput",
-            series: vec![
-                model("BF3-Oneshot", per_bench(&figs.fig8b, 1)),
-                model("RPCAcc", per_bench(&figs.fig8b, 2)),
-            ],
-        };
-        fig8b.series.extend(average(
-            "rpcacc.fig8b.bf3_oneshot_deser_gain.x",
-            "paper average, BF3-Oneshot",
-            |v| v,
-        ));
-        write(dir, &fig8b)?;
+        fig8(
+            "rpcacc_fig8a",
+            "Fig. 8a: BlueField-3 serialization time (normalized to BF3)",
+            "normalized time",
+            &figs.fig8a,
+            ["BF3-MemoryAffinity", "BF3-DSA"],
+            paper_value(rows, "rpcacc.fig8a.bf3_preser_reduction.x")
+                .map(|v| ("paper average, BF3-MemoryAffinity", 1.0 / v)),
+        )?;
+        fig8(
+            "rpcacc_fig8b",
+            "Fig. 8b: deserialization throughput (normalized to BF3)",
+            "normalized throughput",
+            &figs.fig8b,
+            ["BF3-Oneshot", "RPCAcc"],
+            paper_value(rows, "rpcacc.fig8b.bf3_oneshot_deser_gain.x")
+                .map(|v| ("paper average, BF3-Oneshot", v)),
+        )?;
         // Fig. 11 publishes no values; its scenarios are drawn from the model alone. Each
         // row holds (request, a with update, a without, b with, b without).
         let fig11 = |k: usize| -> Vec<(f64, f64)> {
