@@ -297,8 +297,8 @@ pub fn reproduce_rpcacc_with(
             v.extend(per(&sn, &dsb));
             v
         },
-        fig8a: fig8a.clone(),
-        fig8b: fig8b.clone(),
+        fig8a,
+        fig8b,
         fig11,
         fig13: crate::workload::socialnet::SERVICES
             .iter()
@@ -348,10 +348,10 @@ pub fn reproduce_rpcacc_with(
             "rpcacc.fig12.line_rate.gbps" => Eval::Input("NIC line rate"),
             "rpcacc.sec3b.tlb_sram_share.pct" => Eval::NotTiming,
             _ if id.starts_with("rpcacc.table4.") => Eval::NotTiming,
-            "rpcacc.fig8a.bf3_preser_reduction.x" => Eval::Model(mean(fig8a.iter().map(|b| 1.0 / b.1)), "BF3 / BF3-MemoryAffinity serialization time, per bench, mean"),
-            "rpcacc.fig8a.bf3_memcpy_additional.x" => Eval::Model(mean(fig8a.iter().map(|b| b.1 / b.2)), "BF3-MemoryAffinity / BF3-DSA serialization time, per bench, mean"),
-            "rpcacc.fig8b.bf3_oneshot_deser_gain.x" => Eval::Model(mean(fig8b.iter().map(|b| b.1)), "BF3-Oneshot / BF3 deserialization throughput, per bench, mean (Arm DMA job cost fitted here)"),
-            "rpcacc.fig8b.rpcacc_vs_bf3_oneshot_deser.x" => Eval::Model(mean(fig8b.iter().map(|b| b.2 / b.1)), "RPCAcc one-shot / BF3-Oneshot deserialization throughput, per bench, mean (Arm IPC fitted here)"),
+            "rpcacc.fig8a.bf3_preser_reduction.x" => Eval::Model(mean(figs.fig8a.iter().map(|b| 1.0 / b.1)), "BF3 / BF3-MemoryAffinity serialization time, per bench, mean"),
+            "rpcacc.fig8a.bf3_memcpy_additional.x" => Eval::Model(mean(figs.fig8a.iter().map(|b| b.1 / b.2)), "BF3-MemoryAffinity / BF3-DSA serialization time, per bench, mean"),
+            "rpcacc.fig8b.bf3_oneshot_deser_gain.x" => Eval::Model(mean(figs.fig8b.iter().map(|b| b.1)), "BF3-Oneshot / BF3 deserialization throughput, per bench, mean (Arm DMA job cost fitted here)"),
+            "rpcacc.fig8b.rpcacc_vs_bf3_oneshot_deser.x" => Eval::Model(mean(figs.fig8b.iter().map(|b| b.2 / b.1)), "RPCAcc one-shot / BF3-Oneshot deserialization throughput, per bench, mean (Arm IPC fitted here)"),
             "rpcacc.fig12a.throughput_vs_protoacc_pcie.x" | "rpcacc.abstract.e2e_throughput_gain.x" => Eval::Model(per_core(&svc.rpcacc) / per_core(&svc.protoacc_pcie), "image service: RPCAcc / ProtoACC-PCIe requests per host core"),
             "rpcacc.fig12a.throughput_vs_cpu_only.x" => Eval::Model(per_core(&svc.rpcacc) / per_core(&svc.cpu_only), "image service: RPCAcc / CPU-only requests per host core (CPU compression speed fitted here and to Fig. 12b)"),
             "rpcacc.fig12b.avg_latency_vs_protoacc_pcie.x" | "rpcacc.sec1.img.avg_latency_reduction.x" => Eval::Model(1.0 / img(&svc.protoacc_pcie), "image service: ProtoACC-PCIe / RPCAcc latency at low load"),

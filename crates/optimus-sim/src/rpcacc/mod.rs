@@ -116,7 +116,7 @@ pub struct RpcAccConfig {
     pub dsb_handler_ns: f64,
     /// Host time in ns of the software RPC stack's protocol processing per call, which only
     /// CPU-only pays: its RPC layer is eRPC on the host (§IV-A: "It uses the DPDK-based eRPC
-    /// [33] library"), while ProtoACC-PCIe and RPCAcc run the RPC protocol and transport in the
+    /// \[33\] library"), while ProtoACC-PCIe and RPCAcc run the RPC protocol and transport in the
     /// NIC (§IV-A: "It offloads the entire RPC stack"; "The RPC/transport logic runs at 250
     /// MHz"). Default 850 (Optimus Prime §6.3, Table 3: "protocol processing latencies of
     /// ~850ns as claimed by eRPC").

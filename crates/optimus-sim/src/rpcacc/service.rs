@@ -23,6 +23,10 @@
 //!   fields to host memory in one DMA; the core authorizes, submits and polls, pre-serializes
 //!   the response skipping the accelerator-resident image (§III-C), and rings the serializer.
 //!
+//! [`field_update_sequence`] runs RPCAcc's requests while the compute unit comes and goes
+//! (§III-F, Fig. 11): a request whose avatar was placed on the wrong side moves it first,
+//! and automatic field updating moves the field's placement bit with it.
+//!
 //! The core is busy from the handler's start to its last doorbell; that time bounds a core's
 //! request rate (Fig. 12a), and each design's rate is also capped by the NIC line rate, the
 //! compute unit and PCIe bandwidth per direction. Latency (Fig. 12b) is the sum of the stages
@@ -213,6 +217,7 @@ fn host_writes(p: &Program) -> (usize, f64, f64) {
 
 /// Per-request terms every design shares (ns, bytes).
 struct Terms {
+    /// PCIe one way.
     one_way: f64,
     /// Raw avatar and compressed image bytes.
     avatar: f64,
