@@ -175,6 +175,11 @@ impl Program {
         p
     }
 
+    /// The size of every write, in order, whatever its region.
+    pub fn write_sizes(&self) -> impl Iterator<Item = u32> + '_ {
+        self.items.iter().flat_map(|i| i.writes.iter().map(|w| w.2))
+    }
+
     /// Bytes written to `region`.
     pub fn bytes_written(&self, region: Region) -> u64 {
         self.items

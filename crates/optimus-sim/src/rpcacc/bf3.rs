@@ -147,12 +147,7 @@ pub struct Bf3Deser {
 pub fn bf3_deser(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Deser {
     let bf3 = &cfg.bf3;
     let arm = bf3.arm.message_ns(&m.deser_trace);
-    let writes: Vec<u32> = m
-        .deser
-        .items
-        .iter()
-        .flat_map(|i| i.writes.iter().map(|w| w.2))
-        .collect();
+    let writes: Vec<u32> = m.deser.write_sizes().collect();
     let bytes: f64 = writes.iter().map(|&b| f64::from(b)).sum();
     let rate = |jobs: f64| {
         let cores = (arm + jobs * bf3.dma_job_ns) / f64::from(bf3.cores);
@@ -254,14 +249,8 @@ mod tests {
         let (one, all) = (bf3_deser(&cfg, m), bf3_deser(&many, m));
         assert!(all.field_by_field > one.field_by_field);
         // Bound by the engine: a transaction per field against one per message.
-        let writes: usize = m.deser.items.iter().map(|i| i.writes.len()).sum();
-        let bytes: f64 = m
-            .deser
-            .items
-            .iter()
-            .flat_map(|i| i.writes.iter())
-            .map(|w| f64::from(w.2))
-            .sum();
+        let writes = m.deser.write_sizes().count();
+        let bytes: f64 = m.deser.write_sizes().map(f64::from).sum();
         let engine = writes as f64 * 12.0 + bytes / 12.8;
         assert!((all.field_by_field - 1000.0 / engine).abs() < 1e-9);
     }

@@ -121,11 +121,7 @@ pub fn deser_times(
 ) -> DeserTimes {
     let p = &m.deser;
     let parse = parse_ns(cfg, p, clock_mhz);
-    let writes: Vec<u32> = p
-        .items
-        .iter()
-        .flat_map(|i| i.writes.iter().map(|w| w.2))
-        .collect();
+    let writes: Vec<u32> = p.write_sizes().collect();
     let out: f64 = writes.iter().map(|&b| f64::from(b)).sum();
     let bw = cfg.pcie.bw_gbytes_s;
     let dma_fbf = writes.len() as f64 * cfg.dma_txn_ns + out / bw;
