@@ -254,11 +254,17 @@ fn print_rpcacc(out: &mut impl Write, r: &report::RpcAccReport) -> Result<()> {
             "{what}, {n} message(s)\n  {:<20} {:>12} {:>16} {:>10}",
             "design", "latency_ns", "messages_per_s", "gbps"
         )?;
+        // A rate the model leaves unbounded (no resource busy) shows as "-".
+        let rate =
+            |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
         for d in runs {
             writeln!(
                 out,
-                "  {:<20} {:>12.1} {:>16.0} {:>10.2}",
-                d.design, d.latency_ns, d.messages_per_s, d.gbps
+                "  {:<20} {:>12.1} {:>16} {:>10}",
+                d.design,
+                d.latency_ns,
+                rate(d.messages_per_s, 0),
+                rate(d.gbps, 2)
             )?;
         }
     }
@@ -286,11 +292,7 @@ fn load_trace(path: &std::path::Path) -> Result<Vec<MessageTrace>> {
     let events =
         optimus_trace::decode(&bytes).with_context(|| format!("sim: {}", path.display()))?;
     let name = path.display().to_string();
-    Ok(workload::accelerator_view(
-        &name,
-        &events,
-        &ViewConfig::default(),
-    )?)
+    workload::accelerator_view(&name, &events, &ViewConfig::default()).context("sim")
 }
 
 fn load(args: &SimArgs) -> Result<Vec<MessageTrace>> {

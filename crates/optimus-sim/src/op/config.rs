@@ -141,6 +141,14 @@ pub struct OpConfig {
     pub warmup_cycles: u64,
     /// Cycles measured. Default 40000.
     pub measure_cycles: u64,
+    /// Messages that must complete inside the measured window: a workload whose messages take
+    /// longer than `measure_cycles` to get this many through has its window extended until
+    /// they have (a non-zero warm-up, likewise, lasts until a message has completed).
+    /// Default 16.
+    pub min_measured_messages: u64,
+    /// Cycles simulated at most, warm-up included; a run that reaches it is reported over the
+    /// window it has, or fails if no message completed. Default 20 000 000 (10 ms at 2 GHz).
+    pub max_cycles: u64,
     /// Dispatcher and cores.
     pub dispatcher: DispatcherConfig,
     /// Reader.
@@ -175,6 +183,8 @@ impl OpConfig {
             pipelining: true,
             warmup_cycles: 4000,
             measure_cycles: 40000,
+            min_measured_messages: 16,
+            max_cycles: 20_000_000,
             dispatcher: DispatcherConfig::default(),
             reader: ReaderConfig::default(),
             converter: ConverterConfig::default(),
@@ -224,6 +234,17 @@ impl OpConfig {
         }
         if self.measure_cycles == 0 {
             return Err(config_err("op", "measure_cycles", "must be positive"));
+        }
+        if self.max_cycles < self.warmup_cycles.saturating_add(self.measure_cycles) {
+            return Err(config_err(
+                "op",
+                "max_cycles",
+                format!(
+                    "{} is below warmup_cycles + measure_cycles ({})",
+                    self.max_cycles,
+                    self.warmup_cycles.saturating_add(self.measure_cycles)
+                ),
+            ));
         }
         let r = &self.reader;
         for (v, f) in [

@@ -90,6 +90,10 @@ pub struct NocConfig {
     pub attach_links: u32,
     /// Header flits per packet. Default 1.
     pub header_flits: u32,
+    /// A line write waits in the Block Buffer while OP's port is booked more than this many
+    /// cycles ahead: the write path's queue is bounded. Default 1024 (an assumption: the paper
+    /// gives no depth; the calibrated experiments book at most ~280 cycles ahead).
+    pub write_backlog_cycles: u32,
 }
 
 impl Default for NocConfig {
@@ -100,6 +104,7 @@ impl Default for NocConfig {
             hop_cycles: 3,
             attach_links: 2,
             header_flits: 1,
+            write_backlog_cycles: 1024,
         }
     }
 }
@@ -122,6 +127,18 @@ impl NocConfig {
         }
         if self.attach_links == 0 {
             return Err(config_err("op.noc", "attach_links", "at least one link"));
+        }
+        if u64::from(self.write_backlog_cycles) >= HORIZON / 2 {
+            return Err(config_err(
+                "op.noc",
+                "write_backlog_cycles",
+                format!(
+                    "{} (below {}: the port's calendar looks {} cycles ahead)",
+                    self.write_backlog_cycles,
+                    HORIZON / 2,
+                    HORIZON
+                ),
+            ));
         }
         Ok(())
     }
@@ -262,6 +279,8 @@ pub struct Port {
     slots: Vec<u8>,
     /// Cycles before this one have been retired from the ring.
     base: u64,
+    /// Every cycle in `base..free_from` is full: a packet due then starts at `free_from`.
+    free_from: u64,
     /// Counters.
     pub stats: PortStats,
 }
@@ -276,6 +295,7 @@ impl Port {
             capacity: flits_per_cycle.clamp(1, 255) as u8,
             slots: vec![0; HORIZON as usize],
             base: 0,
+            free_from: 0,
             stats: PortStats::default(),
         }
     }
@@ -286,11 +306,17 @@ impl Port {
             self.slots[(self.base % HORIZON) as usize] = 0;
             self.base += 1;
         }
+        self.free_from = self.free_from.max(self.base);
+    }
+
+    /// Cycles from `now` until the port has a free flit slot: how far its queue reaches.
+    pub fn backlog(&self, now: u64) -> u64 {
+        self.free_from.saturating_sub(now)
     }
 
     /// Reserves `flits` flits at or after cycle `at`; returns the cycle after the last one.
     pub fn send(&mut self, at: u64, flits: u32, inbound: bool) -> u64 {
-        let mut c = at.max(self.base);
+        let mut c = at.max(self.free_from);
         let mut left = flits;
         while left > 0 {
             if c >= self.base + HORIZON - 1 {
@@ -305,6 +331,11 @@ impl Port {
             if left > 0 {
                 c += 1;
             }
+        }
+        while self.free_from < self.base + HORIZON - 1
+            && self.slots[(self.free_from % HORIZON) as usize] == self.capacity
+        {
+            self.free_from += 1;
         }
         let done = c + 1;
         let ideal = at + u64::from(flits.div_ceil(u32::from(self.capacity)));

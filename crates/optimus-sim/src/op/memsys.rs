@@ -112,8 +112,14 @@ impl MemorySystem {
     }
 
     /// Writes one output line through a Block Buffer port, out of OP's port to its home bank,
-    /// which acknowledges it; false if no port is free this cycle.
+    /// which acknowledges it; false if no Block Buffer port is free this cycle or OP's port
+    /// is booked more than `write_backlog_cycles` ahead.
     pub(super) fn write_line(&mut self, now: u64) -> bool {
+        // The write path's queue to the port is bounded: a line waits in the Block Buffer
+        // while the port is booked too far ahead.
+        if self.port.backlog(now + 1) > u64::from(self.noc.write_backlog_cycles) {
+            return false;
+        }
         if !self.bb.write(now) {
             return false;
         }

@@ -13,11 +13,26 @@ use super::config::OpConfig;
 use super::memsys::MemorySystem;
 use super::pipeline::Chunk;
 use super::writer::line_writes;
-use crate::program::Program;
+use crate::program::{Item, Program};
 use crate::stats::counters;
 
 /// `ready_at` of an access not issued yet.
 const NOT_ISSUED: u64 = u64::MAX;
+
+/// What the Reader reads of a message with no fields: nothing to fetch, convert or write. Its
+/// one Chunk carries the message's completion through the Converter and Writer.
+static NO_FIELDS: Item = Item {
+    first_access: 0,
+    end_access: 0,
+    converts: Vec::new(),
+    writes: Vec::new(),
+    depth: 0,
+};
+
+/// The item at `cursor`; [`NO_FIELDS`] for a message without items.
+fn item_at(prog: &Program, cursor: usize) -> &Item {
+    prog.items.get(cursor).unwrap_or(&NO_FIELDS)
+}
 
 counters!(
     /// Reader counters.
@@ -73,14 +88,22 @@ pub(super) fn line_mates(p: &Program) -> Vec<Option<u32>> {
 pub(super) struct ProgramTables {
     /// Per access: [`line_mates`].
     mates: Vec<Option<u32>>,
+    /// The accesses that have a line mate, in order: all a cycle's issue scan still has to
+    /// visit once its request budget is spent.
+    mated: Vec<u32>,
     /// Per item: the line writes its output causes ([`line_writes`]).
     line_writes: Vec<u32>,
 }
 
 impl ProgramTables {
     pub(super) fn new(p: &Program) -> Self {
+        let mates = line_mates(p);
+        let mated = (0..mates.len() as u32)
+            .filter(|&a| mates[a as usize].is_some())
+            .collect();
         Self {
-            mates: line_mates(p),
+            mates,
+            mated,
             line_writes: line_writes(p),
         }
     }
@@ -95,6 +118,8 @@ pub(super) struct Context {
     prog: Rc<Program>,
     /// Per access: the cycle its data is in the Block Buffer.
     ready_at: Vec<u64>,
+    /// Per item: its accesses issued so far, and the latest cycle their data is in.
+    item_issued: Vec<(u32, u64)>,
     prefetched: Vec<bool>,
     tables: Rc<ProgramTables>,
     /// Field (item) being read.
@@ -125,6 +150,7 @@ impl Context {
             txn,
             owner_tile,
             ready_at: vec![NOT_ISSUED; n],
+            item_issued: vec![(0, 0); prog.items.len()],
             prefetched: vec![false; n],
             tables,
             cursor: 0,
@@ -136,8 +162,17 @@ impl Context {
         }
     }
 
+    /// Items still to emit: a message without fields is read as one empty item.
     fn reading(&self) -> bool {
-        self.cursor < self.prog.items.len() && !self.drain_wait
+        self.cursor < self.prog.items.len().max(1) && !self.drain_wait
+    }
+
+    /// Access `a` has been issued; its data is in at `ready`.
+    fn issued(&mut self, a: usize, ready: u64) {
+        self.ready_at[a] = ready;
+        let (count, latest) = &mut self.item_issued[self.prog.accesses[a].item as usize];
+        *count += 1;
+        *latest = (*latest).max(ready);
     }
 
     /// Whether the current field's data is all in at `now`.
@@ -145,8 +180,9 @@ impl Context {
         if !self.reading() {
             return false;
         }
-        let it = &self.prog.items[self.cursor];
-        (it.first_access..it.end_access).all(|a| self.ready_at[a as usize] <= now)
+        let it = item_at(&self.prog, self.cursor);
+        let (count, latest) = self.item_issued.get(self.cursor).copied().unwrap_or((0, 0));
+        count == it.end_access - it.first_access && latest <= now
     }
 }
 
@@ -234,10 +270,11 @@ impl Reader {
                 let Some(ctx) = self.contexts[slot].as_mut() else {
                     continue;
                 };
-                if !ctx.reading() {
+                if !ctx.reading() || ctx.prog.items.is_empty() {
                     continue;
                 }
                 let prog = Rc::clone(&ctx.prog);
+                let tables = Rc::clone(&ctx.tables);
                 let item_end = if pass == 0 {
                     ctx.cursor + 1
                 } else if cfg.prefetch {
@@ -247,7 +284,25 @@ impl Reader {
                 };
                 let hi = prog.items[item_end - 1].end_access as usize;
                 let cur_first = prog.items[ctx.cursor].first_access as usize;
-                for a in ctx.scan..hi {
+                let mut next = ctx.scan;
+                // Once the requests are spent, only a schema entry whose line is already
+                // requested can still be served this cycle: the scan visits those alone.
+                let mut mated_from: Option<usize> = None;
+                while next < hi {
+                    if budget == 0 {
+                        let i = *mated_from.get_or_insert_with(|| {
+                            tables.mated.partition_point(|&m| (m as usize) < next)
+                        });
+                        match tables.mated.get(i) {
+                            Some(&m) if (m as usize) < hi => {
+                                next = m as usize;
+                                mated_from = Some(i + 1);
+                            }
+                            _ => break,
+                        }
+                    }
+                    let a = next;
+                    next += 1;
                     let acc = prog.accesses[a];
                     let demand = acc.item as usize == ctx.cursor;
                     let eligible = ctx.ready_at[a] == NOT_ISSUED
@@ -263,9 +318,9 @@ impl Reader {
                     // A schema entry whose line an earlier entry already requested arrives in
                     // the Field Buffer with that line (§4.3): no request of its own.
                     if let Some(s) =
-                        ctx.tables.mates[a].filter(|&s| ctx.ready_at[s as usize] != NOT_ISSUED)
+                        tables.mates[a].filter(|&s| ctx.ready_at[s as usize] != NOT_ISSUED)
                     {
-                        ctx.ready_at[a] = ctx.ready_at[s as usize];
+                        ctx.issued(a, ctx.ready_at[s as usize]);
                         ctx.prefetched[a] = false;
                     } else if budget > 0 {
                         match mem.read(
@@ -277,7 +332,7 @@ impl Reader {
                             measuring,
                         ) {
                             Some(ready) => {
-                                ctx.ready_at[a] = ready;
+                                ctx.issued(a, ready);
                                 if pass == 1 && !demand {
                                     ctx.prefetched[a] = true;
                                     if measuring {
@@ -324,7 +379,7 @@ impl Reader {
             return;
         }
         let ctx = self.contexts[act].as_mut().expect("ready context is live");
-        let it = &ctx.prog.items[ctx.cursor];
+        let it = item_at(&ctx.prog, ctx.cursor);
         if ctx.chunks_left == 0 {
             // Starting this field: its data is in the Data Buffer.
             let chunk_bytes = cfg.reader.chunk_bytes;
@@ -346,7 +401,7 @@ impl Reader {
                         + avail.saturating_sub(ctx.needed_at);
                     self.stats.field_reads += 1;
                 }
-                self.stats.fields += 1;
+                self.stats.fields += u64::from(!ctx.prog.items.is_empty());
                 self.stats.prefetches_used += (it.first_access..it.end_access)
                     .filter(|&a| ctx.prefetched[a as usize])
                     .count() as u64;
@@ -366,7 +421,7 @@ impl Reader {
         }
         if ctx.chunks_left == 0 {
             chunk.out_bytes = it.writes.iter().map(|w| w.2).sum();
-            chunk.out_lines = ctx.tables.line_writes[ctx.cursor];
+            chunk.out_lines = ctx.tables.line_writes.get(ctx.cursor).copied().unwrap_or(0);
             ctx.cursor += 1;
             ctx.needed_at = now + 1;
             if !cfg.pipelining {

@@ -76,6 +76,15 @@ pub fn run(cfg: &OpConfig, workload: &[MessageTrace]) -> Result<OpReport> {
     }
     let mut m = Model::new(cfg, workload);
     m.simulate();
+    if m.done_msgs == 0 {
+        return Err(SimError::Workload {
+            name: "op".into(),
+            why: format!(
+                "no message completed in {} cycles (op.max_cycles)",
+                cfg.max_cycles
+            ),
+        });
+    }
     Ok(m.report())
 }
 
@@ -94,6 +103,10 @@ struct Model<'c> {
     /// Per core: `(cycle of its next request, workload message it will send)`.
     core_next: Vec<(u64, usize)>,
     txn: u64,
+    /// Messages completed since cycle 0.
+    completed: u64,
+    /// First measured cycle, once warm-up has ended.
+    measure_start: Option<u64>,
     done_msgs: u64,
     done_bytes: u64,
     lat_sum: u64,
@@ -133,6 +146,8 @@ impl<'c> Model<'c> {
             core_requests: vec![0; cores as usize],
             core_next,
             txn: 0,
+            completed: 0,
+            measure_start: None,
             done_msgs: 0,
             done_bytes: 0,
             lat_sum: 0,
@@ -150,12 +165,29 @@ impl<'c> Model<'c> {
     }
 
     fn measuring(&self) -> bool {
-        self.now >= self.cfg.warmup_cycles
+        self.measure_start.is_some()
     }
 
+    /// Cycles measured so far.
+    fn measured_cycles(&self) -> u64 {
+        self.measure_start.map_or(0, |s| self.now - s)
+    }
+
+    /// Warm-up lasts `warmup_cycles` and, unless that is zero, until a message has completed;
+    /// measuring lasts `measure_cycles` and until `min_measured_messages` have completed;
+    /// `max_cycles` ends both.
     fn simulate(&mut self) {
-        let end = self.cfg.warmup_cycles + self.cfg.measure_cycles;
-        while self.now < end {
+        let cfg = self.cfg;
+        while self.now < cfg.max_cycles {
+            if self.measure_start.is_none() {
+                if self.now >= cfg.warmup_cycles && (cfg.warmup_cycles == 0 || self.completed > 0) {
+                    self.measure_start = Some(self.now);
+                }
+            } else if self.measured_cycles() >= cfg.measure_cycles
+                && self.done_msgs >= cfg.min_measured_messages
+            {
+                break;
+            }
             let (now, cfg, measuring) = (self.now, self.cfg, self.measuring());
             self.mem.port.advance(now);
             self.cores_tick();
@@ -229,6 +261,7 @@ impl<'c> Model<'c> {
         let Some((core, arrive, started, bytes)) = self.live.remove(&txn) else {
             return;
         };
+        self.completed += 1;
         // Completion flit to the core; the core sees it on its next poll and sets up the next.
         let tile = self.core_tile(core);
         let seen = self.mem.completion_to_core(self.now, tile);
@@ -249,7 +282,7 @@ impl<'c> Model<'c> {
     }
 
     fn report(&self) -> OpReport {
-        let cycles = self.cfg.measure_cycles as f64;
+        let cycles = self.measured_cycles() as f64;
         let secs = cycles / (self.cfg.clock_ghz * 1e9);
         let n = self.done_msgs.max(1) as f64;
         let mut stats = Stats::default();
@@ -276,7 +309,7 @@ impl<'c> Model<'c> {
         self.dispatcher.stats.dump("dispatcher", &mut stats);
         let port_flits = (self.mem.port.stats.flits_in + self.mem.port.stats.flits_out) as f64;
         // Port counters include warm-up; scale by the simulated span.
-        let total_cycles = (self.cfg.warmup_cycles + self.cfg.measure_cycles) as f64;
+        let total_cycles = self.now as f64;
         let port_gbps = port_flits * f64::from(self.cfg.noc.link_bytes) * 8.0
             / (total_cycles / (self.cfg.clock_ghz * 1e9))
             / 1e9;
@@ -319,6 +352,7 @@ mod tests {
         cfg.measure_cycles = 1000;
         cfg.dispatcher.cores = 1;
         cfg.dispatcher.core_gap_cycles = 10_000;
+        cfg.min_measured_messages = 1;
         let r = run(&cfg, &[one_field_trace(67 * 64, 514 * 64)]).unwrap();
         assert_eq!(r.stats.get("dispatcher.completed"), Some(1.0));
         assert_eq!(r.amat_cycles, 25.0);
@@ -343,6 +377,7 @@ mod tests {
         cfg.measure_cycles = 2000;
         cfg.dispatcher.cores = 1;
         cfg.dispatcher.core_gap_cycles = 10_000;
+        cfg.min_measured_messages = 1;
         let r = run(&cfg, &[flat_trace(&fields)]).unwrap();
         let get = |k: &str| r.stats.get(k).unwrap_or(0.0);
         assert_eq!(get("block_buffer.misses"), 8.0);

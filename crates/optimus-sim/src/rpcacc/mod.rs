@@ -223,6 +223,19 @@ pub struct RpcMessage {
     pub avg_field_bytes: f64,
 }
 
+impl RpcMessage {
+    /// Whether the message is serialized: a message known from a decode trace alone has no
+    /// serialization program (not an empty one: a message without fields is still sent).
+    pub fn serializes(&self) -> bool {
+        self.ser.direction.is_some()
+    }
+
+    /// Whether the message is deserialized (see [`Self::serializes`]).
+    pub fn deserializes(&self) -> bool {
+        self.deser.direction.is_some()
+    }
+}
+
 /// Builds the programs of one message from its engine traces (every field in host memory:
 /// the generated messages carry no placement bits).
 pub fn prepare(

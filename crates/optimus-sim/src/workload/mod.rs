@@ -16,7 +16,7 @@ pub mod view;
 use optimus_trace::{Direction, Event, Region};
 
 use crate::error::{Result, SimError};
-pub use view::{accelerator_view, MemoryView, SchemaView, ViewConfig};
+pub use view::{accelerator_view, MemoryView, SchemaView, ViewConfig, MAX_TRACED_BYTES};
 
 /// The three Optimus Prime message classes' schema (Table 2).
 pub const PEERS_PROTO: &str = include_str!("../../../../testdata/peers.proto");

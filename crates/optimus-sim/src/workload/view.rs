@@ -78,7 +78,16 @@ pub struct ViewConfig {
     /// heap, apart from the arena; shorter ones stay inline. Default
     /// [`HEAP_STRING_MIN_BYTES`]; `u32::MAX` keeps every payload in the arena.
     pub heap_string_min_bytes: u32,
+    /// Largest sum of bytes one message's events may read and write (schema entries, fields,
+    /// serialized buffer); a message over it is an error. Default [`MAX_TRACED_BYTES`].
+    pub max_traced_bytes: u64,
 }
+
+/// Default [`ViewConfig::max_traced_bytes`]: 256 MiB. A model keeps a 32-byte access per
+/// 64-byte line it replays, so the bound keeps what a trace file of a few bytes can ask for
+/// (one event may claim 4 GiB) to ~128 MB a message, and one message below the 1 GiB between
+/// the arena and the heap.
+pub const MAX_TRACED_BYTES: u64 = 256 << 20;
 
 /// Smallest string payload kept outside the arena. Optimus Prime's microbenchmark uses
 /// Google Protobuf v3.7 (§5), whose arenas hold the `std::string` object of a string field
@@ -98,6 +107,7 @@ impl Default for ViewConfig {
             },
             memory: MemoryView::Arena,
             heap_string_min_bytes: HEAP_STRING_MIN_BYTES,
+            max_traced_bytes: MAX_TRACED_BYTES,
         }
     }
 }
@@ -139,7 +149,7 @@ impl PageMap {
     /// so an extent whose pages are all new stays contiguous.
     fn map(&mut self, addr: u64, bytes: u32) -> u64 {
         let first = addr / PAGE_BYTES;
-        let last = (addr + u64::from(bytes.max(1)) - 1) / PAGE_BYTES;
+        let last = addr.saturating_add(u64::from(bytes.max(1)) - 1) / PAGE_BYTES;
         let p = self.page(first);
         for page in first + 1..=last {
             self.page(page);
@@ -154,7 +164,7 @@ impl PageMap {
 ///
 /// # Errors
 /// [`SimError::Trace`] for an ill-formed stream, [`SimError::Workload`] when it holds no
-/// message.
+/// message or a message reads and writes more than [`ViewConfig::max_traced_bytes`].
 pub fn accelerator_view(
     name: &str,
     events: &[Event],
@@ -176,7 +186,22 @@ pub fn accelerator_view(
     for (i, e) in events.iter().enumerate() {
         match e {
             Event::MessageBegin { .. } => start = i,
-            Event::MessageEnd { .. } => out.push(st.view_one(&events[start..=i])),
+            Event::MessageEnd { .. } => {
+                let message = &events[start..=i];
+                let traced = traced_bytes(message);
+                if traced > cfg.max_traced_bytes {
+                    return Err(SimError::Workload {
+                        name: name.to_string(),
+                        why: format!(
+                            "message {} (events {start}..={i}) reads and writes {traced} bytes, \
+                             over the limit of {} (ViewConfig::max_traced_bytes)",
+                            out.len(),
+                            cfg.max_traced_bytes
+                        ),
+                    });
+                }
+                out.push(st.view_one(message));
+            }
             _ => {}
         }
     }
@@ -187,6 +212,18 @@ pub fn accelerator_view(
         });
     }
     Ok(out)
+}
+
+/// Bytes a message's events read and write.
+fn traced_bytes(events: &[Event]) -> u64 {
+    events
+        .iter()
+        .map(|e| match *e {
+            Event::SchemaRead { size, .. } => u64::from(size),
+            Event::FieldRead { bytes, .. } | Event::FieldWrite { bytes, .. } => u64::from(bytes),
+            _ => 0,
+        })
+        .sum()
 }
 
 struct State {
