@@ -201,6 +201,7 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                     "mesh_link_utilization     {:.3}",
                     r.mesh_link_utilization
                 )?;
+                writeln!(out, "measured_cycles           {}", r.measured_cycles)?;
                 for (k, v) in &r.stats.0 {
                     writeln!(out, "{k:<40} {v}")?;
                 }

@@ -198,6 +198,67 @@ fn rpcacc_model_runs_on_workloads_and_trace_files() {
 }
 
 #[test]
+fn sim_runs_messages_without_fields_and_refuses_oversized_traces() {
+    let dir = std::env::temp_dir();
+    let path = |name: &str| dir.join(format!("optimus-sim-{}-{name}.trace", std::process::id()));
+    // An empty input decodes to a bench.Mixed with no field set.
+    let trace = optimus(
+        &[
+            "trace",
+            "--proto",
+            PEERS,
+            "--type",
+            "bench.Mixed",
+            "--op",
+            "decode",
+        ],
+        b"",
+    );
+    assert!(trace.status.success());
+    let empty = path("empty");
+    std::fs::write(&empty, &trace.stdout).unwrap();
+    let file = empty.to_str().unwrap();
+    let op = json_of(&["sim", "--accel", "op", "--trace", file, "--json"]);
+    assert!(op["messages_per_s"].as_f64().unwrap() > 0.0, "{op}");
+    let rpc = json_of(&["sim", "--accel", "rpcacc", "--trace", file, "--json"]);
+    assert_eq!(rpc["deserialized"], 1, "{rpc}");
+    std::fs::remove_file(&empty).ok();
+
+    // A few bytes of trace claiming 4 GiB of reads and writes.
+    use optimus_trace::{Direction, Event, Format, Region};
+    let huge = optimus_trace::encode(&[
+        Event::MessageBegin {
+            direction: Direction::Encode,
+            format: Format::Protobuf,
+            type_id: 0,
+        },
+        Event::FieldRead {
+            region: Region::Message,
+            addr: 0,
+            bytes: u32::MAX,
+        },
+        Event::FieldWrite {
+            region: Region::Buffer,
+            addr: 0,
+            bytes: u32::MAX,
+        },
+        Event::MessageEnd { wire_bytes: 1 },
+    ]);
+    let big = path("big");
+    std::fs::write(&big, huge).unwrap();
+    for accel in ["op", "rpcacc"] {
+        let out = optimus(
+            &["sim", "--accel", accel, "--trace", big.to_str().unwrap()],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("max_traced_bytes"), "{err}");
+    }
+    std::fs::remove_file(&big).ok();
+}
+
+#[test]
 fn sim_configs_round_trip_and_flags_override_them() {
     let cfg = json_of(&["sim", "--print-config", "--pipelines", "3", "--mesh", "8x8"]);
     assert_eq!(

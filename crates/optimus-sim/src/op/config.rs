@@ -141,11 +141,13 @@ pub struct OpConfig {
     pub warmup_cycles: u64,
     /// Cycles measured. Default 40000.
     pub measure_cycles: u64,
-    /// Messages that must complete inside the measured window: a workload whose messages take
-    /// longer than `measure_cycles` to get this many through has its window extended until
-    /// they have (a non-zero warm-up, likewise, lasts until a message has completed).
-    /// Default 16.
-    pub min_measured_messages: u64,
+    /// The measured window lasts at least this many mean message latencies (a context taking
+    /// a request to the Writer's last write), and until a message has completed in it. A
+    /// message is counted whole when it completes, so those in flight at the window's edges
+    /// skew its throughput by up to about one latency's worth of work: at least 16 latencies
+    /// keep that under ~6 %. Messages longer than `measure_cycles / 16` extend the window;
+    /// a non-zero warm-up likewise lasts until a message has completed. Default 16.
+    pub min_window_latencies: u64,
     /// Cycles simulated at most, warm-up included; a run that reaches it is reported over the
     /// window it has, or fails if no message completed. Default 20 000 000 (10 ms at 2 GHz).
     pub max_cycles: u64,
@@ -183,7 +185,7 @@ impl OpConfig {
             pipelining: true,
             warmup_cycles: 4000,
             measure_cycles: 40000,
-            min_measured_messages: 16,
+            min_window_latencies: 16,
             max_cycles: 20_000_000,
             dispatcher: DispatcherConfig::default(),
             reader: ReaderConfig::default(),

@@ -521,6 +521,23 @@ mod tests {
     }
 
     #[test]
+    fn port_backlog_is_its_first_free_slot() {
+        let mut p = Port::new(2);
+        assert_eq!(p.send(0, 10, false), 5); // cycles 0..=4 full
+        assert_eq!(p.backlog(0), 5);
+        assert_eq!(p.backlog(3), 2);
+        // A packet due in a full cycle starts at the first free one.
+        assert_eq!(p.send(2, 1, true), 6);
+        assert_eq!(p.send(20, 2, true), 21);
+        // Cycle 5 still has a slot; filling it moves the backlog on, not past the gap.
+        assert_eq!(p.backlog(0), 5);
+        assert_eq!(p.send(0, 1, true), 6);
+        assert_eq!(p.backlog(0), 6);
+        p.advance(8);
+        assert_eq!(p.backlog(8), 0);
+    }
+
+    #[test]
     fn block_buffer_hits_only_within_a_transformation() {
         let cfg = BlockBufferConfig::default();
         let mut bb = BlockBuffer::new(&cfg);

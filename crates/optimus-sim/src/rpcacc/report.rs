@@ -342,6 +342,40 @@ mod tests {
     }
 
     #[test]
+    fn a_message_without_fields_is_still_sent() {
+        use optimus_trace::{Event, Format};
+        let cfg = RpcAccConfig::default();
+        let empty = |direction| MessageTrace {
+            events: vec![
+                Event::MessageBegin {
+                    direction,
+                    format: Format::Protobuf,
+                    type_id: 0,
+                },
+                Event::MessageEnd { wire_bytes: 0 },
+            ],
+            wire_bytes: 0,
+            direction,
+        };
+        let ms = [
+            one_direction("empty", 0, empty(Direction::Encode)),
+            one_direction("empty", 1, empty(Direction::Decode)),
+        ];
+        let r = run(&cfg, &ms).unwrap();
+        assert_eq!((r.serialized, r.deserialized), (1, 1));
+        for d in r.serialization.iter().chain(&r.deserialization) {
+            // Every design still crosses PCIe or rings a doorbell.
+            assert!(d.latency_ns.is_finite() && d.latency_ns > 0.0, "{d:?}");
+            // A rate is either bounded by a busy resource or left open; never inf or NaN.
+            assert!(
+                d.messages_per_s.is_none_or(|v| v.is_finite() && v > 0.0),
+                "{d:?}"
+            );
+            assert_eq!(d.gbps.is_some(), d.messages_per_s.is_some(), "{d:?}");
+        }
+    }
+
+    #[test]
     fn names_and_empty_workloads() {
         let cfg = RpcAccConfig::default();
         assert!(workload(&cfg, &mut Engine, "bogus").is_err());

@@ -573,6 +573,43 @@ mod tests {
     }
 
     #[test]
+    fn a_message_over_the_traced_limit_is_an_error() {
+        // One read and one write of 4 GiB each: a few bytes of trace file.
+        let evs = vec![
+            begin(Direction::Encode),
+            Event::SchemaRead {
+                kind: 9,
+                addr: u64::MAX - 8,
+                size: 16,
+            },
+            Event::FieldRead {
+                region: Region::Message,
+                addr: u64::MAX - 100,
+                bytes: u32::MAX,
+            },
+            Event::FieldWrite {
+                region: Region::Buffer,
+                addr: 0,
+                bytes: u32::MAX,
+            },
+            Event::MessageEnd {
+                wire_bytes: u64::from(u32::MAX),
+            },
+        ];
+        let err = accelerator_view("big", &evs, &ViewConfig::default()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("message 0 (events 0..=4)") && msg.contains("max_traced_bytes"));
+        // Under a limit that admits it, addresses at the top of the space still map.
+        let cfg = ViewConfig {
+            max_traced_bytes: u64::MAX,
+            memory: MemoryView::Engine,
+            ..ViewConfig::default()
+        };
+        let view = accelerator_view("big", &evs, &cfg).unwrap();
+        assert_eq!(view[0].wire_bytes, u64::from(u32::MAX));
+    }
+
+    #[test]
     fn instance_schemata_are_contiguous_per_instance() {
         let evs = vec![
             begin(Direction::Encode),

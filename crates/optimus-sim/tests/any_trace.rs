@@ -1,0 +1,143 @@
+//! Any well-formed trace file runs on both models: no panic, every message completes, and
+//! every reported number is finite.
+
+use optimus_sim::op::{self, OpConfig};
+use optimus_sim::rpcacc::{report, RpcAccConfig};
+use optimus_sim::workload::{accelerator_view, MemoryView, ViewConfig};
+use optimus_trace::{Direction, Event, Format, Region};
+use proptest::prelude::*;
+
+fn region() -> impl Strategy<Value = Region> {
+    prop_oneof![
+        Just(Region::Message),
+        Just(Region::Buffer),
+        Just(Region::Accel)
+    ]
+}
+
+/// One field's events: its schema entry, then reads, converter ops and writes of any size
+/// and address.
+fn field() -> impl Strategy<Value = Vec<Event>> {
+    (
+        any::<u16>(),
+        any::<u64>(),
+        0u32..64,
+        prop::collection::vec((region(), any::<u64>(), 0u32..3000), 0..3),
+        prop::collection::vec((any::<u16>(), 0u32..3000), 0..2),
+        prop::collection::vec((region(), any::<u64>(), 0u32..3000), 0..3),
+    )
+        .prop_map(|(kind, addr, size, reads, converts, writes)| {
+            let mut evs = vec![Event::SchemaRead { kind, addr, size }];
+            evs.extend(
+                reads
+                    .into_iter()
+                    .map(|(region, addr, bytes)| Event::FieldRead {
+                        region,
+                        addr,
+                        bytes,
+                    }),
+            );
+            evs.extend(
+                converts
+                    .into_iter()
+                    .map(|(op, bytes)| Event::Convert { op, bytes }),
+            );
+            evs.extend(
+                writes
+                    .into_iter()
+                    .map(|(region, addr, bytes)| Event::FieldWrite {
+                        region,
+                        addr,
+                        bytes,
+                    }),
+            );
+            evs
+        })
+}
+
+/// A (sub-)message body: fields and sub-messages, nested up to three levels.
+fn body() -> impl Strategy<Value = Vec<Event>> {
+    let leaf = prop::collection::vec(field(), 0..5).prop_map(|fs| fs.concat());
+    leaf.prop_recursive(3, 40, 4, |inner| {
+        prop::collection::vec(
+            prop_oneof![
+                field(),
+                (any::<u32>(), inner).prop_map(|(type_id, body)| {
+                    let mut evs = vec![Event::Enter { type_id }];
+                    evs.extend(body);
+                    evs.push(Event::Leave);
+                    evs
+                }),
+            ],
+            0..4,
+        )
+        .prop_map(|parts| parts.concat())
+    })
+}
+
+/// A trace of one to three messages, each encoded or decoded.
+fn trace() -> impl Strategy<Value = Vec<Event>> {
+    prop::collection::vec((any::<bool>(), body(), 0u64..100_000), 1..4).prop_map(|msgs| {
+        let mut evs = Vec::new();
+        for (encode, body, wire_bytes) in msgs {
+            evs.push(Event::MessageBegin {
+                direction: if encode {
+                    Direction::Encode
+                } else {
+                    Direction::Decode
+                },
+                format: Format::Protobuf,
+                type_id: 0,
+            });
+            evs.extend(body);
+            evs.push(Event::MessageEnd { wire_bytes });
+        }
+        evs
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn any_trace_runs_on_both_models(
+        events in trace(),
+        engine_layout in any::<bool>(),
+        pipelines in 1u32..3,
+        interleave in 1u32..3,
+    ) {
+        let file = optimus_trace::encode(&events);
+        let events = optimus_trace::decode(&file).unwrap();
+        let view = ViewConfig {
+            memory: if engine_layout { MemoryView::Engine } else { MemoryView::Arena },
+            ..ViewConfig::default()
+        };
+        let messages = accelerator_view("any", &events, &view).unwrap();
+
+        let mut cfg = OpConfig::paper_4x4(pipelines, interleave);
+        cfg.warmup_cycles = 200;
+        cfg.measure_cycles = 2_000;
+        let r = op::run(&cfg, &messages).unwrap();
+        prop_assert!(r.stats.get("dispatcher.completed").unwrap() > 0.0);
+        for v in [r.throughput_gbps, r.messages_per_s, r.latency_ns, r.port_gbps, r.amat_cycles] {
+            prop_assert!(v.is_finite() && v >= 0.0, "{:?}", r);
+        }
+
+        let rpc: Vec<_> = messages
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| report::one_direction("any", i, m))
+            .collect();
+        let r = report::run(&RpcAccConfig::default(), &rpc).unwrap();
+        prop_assert_eq!(r.serialized + r.deserialized, rpc.len());
+        for d in r.serialization.iter().chain(&r.deserialization) {
+            prop_assert!(d.latency_ns.is_finite() && d.latency_ns >= 0.0, "{:?}", d);
+            for v in [d.messages_per_s, d.gbps].into_iter().flatten() {
+                prop_assert!(v.is_finite() && v >= 0.0, "{:?}", d);
+            }
+        }
+        for (k, v) in &r.stats.0 {
+            prop_assert!(v.is_finite(), "{} = {}", k, v);
+        }
+    }
+}
