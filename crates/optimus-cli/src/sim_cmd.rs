@@ -480,15 +480,16 @@ mod plot {
         RpcaccLower,
     }
 
-    /// Where the paper's ratios put each baseline, from the model's RPCAcc points: the
-    /// paper's points of a figure that publishes only `(target id, baseline)` ratios.
-    fn implied_by_ratios(
+    /// A figure that publishes only `(target id, baseline)` ratios to RPCAcc: the model's
+    /// CPU-only, ProtoACC-PCIe and RPCAcc curves, then where the paper's ratios put each
+    /// baseline, from the model's RPCAcc points.
+    fn designs_and_ratios(
         rows: &[Row],
-        rpcacc: &[(f64, f64)],
+        [cpu_only, protoacc_pcie, rpcacc]: [Vec<(f64, f64)>; 3],
         ratios: &[(&str, &str)],
         way: Ratio,
     ) -> Vec<Series> {
-        ratios
+        let implied: Vec<Series> = ratios
             .iter()
             .filter_map(|(id, design)| {
                 let v = paper_value(rows, id)?;
@@ -502,7 +503,14 @@ mod plot {
                     pts,
                 ))
             })
-            .collect()
+            .collect();
+        let mut series = vec![
+            model("CPU-only", cpu_only),
+            model("ProtoACC-PCIe", protoacc_pcie),
+            model("RPCAcc", rpcacc),
+        ];
+        series.extend(implied);
+        series
     }
 
     fn paper_value(rows: &[Row], id: &str) -> Option<f64> {
@@ -833,30 +841,27 @@ mod plot {
                 .map(|p| (f64::from(p.0), f(p) / 1e3))
                 .collect()
         };
-        let mut fig12a = Figure {
-            name: "rpcacc_fig12a",
-            title: "Fig. 12a: image-compression service throughput",
-            x_label: "host cores",
-            y_label: "thousand requests/s",
-            series: vec![
-                model("CPU-only", curve(|p| p.1)),
-                model("ProtoACC-PCIe", curve(|p| p.2)),
-                model("RPCAcc", curve(|p| p.3)),
-            ],
-        };
-        fig12a.series.extend(implied_by_ratios(
-            rows,
-            &curve(|p| p.3),
-            &[
-                (
-                    "rpcacc.fig12a.throughput_vs_protoacc_pcie.x",
-                    "ProtoACC-PCIe",
+        write(
+            dir,
+            &Figure {
+                name: "rpcacc_fig12a",
+                title: "Fig. 12a: image-compression service throughput",
+                x_label: "host cores",
+                y_label: "thousand requests/s",
+                series: designs_and_ratios(
+                    rows,
+                    [curve(|p| p.1), curve(|p| p.2), curve(|p| p.3)],
+                    &[
+                        (
+                            "rpcacc.fig12a.throughput_vs_protoacc_pcie.x",
+                            "ProtoACC-PCIe",
+                        ),
+                        ("rpcacc.fig12a.throughput_vs_cpu_only.x", "CPU-only"),
+                    ],
+                    Ratio::RpcaccHigher,
                 ),
-                ("rpcacc.fig12a.throughput_vs_cpu_only.x", "CPU-only"),
-            ],
-            Ratio::RpcaccHigher,
-        ));
-        write(dir, &fig12a)?;
+            },
+        )?;
         let bar = |f: fn(&(String, f64, f64)) -> f64| -> Vec<(f64, f64)> {
             figs.fig6
                 .iter()
@@ -992,29 +997,26 @@ mod plot {
                 .map(|(i, c)| (i as f64, f(c) / 1e3))
                 .collect()
         };
-        let mut fig13 = Figure {
-            name: "rpcacc_fig13",
-            title: "Fig. 13: DeathStarBench RPC layer per call (services in Fig. 13's order)",
-            x_label: "service",
-            y_label: "time per call (us)",
-            series: vec![
-                model("CPU-only", call(|c| c.1)),
-                model("ProtoACC-PCIe", call(|c| c.2)),
-                model("RPCAcc", call(|c| c.3)),
-            ],
-        };
-        fig13.series.extend(implied_by_ratios(
-            rows,
-            &call(|c| c.3),
-            &[
-                ("rpcacc.fig13.dsb_exec_time_vs_cpu_only.x", "CPU-only"),
-                (
-                    "rpcacc.fig13.dsb_exec_time_vs_protoacc_pcie.x",
-                    "ProtoACC-PCIe",
+        write(
+            dir,
+            &Figure {
+                name: "rpcacc_fig13",
+                title: "Fig. 13: DeathStarBench RPC layer per call (services in Fig. 13's order)",
+                x_label: "service",
+                y_label: "time per call (us)",
+                series: designs_and_ratios(
+                    rows,
+                    [call(|c| c.1), call(|c| c.2), call(|c| c.3)],
+                    &[
+                        ("rpcacc.fig13.dsb_exec_time_vs_cpu_only.x", "CPU-only"),
+                        (
+                            "rpcacc.fig13.dsb_exec_time_vs_protoacc_pcie.x",
+                            "ProtoACC-PCIe",
+                        ),
+                    ],
+                    Ratio::RpcaccLower,
                 ),
-            ],
-            Ratio::RpcaccLower,
-        ));
-        write(dir, &fig13)
+            },
+        )
     }
 }
