@@ -8,6 +8,7 @@
 use optimus_trace::{class_of, ConvClass, Direction, Event, Region};
 use serde::{Deserialize, Serialize};
 
+use crate::error::{config_err, Result};
 use crate::workload::MessageTrace;
 
 /// CPU core model.
@@ -46,6 +47,33 @@ impl Default for CpuConfig {
 }
 
 impl CpuConfig {
+    /// Checks that the core retires instructions and that no cost is negative.
+    ///
+    /// # Errors
+    /// [`crate::SimError::Config`] naming `component` and the field.
+    pub fn validate(&self, component: &'static str) -> Result<()> {
+        for (v, f) in [(self.clock_ghz, "clock_ghz"), (self.ipc, "ipc")] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(config_err(component, f, format!("{v} must be positive")));
+            }
+        }
+        for (v, f) in [
+            (self.per_field, "per_field"),
+            (self.per_varint_byte, "per_varint_byte"),
+            (self.per_copy_byte, "per_copy_byte"),
+            (self.per_submessage, "per_submessage"),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(config_err(
+                    component,
+                    f,
+                    format!("{v} must be finite and non-negative"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Instructions to transform one message.
     pub fn instructions(&self, t: &MessageTrace) -> f64 {
         let mut n = 0.0;

@@ -307,3 +307,26 @@ impl OpConfig {
         (self.memory.mem_latency_ns * self.clock_ghz).round() as u64
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configs_that_cannot_run_are_refused() {
+        let refused = |set: fn(&mut OpConfig), field: &str| {
+            let mut cfg = OpConfig::default();
+            set(&mut cfg);
+            let err = cfg.validate().unwrap_err().to_string();
+            assert!(err.contains(field), "{err}");
+        };
+        refused(|c| c.block_buffer.size_bytes = 0, "op.block_buffer.ways");
+        refused(|c| c.block_buffer.ways = 1 << 27, "op.block_buffer.ways");
+        refused(|c| c.max_cycles = c.measure_cycles, "op.max_cycles");
+        refused(
+            |c| c.noc.write_backlog_cycles = 1 << 20,
+            "op.noc.write_backlog_cycles",
+        );
+        OpConfig::paper_8x8(12, 1).validate().unwrap();
+    }
+}

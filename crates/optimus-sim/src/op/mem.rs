@@ -55,12 +55,14 @@ impl BlockBufferConfig {
                 format!("{} (traces are split into 64-byte lines)", self.line_bytes),
             ));
         }
-        if self.ways == 0 || !self.size_bytes.is_multiple_of(self.ways * self.line_bytes) {
+        let set_bytes = self.ways.checked_mul(self.line_bytes).unwrap_or(0);
+        if set_bytes == 0 || self.size_bytes == 0 || !self.size_bytes.is_multiple_of(set_bytes) {
             return Err(config_err(
                 "op.block_buffer",
                 "ways",
                 format!(
-                    "{} does not divide {} B into 64 B sets",
+                    "{} ways of 64 B lines need a capacity that is a positive multiple of \
+                     their set, not {} B",
                     self.ways, self.size_bytes
                 ),
             ));

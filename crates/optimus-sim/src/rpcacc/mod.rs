@@ -173,34 +173,58 @@ impl RpcAccConfig {
     /// # Errors
     /// [`crate::SimError::Config`] naming the field.
     pub fn validate(&self) -> Result<()> {
+        let bf3 = &self.bf3;
         for (v, f) in [
             (self.clock_mhz, "clock_mhz"),
-            (self.pcie.bw_gbytes_s, "pcie"),
+            (self.pcie.bw_gbytes_s, "pcie.bw_gbytes_s"),
+            (self.host_mem.bw_gbytes_s, "host_mem.bw_gbytes_s"),
+            (self.accel_mem.bw_gbytes_s, "accel_mem.bw_gbytes_s"),
+            (self.upi.bw_gbytes_s, "upi.bw_gbytes_s"),
             (self.encode_bits_per_cycle, "encode_bits_per_cycle"),
             (self.dsa_bw_gbytes_s, "dsa_bw_gbytes_s"),
-            (self.cpu.clock_ghz * self.cpu.ipc, "cpu"),
-            (self.bf3.arm.clock_ghz * self.bf3.arm.ipc, "bf3.arm"),
-            (self.bf3.pcie.bw_gbytes_s, "bf3.pcie"),
-            (f64::from(self.bf3.cores), "bf3.cores"),
+            (bf3.pcie.bw_gbytes_s, "bf3.pcie.bw_gbytes_s"),
+            (f64::from(bf3.cores), "bf3.cores"),
+            (
+                f64::from(self.max_outstanding_reads),
+                "max_outstanding_reads",
+            ),
+            (f64::from(self.read_window_fields), "read_window_fields"),
+            (f64::from(self.deser_lanes), "deser_lanes"),
+            (f64::from(self.temp_buffer_bytes), "temp_buffer_bytes"),
+            (f64::from(self.chunk_bytes), "chunk_bytes"),
         ] {
             if !(v > 0.0) {
                 return Err(config_err("rpcacc", f, format!("{v} must be positive")));
             }
         }
-        if self.pcie.latency_ns < 0.0
-            || self.max_outstanding_reads == 0
-            || self.read_window_fields == 0
-            || self.deser_lanes == 0
-            || self.temp_buffer_bytes == 0
-            || self.chunk_bytes == 0
-        {
-            return Err(config_err(
-                "rpcacc",
-                "max_outstanding_reads",
-                "latencies non-negative; counts and buffer sizes positive",
-            ));
+        for (v, f) in [
+            (self.pcie.latency_ns, "pcie.latency_ns"),
+            (self.host_mem.latency_ns, "host_mem.latency_ns"),
+            (self.accel_mem.latency_ns, "accel_mem.latency_ns"),
+            (self.upi.latency_ns, "upi.latency_ns"),
+            (bf3.pcie.latency_ns, "bf3.pcie.latency_ns"),
+            (self.cycles_per_field, "cycles_per_field"),
+            (self.dma_txn_ns, "dma_txn_ns"),
+            (self.local_txn_ns, "local_txn_ns"),
+            (self.mmio_ns, "mmio_ns"),
+            (self.preser_per_field, "preser_per_field"),
+            (self.dsa_submit_ns, "dsa_submit_ns"),
+            (self.chunk_pop_cycles, "chunk_pop_cycles"),
+            (self.dsb_handler_ns, "dsb_handler_ns"),
+            (self.cpu_rpc_stack_ns, "cpu_rpc_stack_ns"),
+            (bf3.dma_job_ns, "bf3.dma_job_ns"),
+            (bf3.dma_txn_ns, "bf3.dma_txn_ns"),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(config_err(
+                    "rpcacc",
+                    f,
+                    format!("{v} must be finite and non-negative"),
+                ));
+            }
         }
-        Ok(())
+        self.cpu.validate("rpcacc.cpu")?;
+        bf3.arm.validate("rpcacc.bf3.arm")
     }
 }
 
@@ -371,4 +395,29 @@ pub fn mean(xs: impl IntoIterator<Item = f64>) -> f64 {
         n += 1;
     }
     s / f64::from(n.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rate_and_cost_is_checked() {
+        let refused = |set: fn(&mut RpcAccConfig), field: &str| {
+            let mut cfg = RpcAccConfig::default();
+            set(&mut cfg);
+            let err = cfg.validate().unwrap_err().to_string();
+            assert!(err.contains(field), "{err}");
+        };
+        refused(|c| c.host_mem.bw_gbytes_s = 0.0, "host_mem.bw_gbytes_s");
+        refused(|c| c.upi.latency_ns = -1.0, "upi.latency_ns");
+        refused(|c| c.deser_lanes = 0, "deser_lanes");
+        refused(|c| c.dma_txn_ns = f64::INFINITY, "dma_txn_ns");
+        refused(|c| c.cpu.ipc = 0.0, "rpcacc.cpu.ipc");
+        refused(
+            |c| c.bf3.arm.per_field = f64::NAN,
+            "rpcacc.bf3.arm.per_field",
+        );
+        RpcAccConfig::default().validate().unwrap();
+    }
 }
