@@ -8,7 +8,7 @@
 use optimus_trace::{class_of, ConvClass, Direction, Event, Region};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{config_err, Result};
+use crate::error::{check_non_negative, check_positive, Result};
 use crate::workload::MessageTrace;
 
 /// CPU core model.
@@ -52,26 +52,19 @@ impl CpuConfig {
     /// # Errors
     /// [`crate::SimError::Config`] naming `component` and the field.
     pub fn validate(&self, component: &'static str) -> Result<()> {
-        for (v, f) in [(self.clock_ghz, "clock_ghz"), (self.ipc, "ipc")] {
-            if !(v > 0.0 && v.is_finite()) {
-                return Err(config_err(component, f, format!("{v} must be positive")));
-            }
-        }
-        for (v, f) in [
-            (self.per_field, "per_field"),
-            (self.per_varint_byte, "per_varint_byte"),
-            (self.per_copy_byte, "per_copy_byte"),
-            (self.per_submessage, "per_submessage"),
-        ] {
-            if !(v >= 0.0 && v.is_finite()) {
-                return Err(config_err(
-                    component,
-                    f,
-                    format!("{v} must be finite and non-negative"),
-                ));
-            }
-        }
-        Ok(())
+        check_positive(
+            component,
+            &[(self.clock_ghz, "clock_ghz"), (self.ipc, "ipc")],
+        )?;
+        check_non_negative(
+            component,
+            &[
+                (self.per_field, "per_field"),
+                (self.per_varint_byte, "per_varint_byte"),
+                (self.per_copy_byte, "per_copy_byte"),
+                (self.per_submessage, "per_submessage"),
+            ],
+        )
     }
 
     /// Instructions to transform one message.

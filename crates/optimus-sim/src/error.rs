@@ -53,3 +53,31 @@ pub(crate) fn config_err(
         why: why.into(),
     }
 }
+
+/// An error naming the first of `fields` (value, name) of `component` that is not a finite,
+/// positive number.
+pub(crate) fn check_positive(
+    component: &'static str,
+    fields: &[(f64, &'static str)],
+) -> Result<()> {
+    match fields.iter().find(|(v, _)| !(*v > 0.0 && v.is_finite())) {
+        Some(&(v, f)) => Err(config_err(component, f, format!("{v} must be positive"))),
+        None => Ok(()),
+    }
+}
+
+/// An error naming the first of `fields` (value, name) of `component` that is not a finite,
+/// non-negative number.
+pub(crate) fn check_non_negative(
+    component: &'static str,
+    fields: &[(f64, &'static str)],
+) -> Result<()> {
+    match fields.iter().find(|(v, _)| !(*v >= 0.0 && v.is_finite())) {
+        Some(&(v, f)) => Err(config_err(
+            component,
+            f,
+            format!("{v} must be finite and non-negative"),
+        )),
+        None => Ok(()),
+    }
+}

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use optimus_trace::Direction;
 
 use crate::cpu::CpuConfig;
-use crate::error::{config_err, Result};
+use crate::error::{check_non_negative, check_positive, Result};
 use crate::program::Program;
 use crate::workload::{hpb, socialnet, trace_messages, MessageTrace, TraceSource};
 
@@ -174,55 +174,49 @@ impl RpcAccConfig {
     /// [`crate::SimError::Config`] naming the field.
     pub fn validate(&self) -> Result<()> {
         let bf3 = &self.bf3;
-        for (v, f) in [
-            (self.clock_mhz, "clock_mhz"),
-            (self.pcie.bw_gbytes_s, "pcie.bw_gbytes_s"),
-            (self.host_mem.bw_gbytes_s, "host_mem.bw_gbytes_s"),
-            (self.accel_mem.bw_gbytes_s, "accel_mem.bw_gbytes_s"),
-            (self.upi.bw_gbytes_s, "upi.bw_gbytes_s"),
-            (self.encode_bits_per_cycle, "encode_bits_per_cycle"),
-            (self.dsa_bw_gbytes_s, "dsa_bw_gbytes_s"),
-            (bf3.pcie.bw_gbytes_s, "bf3.pcie.bw_gbytes_s"),
-            (f64::from(bf3.cores), "bf3.cores"),
-            (
-                f64::from(self.max_outstanding_reads),
-                "max_outstanding_reads",
-            ),
-            (f64::from(self.read_window_fields), "read_window_fields"),
-            (f64::from(self.deser_lanes), "deser_lanes"),
-            (f64::from(self.temp_buffer_bytes), "temp_buffer_bytes"),
-            (f64::from(self.chunk_bytes), "chunk_bytes"),
-        ] {
-            if !(v > 0.0) {
-                return Err(config_err("rpcacc", f, format!("{v} must be positive")));
-            }
-        }
-        for (v, f) in [
-            (self.pcie.latency_ns, "pcie.latency_ns"),
-            (self.host_mem.latency_ns, "host_mem.latency_ns"),
-            (self.accel_mem.latency_ns, "accel_mem.latency_ns"),
-            (self.upi.latency_ns, "upi.latency_ns"),
-            (bf3.pcie.latency_ns, "bf3.pcie.latency_ns"),
-            (self.cycles_per_field, "cycles_per_field"),
-            (self.dma_txn_ns, "dma_txn_ns"),
-            (self.local_txn_ns, "local_txn_ns"),
-            (self.mmio_ns, "mmio_ns"),
-            (self.preser_per_field, "preser_per_field"),
-            (self.dsa_submit_ns, "dsa_submit_ns"),
-            (self.chunk_pop_cycles, "chunk_pop_cycles"),
-            (self.dsb_handler_ns, "dsb_handler_ns"),
-            (self.cpu_rpc_stack_ns, "cpu_rpc_stack_ns"),
-            (bf3.dma_job_ns, "bf3.dma_job_ns"),
-            (bf3.dma_txn_ns, "bf3.dma_txn_ns"),
-        ] {
-            if !(v >= 0.0 && v.is_finite()) {
-                return Err(config_err(
-                    "rpcacc",
-                    f,
-                    format!("{v} must be finite and non-negative"),
-                ));
-            }
-        }
+        check_positive(
+            "rpcacc",
+            &[
+                (self.clock_mhz, "clock_mhz"),
+                (self.pcie.bw_gbytes_s, "pcie.bw_gbytes_s"),
+                (self.host_mem.bw_gbytes_s, "host_mem.bw_gbytes_s"),
+                (self.accel_mem.bw_gbytes_s, "accel_mem.bw_gbytes_s"),
+                (self.upi.bw_gbytes_s, "upi.bw_gbytes_s"),
+                (self.encode_bits_per_cycle, "encode_bits_per_cycle"),
+                (self.dsa_bw_gbytes_s, "dsa_bw_gbytes_s"),
+                (bf3.pcie.bw_gbytes_s, "bf3.pcie.bw_gbytes_s"),
+                (f64::from(bf3.cores), "bf3.cores"),
+                (
+                    f64::from(self.max_outstanding_reads),
+                    "max_outstanding_reads",
+                ),
+                (f64::from(self.read_window_fields), "read_window_fields"),
+                (f64::from(self.deser_lanes), "deser_lanes"),
+                (f64::from(self.temp_buffer_bytes), "temp_buffer_bytes"),
+                (f64::from(self.chunk_bytes), "chunk_bytes"),
+            ],
+        )?;
+        check_non_negative(
+            "rpcacc",
+            &[
+                (self.pcie.latency_ns, "pcie.latency_ns"),
+                (self.host_mem.latency_ns, "host_mem.latency_ns"),
+                (self.accel_mem.latency_ns, "accel_mem.latency_ns"),
+                (self.upi.latency_ns, "upi.latency_ns"),
+                (bf3.pcie.latency_ns, "bf3.pcie.latency_ns"),
+                (self.cycles_per_field, "cycles_per_field"),
+                (self.dma_txn_ns, "dma_txn_ns"),
+                (self.local_txn_ns, "local_txn_ns"),
+                (self.mmio_ns, "mmio_ns"),
+                (self.preser_per_field, "preser_per_field"),
+                (self.dsa_submit_ns, "dsa_submit_ns"),
+                (self.chunk_pop_cycles, "chunk_pop_cycles"),
+                (self.dsb_handler_ns, "dsb_handler_ns"),
+                (self.cpu_rpc_stack_ns, "cpu_rpc_stack_ns"),
+                (bf3.dma_job_ns, "bf3.dma_job_ns"),
+                (bf3.dma_txn_ns, "bf3.dma_txn_ns"),
+            ],
+        )?;
         self.cpu.validate("rpcacc.cpu")?;
         bf3.arm.validate("rpcacc.bf3.arm")
     }
