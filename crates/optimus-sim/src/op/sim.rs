@@ -83,7 +83,7 @@ pub fn run(cfg: &OpConfig, workload: &[MessageTrace]) -> Result<OpReport> {
         return Err(SimError::Workload {
             name: "op".into(),
             why: format!(
-                "no message completed in {} cycles (op.max_cycles)",
+                "no message completed in a measured window within {} cycles (op.max_cycles)",
                 cfg.max_cycles
             ),
         });
