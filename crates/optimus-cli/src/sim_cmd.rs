@@ -424,7 +424,7 @@ mod plot {
     use std::path::Path;
 
     use anyhow::{anyhow, Context, Result};
-    use optimus_sim::calibrate::{OpFigures, Row, RpcFigures};
+    use optimus_sim::calibrate::{Curve, OpFigures, Row, RpcFigures};
     use plotters::coord::Shift;
     use plotters::prelude::*;
 
@@ -511,6 +511,19 @@ mod plot {
         ];
         series.extend(implied);
         series
+    }
+
+    /// Throughput against pipelines, one model curve per labelled sweep (Figs. 8 and 9).
+    fn throughput_curves(curves: &[(String, Curve)]) -> Vec<Series> {
+        curves
+            .iter()
+            .map(|(label, curve)| {
+                model(
+                    label.as_str(),
+                    curve.iter().map(|p| (f64::from(p.0), p.1)).collect(),
+                )
+            })
+            .collect()
     }
 
     fn paper_value(rows: &[Row], id: &str) -> Option<f64> {
@@ -666,16 +679,7 @@ mod plot {
             title: "Fig. 8: serialization with OP{n,1}, 4x4 mesh",
             x_label: "pipelines n",
             y_label: "throughput (Gbps)",
-            series: figs
-                .fig8
-                .iter()
-                .map(|(c, curve)| {
-                    model(
-                        c.as_str(),
-                        curve.iter().map(|p| (f64::from(p.0), p.1)).collect(),
-                    )
-                })
-                .collect(),
+            series: throughput_curves(&figs.fig8),
         };
         // Paper: the pipelines each class needs for 40 Gbps, and Nested's plateau.
         let mut pts: Vec<(f64, f64)> = ["flat", "mixed", "nested"]
@@ -695,16 +699,7 @@ mod plot {
             title: "Fig. 9: Mixed, 4x4 vs 8x8 mesh, time-sharing j",
             x_label: "pipelines n",
             y_label: "throughput (Gbps)",
-            series: figs
-                .fig9
-                .iter()
-                .map(|(c, curve)| {
-                    model(
-                        c.as_str(),
-                        curve.iter().map(|p| (f64::from(p.0), p.1)).collect(),
-                    )
-                })
-                .collect(),
+            series: throughput_curves(&figs.fig9),
         };
         let t4: Vec<(f64, f64)> = [
             ("op.table4.op_1_1.throughput.gbps", 1.0),
