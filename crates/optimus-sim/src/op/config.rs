@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::mem::{BlockBufferConfig, MemoryConfig, NocConfig};
-use crate::error::{config_err, Result};
+use crate::error::{check_positive, config_err, Result};
 
 /// Dispatcher and requesting cores (§4.1, §5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -231,9 +231,7 @@ impl OpConfig {
                 format!("{} (1..=16 contexts)", self.interleave),
             ));
         }
-        if !(self.clock_ghz > 0.0) {
-            return Err(config_err("op", "clock_ghz", "must be positive"));
-        }
+        check_positive("op", &[(self.clock_ghz, "clock_ghz")])?;
         if self.measure_cycles == 0 {
             return Err(config_err("op", "measure_cycles", "must be positive"));
         }
@@ -249,16 +247,15 @@ impl OpConfig {
             ));
         }
         let r = &self.reader;
-        for (v, f) in [
-            (r.chunk_bytes, "chunk_bytes"),
-            (r.field_buffer_entries, "field_buffer_entries"),
-            (r.issue_per_cycle, "issue_per_cycle"),
-            (r.chunk_queue, "chunk_queue"),
-        ] {
-            if v == 0 {
-                return Err(config_err("op.reader", f, "must be positive"));
-            }
-        }
+        check_positive(
+            "op.reader",
+            &[
+                (f64::from(r.chunk_bytes), "chunk_bytes"),
+                (f64::from(r.field_buffer_entries), "field_buffer_entries"),
+                (f64::from(r.issue_per_cycle), "issue_per_cycle"),
+                (f64::from(r.chunk_queue), "chunk_queue"),
+            ],
+        )?;
         let imem: u32 = self.converter.programs.values().sum();
         if imem > self.converter.imem_entries {
             return Err(config_err(

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{config_err, Result};
+use crate::error::{check_non_negative, config_err, Result};
 use crate::stats::counters;
 
 /// Block Buffer configuration (Optimus Prime Table 1).
@@ -195,14 +195,7 @@ impl MemoryConfig {
                 ));
             }
         }
-        if !(self.mem_latency_ns >= 0.0) {
-            return Err(config_err(
-                "op.memory",
-                "mem_latency_ns",
-                "must be non-negative",
-            ));
-        }
-        Ok(())
+        check_non_negative("op.memory", &[(self.mem_latency_ns, "mem_latency_ns")])
     }
 }
 
