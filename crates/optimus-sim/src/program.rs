@@ -276,6 +276,43 @@ pub(crate) fn one_field_trace(schema_addr: u64, data_addr: u64) -> MessageTrace 
     flat_trace(&[(schema_addr, data_addr)])
 }
 
+/// One field of `bytes` bytes at a line boundary, copied (op 1) from message memory into the
+/// serialized buffer.
+#[cfg(test)]
+pub(crate) fn one_large_field(bytes: u32) -> MessageTrace {
+    use optimus_trace::Format;
+    MessageTrace {
+        events: vec![
+            Event::MessageBegin {
+                direction: Direction::Encode,
+                format: Format::Protobuf,
+                type_id: 0,
+            },
+            Event::SchemaRead {
+                kind: 9,
+                addr: 0x1000,
+                size: 16,
+            },
+            Event::FieldRead {
+                region: Region::Message,
+                addr: 0x10_0000,
+                bytes,
+            },
+            Event::Convert { op: 1, bytes },
+            Event::FieldWrite {
+                region: Region::Buffer,
+                addr: 0,
+                bytes,
+            },
+            Event::MessageEnd {
+                wire_bytes: u64::from(bytes),
+            },
+        ],
+        wire_bytes: u64::from(bytes),
+        direction: Direction::Encode,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,6 +52,11 @@ pub struct ReaderConfig {
     pub context_switch_cycles: u32,
     /// Chunk queue between Reader and Converter. Default 16.
     pub chunk_queue: u32,
+    /// Lines of one field's data a context may hold in the Block Buffer beyond those its
+    /// Chunks have used: a field streams, each Chunk leaving once the lines it comes from
+    /// are in, and its further lines are requested as Chunks use lines up. Default 0: the
+    /// Block Buffer's lines shared out over the `n × j` contexts (128 for OP{1,1}).
+    pub field_window_lines: u32,
 }
 
 impl Default for ReaderConfig {
@@ -62,6 +67,7 @@ impl Default for ReaderConfig {
             issue_per_cycle: 2,
             context_switch_cycles: 1,
             chunk_queue: 16,
+            field_window_lines: 0,
         }
     }
 }
@@ -210,6 +216,19 @@ impl OpConfig {
         c.prefetch = false;
         c.pipelining = false;
         c
+    }
+
+    /// Lines of a field's data a Reader context may hold ahead of its Chunks
+    /// (`reader.field_window_lines`, or the Block Buffer's lines over the contexts), at least 1.
+    pub fn field_window_lines(&self) -> u32 {
+        match self.reader.field_window_lines {
+            0 => {
+                let lines = self.block_buffer.size_bytes / self.block_buffer.line_bytes.max(1);
+                lines / (self.pipelines * self.interleave).max(1)
+            }
+            w => w,
+        }
+        .max(1)
     }
 
     /// Checks every component and the derived values.

@@ -95,7 +95,7 @@ mod tests {
             return false;
         };
         let prog = Program::from_trace(&one_field_trace(0x1000, 0x8000));
-        let tables = Rc::new(ProgramTables::new(&prog));
+        let tables = Rc::new(ProgramTables::new(&prog, &OpConfig::default()));
         let ctx = Context::new(u64::from(core), 1, Rc::new(prog), tables, 0, false);
         pipes[p].reader.start(slot, ctx);
         placed.push((core, p, slot));

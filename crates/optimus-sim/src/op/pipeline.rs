@@ -16,10 +16,11 @@ pub(super) struct Chunk {
     pub(super) txn: u64,
     /// Converter op of its field (selects the Converter's program).
     pub(super) op: u16,
-    /// Output bytes this Chunk carries to the Writer (on a field's last Chunk).
+    /// Output bytes this Chunk carries to the Writer: the field's on its last Chunk, or the
+    /// Chunk's share of a streaming field's.
     pub(super) out_bytes: u32,
-    /// Line writes the field's output causes once this Chunk is written (last Chunk only;
-    /// see [`super::writer::line_writes`]).
+    /// Line writes the field's output causes once this Chunk is written (see
+    /// [`super::writer::line_writes`]); shared out like `out_bytes`.
     pub(super) out_lines: u32,
     /// Last Chunk of the message.
     pub(super) last: bool,

@@ -2,7 +2,8 @@
 //! Each cycle it issues the demand accesses of each context's current field and, with
 //! prefetching, the accesses of the next `field_buffer_entries` fields at the top message
 //! level plus first-level sub-message schemata (§6.1); then it emits one Chunk of the active
-//! context's field once all its data is in, or rotates to a context whose field is ready.
+//! context's field once its data is in, or rotates to a context whose field is ready. A field
+//! longer than `field_window_lines` streams through the Block Buffer a window at a time.
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -82,6 +83,63 @@ pub(super) fn line_mates(p: &Program) -> Vec<Option<u32>> {
         .collect()
 }
 
+/// How a field whose data runs over several lines streams: its Chunks are spread evenly over
+/// the run's lines, and so are its output's line writes; the Reader requests the run a window
+/// at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Stream {
+    /// First access of the data run; the field's accesses before it (schema entry, pointers)
+    /// precede its first Chunk.
+    run_from: u32,
+    /// Lines in the run.
+    run_lines: u32,
+    /// Chunks of the field.
+    chunks: u32,
+    /// Lines the Reader may hold ahead of the Chunks.
+    window: u32,
+}
+
+impl Stream {
+    /// The stream of item `it` (of `chunks` Chunks), if its accesses end in a run of more than
+    /// one consecutive data line; the Reader may request `window` lines beyond those used.
+    fn of(p: &Program, it: &Item, chunks: u32, window: u32) -> Option<Self> {
+        let acc = &p.accesses[it.first_access as usize..it.end_access as usize];
+        let last = acc.last().filter(|a| !a.is_schema)?;
+        let run_lines = 1 + acc
+            .windows(2)
+            .rev()
+            .take_while(|w| {
+                !w[0].is_schema && w[0].region == last.region && w[0].line + 1 == w[1].line
+            })
+            .count() as u32;
+        (run_lines > 1).then_some(Self {
+            run_from: it.end_access - run_lines,
+            run_lines,
+            chunks,
+            window,
+        })
+    }
+
+    /// Share of `total` that goes with Chunks `0..k`.
+    fn share(&self, total: u32, k: u32) -> u32 {
+        (u64::from(total) * u64::from(k) / u64::from(self.chunks)) as u32
+    }
+
+    /// One past the last access Chunk `k` needs.
+    fn needs(&self, k: u32) -> usize {
+        let lines = (u64::from(self.run_lines) * u64::from(k + 1)).div_ceil(u64::from(self.chunks));
+        self.run_from as usize + lines as usize
+    }
+
+    /// One past the last access the Reader may request once Chunks `0..k` have left: the
+    /// lines they used up free the window, and Chunk `k`'s own lines are always allowed (a
+    /// field may read more lines per Chunk than the window holds).
+    fn issue_limit(&self, k: u32) -> usize {
+        let window = (self.run_from + self.window + self.share(self.run_lines, k)) as usize;
+        window.max(self.needs(k))
+    }
+}
+
 /// What the Reader derives once per workload message (relocation moves whole lines, so it
 /// holds for every copy of the program).
 #[derive(Clone, Debug)]
@@ -93,19 +151,54 @@ pub(super) struct ProgramTables {
     mated: Vec<u32>,
     /// Per item: the line writes its output causes ([`line_writes`]).
     line_writes: Vec<u32>,
+    /// Per item: its Chunks, one per `chunk_bytes` of each op's input, at least one.
+    chunks: Vec<u32>,
+    /// Per item: how it streams, if its data spans several lines.
+    streams: Vec<Option<Stream>>,
 }
 
 impl ProgramTables {
-    pub(super) fn new(p: &Program) -> Self {
+    /// The tables of `p` under `cfg` (its Chunk size and the Reader's window).
+    pub(super) fn new(p: &Program, cfg: &OpConfig) -> Self {
         let mates = line_mates(p);
         let mated = (0..mates.len() as u32)
             .filter(|&a| mates[a as usize].is_some())
+            .collect();
+        let chunks: Vec<u32> = p
+            .items
+            .iter()
+            .map(|it| {
+                it.converts
+                    .iter()
+                    .map(|(_, b)| b.div_ceil(cfg.reader.chunk_bytes).max(1))
+                    .sum::<u32>()
+                    .max(1)
+            })
+            .collect();
+        let window = cfg.field_window_lines();
+        let streams = p
+            .items
+            .iter()
+            .zip(&chunks)
+            .map(|(it, &c)| Stream::of(p, it, c, window))
             .collect();
         Self {
             mates,
             mated,
             line_writes: line_writes(p),
+            chunks,
+            streams,
         }
+    }
+
+    /// Chunks of item `i` (one for a message without fields).
+    fn chunks(&self, i: usize) -> u32 {
+        self.chunks.get(i).copied().unwrap_or(1)
+    }
+
+    /// How item `i` streams, if it does.
+    fn stream(&self, i: usize) -> Option<Stream> {
+        self.streams.get(i).copied().flatten()
     }
 }
 
@@ -124,8 +217,10 @@ pub(super) struct Context {
     tables: Rc<ProgramTables>,
     /// Field (item) being read.
     cursor: usize,
-    /// Chunks of the current field still to emit (0: the field has not started).
-    chunks_left: u32,
+    /// Chunks of the current field emitted so far.
+    chunk: u32,
+    /// For a streaming field: its accesses before this one are all in.
+    in_through: usize,
     /// When the current field was first needed.
     needed_at: u64,
     /// First access index not yet issued (scan start).
@@ -154,7 +249,8 @@ impl Context {
             prefetched: vec![false; n],
             tables,
             cursor: 0,
-            chunks_left: 0,
+            chunk: 0,
+            in_through: 0,
             needed_at: now,
             scan: 0,
             drain_wait: drain_first,
@@ -175,14 +271,36 @@ impl Context {
         *latest = (*latest).max(ready);
     }
 
-    /// Whether the current field's data is all in at `now`.
-    fn field_ready(&self, now: u64) -> bool {
+    /// Whether the current field's next Chunk has its data in at `now`: all the field's data,
+    /// or for a streaming field the lines up to the Chunk's.
+    fn chunk_ready(&self, now: u64) -> bool {
         if !self.reading() {
             return false;
+        }
+        if let Some(s) = self.tables.stream(self.cursor) {
+            return self.in_through >= s.needs(self.chunk);
         }
         let it = item_at(&self.prog, self.cursor);
         let (count, latest) = self.item_issued.get(self.cursor).copied().unwrap_or((0, 0));
         count == it.end_access - it.first_access && latest <= now
+    }
+
+    /// Moves `in_through` past the streaming field's accesses that are in at `now`.
+    fn track_stream(&mut self, now: u64) {
+        if self.tables.stream(self.cursor).is_none() {
+            return;
+        }
+        let end = self.prog.items[self.cursor].end_access as usize;
+        while self.in_through < end && self.ready_at[self.in_through] <= now {
+            self.in_through += 1;
+        }
+    }
+
+    /// One past the last access of `item` the Reader may request now: a streaming field's
+    /// window.
+    fn issue_limit(&self, item: usize) -> Option<usize> {
+        let s = self.tables.stream(item)?;
+        Some(s.issue_limit(if item == self.cursor { self.chunk } else { 0 }))
     }
 }
 
@@ -304,6 +422,11 @@ impl Reader {
                     let a = next;
                     next += 1;
                     let acc = prog.accesses[a];
+                    // A streaming field's lines past its window wait for its Chunks.
+                    if ctx.issue_limit(acc.item as usize).is_some_and(|l| a >= l) {
+                        next = prog.items[acc.item as usize].end_access as usize;
+                        continue;
+                    }
                     let demand = acc.item as usize == ctx.cursor;
                     let eligible = ctx.ready_at[a] == NOT_ISSUED
                         && acc.dep.is_none_or(|d| ctx.ready_at[d as usize] <= now)
@@ -361,7 +484,10 @@ impl Reader {
             return;
         }
         let j = self.contexts.len();
-        let ready = |r: &Self, s: usize| r.contexts[s].as_ref().is_some_and(|c| c.field_ready(now));
+        for ctx in self.contexts.iter_mut().flatten() {
+            ctx.track_stream(now);
+        }
+        let ready = |r: &Self, s: usize| r.contexts[s].as_ref().is_some_and(|c| c.chunk_ready(now));
         let act = self.active;
         if !ready(self, act) {
             if let Some(k) = (1..j).map(|k| (act + k) % j).find(|&s| ready(self, s)) {
@@ -380,34 +506,13 @@ impl Reader {
         }
         let ctx = self.contexts[act].as_mut().expect("ready context is live");
         let it = item_at(&ctx.prog, ctx.cursor);
-        if ctx.chunks_left == 0 {
-            // Starting this field: its data is in the Data Buffer.
-            let chunk_bytes = cfg.reader.chunk_bytes;
-            ctx.chunks_left = it
-                .converts
-                .iter()
-                .map(|(_, b)| b.div_ceil(chunk_bytes).max(1))
-                .sum::<u32>()
-                .max(1);
-            if measuring {
-                let avail = (it.first_access..it.end_access)
-                    .map(|a| ctx.ready_at[a as usize])
-                    .max()
-                    .unwrap_or(now);
-                // A field read brings a value to convert; a sub-message's entry only leads
-                // to its schema and is not one.
-                if !it.converts.is_empty() {
-                    self.stats.field_read_latency_sum += u64::from(cfg.block_buffer.hit_cycles)
-                        + avail.saturating_sub(ctx.needed_at);
-                    self.stats.field_reads += 1;
-                }
-                self.stats.fields += u64::from(!ctx.prog.items.is_empty());
-                self.stats.prefetches_used += (it.first_access..it.end_access)
-                    .filter(|&a| ctx.prefetched[a as usize])
-                    .count() as u64;
-            }
+        let chunks = ctx.tables.chunks(ctx.cursor);
+        let stream = ctx.tables.stream(ctx.cursor);
+        if ctx.chunk == 0 && measuring {
+            self.stats.fields += u64::from(!ctx.prog.items.is_empty());
         }
-        ctx.chunks_left -= 1;
+        let k = ctx.chunk;
+        ctx.chunk += 1;
         let mut chunk = Chunk {
             txn: ctx.txn,
             // The op the Chunk belongs to selects the Converter's program.
@@ -419,10 +524,37 @@ impl Reader {
             self.stats.chunks += 1;
             self.stats.busy_cycles += 1;
         }
-        if ctx.chunks_left == 0 {
-            chunk.out_bytes = it.writes.iter().map(|w| w.2).sum();
-            chunk.out_lines = ctx.tables.line_writes.get(ctx.cursor).copied().unwrap_or(0);
+        let out_bytes = it.writes.iter().map(|w| w.2).sum();
+        let out_lines = ctx.tables.line_writes.get(ctx.cursor).copied().unwrap_or(0);
+        if let Some(s) = stream {
+            // A streaming field's output lines fill, and leave, with its Chunks.
+            chunk.out_bytes = s.share(out_bytes, k + 1) - s.share(out_bytes, k);
+            chunk.out_lines = s.share(out_lines, k + 1) - s.share(out_lines, k);
+        }
+        if ctx.chunk == chunks {
+            if stream.is_none() {
+                chunk.out_bytes = out_bytes;
+                chunk.out_lines = out_lines;
+            }
+            if measuring {
+                self.stats.prefetches_used += (it.first_access..it.end_access)
+                    .filter(|&a| ctx.prefetched[a as usize])
+                    .count() as u64;
+                // A field read brings a value to convert; a sub-message's entry only leads
+                // to its schema and is not one. Its latency runs to its last line's arrival.
+                if !it.converts.is_empty() {
+                    let avail = match ctx.item_issued.get(ctx.cursor) {
+                        Some(&(_, latest)) if it.end_access > it.first_access => latest,
+                        _ => now,
+                    };
+                    self.stats.field_read_latency_sum += u64::from(cfg.block_buffer.hit_cycles)
+                        + avail.saturating_sub(ctx.needed_at);
+                    self.stats.field_reads += 1;
+                }
+            }
             ctx.cursor += 1;
+            ctx.chunk = 0;
+            ctx.in_through = it.end_access as usize;
             ctx.needed_at = now + 1;
             if !cfg.pipelining {
                 ctx.drain_wait = true;
@@ -449,7 +581,7 @@ mod tests {
     use rand_core::SeedableRng;
 
     use super::*;
-    use crate::program::flat_trace;
+    use crate::program::{flat_trace, one_large_field};
 
     /// Six fields: schema entries 0..4 share the first schema line, 4 and 5 the second; each
     /// field's data has a line of its own.
@@ -474,7 +606,7 @@ mod tests {
         let mut reader = Reader::new(cfg.interleave as usize);
         let mut mem = MemorySystem::new(cfg, ChaCha8Rng::seed_from_u64(1));
         for (k, p) in progs.iter().enumerate() {
-            let tables = Rc::new(ProgramTables::new(p));
+            let tables = Rc::new(ProgramTables::new(p, cfg));
             let ctx = Context::new(k as u64 + 1, 1, Rc::new(p.clone()), tables, 0, false);
             reader.start(k, ctx);
         }
@@ -488,6 +620,73 @@ mod tests {
             }
         }
         (emitted, reader.stats)
+    }
+
+    #[test]
+    fn a_long_field_streams_its_chunks_as_its_lines_arrive() {
+        // A 1 KB field: 16 data lines, 128 Chunks of 8 bytes. Its first Chunk leaves once the
+        // schema line and the first data line are in (13 + 13 cycles); the other lines follow
+        // 2.5 cycles apart (the port), faster than the Chunks use them (one per 8 Chunks), so
+        // the Chunks leave one per cycle. Read whole, the first would wait for the sixteenth
+        // line, until cycle 64.
+        let p = Program::from_trace(&one_large_field(1024));
+        let (emitted, stats) = emit_cycles(&config(1, true), &[p]);
+        assert_eq!(emitted.len(), 128);
+        assert_eq!(emitted[0], 26);
+        assert!(emitted.windows(2).all(|w| w[1] == w[0] + 1), "{emitted:?}");
+        assert_eq!((stats.fields, stats.messages), (1, 1));
+    }
+
+    /// Runs a Reader on `p`, one field, with a window of `window` lines, checking each cycle
+    /// that it holds at most the window beyond the lines its Chunks have used, or the lines
+    /// its next Chunk needs; returns the cycle of its last Chunk.
+    fn stream_within(window: u32, p: Program) -> u64 {
+        let mut cfg = config(1, true);
+        cfg.reader.field_window_lines = window;
+        let tables = Rc::new(ProgramTables::new(&p, &cfg));
+        let s = tables.stream(0).expect("a multi-line field streams");
+        let mut reader = Reader::new(1);
+        let mut mem = MemorySystem::new(&cfg, ChaCha8Rng::seed_from_u64(1));
+        reader.start(0, Context::new(1, 1, Rc::new(p), tables, 0, false));
+        let mut out = VecDeque::new();
+        for now in 0..100_000 {
+            reader.tick(now, &cfg, &mut mem, &mut out, true);
+            if let Some(c) = out.pop_back() {
+                reader.chunk_left_pipeline(0);
+                if c.last {
+                    return now;
+                }
+            }
+            let ctx = reader.contexts[0].as_ref().expect("still reading");
+            let requested = ctx.ready_at[s.run_from as usize..]
+                .iter()
+                .filter(|&&r| r != NOT_ISSUED)
+                .count() as u32;
+            let next_needs = (s.needs(ctx.chunk) - s.run_from as usize) as u32;
+            assert!(
+                requested <= (window + s.share(s.run_lines, ctx.chunk)).max(next_needs),
+                "cycle {now}: {requested} lines requested after {} Chunks",
+                ctx.chunk
+            );
+        }
+        panic!("the field never finished");
+    }
+
+    #[test]
+    fn a_streaming_field_requests_no_more_than_its_window_ahead() {
+        // 64 lines, 512 Chunks. Four lines of window cover the 13-cycle miss (32 Chunks), so
+        // the Chunks leave one per cycle from cycle 26 on. A one-line window requests each
+        // line the cycle after its predecessor's eighth Chunk: every line after the first
+        // costs 8 Chunks and a 13-cycle miss.
+        let field = || Program::from_trace(&one_large_field(64 * 64));
+        assert_eq!(stream_within(4, field()), 26 + 511);
+        assert_eq!(stream_within(1, field()), 26 + 63 * (8 + 13) + 7);
+        // A field that reads 64 lines to convert 16 bytes: each of its two Chunks needs 32
+        // lines, more than the window holds, and gets them, the second's requested once the
+        // first has left: about 100 cycles each (32 lines through the port, and a miss).
+        let mut sparse = field();
+        sparse.items[0].converts = vec![(1, 16)];
+        assert!((150..250).contains(&stream_within(4, sparse)));
     }
 
     #[test]
