@@ -30,7 +30,7 @@ use std::collections::HashMap;
 
 use optimus_trace::{class_of, ConvClass, Direction, Event, Region};
 
-use super::{MessageTrace, ACCEL_BASE, ARENA_BASE};
+use super::{MessageTrace, ACCEL_BASE, ARENA_BASE, ARENA_STRIDE};
 use crate::error::{Result, SimError};
 
 /// Bytes of one Optimus Prime schema entry: 8-byte type word + 8-byte address (Fig. 4).
@@ -124,6 +124,15 @@ impl Bump {
         self.0 = (at + bytes.max(1)).next_multiple_of(ARENA_ALIGN);
         at
     }
+
+    /// Starts again at `base` once past half of the `span` bytes its region has, as a server
+    /// reuses a request's arena: one message, at most [`MAX_TRACED_BYTES`] and its records,
+    /// then stays inside the region.
+    fn reuse_past_half(&mut self, base: u64, span: u64) {
+        if self.0 - base > span / 2 {
+            self.0 = base;
+        }
+    }
 }
 
 /// Maps pages of one address space, in first-touch order, onto consecutive canonical pages.
@@ -137,6 +146,14 @@ impl PageMap {
         Self {
             base,
             pages: HashMap::new(),
+        }
+    }
+
+    /// Maps pages from the base again once they cover half of `span` bytes (see
+    /// [`Bump::reuse_past_half`]).
+    fn reuse_past_half(&mut self, span: u64) {
+        if self.pages.len() as u64 * PAGE_BYTES > span / 2 {
+            self.pages.clear();
         }
     }
 
@@ -159,8 +176,8 @@ impl PageMap {
 }
 
 /// Splits an engine event stream into messages and rewrites each as the accelerator sees it
-/// (see the module doc). Arena, schema pool and page maps continue from one message of the
-/// stream to the next.
+/// (see the module doc). Arena, heap, schema pool and page maps continue from one message of
+/// the stream to the next, and start again once half of their region is spent.
 ///
 /// # Errors
 /// [`SimError::Trace`] for an ill-formed stream, [`SimError::Workload`] when it holds no
@@ -200,6 +217,7 @@ pub fn accelerator_view(
                         ),
                     });
                 }
+                st.reuse_regions();
                 out.push(st.view_one(message));
             }
             _ => {}
@@ -275,6 +293,22 @@ struct Laid {
 }
 
 impl State {
+    /// Keeps each region of the core's address space apart: arena `[0, HEAP_OFFSET)`, heap
+    /// `[HEAP_OFFSET, SCHEMA_POOL_OFFSET)` and schema pool `[SCHEMA_POOL_OFFSET, ARENA_STRIDE)`
+    /// from the arena base, the next core's arena beyond; accelerator memory has its own space.
+    fn reuse_regions(&mut self) {
+        let heap_base = ARENA_BASE + HEAP_OFFSET;
+        let pool_base = ARENA_BASE + SCHEMA_POOL_OFFSET;
+        self.arena.reuse_past_half(ARENA_BASE, HEAP_OFFSET);
+        self.heap
+            .reuse_past_half(heap_base, SCHEMA_POOL_OFFSET - HEAP_OFFSET);
+        self.schema_pool
+            .reuse_past_half(pool_base, ARENA_STRIDE - SCHEMA_POOL_OFFSET);
+        self.pages.reuse_past_half(HEAP_OFFSET);
+        self.schema_pages
+            .reuse_past_half(ARENA_STRIDE - SCHEMA_POOL_OFFSET);
+    }
+
     fn view_one(&mut self, events: &[Event]) -> MessageTrace {
         let mut direction = Direction::Encode;
         let mut wire_bytes = 0;
@@ -607,6 +641,56 @@ mod tests {
         };
         let view = accelerator_view("big", &evs, &cfg).unwrap();
         assert_eq!(view[0].wire_bytes, u64::from(u32::MAX));
+    }
+
+    #[test]
+    fn regions_start_again_before_they_reach_the_next() {
+        // Ten messages of one 120 MiB string: 1.2 GiB of payloads, more than the 1 GiB of
+        // heap (or, with every payload in the arena, of arena). Every read stays inside one
+        // region of the core's address space.
+        const MIB: u32 = 1 << 20;
+        let one = |k: u64| {
+            [
+                begin(Direction::Encode),
+                Event::SchemaRead {
+                    kind: 9,
+                    addr: 0x1000,
+                    size: 16,
+                },
+                Event::FieldRead {
+                    region: Region::Message,
+                    addr: (k + 1) << 32,
+                    bytes: 120 * MIB,
+                },
+                Event::FieldWrite {
+                    region: Region::Buffer,
+                    addr: 0,
+                    bytes: 120 * MIB,
+                },
+                Event::MessageEnd {
+                    wire_bytes: u64::from(120 * MIB),
+                },
+            ]
+        };
+        let evs: Vec<Event> = (0..10).flat_map(one).collect();
+        let regions = [0, HEAP_OFFSET, SCHEMA_POOL_OFFSET, ARENA_STRIDE];
+        for heap_string_min_bytes in [HEAP_STRING_MIN_BYTES, u32::MAX] {
+            let cfg = ViewConfig {
+                heap_string_min_bytes,
+                ..ViewConfig::default()
+            };
+            for t in accelerator_view("big", &evs, &cfg).unwrap() {
+                for e in &t.events {
+                    if let Event::FieldRead { addr, bytes, .. } = *e {
+                        let (lo, hi) = (addr - ARENA_BASE, addr - ARENA_BASE + u64::from(bytes));
+                        assert!(
+                            regions.windows(2).any(|r| r[0] <= lo && hi <= r[1]),
+                            "{lo:#x}..{hi:#x} crosses a region boundary"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
