@@ -94,9 +94,9 @@ pub struct SimArgs {
     /// Print the configuration the run would use, as JSON, and exit.
     #[arg(long)]
     print_config: bool,
-    /// Embedded workload: flat, mixed, nested (OP: serialization; RPCAcc: both directions),
-    /// NAME-ser or NAME-deser for one direction, and for RPCAcc also hpb (the
-    /// HyperProtoBench-like suite) and socialnet (DeathStarBench messages) [default: mixed].
+    /// Embedded workload: flat, mixed, nested, hpb (the HyperProtoBench-like suite) or
+    /// socialnet (DeathStarBench messages); OP serializes, RPCAcc runs both directions;
+    /// NAME-ser or NAME-deser for one direction [default: mixed].
     #[arg(long, value_name = "NAME", conflicts_with = "trace")]
     workload: Option<String>,
     /// A trace file written by `optimus trace`.
@@ -300,11 +300,7 @@ fn load(args: &SimArgs) -> Result<Vec<MessageTrace>> {
     if let Some(path) = &args.trace {
         return load_trace(path);
     }
-    Ok(vec![workload::named(
-        &mut EngineTraces,
-        workload_name(args),
-    )
-    .context("sim")?])
+    workload::named(&mut EngineTraces, workload_name(args), workload::SUITE_SEED).context("sim")
 }
 
 fn reproduce(r: ReproduceArgs) -> Result<()> {

@@ -198,6 +198,36 @@ fn rpcacc_model_runs_on_workloads_and_trace_files() {
 }
 
 #[test]
+fn every_workload_runs_on_both_models_in_either_direction() {
+    // The DeathStarBench suite: 54 requests and responses of five services.
+    // Each of OP's 15 cores cycles through all of them.
+    for workload in ["socialnet", "socialnet-deser"] {
+        let r = json_of(&["sim", "--accel", "op", "--workload", workload, "--json"]);
+        assert!(r["throughput_gbps"].as_f64().unwrap() > 0.0, "{workload}");
+        assert!(r["stats"]["dispatcher.completed"].as_f64().unwrap() > 54.0);
+    }
+    // The HyperProtoBench-like suite's 60 messages, serialized only.
+    let r = json_of(&[
+        "sim",
+        "--accel",
+        "rpcacc",
+        "--workload",
+        "hpb-ser",
+        "--json",
+    ]);
+    assert_eq!(
+        (r["serialized"].as_u64(), r["deserialized"].as_u64()),
+        (Some(60), Some(0))
+    );
+    let out = optimus(&["sim", "--accel", "op", "--workload", "hpb-both"], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("hpb, socialnet"),
+        "{err}"
+    );
+}
+
+#[test]
 fn sim_runs_messages_without_fields_and_refuses_oversized_traces() {
     let dir = std::env::temp_dir();
     let path = |name: &str| dir.join(format!("optimus-sim-{}-{name}.trace", std::process::id()));

@@ -41,7 +41,7 @@ use optimus_trace::Direction;
 use crate::cpu::CpuConfig;
 use crate::error::{check_non_negative, check_positive, Result};
 use crate::program::Program;
-use crate::workload::{hpb, socialnet, trace_messages, MessageTrace, TraceSource};
+use crate::workload::{hpb, socialnet, MessageSet, MessageTrace, TraceSource, SUITE_SEED};
 
 /// An interconnect or memory: latency and bandwidth.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -57,7 +57,8 @@ pub struct LinkConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RpcAccConfig {
-    /// Seed of the HyperProtoBench-like population.
+    /// Seed of the HyperProtoBench-like and DeathStarBench populations. Default
+    /// [`SUITE_SEED`].
     pub seed: u64,
     /// Accelerator clock in MHz. Default 250 (§IV-A: "RPC/transport logic runs at 250 MHz").
     pub clock_mhz: f64,
@@ -126,7 +127,7 @@ pub struct RpcAccConfig {
 impl Default for RpcAccConfig {
     fn default() -> Self {
         Self {
-            seed: 2024,
+            seed: SUITE_SEED,
             clock_mhz: 250.0,
             pcie: LinkConfig {
                 latency_ns: 1250.0,
@@ -277,43 +278,31 @@ pub fn prepare(
 /// The HyperProtoBench-like suite, serialized and deserialized by the engine behind `source`.
 ///
 /// # Errors
-/// As [`trace_messages`].
+/// As [`crate::workload::trace_messages`].
 pub fn suite(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Vec<RpcMessage>> {
-    let mut out = Vec::new();
-    for b in hpb::suite(cfg.seed) {
-        let msgs: Vec<(&str, &[u8])> = b
-            .messages
-            .iter()
-            .map(|(t, m)| (t.as_str(), m.as_slice()))
-            .collect();
-        let ser = trace_messages(source, &b.name, &b.proto, &msgs, Direction::Encode)?;
-        let deser = trace_messages(source, &b.name, &b.proto, &msgs, Direction::Decode)?;
-        for (i, (s, d)) in ser.into_iter().zip(deser).enumerate() {
-            out.push(prepare(&b.name, i, s, d, b.avg_field_bytes[i]));
-        }
-    }
-    Ok(out)
+    prepare_sets(&hpb::suite(cfg.seed), source)
 }
 
 /// The DeathStarBench services' messages (`workload::socialnet`): per service, every request
 /// and response of its draws, serialized and deserialized by the engine behind `source`.
 ///
 /// # Errors
-/// As [`trace_messages`].
+/// As [`crate::workload::trace_messages`].
 pub fn socialnet(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Vec<RpcMessage>> {
+    prepare_sets(&socialnet::sets(cfg.seed), source)
+}
+
+/// Every message of `sets`, serialized and deserialized by the engine behind `source`.
+pub(super) fn prepare_sets(
+    sets: &[MessageSet],
+    source: &mut dyn TraceSource,
+) -> Result<Vec<RpcMessage>> {
     let mut out = Vec::new();
-    for s in socialnet::SERVICES {
-        let calls = socialnet::calls(s, cfg.seed);
-        let msgs: Vec<(&str, &[u8])> = calls
-            .iter()
-            .flat_map(|(q, r)| std::iter::once(q).chain(r.as_ref()))
-            .map(|(t, b)| (*t, b.as_slice()))
-            .collect();
-        let proto = socialnet::SOCIALNET_PROTO;
-        let ser = trace_messages(source, s, proto, &msgs, Direction::Encode)?;
-        let deser = trace_messages(source, s, proto, &msgs, Direction::Decode)?;
-        for (i, (a, b)) in ser.into_iter().zip(deser).enumerate() {
-            out.push(prepare(s, i, a, b, 0.0));
+    for set in sets {
+        let ser = set.trace(source, Direction::Encode)?;
+        let deser = set.trace(source, Direction::Decode)?;
+        for (i, (s, d)) in ser.into_iter().zip(deser).enumerate() {
+            out.push(prepare(&set.name, i, s, d, set.avg_field_bytes[i]));
         }
     }
     Ok(out)

@@ -8,7 +8,7 @@ use optimus_trace::Direction;
 use super::host::host_field_bytes;
 use super::{
     bf3_deser, bf3_ser, bf3_ser_occupancy, chunk_use, cpu_ser_ns, deser_layer, deser_times,
-    prepare, preser_ns, ser_occupancy, ser_times, socialnet, suite, RpcAccConfig, RpcMessage,
+    prepare, prepare_sets, preser_ns, ser_occupancy, ser_times, RpcAccConfig, RpcMessage,
 };
 use crate::error::{Result, SimError};
 use crate::program::Program;
@@ -238,8 +238,8 @@ pub fn one_direction(name: &str, index: usize, trace: MessageTrace) -> RpcMessag
 }
 
 /// The messages of a named workload: `hpb` (the HyperProtoBench-like suite), `socialnet`
-/// (the DeathStarBench services' requests and responses), or an Optimus Prime class (`flat`,
-/// `mixed`, `nested`: both directions; with `-ser` or `-deser`: that one only).
+/// (the DeathStarBench services' requests and responses) or an Optimus Prime class (`flat`,
+/// `mixed`, `nested`), in both directions, or with `-ser` or `-deser` in that one only.
 ///
 /// # Errors
 /// An unknown name, or an engine error from `source`.
@@ -248,33 +248,31 @@ pub fn workload(
     source: &mut dyn TraceSource,
     name: &str,
 ) -> Result<Vec<RpcMessage>> {
-    match name {
-        "hpb" => return suite(cfg, source),
-        "socialnet" => return socialnet(cfg, source),
-        _ => {}
+    let (base, direction) = crate::workload::split_direction(name);
+    if let Some(sets) = crate::workload::suite(base, cfg.seed) {
+        let Some(d) = direction else {
+            return prepare_sets(&sets, source);
+        };
+        let mut out = Vec::new();
+        for set in &sets {
+            let traces = set.trace(source, d)?;
+            out.extend(
+                traces
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, t)| one_direction(&set.name, i, t)),
+            );
+        }
+        return Ok(out);
     }
-    let (class, dirs): (&str, &[Direction]) = if let Some(c) = name.strip_suffix("-deser") {
-        (c, &[Direction::Decode])
-    } else if let Some(c) = name.strip_suffix("-ser") {
-        (c, &[Direction::Encode])
-    } else {
-        (name, &[Direction::Encode, Direction::Decode])
-    };
-    let class = MessageClass::from_name(class).ok_or_else(|| SimError::Workload {
-        name: name.to_string(),
-        why: "unknown workload (hpb, socialnet, or flat, mixed, nested with optional -ser/-deser)"
-            .into(),
-    })?;
-    let mut traces = Vec::new();
-    for &d in dirs {
-        traces.push(class.trace(source, d)?);
-    }
-    Ok(match traces.as_slice() {
-        [s, d] => vec![prepare(class.name(), 0, s.clone(), d.clone(), 0.0)],
-        _ => traces
-            .into_iter()
-            .map(|t| one_direction(class.name(), 0, t))
-            .collect(),
+    let class = MessageClass::from_name(base).ok_or_else(|| crate::workload::unknown(name))?;
+    Ok(match direction {
+        Some(d) => vec![one_direction(class.name(), 0, class.trace(source, d)?)],
+        None => {
+            let ser = class.trace(source, Direction::Encode)?;
+            let deser = class.trace(source, Direction::Decode)?;
+            vec![prepare(class.name(), 0, ser, deser, 0.0)]
+        }
     })
 }
 

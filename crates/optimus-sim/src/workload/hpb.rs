@@ -17,6 +17,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde::Deserialize;
 
+use super::MessageSet;
+
 /// Messages per bench (RPCAcc §IV-B: "six workloads, each containing 10 messages").
 pub const MESSAGES_PER_BENCH: usize = 10;
 
@@ -65,20 +67,6 @@ pub const BENCH2_LARGE: [(usize, u32); 2] = [(3, 1_600_000), (9, 600_000)];
 
 /// Package of every generated `.proto`.
 pub const PACKAGE: &str = "hpb";
-
-/// One bench: its `.proto` and its ten messages.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Bench {
-    /// `bench0` … `bench5`.
-    pub name: String,
-    /// proto3 source declaring every type of the bench.
-    pub proto: String,
-    /// The ten messages: fully qualified type name and wire bytes.
-    pub messages: Vec<(String, Vec<u8>)>,
-    /// Mean payload bytes per (non-message) field of each message, at all levels (Fig. 5's
-    /// x axis).
-    pub avg_field_bytes: Vec<f64>,
-}
 
 /// A generated field value.
 enum Val {
@@ -226,7 +214,7 @@ impl Gen {
 }
 
 /// Generates the six benches from `seed`.
-pub fn suite(seed: u64) -> Vec<Bench> {
+pub fn suite(seed: u64) -> Vec<MessageSet> {
     bench_data()
         .iter()
         .enumerate()
@@ -250,7 +238,7 @@ pub fn suite(seed: u64) -> Vec<Bench> {
                 avg.push(pb as f64 / n.max(1) as f64);
                 messages.push((format!("{PACKAGE}.{ty}"), bytes));
             }
-            Bench {
+            MessageSet {
                 name: d.name.clone(),
                 proto: g.proto,
                 messages,

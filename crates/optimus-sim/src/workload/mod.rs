@@ -194,21 +194,91 @@ impl MessageClass {
     }
 }
 
-/// Named workloads accepted by `--workload`: `flat`, `mixed`, `nested` (serialization, also
-/// with `-ser`) and `flat-deser`, `mixed-deser`, `nested-deser`.
+/// One schema's messages in a suite: a HyperProtoBench bench or a DeathStarBench service.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageSet {
+    /// `bench0` … `bench5`, or the service's name.
+    pub name: String,
+    /// proto3 source declaring every type of the set.
+    pub proto: String,
+    /// The messages: fully qualified type name and wire bytes.
+    pub messages: Vec<(String, Vec<u8>)>,
+    /// Mean payload bytes per (non-message) field of each message, at all levels (RPCAcc
+    /// Fig. 5's x axis; 0 where the suite does not use it).
+    pub avg_field_bytes: Vec<f64>,
+}
+
+impl MessageSet {
+    /// Its messages transformed in `direction` by the engine behind `source`.
+    ///
+    /// # Errors
+    /// As [`trace_messages`].
+    pub fn trace(
+        &self,
+        source: &mut dyn TraceSource,
+        direction: Direction,
+    ) -> Result<Vec<MessageTrace>> {
+        let msgs: Vec<(&str, &[u8])> = self
+            .messages
+            .iter()
+            .map(|(t, m)| (t.as_str(), m.as_slice()))
+            .collect();
+        trace_messages(source, &self.name, &self.proto, &msgs, direction)
+    }
+}
+
+/// Seed of the suites' populations unless a config names another (RPCAcc's `seed`).
+pub const SUITE_SEED: u64 = 2024;
+
+/// The message sets of suite `name`: `hpb` (the HyperProtoBench-like suite) or `socialnet`
+/// (the DeathStarBench services' requests and responses), drawn from `seed`; `None` for any
+/// other name.
+pub fn suite(name: &str, seed: u64) -> Option<Vec<MessageSet>> {
+    match name {
+        "hpb" => Some(hpb::suite(seed)),
+        "socialnet" => Some(socialnet::sets(seed)),
+        _ => None,
+    }
+}
+
+/// Named workloads accepted by `--workload`, each serialized (also with `-ser`) or
+/// deserialized (`-deser`): `flat`, `mixed`, `nested` (one message each), and the suites `hpb`
+/// and `socialnet` ([`suite`], drawn from `seed`) as one trace of all their messages.
 ///
 /// # Errors
 /// [`SimError::Workload`] for an unknown name; as [`trace_messages`].
-pub fn named(source: &mut dyn TraceSource, name: &str) -> Result<MessageTrace> {
-    let (class, dir) = match name.strip_suffix("-deser") {
-        Some(c) => (c, Direction::Decode),
-        None => (name.strip_suffix("-ser").unwrap_or(name), Direction::Encode),
-    };
-    let class = MessageClass::from_name(class).ok_or_else(|| SimError::Workload {
+pub fn named(source: &mut dyn TraceSource, name: &str, seed: u64) -> Result<Vec<MessageTrace>> {
+    let (base, direction) = split_direction(name);
+    let dir = direction.unwrap_or(Direction::Encode);
+    if let Some(sets) = suite(base, seed) {
+        let mut out = Vec::new();
+        for set in &sets {
+            out.extend(set.trace(source, dir)?);
+        }
+        return Ok(out);
+    }
+    let class = MessageClass::from_name(base).ok_or_else(|| unknown(name))?;
+    Ok(vec![class.trace(source, dir)?])
+}
+
+/// A workload name without its `-ser` or `-deser`, and the direction that named.
+pub fn split_direction(name: &str) -> (&str, Option<Direction>) {
+    if let Some(base) = name.strip_suffix("-deser") {
+        (base, Some(Direction::Decode))
+    } else if let Some(base) = name.strip_suffix("-ser") {
+        (base, Some(Direction::Encode))
+    } else {
+        (name, None)
+    }
+}
+
+/// The error for a workload name that is none of [`named`]'s.
+pub fn unknown(name: &str) -> SimError {
+    SimError::Workload {
         name: name.to_string(),
-        why: "unknown workload (flat, mixed, nested, with optional -ser/-deser)".into(),
-    })?;
-    class.trace(source, dir)
+        why: "unknown workload (flat, mixed, nested, hpb, socialnet, with optional -ser/-deser)"
+            .into(),
+    }
 }
 
 #[cfg(test)]
@@ -264,15 +334,35 @@ mod tests {
     }
 
     #[test]
+    fn suites_trace_every_message_in_the_direction_named() {
+        for (name, count) in [("hpb", 60), ("socialnet", 54)] {
+            let sets = suite(name, SUITE_SEED).unwrap();
+            let messages: usize = sets.iter().map(|s| s.messages.len()).sum();
+            assert_eq!(messages, count, "{name}");
+            for (workload, dir) in [
+                (name.to_string(), Direction::Encode),
+                (format!("{name}-deser"), Direction::Decode),
+            ] {
+                let traces = named(&mut Engine, &workload, SUITE_SEED).unwrap();
+                assert_eq!(traces.len(), count);
+                assert!(traces.iter().all(|t| t.direction == dir));
+            }
+        }
+        assert!(suite("mixed", SUITE_SEED).is_none());
+    }
+
+    #[test]
     fn traces_are_the_same_every_time() {
-        let a = named(&mut Engine, "mixed").unwrap();
-        let b = named(&mut Engine, "mixed-ser").unwrap();
+        let a = named(&mut Engine, "mixed", SUITE_SEED).unwrap().remove(0);
+        let b = named(&mut Engine, "mixed-ser", SUITE_SEED)
+            .unwrap()
+            .remove(0);
         assert_eq!(a, b);
         assert_eq!(
-            named(&mut Engine, "nested-deser").unwrap().direction,
+            named(&mut Engine, "nested-deser", SUITE_SEED).unwrap()[0].direction,
             Direction::Decode
         );
-        assert!(named(&mut Engine, "bogus").is_err());
+        assert!(named(&mut Engine, "bogus", SUITE_SEED).is_err());
         let file = optimus_trace::encode(&a.events);
         let back = accelerator_view(
             "x",

@@ -16,6 +16,7 @@
 //! 18,812 edges: 39 followers on average). Six draws per service, k = 1..6 as in `op::dsb`.
 
 use super::social_gen::{Gen, Wire};
+use super::MessageSet;
 
 /// The social network's structs and the calls' argument and result structs of RPCAcc and of
 /// Optimus Prime §6.4, as proto3.
@@ -107,6 +108,26 @@ pub fn calls(service: &str, seed: u64) -> Vec<CallBytes> {
                     g.carrier(&mut req, 8);
                     (("sn.ComposePostArgs", req.0), None)
                 }
+            }
+        })
+        .collect()
+}
+
+/// Per service, its calls' requests and responses in call order, from `seed`.
+pub fn sets(seed: u64) -> Vec<MessageSet> {
+    SERVICES
+        .iter()
+        .map(|&s| {
+            let messages: Vec<(String, Vec<u8>)> = calls(s, seed)
+                .into_iter()
+                .flat_map(|(q, r)| std::iter::once(q).chain(r))
+                .map(|(t, b)| (t.to_string(), b))
+                .collect();
+            MessageSet {
+                name: s.to_string(),
+                proto: SOCIALNET_PROTO.to_string(),
+                avg_field_bytes: vec![0.0; messages.len()],
+                messages,
             }
         })
         .collect()
