@@ -648,31 +648,8 @@ mod tests {
         // Ten messages of one 120 MiB string: 1.2 GiB of payloads, more than the 1 GiB of
         // heap (or, with every payload in the arena, of arena). Every read stays inside one
         // region of the core's address space.
-        const MIB: u32 = 1 << 20;
-        let one = |k: u64| {
-            [
-                begin(Direction::Encode),
-                Event::SchemaRead {
-                    kind: 9,
-                    addr: 0x1000,
-                    size: 16,
-                },
-                Event::FieldRead {
-                    region: Region::Message,
-                    addr: (k + 1) << 32,
-                    bytes: 120 * MIB,
-                },
-                Event::FieldWrite {
-                    region: Region::Buffer,
-                    addr: 0,
-                    bytes: 120 * MIB,
-                },
-                Event::MessageEnd {
-                    wire_bytes: u64::from(120 * MIB),
-                },
-            ]
-        };
-        let evs: Vec<Event> = (0..10).flat_map(one).collect();
+        let one = crate::program::one_large_field(120 << 20).events;
+        let evs: Vec<Event> = (0..10).flat_map(|_| one.iter().copied()).collect();
         let regions = [0, HEAP_OFFSET, SCHEMA_POOL_OFFSET, ARENA_STRIDE];
         for heap_string_min_bytes in [HEAP_STRING_MIN_BYTES, u32::MAX] {
             let cfg = ViewConfig {
