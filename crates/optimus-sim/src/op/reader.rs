@@ -155,6 +155,9 @@ pub(super) struct ProgramTables {
     chunks: Vec<u32>,
     /// Per item: how it streams, if its data spans several lines.
     streams: Vec<Option<Stream>>,
+    /// Per access: one past the run of accesses after it that depend on the same access
+    /// (the lines of one read): while that dependence is unmet, the issue scan skips them.
+    same_dep_end: Vec<u32>,
 }
 
 impl ProgramTables {
@@ -182,12 +185,20 @@ impl ProgramTables {
             .zip(&chunks)
             .map(|(it, &c)| Stream::of(p, it, c, window))
             .collect();
+        let mut same_dep_end = vec![0; p.accesses.len()];
+        for a in (0..p.accesses.len()).rev() {
+            same_dep_end[a] = match p.accesses.get(a + 1) {
+                Some(b) if b.dep == p.accesses[a].dep => same_dep_end[a + 1],
+                _ => a as u32 + 1,
+            };
+        }
         Self {
             mates,
             mated,
             line_writes: line_writes(p),
             chunks,
             streams,
+            same_dep_end,
         }
     }
 
@@ -406,6 +417,8 @@ impl Reader {
                 // Once the requests are spent, only a schema entry whose line is already
                 // requested can still be served this cycle: the scan visits those alone.
                 let mut mated_from: Option<usize> = None;
+                // The item whose window was last looked up, and the window.
+                let mut limit: (u32, Option<usize>) = (u32::MAX, None);
                 while next < hi {
                     if budget == 0 {
                         let i = *mated_from.get_or_insert_with(|| {
@@ -423,18 +436,27 @@ impl Reader {
                     next += 1;
                     let acc = prog.accesses[a];
                     // A streaming field's lines past its window wait for its Chunks.
-                    if ctx.issue_limit(acc.item as usize).is_some_and(|l| a >= l) {
+                    if limit.0 != acc.item {
+                        limit = (acc.item, ctx.issue_limit(acc.item as usize));
+                    }
+                    if limit.1.is_some_and(|l| a >= l) {
                         next = prog.items[acc.item as usize].end_access as usize;
                         continue;
                     }
+                    if ctx.ready_at[a] != NOT_ISSUED {
+                        continue;
+                    }
+                    // Accesses after it that share its unmet dependence wait with it.
+                    if acc.dep.is_some_and(|d| ctx.ready_at[d as usize] > now) {
+                        next = next.max(tables.same_dep_end[a] as usize);
+                        continue;
+                    }
                     let demand = acc.item as usize == ctx.cursor;
-                    let eligible = ctx.ready_at[a] == NOT_ISSUED
-                        && acc.dep.is_none_or(|d| ctx.ready_at[d as usize] <= now)
-                        && (if pass == 0 {
-                            demand && a >= cur_first
-                        } else {
-                            Self::is_prefetchable(&prog, a)
-                        });
+                    let eligible = if pass == 0 {
+                        demand && a >= cur_first
+                    } else {
+                        Self::is_prefetchable(&prog, a)
+                    };
                     if !eligible {
                         continue;
                     }
