@@ -14,11 +14,15 @@ use super::config::OpConfig;
 use super::memsys::MemorySystem;
 use super::pipeline::Chunk;
 use super::writer::line_writes;
-use crate::program::{Item, Program};
+use crate::program::{Access, Item, Program};
 use crate::stats::counters;
 
 /// `ready_at` of an access not issued yet.
 const NOT_ISSUED: u64 = u64::MAX;
+
+/// Longest run of waiting accesses the issue scan skips in one step
+/// ([`ProgramTables::blocked_run_end`]).
+const BLOCKED_RUN: usize = 64;
 
 /// What the Reader reads of a message with no fields: nothing to fetch, convert or write. Its
 /// one Chunk carries the message's completion through the Converter and Writer.
@@ -63,6 +67,12 @@ counters!(
         messages,
     }
 );
+
+/// Whether the prefetcher fetches `acc`: top-level data and schema entries, the first level
+/// of sub-message schemata (§6.1), and the serialized buffer, read in order.
+fn is_prefetchable(acc: &Access) -> bool {
+    acc.depth == 0 || (acc.depth == 1 && acc.is_schema) || acc.region == Region::Buffer
+}
 
 /// For each schema access, the first earlier schema access of the same line: the Block Buffer
 /// returns a whole line of schema entries to the Field Buffer (§4.3), so the entries after the
@@ -155,9 +165,12 @@ pub(super) struct ProgramTables {
     chunks: Vec<u32>,
     /// Per item: how it streams, if its data spans several lines.
     streams: Vec<Option<Stream>>,
-    /// Per access: one past the run of accesses after it that depend on the same access
-    /// (the lines of one read): while that dependence is unmet, the issue scan skips them.
-    same_dep_end: Vec<u32>,
+    /// Per access: one past the run of up to [`BLOCKED_RUN`] accesses after it that wait
+    /// whenever it waits on its dependence: those that depend on the same access (the lines of
+    /// one read) or on an access of the run (a chain of pointers). The issue scan skips them.
+    blocked_run_end: Vec<u32>,
+    /// Per access: the first access from it on that the prefetcher fetches.
+    next_prefetchable: Vec<u32>,
 }
 
 impl ProgramTables {
@@ -185,11 +198,24 @@ impl ProgramTables {
             .zip(&chunks)
             .map(|(it, &c)| Stream::of(p, it, c, window))
             .collect();
-        let mut same_dep_end = vec![0; p.accesses.len()];
-        for a in (0..p.accesses.len()).rev() {
-            same_dep_end[a] = match p.accesses.get(a + 1) {
-                Some(b) if b.dep == p.accesses[a].dep => same_dep_end[a + 1],
-                _ => a as u32 + 1,
+        let n = p.accesses.len();
+        let blocked_run_end = (0..n)
+            .map(|a| {
+                let waits_with_a = |b: usize| {
+                    let dep = p.accesses[b].dep;
+                    dep == p.accesses[a].dep || dep.is_some_and(|d| (a..b).contains(&(d as usize)))
+                };
+                (a + 1..n.min(a + 1 + BLOCKED_RUN))
+                    .find(|&b| !waits_with_a(b))
+                    .unwrap_or(n.min(a + 1 + BLOCKED_RUN)) as u32
+            })
+            .collect();
+        let mut next_prefetchable = vec![n as u32; n];
+        for a in (0..n).rev() {
+            next_prefetchable[a] = if is_prefetchable(&p.accesses[a]) {
+                a as u32
+            } else {
+                next_prefetchable.get(a + 1).copied().unwrap_or(n as u32)
             };
         }
         Self {
@@ -198,7 +224,8 @@ impl ProgramTables {
             line_writes: line_writes(p),
             chunks,
             streams,
-            same_dep_end,
+            blocked_run_end,
+            next_prefetchable,
         }
     }
 
@@ -361,11 +388,6 @@ impl Reader {
         self.in_flight[slot] -= 1;
     }
 
-    fn is_prefetchable(prog: &Program, a: usize) -> bool {
-        let acc = &prog.accesses[a];
-        acc.depth == 0 || (acc.depth == 1 && acc.is_schema) || acc.region == Region::Buffer
-    }
-
     /// One cycle; emitted Chunks go to `out`.
     pub(super) fn tick(
         &mut self,
@@ -446,18 +468,17 @@ impl Reader {
                     if ctx.ready_at[a] != NOT_ISSUED {
                         continue;
                     }
-                    // Accesses after it that share its unmet dependence wait with it.
+                    // Accesses after it that wait whenever it waits are skipped with it.
                     if acc.dep.is_some_and(|d| ctx.ready_at[d as usize] > now) {
-                        next = next.max(tables.same_dep_end[a] as usize);
+                        next = next.max(tables.blocked_run_end[a] as usize);
                         continue;
                     }
                     let demand = acc.item as usize == ctx.cursor;
-                    let eligible = if pass == 0 {
-                        demand && a >= cur_first
-                    } else {
-                        Self::is_prefetchable(&prog, a)
-                    };
-                    if !eligible {
+                    if pass == 0 && !(demand && a >= cur_first) {
+                        continue;
+                    }
+                    if pass == 1 && !is_prefetchable(&acc) {
+                        next = next.max(tables.next_prefetchable[a] as usize);
                         continue;
                     }
                     // A schema entry whose line an earlier entry already requested arrives in
