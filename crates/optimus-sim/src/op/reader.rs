@@ -3,7 +3,8 @@
 //! prefetching, the accesses of the next `field_buffer_entries` fields at the top message
 //! level plus first-level sub-message schemata (§6.1); then it emits one Chunk of the active
 //! context's field once its data is in, or rotates to a context whose field is ready. A field
-//! longer than `field_window_lines` streams through the Block Buffer a window at a time.
+//! whose data spans lines streams: a Chunk leaves once its lines are in, and the field's lines
+//! are requested at most `field_window_lines` ahead of its Chunks.
 
 use std::collections::VecDeque;
 use std::rc::Rc;
