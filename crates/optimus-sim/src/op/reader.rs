@@ -568,18 +568,20 @@ impl Reader {
             self.stats.chunks += 1;
             self.stats.busy_cycles += 1;
         }
-        let out_bytes = it.writes.iter().map(|w| w.2).sum();
-        let out_lines = ctx.tables.line_writes.get(ctx.cursor).copied().unwrap_or(0);
-        if let Some(s) = stream {
-            // A streaming field's output lines fill, and leave, with its Chunks.
-            chunk.out_bytes = s.share(out_bytes, k + 1) - s.share(out_bytes, k);
-            chunk.out_lines = s.share(out_lines, k + 1) - s.share(out_lines, k);
+        let last_of_field = ctx.chunk == chunks;
+        if stream.is_some() || last_of_field {
+            let out_bytes = it.writes.iter().map(|w| w.2).sum();
+            let out_lines = ctx.tables.line_writes.get(ctx.cursor).copied().unwrap_or(0);
+            (chunk.out_bytes, chunk.out_lines) = match stream {
+                // A streaming field's output lines fill, and leave, with its Chunks.
+                Some(s) => (
+                    s.share(out_bytes, k + 1) - s.share(out_bytes, k),
+                    s.share(out_lines, k + 1) - s.share(out_lines, k),
+                ),
+                None => (out_bytes, out_lines),
+            };
         }
-        if ctx.chunk == chunks {
-            if stream.is_none() {
-                chunk.out_bytes = out_bytes;
-                chunk.out_lines = out_lines;
-            }
+        if last_of_field {
             if measuring {
                 self.stats.prefetches_used += (it.first_access..it.end_access)
                     .filter(|&a| ctx.prefetched[a as usize])
