@@ -250,6 +250,9 @@ pub(super) struct Context {
     prog: Rc<Program>,
     /// Per access: the cycle its data is in the Block Buffer.
     ready_at: Vec<u64>,
+    /// Per access (and one past the last): itself while not issued, else a later access no
+    /// further than the next one not issued ([`Context::next_unissued`]).
+    unissued_link: Vec<u32>,
     /// Per item: its accesses issued so far, and the latest cycle their data is in.
     item_issued: Vec<(u32, u64)>,
     prefetched: Vec<bool>,
@@ -266,6 +269,11 @@ pub(super) struct Context {
     scan: usize,
     /// Without pipelining: waiting for the previous field's Chunks to drain.
     drain_wait: bool,
+    /// Per issue pass (demand, prefetch): the scan can issue nothing before this cycle. Set
+    /// by a pass that found every access issued, past its window or waiting on a dependence
+    /// (the earliest of those dependences' arrivals); cleared when the context issues or
+    /// emits.
+    quiet_until: [u64; 2],
 }
 
 impl Context {
@@ -284,6 +292,7 @@ impl Context {
             txn,
             owner_tile,
             ready_at: vec![NOT_ISSUED; n],
+            unissued_link: (0..=n as u32).collect(),
             item_issued: vec![(0, 0); prog.items.len()],
             prefetched: vec![false; n],
             tables,
@@ -293,6 +302,7 @@ impl Context {
             needed_at: now,
             scan: 0,
             drain_wait: drain_first,
+            quiet_until: [0; 2],
             prog,
         }
     }
@@ -305,9 +315,24 @@ impl Context {
     /// Access `a` has been issued; its data is in at `ready`.
     fn issued(&mut self, a: usize, ready: u64) {
         self.ready_at[a] = ready;
+        self.unissued_link[a] = a as u32 + 1;
+        self.quiet_until = [0; 2];
         let (count, latest) = &mut self.item_issued[self.prog.accesses[a].item as usize];
         *count += 1;
         *latest = (*latest).max(ready);
+    }
+
+    /// The first access from `a` on not issued yet (the access count if none): the issue
+    /// scan steps over issued accesses in one go. The links are shortened as they are followed
+    /// (path halving), so a long issued run costs little after its first crossing.
+    fn next_unissued(&mut self, mut a: usize) -> usize {
+        let link = &mut self.unissued_link;
+        while link[a] as usize != a {
+            let skip = link[link[a] as usize];
+            link[a] = skip;
+            a = skip as usize;
+        }
+        a
     }
 
     /// Whether the current field's next Chunk has its data in at `now`: all the field's data,
@@ -404,6 +429,7 @@ impl Reader {
             if let Some(ctx) = ctx.as_mut().filter(|c| c.drain_wait && n == 0) {
                 ctx.drain_wait = false;
                 ctx.needed_at = now;
+                ctx.quiet_until = [0; 2];
             }
         }
         self.issue(now, cfg, mem, measuring);
@@ -422,7 +448,7 @@ impl Reader {
                 let Some(ctx) = self.contexts[slot].as_mut() else {
                     continue;
                 };
-                if !ctx.reading() || ctx.prog.items.is_empty() {
+                if !ctx.reading() || ctx.prog.items.is_empty() || now < ctx.quiet_until[pass] {
                     continue;
                 }
                 let prog = Rc::clone(&ctx.prog);
@@ -442,8 +468,13 @@ impl Reader {
                 let mut mated_from: Option<usize> = None;
                 // The item whose window was last looked up, and the window.
                 let mut limit: (u32, Option<usize>) = (u32::MAX, None);
+                // Whether this pass tried a request or ran out of them, and the earliest
+                // arrival it waited on: a pass that did neither stays quiet until then.
+                let mut tried = budget == 0;
+                let mut first_arrival = NOT_ISSUED;
                 while next < hi {
                     if budget == 0 {
+                        tried = true;
                         let i = *mated_from.get_or_insert_with(|| {
                             tables.mated.partition_point(|&m| (m as usize) < next)
                         });
@@ -467,10 +498,16 @@ impl Reader {
                         continue;
                     }
                     if ctx.ready_at[a] != NOT_ISSUED {
+                        next = ctx.next_unissued(a);
                         continue;
                     }
                     // Accesses after it that wait whenever it waits are skipped with it.
-                    if acc.dep.is_some_and(|d| ctx.ready_at[d as usize] > now) {
+                    if let Some(arrival) = acc
+                        .dep
+                        .map(|d| ctx.ready_at[d as usize])
+                        .filter(|&r| r > now)
+                    {
+                        first_arrival = first_arrival.min(arrival);
                         next = next.max(tables.blocked_run_end[a] as usize);
                         continue;
                     }
@@ -489,7 +526,9 @@ impl Reader {
                     {
                         ctx.issued(a, ctx.ready_at[s as usize]);
                         ctx.prefetched[a] = false;
+                        tried = true;
                     } else if budget > 0 {
+                        tried = true;
                         match mem.read(
                             now,
                             ctx.txn,
@@ -515,8 +554,9 @@ impl Reader {
                         }
                     }
                 }
-                while ctx.scan < ctx.ready_at.len() && ctx.ready_at[ctx.scan] != NOT_ISSUED {
-                    ctx.scan += 1;
+                ctx.scan = ctx.next_unissued(ctx.scan);
+                if !tried {
+                    ctx.quiet_until[pass] = first_arrival;
                 }
             }
         }
@@ -557,6 +597,7 @@ impl Reader {
         }
         let k = ctx.chunk;
         ctx.chunk += 1;
+        ctx.quiet_until = [0; 2];
         let mut chunk = Chunk {
             txn: ctx.txn,
             // The op the Chunk belongs to selects the Converter's program.
