@@ -444,7 +444,6 @@ impl Reader {
             if let Some(ctx) = ctx.as_mut().filter(|c| c.drain_wait && n == 0) {
                 ctx.drain_wait = false;
                 ctx.needed_at = now;
-                ctx.quiet_until = [0; 2];
             }
         }
         self.issue(now, cfg, mem, measuring);
@@ -689,8 +688,7 @@ mod tests {
     use crate::op::sim::run;
     use crate::program::{flat_trace, one_large_field};
     use crate::test_engine::Engine;
-    use crate::workload::{named, MessageClass, SUITE_SEED};
-    use optimus_trace::Direction;
+    use crate::workload::{named, SUITE_SEED};
 
     /// Six fields: schema entries 0..4 share the first schema line, 4 and 5 the second; each
     /// field's data has a line of its own.
@@ -864,19 +862,15 @@ mod tests {
 
     #[test]
     fn skipping_quiet_passes_changes_nothing() {
-        // The three classes, part of the HyperProtoBench-like suite and a streaming field, on
-        // OP_Base, OP{1,1}, a time-shared 8x8 OP and a port-bound OP{8,4}: every statistic
-        // agrees with the scan that visits every context on every cycle.
-        let mut workload: Vec<_> = MessageClass::ALL
-            .iter()
-            .map(|c| c.trace(&mut Engine, Direction::Encode).unwrap())
-            .collect();
-        workload.extend(
-            named(&mut Engine, "hpb", SUITE_SEED)
-                .unwrap()
-                .into_iter()
-                .step_by(12),
-        );
+        // The three classes both ways, some of the HyperProtoBench-like and DeathStarBench
+        // messages and a streaming field, on OP_Base, OP{1,1}, a time-shared 8x8 OP and a
+        // port-bound OP{8,4}: every statistic agrees with the scan that visits every context
+        // on every cycle.
+        let mut workload = Vec::new();
+        for name in ["flat", "mixed-deser", "nested", "hpb", "socialnet-deser"] {
+            let traces = named(&mut Engine, name, SUITE_SEED).unwrap();
+            workload.extend(traces.into_iter().step_by(12));
+        }
         workload.push(one_large_field(6000));
         let configs = [
             OpConfig::op_base(),
