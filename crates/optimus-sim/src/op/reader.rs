@@ -485,13 +485,13 @@ impl Reader {
                 let mut mated_from: Option<usize> = None;
                 // The item whose window was last looked up, and the window.
                 let mut limit: (u32, Option<usize>) = (u32::MAX, None);
-                // Whether this pass tried a request or ran out of them, and the earliest
-                // arrival it waited on: a pass that did neither stays quiet until then.
+                // Whether this pass tried a request or started with none left (the budget only
+                // falls after a try), and the earliest arrival it waited on: a pass that did
+                // neither stays quiet until then.
                 let mut tried = budget == 0;
                 let mut first_arrival = NOT_ISSUED;
                 while next < hi {
                     if budget == 0 {
-                        tried = true;
                         let i = *mated_from.get_or_insert_with(|| {
                             tables.mated.partition_point(|&m| (m as usize) < next)
                         });
@@ -862,8 +862,8 @@ mod tests {
 
     #[test]
     fn skipping_quiet_passes_changes_nothing() {
-        // The three classes both ways, some of the HyperProtoBench-like and DeathStarBench
-        // messages and a streaming field, on OP_Base, OP{1,1}, a time-shared 8x8 OP and a
+        // The three classes (Mixed deserialized), some of the HyperProtoBench-like and
+        // DeathStarBench messages and a streaming field, on OP_Base, OP{1,1}, a time-shared 8x8 OP and a
         // port-bound OP{8,4}: every statistic agrees with the scan that visits every context
         // on every cycle.
         let mut workload = Vec::new();
