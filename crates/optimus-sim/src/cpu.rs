@@ -114,3 +114,92 @@ impl CpuConfig {
         bytes * instr_per_byte / self.ipc / self.clock_ghz
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use optimus_trace::{kind, Format};
+
+    use super::*;
+
+    /// One message: an int32 (2-byte varint), a 100-byte string and a sub-message holding a
+    /// sint32 (1-byte varint); the wire form is 110 bytes.
+    fn trace(direction: Direction) -> MessageTrace {
+        // Encode writes the wire bytes, decode the in-memory message.
+        let out = match direction {
+            Direction::Encode => Region::Buffer,
+            Direction::Decode => Region::Message,
+        };
+        let field = |k: u16, bytes: u32, written: u32| {
+            [
+                Event::SchemaRead {
+                    kind: k,
+                    addr: 0,
+                    size: 16,
+                },
+                Event::Convert { op: k, bytes },
+                Event::FieldWrite {
+                    region: out,
+                    addr: 0,
+                    bytes: written,
+                },
+            ]
+        };
+        // Encode converts the in-memory value, decode the wire bytes.
+        let (int_in, sint_in) = match direction {
+            Direction::Encode => (4, 4),
+            Direction::Decode => (2, 1),
+        };
+        let mut events = vec![Event::MessageBegin {
+            direction,
+            format: Format::Protobuf,
+            type_id: 0,
+        }];
+        events.extend(field(kind::INT32, int_in, 2));
+        events.extend(field(kind::STRING, 100, 100));
+        events.push(Event::SchemaRead {
+            kind: kind::MESSAGE,
+            addr: 0,
+            size: 16,
+        });
+        events.push(Event::Enter { type_id: 1 });
+        events.extend(field(kind::SINT32, sint_in, 1));
+        events.push(Event::Leave);
+        events.push(Event::MessageEnd { wire_bytes: 110 });
+        MessageTrace {
+            events,
+            wire_bytes: 110,
+            direction,
+        }
+    }
+
+    #[test]
+    fn a_message_costs_its_fields_sub_messages_varint_and_copied_bytes() {
+        let cpu = CpuConfig::default();
+        // Four schema entries (117 each), one sub-message (254), 3 varint bytes (5 each),
+        // 100 copied bytes (0.5 each); decode prices the varints' wire bytes it consumes,
+        // encode the ones it writes, so both come to the same count here.
+        let expected = 4.0 * 117.0 + 254.0 + 3.0 * 5.0 + 100.0 * 0.5;
+        for d in [Direction::Encode, Direction::Decode] {
+            let t = trace(d);
+            assert_eq!(cpu.instructions(&t), expected, "{d:?}");
+            // 1.2 instructions per cycle at 2 GHz.
+            assert!((cpu.message_ns(&t) - expected / 2.4).abs() < 1e-9);
+            assert!((cpu.gbps(&t) - 880.0 / (expected / 2.4)).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn bad_costs_are_refused() {
+        let cpu = CpuConfig {
+            ipc: 0.0,
+            ..CpuConfig::default()
+        };
+        assert!(cpu.validate("cpu").is_err());
+        let cpu = CpuConfig {
+            per_copy_byte: -1.0,
+            ..CpuConfig::default()
+        };
+        assert!(cpu.validate("cpu").is_err());
+        assert!(CpuConfig::default().validate("cpu").is_ok());
+    }
+}

@@ -189,3 +189,47 @@ pub fn dt_reduction(cpu: &CpuConfig, cfg: &OpConfig, calls: &[Call]) -> Result<f
     }
     Ok(cpu_ns / op_ns)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_engine::Engine;
+
+    #[test]
+    fn each_call_decodes_its_request_and_encodes_its_response() {
+        for s in Service::ALL {
+            let calls = calls(&mut Engine, s, 1).unwrap();
+            assert_eq!(calls.len(), if s == Service::Login { 1 } else { 6 });
+            for c in &calls {
+                assert_eq!(c.request.direction, Direction::Decode);
+                assert_eq!(c.response.direction, Direction::Encode);
+            }
+        }
+        // Draw k carries k mentions and URLs (and min(k, 5) media): each post is larger.
+        let posts: Vec<u64> = calls(&mut Engine, Service::ReadPost, 1)
+            .unwrap()
+            .iter()
+            .map(|c| c.response.wire_bytes)
+            .collect();
+        assert!(posts.windows(2).all(|w| w[0] < w[1]), "{posts:?}");
+        // The Login token is a 209-character JWT.
+        let login = &calls(&mut Engine, Service::Login, 1).unwrap()[0];
+        assert_eq!(login.response.wire_bytes, 1 + 2 + 209);
+    }
+
+    #[test]
+    fn the_reduction_is_the_cpu_time_over_ops_so_a_free_cpu_gains_nothing() {
+        let calls = calls(&mut Engine, Service::Login, 1).unwrap();
+        let cfg = OpConfig::paper_4x4(1, 1);
+        let x = dt_reduction(&CpuConfig::default(), &cfg, &calls).unwrap();
+        assert!(x > 1.0, "{x}");
+        let free = CpuConfig {
+            per_field: 0.0,
+            per_varint_byte: 0.0,
+            per_copy_byte: 0.0,
+            per_submessage: 0.0,
+            ..CpuConfig::default()
+        };
+        assert_eq!(dt_reduction(&free, &cfg, &calls).unwrap(), 0.0);
+    }
+}

@@ -152,3 +152,82 @@ impl MemorySystem {
         out + self.hop_cycles(OP_TILE, tile)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rand_core::SeedableRng;
+
+    use super::*;
+
+    /// An idle 4×4 system whose message lines are in the LLC with probability `llc_hit` and,
+    /// when they are, dirty in their builder's L1 with probability `owner_forward`.
+    fn system(llc_hit: f64, owner_forward: f64) -> MemorySystem {
+        let mut cfg = OpConfig::paper_4x4(1, 1);
+        cfg.memory.llc_hit_ratio = llc_hit;
+        cfg.memory.owner_forward_ratio = owner_forward;
+        MemorySystem::new(&cfg, ChaCha8Rng::seed_from_u64(1))
+    }
+
+    // Line 5's home is tile 5, (1, 1): 2 hops from OP's corner. The builder core is on tile
+    // 15, (3, 3): 4 hops from the home, 6 back to OP. Every miss below starts at cycle 100:
+    // 1 Block Buffer cycle, 1 cycle for the request's header flit to cross the port and 6 (two
+    // hops) to the home bank, whose LLC takes 6: cycle 114. The reply's 5 flits (header and
+    // 64 bytes) cross OP's two links in 3 cycles.
+
+    #[test]
+    fn a_miss_to_a_line_dirty_in_its_builder_l1_is_forwarded_to_that_core() {
+        let mut m = system(1.0, 1.0);
+        // Home 114, 4 hops (12) to the owner and its L1 (2): 128; 6 hops (18) back: 146.
+        assert_eq!(m.read(100, 1, 15, 5, Region::Message, true), Some(149));
+        assert_eq!((m.misses, m.miss_latency_sum), (1, 49));
+        assert_eq!(m.mesh.flit_hops(), 2 + 4 + 5 * 6);
+        assert_eq!((m.port.stats.flits_out, m.port.stats.flits_in), (1, 5));
+    }
+
+    #[test]
+    fn an_llc_hit_and_the_serialized_buffer_come_from_the_home_bank() {
+        // Home 114, 2 hops (6) back: 120.
+        let mut m = system(1.0, 0.0);
+        assert_eq!(m.read(100, 1, 15, 5, Region::Message, true), Some(123));
+        // The serialized buffer is never dirty in a core's L1 nor missing from the LLC.
+        let mut m = system(0.0, 1.0);
+        assert_eq!(m.read(100, 1, 15, 5, Region::Buffer, true), Some(123));
+    }
+
+    #[test]
+    fn an_llc_miss_adds_the_memory_latency() {
+        // Home 114, 45 ns at 2 GHz (90): 204; 2 hops back: 210.
+        let mut m = system(0.0, 1.0);
+        assert_eq!(m.read(100, 1, 15, 5, Region::Message, true), Some(213));
+    }
+
+    #[test]
+    fn a_transformation_rereads_its_line_from_the_block_buffer_and_another_misses() {
+        let mut m = system(1.0, 1.0);
+        assert_eq!(m.read(100, 1, 15, 5, Region::Message, true), Some(149));
+        // Still in flight: the second access waits for the same fill.
+        assert_eq!(m.read(101, 1, 15, 5, Region::Message, true), Some(149));
+        // In: one hit cycle.
+        assert_eq!(m.read(200, 1, 15, 5, Region::Message, true), Some(201));
+        // Transformation 2 does not see transformation 1's line (§4.3).
+        assert_eq!(m.read(200, 2, 15, 5, Region::Message, true), Some(249));
+        // Both Block Buffer ports are taken at cycle 200.
+        assert_eq!(m.read(200, 2, 15, 6, Region::Message, true), None);
+        assert_eq!(m.misses, 2);
+    }
+
+    #[test]
+    fn line_writes_wait_while_the_port_is_booked_past_the_write_backlog() {
+        let mut m = system(1.0, 1.0);
+        assert!(m.write_line(10));
+        // A line and its header leave through OP's port; an acknowledgement comes back.
+        assert_eq!((m.port.stats.flits_out, m.port.stats.flits_in), (5, 1));
+        // From cycle 20 the port's two links are booked for 1026 cycles, past the 1024-cycle
+        // bound on the write path's queue.
+        m.port.advance(20);
+        m.port.send(20, 2 * 1026, false);
+        assert!(!m.write_line(20));
+        assert_eq!(m.bb.stats.writes, 1);
+        assert!(m.write_line(1100));
+    }
+}
