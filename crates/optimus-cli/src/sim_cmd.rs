@@ -424,8 +424,11 @@ mod plot {
     use plotters::coord::Shift;
     use plotters::prelude::*;
 
-    /// Pixels of every figure.
-    const SIZE: (u32, u32) = (800, 500);
+    /// Pixels of a figure: 800 × 500, wider when more than eight categories need room for
+    /// their names.
+    fn size(f: &Figure) -> (u32, u32) {
+        (800.max(80 + 90 * f.x_names.len() as u32), 500)
+    }
     /// Colours of successive model series.
     const PALETTE: [RGBColor; 6] = [
         RGBColor(31, 119, 180),
@@ -459,12 +462,14 @@ mod plot {
         }
     }
 
-    /// A figure: axes, series, and optional bars `(x, width, height, series index)`.
+    /// A figure: axes and series. `x_names`, when not empty, names the categories at
+    /// x = 0, 1, ... in place of numbers.
     struct Figure<'a> {
         name: &'a str,
         title: &'a str,
         x_label: &'a str,
         y_label: &'a str,
+        x_names: Vec<String>,
         series: Vec<Series>,
     }
 
@@ -546,13 +551,99 @@ mod plot {
         (x0 - pad..x1 + pad, 0.0..(y1 * 1.12).max(1e-9))
     }
 
+    /// An axis label: whole numbers without decimals, others with at most two.
+    fn tick(v: f64) -> String {
+        // Adding +0.0 turns -0.0 into 0.0.
+        let v = v + 0.0;
+        if (v - v.round()).abs() < 1e-9 {
+            format!("{v:.0}")
+        } else {
+            let s = format!("{v:.2}");
+            s.trim_end_matches('0').to_string()
+        }
+    }
+
+    /// Where the legend goes: the plot corner the series' points and lines cross least (the
+    /// upper left unless another is emptier). If every corner is crossed, the y axis grows
+    /// until the top band above the data holds the legend. `plot` is the plot area in pixels.
+    fn place_legend(
+        series: &[Series],
+        xr: &Range<f64>,
+        yr: &mut Range<f64>,
+        plot: (f64, f64),
+    ) -> SeriesLabelPosition {
+        // The legend's box as shares of the plot: a 20-pixel row per series, about 7.5 pixels
+        // per character of its longest name beside a 40-pixel marker.
+        let longest = series
+            .iter()
+            .map(|s| s.name.chars().count())
+            .max()
+            .unwrap_or(0);
+        let w = ((40.0 + 7.5 * longest as f64) / plot.0).min(1.0);
+        let h = ((12.0 + 20.0 * series.len() as f64) / plot.1).min(0.9);
+        let mut samples = Vec::new();
+        for s in series {
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .copied()
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .collect();
+            samples.extend(&pts);
+            if !s.paper {
+                // Model series are lines: sample them between their points too.
+                for p in pts.windows(2) {
+                    samples.extend((1..8).map(|k| {
+                        let t = f64::from(k) / 8.0;
+                        (
+                            p[0].0 + t * (p[1].0 - p[0].0),
+                            p[0].1 + t * (p[1].1 - p[0].1),
+                        )
+                    }));
+                }
+            }
+        }
+        let crossing = |yr: &Range<f64>, left: bool, upper: bool| {
+            samples
+                .iter()
+                .filter(|&&(x, y)| {
+                    let fx = (x - xr.start) / (xr.end - xr.start);
+                    let fy = (y - yr.start) / (yr.end - yr.start);
+                    (if left { fx <= w } else { fx >= 1.0 - w })
+                        && (if upper { fy >= 1.0 - h } else { fy <= h })
+                })
+                .count()
+        };
+        let corners = [
+            (SeriesLabelPosition::UpperLeft, true, true),
+            (SeriesLabelPosition::UpperRight, false, true),
+            (SeriesLabelPosition::LowerRight, false, false),
+            (SeriesLabelPosition::LowerLeft, true, false),
+        ];
+        let (best, crossed) = corners
+            .into_iter()
+            .map(|(pos, left, upper)| (pos, crossing(yr, left, upper)))
+            .min_by_key(|c| c.1)
+            .expect("four corners");
+        if crossed == 0 {
+            return best;
+        }
+        let top = samples.iter().map(|p| p.1).fold(yr.start, f64::max);
+        yr.end = yr.start + (top - yr.start) / (1.0 - h - 0.04);
+        SeriesLabelPosition::UpperLeft
+    }
+
     fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, f: &Figure) -> Result<()>
     where
         DB::ErrorType: 'static,
     {
         let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{}: {e:?}", f.name);
         root.fill(&WHITE).map_err(err)?;
-        let (xr, yr) = bounds(&f.series);
+        let (xr, mut yr) = bounds(&f.series);
+        let (width, height) = root.dim_in_pixel();
+        // The plot area: the figure less its caption, margins and label areas.
+        let plot = (f64::from(width) - 80.0, f64::from(height) - 90.0);
+        let legend = place_legend(&f.series, &xr, &mut yr, plot);
         let mut chart = ChartBuilder::on(&root)
             .caption(f.title, ("sans-serif", 22))
             .margin(12)
@@ -560,10 +651,26 @@ mod plot {
             .y_label_area_size(56)
             .build_cartesian_2d(xr, yr)
             .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc(f.x_label)
+        let x_tick = |v: &f64| {
+            if f.x_names.is_empty() {
+                return tick(*v);
+            }
+            let i = v.round();
+            let named = (v - i).abs() < 1e-6 && i >= 0.0;
+            named
+                .then(|| f.x_names.get(i as usize).cloned())
+                .flatten()
+                .unwrap_or_default()
+        };
+        let mut mesh = chart.configure_mesh();
+        if !f.x_names.is_empty() {
+            // One label per category: the axis then steps by one.
+            mesh.x_labels(f.x_names.len() + 1);
+        }
+        mesh.x_desc(f.x_label)
             .y_desc(f.y_label)
+            .x_label_formatter(&x_tick)
+            .y_label_formatter(&|v| tick(*v))
             .label_style(("sans-serif", 14))
             .draw()
             .map_err(err)?;
@@ -601,7 +708,7 @@ mod plot {
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .label_font(("sans-serif", 14))
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(legend)
             .draw()
             .map_err(err)?;
         root.present().map_err(err)?;
@@ -611,8 +718,8 @@ mod plot {
     fn write(dir: &Path, f: &Figure) -> Result<()> {
         let png = dir.join(format!("{}.png", f.name));
         let svg = dir.join(format!("{}.svg", f.name));
-        draw(BitMapBackend::new(&png, SIZE).into_drawing_area(), f)?;
-        draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), f)?;
+        draw(BitMapBackend::new(&png, size(f)).into_drawing_area(), f)?;
+        draw(SVGBackend::new(&svg, size(f)).into_drawing_area(), f)?;
         Ok(())
     }
 
@@ -625,12 +732,13 @@ mod plot {
     /// latency per DeathStarBench service) of Optimus Prime.
     pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
         prepare(dir)?;
-        let at = |i: usize| (i + 1) as f64;
+        let at = |i: usize| i as f64;
         let fig7 = Figure {
             name: "op_fig7",
-            title: "Fig. 7: serialization, one core vs OP (1 Flat, 2 Mixed, 3 Nested)",
+            title: "Fig. 7: serialization, one core vs OP",
             x_label: "message class",
             y_label: "throughput (Gbps)",
+            x_names: figs.fig7.iter().map(|c| c.0.clone()).collect(),
             series: vec![
                 model(
                     "CPU core",
@@ -675,6 +783,7 @@ mod plot {
             title: "Fig. 8: serialization with OP{n,1}, 4x4 mesh",
             x_label: "pipelines n",
             y_label: "throughput (Gbps)",
+            x_names: vec![],
             series: throughput_curves(&figs.fig8),
         };
         // Paper: the pipelines each class needs for 40 Gbps, and Nested's plateau.
@@ -695,6 +804,7 @@ mod plot {
             title: "Fig. 9: Mixed, 4x4 vs 8x8 mesh, time-sharing j",
             x_label: "pipelines n",
             y_label: "throughput (Gbps)",
+            x_names: vec![],
             series: throughput_curves(&figs.fig9),
         };
         let t4: Vec<(f64, f64)> = [
@@ -711,8 +821,9 @@ mod plot {
         let mut fig10 = Figure {
             name: "op_fig10",
             title: "Fig. 10: DT latency reduction per DeathStarBench service, OP{1,1} 4x4",
-            x_label: "service (url-shorten, login, read-post)",
+            x_label: "service",
             y_label: "CPU / OP DT latency (x)",
+            x_names: figs.fig10.iter().map(|s| s.0.clone()).collect(),
             series: vec![model(
                 "model",
                 figs.fig10
@@ -747,6 +858,7 @@ mod plot {
             title: "Fig. 2: ProtoACC serializer time vs interconnect latency (Bench2)",
             x_label: "round-trip latency (ns)",
             y_label: "time / time at 70 ns",
+            x_names: vec![],
             series: vec![model("model, geomean", figs.latency_sweep.clone())],
         };
         if let Some(v) = paper_value(rows, "rpcacc.fig2.ser_time_increase_70ns_to_1250ns.x") {
@@ -759,6 +871,7 @@ mod plot {
             title: "Fig. 5: one-shot over field-by-field deserialization throughput",
             x_label: "log2 mean field bytes",
             y_label: "speedup (x)",
+            x_names: vec![],
             series: vec![],
         };
         let mut pts: Vec<(f64, f64)> = figs
@@ -789,6 +902,7 @@ mod plot {
             title: "Fig. 7: memory-affinity serialization speedup per message",
             x_label: "message (bench x 10 + index)",
             y_label: "speedup (x)",
+            x_names: vec![],
             series: vec![
                 model(
                     "over ProtoACC-PCIe",
@@ -839,6 +953,7 @@ mod plot {
                 title: "Fig. 12a: image-compression service throughput",
                 x_label: "host cores",
                 y_label: "thousand requests/s",
+                x_names: vec![],
                 series: designs_and_ratios(
                     rows,
                     [curve(|p| p.1), curve(|p| p.2), curve(|p| p.3)],
@@ -862,9 +977,10 @@ mod plot {
         };
         let mut fig6 = Figure {
             name: "rpcacc_fig6",
-            title: "Fig. 6: host time saved (HPB benches 0-5, DSB services 6-10)",
+            title: "Fig. 6: host time saved (HyperProtoBench benches, DeathStarBench services)",
             x_label: "bench / service",
             y_label: "host time saved (%)",
+            x_names: figs.fig6.iter().map(|b| b.0.clone()).collect(),
             series: vec![
                 model("memcpy offload", bar(|b| b.1)),
                 model("memcpy + encoding offload", bar(|b| b.2)),
@@ -924,6 +1040,7 @@ mod plot {
                     title,
                     x_label: "HyperProtoBench bench",
                     y_label,
+                    x_names: bars.iter().map(|b| b.0.clone()).collect(),
                     series,
                 },
             )
@@ -973,6 +1090,7 @@ mod plot {
                     title,
                     x_label: "request",
                     y_label: "host execution time (us)",
+                    x_names: vec![],
                     series: vec![
                         model("with automatic field update", fig11(k)),
                         model("without", fig11(k + 1)),
@@ -995,6 +1113,7 @@ mod plot {
                 title: "Fig. 13: DeathStarBench RPC layer per call (services in Fig. 13's order)",
                 x_label: "service",
                 y_label: "time per call (us)",
+                x_names: figs.fig13.iter().map(|c| c.0.clone()).collect(),
                 series: designs_and_ratios(
                     rows,
                     [call(|c| c.1), call(|c| c.2), call(|c| c.3)],
@@ -1009,5 +1128,48 @@ mod plot {
                 ),
             },
         )
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn ticks_drop_needless_decimals() {
+            assert_eq!(tick(4.0), "4");
+            assert_eq!(tick(-0.0), "0");
+            assert_eq!(tick(2.5), "2.5");
+            assert_eq!(tick(0.126), "0.13");
+        }
+
+        /// A 600 × 400 plot of `series` on x 0..10, y 0..10.
+        fn placed(series: &[Series]) -> (SeriesLabelPosition, Range<f64>) {
+            let mut yr = 0.0..10.0;
+            let pos = place_legend(series, &(0.0..10.0), &mut yr, (600.0, 400.0));
+            (pos, yr)
+        }
+
+        #[test]
+        fn the_legend_goes_where_no_line_runs_or_above_them_all() {
+            // A rising line leaves the upper left and lower right free: the upper left wins.
+            let rising = model("rising", vec![(0.0, 0.0), (10.0, 10.0)]);
+            assert!(matches!(
+                placed(std::slice::from_ref(&rising)),
+                (SeriesLabelPosition::UpperLeft, r) if r == (0.0..10.0)
+            ));
+            // With a cross in the upper left, the lower right.
+            let cross = paper("cross", vec![(0.5, 9.5)]);
+            assert!(matches!(
+                placed(&[rising, cross]),
+                (SeriesLabelPosition::LowerRight, r) if r == (0.0..10.0)
+            ));
+            // Lines through every corner: the y axis grows to make room above them.
+            let x = model("x", vec![(0.0, 0.0), (5.0, 9.0), (10.0, 0.0)]);
+            let flat = model("flat", vec![(0.0, 9.0), (10.0, 9.0)]);
+            let (pos, yr) = placed(&[x, flat]);
+            assert!(matches!(pos, SeriesLabelPosition::UpperLeft));
+            // Two rows: 52 of 400 pixels, so the data keep the lower 83 %.
+            assert!((yr.end - 9.0 / (1.0 - 0.13 - 0.04)).abs() < 1e-9, "{yr:?}");
+        }
     }
 }

@@ -323,3 +323,36 @@ fn sim_configs_round_trip_and_flags_override_them() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown field `hops`"));
 }
+
+#[test]
+fn reproduce_draws_every_figure_with_its_title() {
+    let dir = std::env::temp_dir().join(format!("optimus-plots-{}", std::process::id()));
+    let out = optimus(
+        &[
+            "sim",
+            "reproduce",
+            "rpcacc",
+            "--plot",
+            dir.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for fig in [
+        "fig2", "fig5", "fig6", "fig7", "fig8a", "fig8b", "fig11a", "fig11b", "fig12a", "fig13",
+    ] {
+        let png = std::fs::read(dir.join(format!("rpcacc_{fig}.png"))).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "{fig}");
+        let svg = std::fs::read_to_string(dir.join(format!("rpcacc_{fig}.svg"))).unwrap();
+        let number = fig.trim_start_matches("fig");
+        assert!(svg.contains(&format!("Fig. {number}:")), "{fig}");
+    }
+    // Categories are named on the axis, not numbered.
+    let fig6 = std::fs::read_to_string(dir.join("rpcacc_fig6.svg")).unwrap();
+    assert!(fig6.contains("\nbench0\n") && fig6.contains("\ncompose-post\n"));
+    std::fs::remove_dir_all(&dir).ok();
+}
