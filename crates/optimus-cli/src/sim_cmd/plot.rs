@@ -1,0 +1,762 @@
+//! The papers' figures drawn from a reproduction, with the published points overlaid.
+//!
+//! Each figure is written twice, `NAME.png` and `NAME.svg`. Text uses DejaVu Sans compiled
+//! into the binary (no fontconfig). Paper values come from the target rows, never from
+//! constants here.
+
+use std::ops::Range;
+use std::path::Path;
+
+use anyhow::{anyhow, Context, Result};
+use optimus_sim::calibrate::{Curve, OpFigures, Row, RpcFigures};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// Pixels of a figure: 800 × 500, wider when more than eight categories need room for
+/// their names.
+fn size(f: &Figure) -> (u32, u32) {
+    (800.max(80 + 90 * f.x_names.len() as u32), 500)
+}
+/// Colours of successive model series.
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(23, 190, 207),
+];
+
+/// One curve of model points (lines with markers) or of paper points (black crosses).
+struct Series {
+    name: String,
+    points: Vec<(f64, f64)>,
+    paper: bool,
+}
+
+fn model(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+    Series {
+        name: name.into(),
+        points,
+        paper: false,
+    }
+}
+
+fn paper(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+    Series {
+        name: name.into(),
+        points,
+        paper: true,
+    }
+}
+
+/// A figure: axes and series. `x_names`, when not empty, names the categories at
+/// x = 0, 1, ... in place of numbers.
+struct Figure<'a> {
+    name: &'a str,
+    title: &'a str,
+    x_label: &'a str,
+    y_label: &'a str,
+    x_names: Vec<String>,
+    series: Vec<Series>,
+}
+
+/// Which way a published "RPCAcc is x times better" ratio goes.
+enum Ratio {
+    /// RPCAcc's values are the higher (throughput): a baseline is RPCAcc / x.
+    RpcaccHigher,
+    /// RPCAcc's values are the lower (time): a baseline is RPCAcc * x.
+    RpcaccLower,
+}
+
+/// A figure that publishes only `(target id, baseline)` ratios to RPCAcc: the model's
+/// CPU-only, ProtoACC-PCIe and RPCAcc curves, then where the paper's ratios put each
+/// baseline, from the model's RPCAcc points.
+fn designs_and_ratios(
+    rows: &[Row],
+    [cpu_only, protoacc_pcie, rpcacc]: [Vec<(f64, f64)>; 3],
+    ratios: &[(&str, &str)],
+    way: Ratio,
+) -> Vec<Series> {
+    let implied: Vec<Series> = ratios
+        .iter()
+        .filter_map(|(id, design)| {
+            let v = paper_value(rows, id)?;
+            let (f, op) = match way {
+                Ratio::RpcaccHigher => (1.0 / v, "/"),
+                Ratio::RpcaccLower => (v, "x"),
+            };
+            let pts = rpcacc.iter().map(|&(x, y)| (x, y * f)).collect();
+            Some(paper(
+                format!("paper ratio: {design} = RPCAcc {op} {v}"),
+                pts,
+            ))
+        })
+        .collect();
+    let mut series = vec![
+        model("CPU-only", cpu_only),
+        model("ProtoACC-PCIe", protoacc_pcie),
+        model("RPCAcc", rpcacc),
+    ];
+    series.extend(implied);
+    series
+}
+
+/// Throughput against pipelines, one model curve per labelled sweep (Figs. 8 and 9).
+fn throughput_curves(curves: &[(String, Curve)]) -> Vec<Series> {
+    curves
+        .iter()
+        .map(|(label, curve)| {
+            model(
+                label.as_str(),
+                curve.iter().map(|p| (f64::from(p.0), p.1)).collect(),
+            )
+        })
+        .collect()
+}
+
+fn paper_value(rows: &[Row], id: &str) -> Option<f64> {
+    rows.iter().find(|r| r.id == id).map(|r| r.paper)
+}
+
+fn register_font() -> Result<()> {
+    plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
+        .map_err(|_| anyhow!("embedded font rejected"))
+}
+
+fn bounds(series: &[Series]) -> (Range<f64>, Range<f64>) {
+    let pts = series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+    for &(x, y) in pts.filter(|p| p.0.is_finite() && p.1.is_finite()) {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    let pad = ((x1 - x0) * 0.05).max(0.5);
+    (x0 - pad..x1 + pad, 0.0..(y1 * 1.12).max(1e-9))
+}
+
+/// An axis label: whole numbers without decimals, others with at most two.
+fn tick(v: f64) -> String {
+    // Adding +0.0 turns -0.0 into 0.0.
+    let v = v + 0.0;
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').to_string()
+    }
+}
+
+/// Where the legend goes: the plot corner the series' points and lines cross least (the
+/// upper left unless another is emptier). If every corner is crossed, the y axis grows
+/// until the top band above the data holds the legend. `plot` is the plot area in pixels.
+fn place_legend(
+    series: &[Series],
+    xr: &Range<f64>,
+    yr: &mut Range<f64>,
+    plot: (f64, f64),
+) -> SeriesLabelPosition {
+    // The legend's box as shares of the plot: a 20-pixel row per series, about 7.5 pixels
+    // per character of its longest name beside a 40-pixel marker.
+    let longest = series
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let w = ((40.0 + 7.5 * longest as f64) / plot.0).min(1.0);
+    let h = ((12.0 + 20.0 * series.len() as f64) / plot.1).min(0.9);
+    let mut samples = Vec::new();
+    for s in series {
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .copied()
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+            .collect();
+        samples.extend(&pts);
+        if !s.paper {
+            // Model series are lines: sample them between their points too.
+            for p in pts.windows(2) {
+                samples.extend((1..8).map(|k| {
+                    let t = f64::from(k) / 8.0;
+                    (
+                        p[0].0 + t * (p[1].0 - p[0].0),
+                        p[0].1 + t * (p[1].1 - p[0].1),
+                    )
+                }));
+            }
+        }
+    }
+    let crossing = |yr: &Range<f64>, left: bool, upper: bool| {
+        samples
+            .iter()
+            .filter(|&&(x, y)| {
+                let fx = (x - xr.start) / (xr.end - xr.start);
+                let fy = (y - yr.start) / (yr.end - yr.start);
+                (if left { fx <= w } else { fx >= 1.0 - w })
+                    && (if upper { fy >= 1.0 - h } else { fy <= h })
+            })
+            .count()
+    };
+    let corners = [
+        (SeriesLabelPosition::UpperLeft, true, true),
+        (SeriesLabelPosition::UpperRight, false, true),
+        (SeriesLabelPosition::LowerRight, false, false),
+        (SeriesLabelPosition::LowerLeft, true, false),
+    ];
+    let (best, crossed) = corners
+        .into_iter()
+        .map(|(pos, left, upper)| (pos, crossing(yr, left, upper)))
+        .min_by_key(|c| c.1)
+        .expect("four corners");
+    if crossed == 0 {
+        return best;
+    }
+    let top = samples.iter().map(|p| p.1).fold(yr.start, f64::max);
+    yr.end = yr.start + (top - yr.start) / (1.0 - h - 0.04);
+    SeriesLabelPosition::UpperLeft
+}
+
+fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, f: &Figure) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{}: {e:?}", f.name);
+    root.fill(&WHITE).map_err(err)?;
+    let (xr, mut yr) = bounds(&f.series);
+    let (width, height) = root.dim_in_pixel();
+    // The plot area: the figure less its caption, margins and label areas.
+    let plot = (f64::from(width) - 80.0, f64::from(height) - 90.0);
+    let legend = place_legend(&f.series, &xr, &mut yr, plot);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(f.title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(xr, yr)
+        .map_err(err)?;
+    let x_tick = |v: &f64| {
+        if f.x_names.is_empty() {
+            return tick(*v);
+        }
+        let i = v.round();
+        let named = (v - i).abs() < 1e-6 && i >= 0.0;
+        named
+            .then(|| f.x_names.get(i as usize).cloned())
+            .flatten()
+            .unwrap_or_default()
+    };
+    let mut mesh = chart.configure_mesh();
+    if !f.x_names.is_empty() {
+        // One label per category: the axis then steps by one.
+        mesh.x_labels(f.x_names.len() + 1);
+    }
+    mesh.x_desc(f.x_label)
+        .y_desc(f.y_label)
+        .x_label_formatter(&x_tick)
+        .y_label_formatter(&|v| tick(*v))
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    let mut colour = 0;
+    for s in &f.series {
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .copied()
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+            .collect();
+        if s.paper {
+            chart
+                .draw_series(pts.iter().map(|&p| Cross::new(p, 7, BLACK.stroke_width(2))))
+                .map_err(err)?
+                .label(s.name.as_str())
+                .legend(|(x, y)| Cross::new((x + 10, y), 5, BLACK.stroke_width(2)));
+        } else {
+            let c = PALETTE[colour % PALETTE.len()];
+            colour += 1;
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                .map_err(err)?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                .map_err(err)?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(legend)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+fn write(dir: &Path, f: &Figure) -> Result<()> {
+    let png = dir.join(format!("{}.png", f.name));
+    let svg = dir.join(format!("{}.svg", f.name));
+    draw(BitMapBackend::new(&png, size(f)).into_drawing_area(), f)?;
+    draw(SVGBackend::new(&svg, size(f)).into_drawing_area(), f)?;
+    Ok(())
+}
+
+fn prepare(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    register_font()
+}
+
+/// Fig. 7 (per class, x = 1 Flat, 2 Mixed, 3 Nested), Figs. 8 and 9, and Fig. 10 (DT
+/// latency per DeathStarBench service) of Optimus Prime.
+pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
+    prepare(dir)?;
+    let at = |i: usize| i as f64;
+    let fig7 = Figure {
+        name: "op_fig7",
+        title: "Fig. 7: serialization, one core vs OP",
+        x_label: "message class",
+        y_label: "throughput (Gbps)",
+        x_names: figs.fig7.iter().map(|c| c.0.clone()).collect(),
+        series: vec![
+            model(
+                "CPU core",
+                figs.fig7
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (at(i), c.1))
+                    .collect(),
+            ),
+            model(
+                "OP_Base",
+                figs.fig7
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (at(i), c.2))
+                    .collect(),
+            ),
+            model(
+                "OP{1,1}",
+                figs.fig7
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (at(i), c.3))
+                    .collect(),
+            ),
+            paper(
+                "paper OP{1,1}",
+                figs.fig7
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| {
+                        paper_value(rows, &format!("op.fig7.op_1_1.ser.{}.gbps", c.0))
+                            .map(|v| (at(i), v))
+                    })
+                    .collect(),
+            ),
+        ],
+    };
+    write(dir, &fig7)?;
+    let mut fig8 = Figure {
+        name: "op_fig8",
+        title: "Fig. 8: serialization with OP{n,1}, 4x4 mesh",
+        x_label: "pipelines n",
+        y_label: "throughput (Gbps)",
+        x_names: vec![],
+        series: throughput_curves(&figs.fig8),
+    };
+    // Paper: the pipelines each class needs for 40 Gbps, and Nested's plateau.
+    let mut pts: Vec<(f64, f64)> = ["flat", "mixed", "nested"]
+        .iter()
+        .filter_map(|c| {
+            paper_value(rows, &format!("op.fig8.pipelines_for_40gbps.{c}")).map(|n| (n, 40.0))
+        })
+        .collect();
+    if let Some(v) = paper_value(rows, "op.fig8.nested_plateau.gbps") {
+        pts.push((16.0, v));
+    }
+    fig8.series
+        .push(paper("paper (40 Gbps points, Nested plateau)", pts));
+    write(dir, &fig8)?;
+    let mut fig9 = Figure {
+        name: "op_fig9",
+        title: "Fig. 9: Mixed, 4x4 vs 8x8 mesh, time-sharing j",
+        x_label: "pipelines n",
+        y_label: "throughput (Gbps)",
+        x_names: vec![],
+        series: throughput_curves(&figs.fig9),
+    };
+    let t4: Vec<(f64, f64)> = [
+        ("op.table4.op_1_1.throughput.gbps", 1.0),
+        ("op.table4.op_12_1.throughput.gbps", 12.0),
+        ("op.table4.op_3_4.throughput.gbps", 3.0),
+    ]
+    .iter()
+    .filter_map(|(id, n)| paper_value(rows, id).map(|v| (*n, v)))
+    .collect();
+    fig9.series
+        .push(paper("paper Table 4, 8x8: OP{1,1}, OP{12,1}, OP{3,4}", t4));
+    write(dir, &fig9)?;
+    let mut fig10 = Figure {
+        name: "op_fig10",
+        title: "Fig. 10: DT latency reduction per DeathStarBench service, OP{1,1} 4x4",
+        x_label: "service",
+        y_label: "CPU / OP DT latency (x)",
+        x_names: figs.fig10.iter().map(|s| s.0.clone()).collect(),
+        series: vec![model(
+            "model",
+            figs.fig10
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (i as f64, s.1))
+                .collect(),
+        )],
+    };
+    if let Some(v) = paper_value(rows, "op.sec6_4.urlshorten.dt_latency_reduction.x") {
+        fig10
+            .series
+            .push(paper("paper, url-shorten", vec![(0.0, v)]));
+    }
+    if let Some(v) = paper_value(rows, "op.sec6_4.dt_latency_reduction_max.x") {
+        let last = figs.fig10.len().saturating_sub(1) as f64;
+        fig10.series.push(paper(
+            format!("paper, up to {v}x"),
+            vec![(0.0, v), (last, v)],
+        ));
+    }
+    write(dir, &fig10)
+}
+
+/// Fig. 2 (PCIe latency sweep), Fig. 5 (one-shot deserialization), Fig. 6 (host time
+/// saved by the offloads), Fig. 7 (serialization per message), Fig. 12a (image service
+/// throughput) and Fig. 13 (DeathStarBench time per call) of RPCAcc.
+pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()> {
+    prepare(dir)?;
+    let mut fig2 = Figure {
+        name: "rpcacc_fig2",
+        title: "Fig. 2: ProtoACC serializer time vs interconnect latency (Bench2)",
+        x_label: "round-trip latency (ns)",
+        y_label: "time / time at 70 ns",
+        x_names: vec![],
+        series: vec![model("model, geomean", figs.latency_sweep.clone())],
+    };
+    if let Some(v) = paper_value(rows, "rpcacc.fig2.ser_time_increase_70ns_to_1250ns.x") {
+        fig2.series
+            .push(paper("paper, 1250 ns", vec![(70.0, 1.0), (1250.0, v)]));
+    }
+    write(dir, &fig2)?;
+    let mut fig5 = Figure {
+        name: "rpcacc_fig5",
+        title: "Fig. 5: one-shot over field-by-field deserialization throughput",
+        x_label: "log2 mean field bytes",
+        y_label: "speedup (x)",
+        x_names: vec![],
+        series: vec![],
+    };
+    let mut pts: Vec<(f64, f64)> = figs
+        .fig5
+        .iter()
+        .map(|&(b, s)| (b.max(1.0).log2(), s))
+        .collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    fig5.series.push(model("model, per message", pts.clone()));
+    let lo = pts.first().map_or(0.0, |p| p.0);
+    let hi = pts.last().map_or(1.0, |p| p.0);
+    if let Some(v) = paper_value(rows, "rpcacc.fig5.oneshot_deser_speedup.avg.x") {
+        fig5.series.push(paper(
+            "paper average",
+            vec![(lo, v), ((lo + hi) / 2.0, v), (hi, v)],
+        ));
+    }
+    if let Some(v) = paper_value(rows, "rpcacc.fig5.oneshot_deser_speedup.small_fields.x") {
+        fig5.series.push(paper(
+            "paper, fields < 1 KB",
+            vec![(lo, v), (10.0_f64.min(hi), v)],
+        ));
+    }
+    write(dir, &fig5)?;
+    let idx = |i: usize| i as f64;
+    let mut fig7 = Figure {
+        name: "rpcacc_fig7",
+        title: "Fig. 7: memory-affinity serialization speedup per message",
+        x_label: "message (bench x 10 + index)",
+        y_label: "speedup (x)",
+        x_names: vec![],
+        series: vec![
+            model(
+                "over ProtoACC-PCIe",
+                figs.fig7
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (idx(i), t.1 / t.2))
+                    .collect(),
+            ),
+            model(
+                "over CPU-only",
+                figs.fig7
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (idx(i), t.0 / t.2))
+                    .collect(),
+            ),
+        ],
+    };
+    let n = figs.fig7.len().saturating_sub(1) as f64;
+    for (id, label) in [
+        (
+            "rpcacc.fig7.memaff_vs_protoacc_pcie.x",
+            "paper geomean vs ProtoACC-PCIe",
+        ),
+        (
+            "rpcacc.fig7.memaff_vs_cpu_only.x",
+            "paper geomean vs CPU-only",
+        ),
+    ] {
+        if let Some(v) = paper_value(rows, id) {
+            fig7.series
+                .push(paper(label, vec![(0.0, v), (n / 2.0, v), (n, v)]));
+        }
+    }
+    write(dir, &fig7)?;
+    // Fig. 12a publishes ratios only.
+    let curve = |f: fn(&(u32, f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
+        figs.fig12a
+            .iter()
+            .map(|p| (f64::from(p.0), f(p) / 1e3))
+            .collect()
+    };
+    write(
+        dir,
+        &Figure {
+            name: "rpcacc_fig12a",
+            title: "Fig. 12a: image-compression service throughput",
+            x_label: "host cores",
+            y_label: "thousand requests/s",
+            x_names: vec![],
+            series: designs_and_ratios(
+                rows,
+                [curve(|p| p.1), curve(|p| p.2), curve(|p| p.3)],
+                &[
+                    (
+                        "rpcacc.fig12a.throughput_vs_protoacc_pcie.x",
+                        "ProtoACC-PCIe",
+                    ),
+                    ("rpcacc.fig12a.throughput_vs_cpu_only.x", "CPU-only"),
+                ],
+                Ratio::RpcaccHigher,
+            ),
+        },
+    )?;
+    let bar = |f: fn(&(String, f64, f64)) -> f64| -> Vec<(f64, f64)> {
+        figs.fig6
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i as f64, f(b)))
+            .collect()
+    };
+    let mut fig6 = Figure {
+        name: "rpcacc_fig6",
+        title: "Fig. 6: host time saved (HyperProtoBench benches, DeathStarBench services)",
+        x_label: "bench / service",
+        y_label: "host time saved (%)",
+        x_names: figs.fig6.iter().map(|b| b.0.clone()).collect(),
+        series: vec![
+            model("memcpy offload", bar(|b| b.1)),
+            model("memcpy + encoding offload", bar(|b| b.2)),
+        ],
+    };
+    let hpb = figs
+        .fig6
+        .iter()
+        .filter(|b| b.0.starts_with("bench"))
+        .count() as f64;
+    let last = figs.fig6.len().saturating_sub(1) as f64;
+    for (id, (x0, x1)) in [
+        (
+            "rpcacc.fig6.memcpy_offload_cycles.hpb.pct",
+            (0.0, hpb - 1.0),
+        ),
+        (
+            "rpcacc.fig6.memcpy_encoding_offload_cycles.hpb.pct",
+            (0.0, hpb - 1.0),
+        ),
+        ("rpcacc.fig6.memcpy_offload_cycles.dsb.pct", (hpb, last)),
+        (
+            "rpcacc.fig6.memcpy_encoding_offload_cycles.dsb.pct",
+            (hpb, last),
+        ),
+    ] {
+        if let Some(v) = paper_value(rows, id) {
+            fig6.series.push(paper(
+                format!("paper average {v} %"),
+                vec![(x0, v), (x1, v)],
+            ));
+        }
+    }
+    write(dir, &fig6)?;
+    // Fig. 8 publishes averages over its six benches; each row holds (bench, one design,
+    // another), normalized to BF3.
+    let fig8 = |name,
+                title,
+                y_label,
+                bars: &[(String, f64, f64)],
+                designs: [&str; 2],
+                average: Option<(&str, f64)>|
+     -> Result<()> {
+        let pts = |k: usize| -> Vec<(f64, f64)> {
+            bars.iter()
+                .enumerate()
+                .map(|(i, b)| (i as f64, [b.1, b.2][k]))
+                .collect()
+        };
+        let last = bars.len().saturating_sub(1) as f64;
+        let mut series = vec![model(designs[0], pts(0)), model(designs[1], pts(1))];
+        series.extend(average.map(|(label, v)| paper(label, vec![(0.0, v), (last, v)])));
+        write(
+            dir,
+            &Figure {
+                name,
+                title,
+                x_label: "HyperProtoBench bench",
+                y_label,
+                x_names: bars.iter().map(|b| b.0.clone()).collect(),
+                series,
+            },
+        )
+    };
+    fig8(
+        "rpcacc_fig8a",
+        "Fig. 8a: BlueField-3 serialization time (normalized to BF3)",
+        "normalized time",
+        &figs.fig8a,
+        ["BF3-MemoryAffinity", "BF3-DSA"],
+        paper_value(rows, "rpcacc.fig8a.bf3_preser_reduction.x")
+            .map(|v| ("paper average, BF3-MemoryAffinity", 1.0 / v)),
+    )?;
+    fig8(
+        "rpcacc_fig8b",
+        "Fig. 8b: deserialization throughput (normalized to BF3)",
+        "normalized throughput",
+        &figs.fig8b,
+        ["BF3-Oneshot", "RPCAcc"],
+        paper_value(rows, "rpcacc.fig8b.bf3_oneshot_deser_gain.x")
+            .map(|v| ("paper average, BF3-Oneshot", v)),
+    )?;
+    // Fig. 11 publishes no values; its scenarios are drawn from the model alone. Each
+    // row holds (request, a with update, a without, b with, b without).
+    let fig11 = |k: usize| -> Vec<(f64, f64)> {
+        figs.fig11
+            .iter()
+            .map(|r| (f64::from(r.0), [r.1, r.2, r.3, r.4][k] / 1e3))
+            .collect()
+    };
+    for (name, title, k) in [
+        (
+            "rpcacc_fig11a",
+            "Fig. 11a: compute unit unavailable after request 3",
+            0,
+        ),
+        (
+            "rpcacc_fig11b",
+            "Fig. 11b: compute unit available from request 4",
+            2,
+        ),
+    ] {
+        write(
+            dir,
+            &Figure {
+                name,
+                title,
+                x_label: "request",
+                y_label: "host execution time (us)",
+                x_names: vec![],
+                series: vec![
+                    model("with automatic field update", fig11(k)),
+                    model("without", fig11(k + 1)),
+                ],
+            },
+        )?;
+    }
+    // Fig. 13 publishes geometric-mean ratios only.
+    let call = |f: fn(&(String, f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
+        figs.fig13
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i as f64, f(c) / 1e3))
+            .collect()
+    };
+    write(
+        dir,
+        &Figure {
+            name: "rpcacc_fig13",
+            title: "Fig. 13: DeathStarBench RPC layer per call (services in Fig. 13's order)",
+            x_label: "service",
+            y_label: "time per call (us)",
+            x_names: figs.fig13.iter().map(|c| c.0.clone()).collect(),
+            series: designs_and_ratios(
+                rows,
+                [call(|c| c.1), call(|c| c.2), call(|c| c.3)],
+                &[
+                    ("rpcacc.fig13.dsb_exec_time_vs_cpu_only.x", "CPU-only"),
+                    (
+                        "rpcacc.fig13.dsb_exec_time_vs_protoacc_pcie.x",
+                        "ProtoACC-PCIe",
+                    ),
+                ],
+                Ratio::RpcaccLower,
+            ),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_drop_needless_decimals() {
+        assert_eq!(tick(4.0), "4");
+        assert_eq!(tick(-0.0), "0");
+        assert_eq!(tick(2.5), "2.5");
+        assert_eq!(tick(0.126), "0.13");
+    }
+
+    /// A 600 × 400 plot of `series` on x 0..10, y 0..10.
+    fn placed(series: &[Series]) -> (SeriesLabelPosition, Range<f64>) {
+        let mut yr = 0.0..10.0;
+        let pos = place_legend(series, &(0.0..10.0), &mut yr, (600.0, 400.0));
+        (pos, yr)
+    }
+
+    #[test]
+    fn the_legend_goes_where_no_line_runs_or_above_them_all() {
+        // A rising line leaves the upper left and lower right free: the upper left wins.
+        let rising = model("rising", vec![(0.0, 0.0), (10.0, 10.0)]);
+        assert!(matches!(
+            placed(std::slice::from_ref(&rising)),
+            (SeriesLabelPosition::UpperLeft, r) if r == (0.0..10.0)
+        ));
+        // With a cross in the upper left, the lower right.
+        let cross = paper("cross", vec![(0.5, 9.5)]);
+        assert!(matches!(
+            placed(&[rising, cross]),
+            (SeriesLabelPosition::LowerRight, r) if r == (0.0..10.0)
+        ));
+        // Lines through every corner: the y axis grows to make room above them.
+        let x = model("x", vec![(0.0, 0.0), (5.0, 9.0), (10.0, 0.0)]);
+        let flat = model("flat", vec![(0.0, 9.0), (10.0, 9.0)]);
+        let (pos, yr) = placed(&[x, flat]);
+        assert!(matches!(pos, SeriesLabelPosition::UpperLeft));
+        // Two rows: 52 of 400 pixels, so the data keep the lower 83 %.
+        assert!((yr.end - 9.0 / (1.0 - 0.13 - 0.04)).abs() < 1e-9, "{yr:?}");
+    }
+}
