@@ -191,7 +191,7 @@ fn place_legend(
             }
         }
     }
-    let crossing = |yr: &Range<f64>, left: bool, upper: bool| {
+    let crossing = |left: bool, upper: bool| {
         samples
             .iter()
             .filter(|&&(x, y)| {
@@ -210,7 +210,7 @@ fn place_legend(
     ];
     let (best, crossed) = corners
         .into_iter()
-        .map(|(pos, left, upper)| (pos, crossing(yr, left, upper)))
+        .map(|(pos, left, upper)| (pos, crossing(left, upper)))
         .min_by_key(|c| c.1)
         .expect("four corners");
     if crossed == 0 {
@@ -244,11 +244,11 @@ where
             return tick(*v);
         }
         let i = v.round();
-        let named = (v - i).abs() < 1e-6 && i >= 0.0;
-        named
-            .then(|| f.x_names.get(i as usize).cloned())
-            .flatten()
-            .unwrap_or_default()
+        if (v - i).abs() < 1e-6 && i >= 0.0 {
+            f.x_names.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
     };
     let mut mesh = chart.configure_mesh();
     if !f.x_names.is_empty() {
