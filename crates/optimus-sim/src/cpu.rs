@@ -122,7 +122,7 @@ mod tests {
     use super::*;
 
     /// One message: an int32 (2-byte varint), a 100-byte string and a sub-message holding a
-    /// sint32 (1-byte varint); the wire form is 110 bytes.
+    /// sint32 (1-byte varint); with tags and lengths the wire form is 3 + 102 + 4 = 109 bytes.
     fn trace(direction: Direction) -> MessageTrace {
         // Encode writes the wire bytes, decode the in-memory message.
         let out = match direction {
@@ -164,10 +164,10 @@ mod tests {
         events.push(Event::Enter { type_id: 1 });
         events.extend(field(kind::SINT32, sint_in, 1));
         events.push(Event::Leave);
-        events.push(Event::MessageEnd { wire_bytes: 110 });
+        events.push(Event::MessageEnd { wire_bytes: 109 });
         MessageTrace {
             events,
-            wire_bytes: 110,
+            wire_bytes: 109,
             direction,
         }
     }
@@ -184,7 +184,7 @@ mod tests {
             assert_eq!(cpu.instructions(&t), expected, "{d:?}");
             // 1.2 instructions per cycle at 2 GHz.
             assert!((cpu.message_ns(&t) - expected / 2.4).abs() < 1e-9);
-            assert!((cpu.gbps(&t) - 880.0 / (expected / 2.4)).abs() < 1e-9);
+            assert!((cpu.gbps(&t) - 109.0 * 8.0 / (expected / 2.4)).abs() < 1e-9);
         }
     }
 
