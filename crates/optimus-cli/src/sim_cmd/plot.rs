@@ -34,6 +34,17 @@ struct Series {
     paper: bool,
 }
 
+impl Series {
+    /// The points that can be drawn: NaN or infinite coordinates (a target the model could
+    /// not compute) are left out.
+    fn drawable(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.points
+            .iter()
+            .copied()
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+    }
+}
+
 fn model(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
     Series {
         name: name.into(),
@@ -125,9 +136,8 @@ fn register_font() -> Result<()> {
 }
 
 fn bounds(series: &[Series]) -> (Range<f64>, Range<f64>) {
-    let pts = series.iter().flat_map(|s| s.points.iter());
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
-    for &(x, y) in pts.filter(|p| p.0.is_finite() && p.1.is_finite()) {
+    for (x, y) in series.iter().flat_map(Series::drawable) {
         x0 = x0.min(x);
         x1 = x1.max(x);
         y1 = y1.max(y);
@@ -171,12 +181,7 @@ fn place_legend(
     let h = ((12.0 + 20.0 * series.len() as f64) / plot.1).min(0.9);
     let mut samples = Vec::new();
     for s in series {
-        let pts: Vec<(f64, f64)> = s
-            .points
-            .iter()
-            .copied()
-            .filter(|p| p.0.is_finite() && p.1.is_finite())
-            .collect();
+        let pts: Vec<(f64, f64)> = s.drawable().collect();
         samples.extend(&pts);
         if !s.paper {
             // Model series are lines: sample them between their points too.
@@ -264,12 +269,7 @@ where
         .map_err(err)?;
     let mut colour = 0;
     for s in &f.series {
-        let pts: Vec<(f64, f64)> = s
-            .points
-            .iter()
-            .copied()
-            .filter(|p| p.0.is_finite() && p.1.is_finite())
-            .collect();
+        let pts: Vec<(f64, f64)> = s.drawable().collect();
         if s.paper {
             chart
                 .draw_series(pts.iter().map(|&p| Cross::new(p, 7, BLACK.stroke_width(2))))
