@@ -2,46 +2,19 @@
 //! reproduce the papers' results (`optimus sim reproduce op|rpcacc`).
 //!
 //! The model crate never calls the engine: this command is the glue that records the engine's
-//! traces ([`EngineTraces`], over `optimus-core`'s traced codec) and hands them to it.
+//! traces (`optimus-core`'s [`EngineTraces`]) and hands them to it.
 
 use std::io::{self, Write};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use optimus_core::binary::{self, DecodeOptions};
-use optimus_schema::SchemaSet;
+use optimus_core::binary::EngineTraces;
 use optimus_sim::calibrate::{self, Row, Status};
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::{report, RpcAccConfig};
-use optimus_sim::workload::{self, MessageTrace, TraceSource, ViewConfig};
-use optimus_trace::{Direction, Event, Recorder};
+use optimus_sim::workload::{self, MessageTrace, ViewConfig};
 
 mod plot;
-
-/// The engine as the model's trace source: compiles the workload's `.proto` and records the
-/// traced codec, decoding (or decoding untraced, then encoding) each message.
-pub struct EngineTraces;
-
-impl TraceSource for EngineTraces {
-    fn trace(
-        &mut self,
-        proto: &str,
-        messages: &[(&str, &[u8])],
-        direction: Direction,
-    ) -> std::result::Result<Vec<Event>, String> {
-        let schema = SchemaSet::from_source(proto).map_err(|e| e.to_string())?;
-        let opts = DecodeOptions::default();
-        let mut rec = Recorder::new();
-        for (ty, bytes) in messages {
-            let id = schema
-                .message_by_name(ty)
-                .ok_or_else(|| format!("no message type {ty}"))?;
-            binary::trace_message(&schema, id, bytes, direction, &opts, &mut rec)
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(rec.events)
-    }
-}
 
 /// Which accelerator to model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -11,11 +11,6 @@
 // Config checks write `!(x > 0.0)` on purpose: the negation also rejects NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
-#[cfg(test)]
-extern crate self as optimus_sim;
-#[cfg(test)]
-pub(crate) mod test_engine;
-
 pub mod calibrate;
 pub mod cpu;
 pub mod error;

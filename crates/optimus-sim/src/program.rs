@@ -316,8 +316,8 @@ pub(crate) fn one_large_field(bytes: u32) -> MessageTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_engine::Engine;
     use crate::workload::MessageClass;
+    use optimus_core::binary::EngineTraces as Engine;
 
     #[test]
     fn nested_sub_schema_depends_on_parent_entry() {

@@ -3,9 +3,7 @@
 
 use optimus_sim::calibrate::{reproduce_op, reproduce_rpcacc, Row, Status};
 
-#[path = "../src/test_engine.rs"]
-mod test_engine;
-use test_engine::Engine;
+use optimus_core::binary::EngineTraces as Engine;
 
 /// Optimus Prime targets the model meets (exact within 15 %, approx within 25 %).
 const MET_OP: &[&str] = &[

@@ -5,9 +5,7 @@ use optimus_sim::rpcacc::{self, LinkConfig, RpcAccConfig};
 use optimus_sim::workload::{MessageClass, MessageTrace};
 use optimus_trace::Direction;
 
-#[path = "../src/test_engine.rs"]
-mod test_engine;
-use test_engine::Engine;
+use optimus_core::binary::EngineTraces as Engine;
 
 fn trace(c: MessageClass) -> MessageTrace {
     c.trace(&mut Engine, Direction::Encode).unwrap()

@@ -20,4 +20,4 @@ mod tracer;
 pub use event::{check_structure, Direction, Event, Format, Region};
 pub use file::{decode, encode, TraceError, TraceReader, TraceWriter, MAGIC, VERSION};
 pub use kind::{class_of, ConvClass};
-pub use tracer::{NoTrace, Recorder, Tracer};
+pub use tracer::{NoTrace, Recorder, TraceSource, Tracer};

@@ -6,7 +6,7 @@ mod encode;
 pub(crate) mod varint;
 
 use optimus_schema::{MessageId, SchemaSet};
-use optimus_trace::{Direction, Format, NoTrace, Tracer};
+use optimus_trace::{Direction, Event, Format, NoTrace, Recorder, TraceSource, Tracer};
 
 use crate::{DecodeError, DecodeErrorKind, Error, Message, DEFAULT_DEPTH_LIMIT};
 
@@ -139,6 +139,31 @@ pub fn trace_message<T: Tracer>(
         }
     }
     Ok(())
+}
+
+/// The engine as the timing models' trace source: compiles the workload's `.proto` and
+/// records [`trace_message`] for each message, in order.
+pub struct EngineTraces;
+
+impl TraceSource for EngineTraces {
+    fn trace(
+        &mut self,
+        proto: &str,
+        messages: &[(&str, &[u8])],
+        direction: Direction,
+    ) -> Result<Vec<Event>, String> {
+        let schema = SchemaSet::from_source(proto).map_err(|e| e.to_string())?;
+        let opts = DecodeOptions::default();
+        let mut rec = Recorder::new();
+        for (ty, bytes) in messages {
+            let id = schema
+                .message_by_name(ty)
+                .ok_or_else(|| format!("no message type {ty}"))?;
+            trace_message(&schema, id, bytes, direction, &opts, &mut rec)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(rec.events)
+    }
 }
 
 fn merge_traced<T: Tracer>(

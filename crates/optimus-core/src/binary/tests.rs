@@ -215,6 +215,37 @@ fn traces_are_well_formed_and_do_not_change_output() {
 }
 
 #[test]
+fn engine_traces_one_transformation_per_message_and_names_what_it_rejects() {
+    use optimus_trace::{Event, TraceSource};
+    let flat = include_bytes!("../../../../testdata/flat.bin");
+    let mixed = include_bytes!("../../../../testdata/mixed.bin");
+    let msgs = [("bench.Flat", &flat[..]), ("bench.Mixed", &mixed[..])];
+    for direction in [Direction::Decode, Direction::Encode] {
+        let events = EngineTraces.trace(PEERS, &msgs, direction).unwrap();
+        let ends: Vec<u64> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::MessageEnd { wire_bytes } => Some(*wire_bytes),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ends,
+            [flat.len() as u64, mixed.len() as u64],
+            "{direction:?}"
+        );
+    }
+    let unknown = EngineTraces.trace(PEERS, &[("bench.Nope", &flat[..])], Direction::Decode);
+    assert_eq!(unknown.unwrap_err(), "no message type bench.Nope");
+    let truncated = &flat[..flat.len() - 1];
+    let bad = EngineTraces.trace(PEERS, &[("bench.Flat", truncated)], Direction::Encode);
+    assert!(bad.is_err());
+    assert!(EngineTraces
+        .trace("syntax = \"proto3\"; message {", &msgs, Direction::Decode)
+        .is_err());
+}
+
+#[test]
 fn memory_is_bounded_by_the_input() {
     let s = zoo();
     // 50,000 empty sub-messages in a repeated... here: the same singular field merged, which

@@ -193,7 +193,7 @@ pub fn dt_reduction(cpu: &CpuConfig, cfg: &OpConfig, calls: &[Call]) -> Result<f
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_engine::Engine;
+    use optimus_core::binary::EngineTraces as Engine;
 
     #[test]
     fn each_call_decodes_its_request_and_encodes_its_response() {

@@ -687,8 +687,8 @@ mod tests {
     use super::*;
     use crate::op::sim::run;
     use crate::program::{flat_trace, one_large_field};
-    use crate::test_engine::Engine;
     use crate::workload::{named, SUITE_SEED};
+    use optimus_core::binary::EngineTraces as Engine;
 
     /// Six fields: schema entries 0..4 share the first schema line, 4 and 5 the second; each
     /// field's data has a line of its own.

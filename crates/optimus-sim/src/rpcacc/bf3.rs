@@ -171,7 +171,7 @@ pub fn bf3_deser(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Deser {
 mod tests {
     use super::*;
     use crate::rpcacc::{prepare, suite};
-    use crate::test_engine::Engine;
+    use optimus_core::binary::EngineTraces as Engine;
 
     #[test]
     fn one_field_takes_the_time_its_stages_add_up_to() {

@@ -154,8 +154,8 @@ mod tests {
     use optimus_trace::Direction;
 
     use crate::rpcacc::{prepare, suite};
-    use crate::test_engine::Engine;
     use crate::workload::MessageTrace;
+    use optimus_core::binary::EngineTraces as Engine;
     #[test]
     fn oneshot_beats_field_by_field() {
         let cfg = RpcAccConfig::default();

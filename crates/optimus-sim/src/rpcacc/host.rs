@@ -85,7 +85,7 @@ pub fn host_cycles(cfg: &RpcAccConfig, m: &RpcMessage) -> HostCycles {
 mod tests {
     use super::*;
     use crate::rpcacc::suite;
-    use crate::test_engine::Engine;
+    use optimus_core::binary::EngineTraces as Engine;
     #[test]
     fn offloads_cut_host_time_in_order() {
         let cfg = RpcAccConfig::default();

@@ -280,7 +280,7 @@ pub fn workload(
 mod tests {
     use super::*;
     use crate::rpcacc::LinkConfig;
-    use crate::test_engine::Engine;
+    use optimus_core::binary::EngineTraces as Engine;
 
     fn design<'a>(runs: &'a [DesignRun], name: &str) -> &'a DesignRun {
         runs.iter().find(|r| r.design == name).expect("design")

@@ -238,7 +238,7 @@ pub fn ser_occupancy(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerT
 mod tests {
     use super::*;
     use crate::rpcacc::{prepare, suite};
-    use crate::test_engine::Engine;
+    use optimus_core::binary::EngineTraces as Engine;
     #[test]
     fn pcie_latency_slows_nested_serialization() {
         let cfg = RpcAccConfig::default();

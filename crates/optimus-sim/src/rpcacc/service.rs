@@ -492,7 +492,7 @@ pub fn field_update_sequence(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_engine::Engine;
+    use optimus_core::binary::EngineTraces as Engine;
 
     #[test]
     fn rpcacc_serves_more_per_core_and_faster() {

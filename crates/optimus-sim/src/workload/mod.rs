@@ -13,6 +13,7 @@ pub(crate) mod social_gen;
 pub mod socialnet;
 pub mod view;
 
+pub use optimus_trace::TraceSource;
 use optimus_trace::{Direction, Event, Region};
 
 use crate::error::{Result, SimError};
@@ -33,25 +34,6 @@ pub const ARENA_BASE: u64 = 0x10_0000_0000;
 pub const ARENA_STRIDE: u64 = 0x1_0000_0000;
 /// Base of accelerator-resident memory (RPCAcc placement).
 pub const ACCEL_BASE: u64 = 0x8000_0000_0000;
-
-/// The engine, seen from the model: something that transforms serialized messages and
-/// reports the events. The CLI and the tests implement it over `optimus-core`; the model
-/// depends only on the trace vocabulary.
-pub trait TraceSource {
-    /// Compiles `proto` (proto3 source text), then for each `(full type name, wire bytes)` in
-    /// order either decodes the bytes (`Direction::Decode`) or decodes them untraced and
-    /// re-encodes the message (`Direction::Encode`), reporting one traced transformation per
-    /// message.
-    ///
-    /// # Errors
-    /// A description of what the engine rejected (schema or message).
-    fn trace(
-        &mut self,
-        proto: &str,
-        messages: &[(&str, &[u8])],
-        direction: Direction,
-    ) -> std::result::Result<Vec<Event>, String>;
-}
 
 /// One message's trace, with the numbers the models and reports need.
 #[derive(Clone, Debug, PartialEq)]
@@ -284,7 +266,7 @@ pub fn unknown(name: &str) -> SimError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_engine::Engine;
+    use optimus_core::binary::EngineTraces as Engine;
 
     #[test]
     fn classes_match_table2_sizes_and_depths() {
