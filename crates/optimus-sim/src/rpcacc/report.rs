@@ -13,7 +13,7 @@ use super::{
 use crate::error::{Result, SimError};
 use crate::program::Program;
 use crate::stats::Stats;
-use crate::workload::{MessageClass, MessageTrace, TraceSource};
+use crate::workload::{MessageTrace, TraceSource};
 
 /// One design's result on the workload.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -249,31 +249,22 @@ pub fn workload(
     name: &str,
 ) -> Result<Vec<RpcMessage>> {
     let (base, direction) = crate::workload::split_direction(name);
-    if let Some(sets) = crate::workload::suite(base, cfg.seed) {
-        let Some(d) = direction else {
-            return prepare_sets(&sets, source);
-        };
-        let mut out = Vec::new();
-        for set in &sets {
-            let traces = set.trace(source, d)?;
-            out.extend(
-                traces
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, t)| one_direction(&set.name, i, t)),
-            );
-        }
-        return Ok(out);
+    let sets = crate::workload::named_sets(base, cfg.seed)
+        .ok_or_else(|| crate::workload::unknown(name))?;
+    let Some(d) = direction else {
+        return prepare_sets(&sets, source);
+    };
+    let mut out = Vec::new();
+    for set in &sets {
+        let traces = set.trace(source, d)?;
+        out.extend(
+            traces
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| one_direction(&set.name, i, t)),
+        );
     }
-    let class = MessageClass::from_name(base).ok_or_else(|| crate::workload::unknown(name))?;
-    Ok(match direction {
-        Some(d) => vec![one_direction(class.name(), 0, class.trace(source, d)?)],
-        None => {
-            let ser = class.trace(source, Direction::Encode)?;
-            let deser = class.trace(source, Direction::Decode)?;
-            vec![prepare(class.name(), 0, ser, deser, 0.0)]
-        }
-    })
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -174,6 +174,16 @@ impl MessageClass {
         )?;
         Ok(v.remove(0))
     }
+
+    /// The class as a set of one message, named like the class.
+    pub fn set(self) -> MessageSet {
+        MessageSet {
+            name: self.name().to_string(),
+            proto: PEERS_PROTO.to_string(),
+            messages: vec![(self.type_name().to_string(), self.bytes().to_vec())],
+            avg_field_bytes: vec![0.0],
+        }
+    }
 }
 
 /// One schema's messages in a suite: a HyperProtoBench bench or a DeathStarBench service.
@@ -223,6 +233,13 @@ pub fn suite(name: &str, seed: u64) -> Option<Vec<MessageSet>> {
     }
 }
 
+/// The message sets of workload `base` (a name of [`named`]'s without `-ser`/`-deser`): a
+/// suite's sets ([`suite`], drawn from `seed`), or an Optimus Prime class as a set of one;
+/// `None` for any other name.
+pub fn named_sets(base: &str, seed: u64) -> Option<Vec<MessageSet>> {
+    suite(base, seed).or_else(|| MessageClass::from_name(base).map(|c| vec![c.set()]))
+}
+
 /// Named workloads accepted by `--workload`, each serialized (also with `-ser`) or
 /// deserialized (`-deser`): `flat`, `mixed`, `nested` (one message each), and the suites `hpb`
 /// and `socialnet` ([`suite`], drawn from `seed`) as one trace of all their messages.
@@ -232,15 +249,11 @@ pub fn suite(name: &str, seed: u64) -> Option<Vec<MessageSet>> {
 pub fn named(source: &mut dyn TraceSource, name: &str, seed: u64) -> Result<Vec<MessageTrace>> {
     let (base, direction) = split_direction(name);
     let dir = direction.unwrap_or(Direction::Encode);
-    if let Some(sets) = suite(base, seed) {
-        let mut out = Vec::new();
-        for set in &sets {
-            out.extend(set.trace(source, dir)?);
-        }
-        return Ok(out);
+    let mut out = Vec::new();
+    for set in named_sets(base, seed).ok_or_else(|| unknown(name))? {
+        out.extend(set.trace(source, dir)?);
     }
-    let class = MessageClass::from_name(base).ok_or_else(|| unknown(name))?;
-    Ok(vec![class.trace(source, dir)?])
+    Ok(out)
 }
 
 /// A workload name without its `-ser` or `-deser`, and the direction that named.
