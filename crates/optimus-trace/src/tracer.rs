@@ -182,6 +182,25 @@ impl<T: Tracer + ?Sized> Tracer for &mut T {
     }
 }
 
+/// The engine, seen from a timing model: something that transforms serialized messages and
+/// reports the events. `optimus-core` implements it over its traced codec; the models depend
+/// only on this vocabulary.
+pub trait TraceSource {
+    /// Compiles `proto` (proto3 source text), then for each `(full type name, wire bytes)` in
+    /// order either decodes the bytes (`Direction::Decode`) or decodes them untraced and
+    /// re-encodes the message (`Direction::Encode`), reporting one traced transformation per
+    /// message.
+    ///
+    /// # Errors
+    /// A description of what the engine rejected (schema or message).
+    fn trace(
+        &mut self,
+        proto: &str,
+        messages: &[(&str, &[u8])],
+        direction: Direction,
+    ) -> Result<Vec<Event>, String>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,23 +241,4 @@ mod tests {
         assert_eq!(std::mem::size_of::<NoTrace>(), 0);
         drive(NoTrace);
     }
-}
-
-/// The engine, seen from a timing model: something that transforms serialized messages and
-/// reports the events. `optimus-core` implements it over its traced codec; the models depend
-/// only on this vocabulary.
-pub trait TraceSource {
-    /// Compiles `proto` (proto3 source text), then for each `(full type name, wire bytes)` in
-    /// order either decodes the bytes (`Direction::Decode`) or decodes them untraced and
-    /// re-encodes the message (`Direction::Encode`), reporting one traced transformation per
-    /// message.
-    ///
-    /// # Errors
-    /// A description of what the engine rejected (schema or message).
-    fn trace(
-        &mut self,
-        proto: &str,
-        messages: &[(&str, &[u8])],
-        direction: Direction,
-    ) -> Result<Vec<Event>, String>;
 }

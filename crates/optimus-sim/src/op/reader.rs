@@ -50,6 +50,15 @@ static NO_FIELDS: Item = Item {
     depth: 0,
 };
 
+/// `i` modulo `n` for `i < 2n`: a context index counted on from another.
+fn wrap(i: usize, n: usize) -> usize {
+    if i >= n {
+        i - n
+    } else {
+        i
+    }
+}
+
 /// The item at `cursor`; [`NO_FIELDS`] for a message without items.
 fn item_at(prog: &Program, cursor: usize) -> &Item {
     prog.items.get(cursor).unwrap_or(&NO_FIELDS)
@@ -289,6 +298,16 @@ pub(super) struct Context {
     /// (the earliest of those dependences' arrivals); cleared when the context issues or
     /// emits.
     quiet_until: [u64; 2],
+    /// Items of the message, at least one (a message without fields is read as one empty
+    /// item); kept here so the per-cycle checks need not reach into the program.
+    items: usize,
+    /// How the current field streams, if it does (`tables.stream(cursor)`).
+    cursor_stream: Option<Stream>,
+    /// For a streaming field: one past the last access its next Chunk needs.
+    chunk_needs: usize,
+    /// For a streaming field: the arrival of the access `in_through` waits on (`NOT_ISSUED`
+    /// before its request); cleared when the context issues or moves to another field.
+    stream_wait: u64,
 }
 
 impl Context {
@@ -303,6 +322,7 @@ impl Context {
         drain_first: bool,
     ) -> Self {
         let n = prog.accesses.len();
+        let cursor_stream = tables.stream(0);
         Self {
             txn,
             owner_tile,
@@ -318,13 +338,17 @@ impl Context {
             scan: 0,
             drain_wait: drain_first,
             quiet_until: [0; 2],
+            items: prog.items.len().max(1),
+            cursor_stream,
+            chunk_needs: cursor_stream.map_or(0, |s| s.needs(0)),
+            stream_wait: 0,
             prog,
         }
     }
 
     /// Items still to emit: a message without fields is read as one empty item.
     fn reading(&self) -> bool {
-        self.cursor < self.prog.items.len().max(1) && !self.drain_wait
+        self.cursor < self.items && !self.drain_wait
     }
 
     /// Access `a` has been issued; its data is in at `ready`.
@@ -332,6 +356,7 @@ impl Context {
         self.ready_at[a] = ready;
         self.unissued_link[a] = a as u32 + 1;
         self.quiet_until = [0; 2];
+        self.stream_wait = 0;
         let (count, latest) = &mut self.item_issued[self.prog.accesses[a].item as usize];
         *count += 1;
         *latest = (*latest).max(ready);
@@ -351,28 +376,29 @@ impl Context {
     }
 
     /// Whether the current field's next Chunk has its data in at `now`: all the field's data,
-    /// or for a streaming field the lines up to the Chunk's.
-    fn chunk_ready(&self, now: u64) -> bool {
+    /// or for a streaming field the lines up to the Chunk's, which `in_through` moves past.
+    fn chunk_ready(&mut self, now: u64) -> bool {
         if !self.reading() {
             return false;
         }
-        if let Some(s) = self.tables.stream(self.cursor) {
-            return self.in_through >= s.needs(self.chunk);
+        if self.cursor_stream.is_some() {
+            let needs = self.chunk_needs;
+            if now < self.stream_wait {
+                return false;
+            }
+            while self.in_through < needs {
+                let arrival = self.ready_at[self.in_through];
+                if arrival > now {
+                    self.stream_wait = arrival;
+                    return false;
+                }
+                self.in_through += 1;
+            }
+            return true;
         }
         let it = item_at(&self.prog, self.cursor);
         let (count, latest) = self.item_issued.get(self.cursor).copied().unwrap_or((0, 0));
         count == it.end_access - it.first_access && latest <= now
-    }
-
-    /// Moves `in_through` past the streaming field's accesses that are in at `now`.
-    fn track_stream(&mut self, now: u64) {
-        if self.tables.stream(self.cursor).is_none() {
-            return;
-        }
-        let end = self.prog.items[self.cursor].end_access as usize;
-        while self.in_through < end && self.ready_at[self.in_through] <= now {
-            self.in_through += 1;
-        }
     }
 
     /// One past the last access of `item` the Reader may request now: a streaming field's
@@ -458,13 +484,13 @@ impl Reader {
         let mut budget = cfg.reader.issue_per_cycle;
         for pass in 0..2 {
             for k in 0..j {
-                let slot = (self.active + k) % j;
+                let slot = wrap(self.active + k, j);
                 let Some(ctx) = self.contexts[slot].as_mut() else {
                     continue;
                 };
-                if !ctx.reading()
+                if (now < ctx.quiet_until[pass] && skip_quiet_passes())
+                    || !ctx.reading()
                     || ctx.prog.items.is_empty()
-                    || (now < ctx.quiet_until[pass] && skip_quiet_passes())
                 {
                     continue;
                 }
@@ -585,13 +611,11 @@ impl Reader {
             return;
         }
         let j = self.contexts.len();
-        for ctx in self.contexts.iter_mut().flatten() {
-            ctx.track_stream(now);
-        }
-        let ready = |r: &Self, s: usize| r.contexts[s].as_ref().is_some_and(|c| c.chunk_ready(now));
+        let ready =
+            |r: &mut Self, s: usize| r.contexts[s].as_mut().is_some_and(|c| c.chunk_ready(now));
         let act = self.active;
         if !ready(self, act) {
-            if let Some(k) = (1..j).map(|k| (act + k) % j).find(|&s| ready(self, s)) {
+            if let Some(k) = (1..j).map(|k| wrap(act + k, j)).find(|&s| ready(self, s)) {
                 self.active = k;
                 self.switch_until = now + u64::from(cfg.reader.context_switch_cycles);
                 if measuring {
@@ -608,7 +632,7 @@ impl Reader {
         let ctx = self.contexts[act].as_mut().expect("ready context is live");
         let it = item_at(&ctx.prog, ctx.cursor);
         let chunks = ctx.tables.chunks(ctx.cursor);
-        let stream = ctx.tables.stream(ctx.cursor);
+        let stream = ctx.cursor_stream;
         if ctx.chunk == 0 && measuring {
             self.stats.fields += u64::from(!ctx.prog.items.is_empty());
         }
@@ -657,6 +681,8 @@ impl Reader {
                 }
             }
             ctx.cursor += 1;
+            ctx.cursor_stream = ctx.tables.stream(ctx.cursor);
+            ctx.stream_wait = 0;
             ctx.chunk = 0;
             ctx.in_through = it.end_access as usize;
             ctx.needed_at = now + 1;
@@ -670,6 +696,7 @@ impl Reader {
                 }
             }
         }
+        ctx.chunk_needs = ctx.cursor_stream.map_or(0, |s| s.needs(ctx.chunk));
         self.in_flight[act] += 1;
         out.push_back(chunk);
         if chunk.last {
