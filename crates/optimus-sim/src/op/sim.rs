@@ -105,6 +105,8 @@ struct Model<'c> {
     core_requests: Vec<u64>,
     /// Per core: `(cycle of its next request, workload message it will send)`.
     core_next: Vec<(u64, usize)>,
+    /// No core's next request is due before this cycle.
+    next_core_due: u64,
     txn: u64,
     /// Messages completed since cycle 0, and the sum of their latencies (cycles).
     completed: u64,
@@ -128,7 +130,7 @@ impl<'c> Model<'c> {
         let base: Vec<Program> = workload.iter().map(Program::from_trace).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         // Stagger the cores' first requests deterministically.
-        let core_next = (0..cores)
+        let core_next: Vec<(u64, usize)> = (0..cores)
             .map(|c| {
                 (
                     u64::from(c) * 7 + rng.next_u64() % 16,
@@ -136,6 +138,7 @@ impl<'c> Model<'c> {
                 )
             })
             .collect();
+        let next_core_due = core_next.iter().map(|c| c.0).min().unwrap_or(u64::MAX);
         Self {
             cfg,
             now: 0,
@@ -149,6 +152,7 @@ impl<'c> Model<'c> {
             progs: base,
             core_requests: vec![0; cores as usize],
             core_next,
+            next_core_due,
             txn: 0,
             completed: 0,
             completed_latency: 0,
@@ -219,6 +223,9 @@ impl<'c> Model<'c> {
 
     /// Cores whose next request is due write it to OP.
     fn cores_tick(&mut self) {
+        if self.now < self.next_core_due {
+            return;
+        }
         for c in 0..self.core_next.len() {
             let (at, msg) = self.core_next[c];
             if at != self.now {
@@ -231,6 +238,14 @@ impl<'c> Model<'c> {
             self.core_next[c] = (u64::MAX, msg);
             self.core_issued[c] = self.now;
         }
+        let now = self.now;
+        self.next_core_due = self
+            .core_next
+            .iter()
+            .map(|c| c.0)
+            .filter(|&at| at > now)
+            .min()
+            .unwrap_or(u64::MAX);
     }
 
     /// Starts `core`'s request (in the queue since `arrive`) in the least loaded pipeline with a free context; false if
@@ -275,10 +290,9 @@ impl<'c> Model<'c> {
         let seen = self.mem.completion_to_core(self.now, tile);
         let nmsg = self.progs.len();
         let next_msg = (self.core_next[core as usize].1 + 1) % nmsg;
-        self.core_next[core as usize] = (
-            seen + u64::from(self.cfg.dispatcher.core_gap_cycles),
-            next_msg,
-        );
+        let due = seen + u64::from(self.cfg.dispatcher.core_gap_cycles);
+        self.core_next[core as usize] = (due, next_msg);
+        self.next_core_due = self.next_core_due.min(due);
         if self.measuring() {
             self.done_msgs += 1;
             self.done_bytes += bytes;
