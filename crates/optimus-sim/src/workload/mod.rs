@@ -165,14 +165,7 @@ impl MessageClass {
     /// # Errors
     /// As [`trace_messages`].
     pub fn trace(self, source: &mut dyn TraceSource, direction: Direction) -> Result<MessageTrace> {
-        let mut v = trace_messages(
-            source,
-            self.name(),
-            PEERS_PROTO,
-            &[(self.type_name(), self.bytes())],
-            direction,
-        )?;
-        Ok(v.remove(0))
+        Ok(self.set().trace(source, direction)?.remove(0))
     }
 
     /// The class as a set of one message, named like the class.
