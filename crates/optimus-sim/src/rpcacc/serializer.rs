@@ -71,6 +71,8 @@ pub fn serializer_ns(
     let mut done = vec![0.0f64; reqs.len()];
     let mut inflight: std::collections::BinaryHeap<std::cmp::Reverse<u64>> = Default::default();
     let mut item_done = vec![0.0f64; p.items.len()];
+    // Per item, when the last of its requests returns (all are issued before it is encoded).
+    let mut item_ready = vec![0.0f64; p.items.len()];
     let mut link_busy: Vec<(Region, f64)> = Vec::new();
     let w = cfg.read_window_fields as usize;
     let mut t_item = 0.0f64;
@@ -105,14 +107,12 @@ pub fn serializer_ns(
                 done[next_req] = fin;
                 inflight.push(std::cmp::Reverse((fin * 1000.0) as u64));
             }
+            if let Some(ready) = item_ready.get_mut(r.item) {
+                *ready = ready.max(done[next_req]);
+            }
             next_req += 1;
         }
-        let ready = reqs
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.item == i)
-            .map(|(k, _)| done[k])
-            .fold(0.0, f64::max);
+        let ready = item_ready[i];
         let bytes: u32 = it.converts.iter().map(|c| c.1).sum();
         let work =
             (cfg.cycles_per_field + f64::from(bytes) * 8.0 / cfg.encode_bits_per_cycle) * cycle_ns;

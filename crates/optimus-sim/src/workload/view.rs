@@ -79,8 +79,14 @@ pub struct ViewConfig {
     /// [`HEAP_STRING_MIN_BYTES`]; `u32::MAX` keeps every payload in the arena.
     pub heap_string_min_bytes: u32,
     /// Largest sum of bytes one message's events may read and write (schema entries, fields,
-    /// serialized buffer); a message over it is an error. Default [`MAX_TRACED_BYTES`].
+    /// serialized buffer), as the trace claims them and as the accelerator sees them (its
+    /// serialized-buffer accesses widened to whole runs); also the largest sum of bytes its
+    /// converter ops may take in, and the largest wire size. A message over it is an error.
+    /// Default [`MAX_TRACED_BYTES`].
     pub max_traced_bytes: u64,
+    /// Largest sum of the same over a whole trace; a trace over it is an error. Default
+    /// [`MAX_WORKLOAD_BYTES`].
+    pub max_workload_bytes: u64,
 }
 
 /// Default [`ViewConfig::max_traced_bytes`]: 256 MiB. A model keeps a 32-byte access per
@@ -88,6 +94,10 @@ pub struct ViewConfig {
 /// (one event may claim 4 GiB) to ~128 MB a message, and one message below the 1 GiB between
 /// the arena and the heap.
 pub const MAX_TRACED_BYTES: u64 = 256 << 20;
+
+/// Default [`ViewConfig::max_workload_bytes`]: 1 GiB, so that a trace file's messages, each
+/// under [`MAX_TRACED_BYTES`], keep a model's accesses to ~512 MB all told.
+pub const MAX_WORKLOAD_BYTES: u64 = 1 << 30;
 
 /// Smallest string payload kept outside the arena. Optimus Prime's microbenchmark uses
 /// Google Protobuf v3.7 (§5), whose arenas hold the `std::string` object of a string field
@@ -108,6 +118,7 @@ impl Default for ViewConfig {
             memory: MemoryView::Arena,
             heap_string_min_bytes: HEAP_STRING_MIN_BYTES,
             max_traced_bytes: MAX_TRACED_BYTES,
+            max_workload_bytes: MAX_WORKLOAD_BYTES,
         }
     }
 }
@@ -181,7 +192,10 @@ impl PageMap {
 ///
 /// # Errors
 /// [`SimError::Trace`] for an ill-formed stream, [`SimError::Workload`] when it holds no
-/// message or a message reads and writes more than [`ViewConfig::max_traced_bytes`].
+/// message, when a message reads and writes more than [`ViewConfig::max_traced_bytes`] (as
+/// its events claim, or once its serialized-buffer accesses are widened: an offset far past
+/// the previous one claims every byte between them), converts more or has a larger wire size,
+/// or when the messages together read and write more than [`ViewConfig::max_workload_bytes`].
 pub fn accelerator_view(
     name: &str,
     events: &[Event],
@@ -200,25 +214,44 @@ pub fn accelerator_view(
     };
     let mut out = Vec::new();
     let mut start = 0;
+    let mut workload_bytes = 0u64;
     for (i, e) in events.iter().enumerate() {
         match e {
             Event::MessageBegin { .. } => start = i,
             Event::MessageEnd { .. } => {
                 let message = &events[start..=i];
-                let traced = traced_bytes(message);
-                if traced > cfg.max_traced_bytes {
-                    return Err(SimError::Workload {
+                let check = |what: &str, bytes: u64, limit: u64, knob: &str| {
+                    if bytes <= limit {
+                        return Ok(());
+                    }
+                    Err(SimError::Workload {
                         name: name.to_string(),
                         why: format!(
-                            "message {} (events {start}..={i}) reads and writes {traced} bytes, \
-                             over the limit of {} (ViewConfig::max_traced_bytes)",
-                            out.len(),
-                            cfg.max_traced_bytes
+                            "message {} (events {start}..={i}) {what} {bytes} bytes, over the \
+                             limit of {limit} (ViewConfig::{knob})",
+                            out.len()
                         ),
-                    });
-                }
+                    })
+                };
+                let per_message = |what: &str, bytes: u64| {
+                    check(what, bytes, cfg.max_traced_bytes, "max_traced_bytes")
+                };
+                // Checked before the view too: mapping an extent walks its pages.
+                per_message("reads and writes", traced_bytes(message))?;
+                per_message("converts", converted_bytes(message))?;
                 st.reuse_regions();
-                out.push(st.view_one(message));
+                let viewed = st.view_one(message);
+                per_message("has a wire size of", viewed.wire_bytes)?;
+                let traced = traced_bytes(&viewed.events);
+                per_message("reads and writes", traced)?;
+                workload_bytes += traced;
+                check(
+                    "brings the trace's reads and writes to",
+                    workload_bytes,
+                    cfg.max_workload_bytes,
+                    "max_workload_bytes",
+                )?;
+                out.push(viewed);
             }
             _ => {}
         }
@@ -239,6 +272,17 @@ fn traced_bytes(events: &[Event]) -> u64 {
         .map(|e| match *e {
             Event::SchemaRead { size, .. } => u64::from(size),
             Event::FieldRead { bytes, .. } | Event::FieldWrite { bytes, .. } => u64::from(bytes),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Bytes a message's converter ops take in.
+fn converted_bytes(events: &[Event]) -> u64 {
+    events
+        .iter()
+        .map(|e| match *e {
+            Event::Convert { bytes, .. } => u64::from(bytes),
             _ => 0,
         })
         .sum()
@@ -484,11 +528,11 @@ impl State {
                 Event::MessageEnd { wire_bytes } => {
                     // Trailing bytes (e.g. the tag and length of a final empty sub-message).
                     if let (Some(k), true) = (last_buffer, wire_bytes > buffer_end) {
-                        let extra = (wire_bytes - buffer_end) as u32;
+                        let extra = u32::try_from(wire_bytes - buffer_end).unwrap_or(u32::MAX);
                         if let Event::FieldRead { bytes, .. } | Event::FieldWrite { bytes, .. } =
                             &mut ev[k]
                         {
-                            *bytes += extra;
+                            *bytes = bytes.saturating_add(extra);
                         }
                     }
                     *e
@@ -581,15 +625,16 @@ fn with_extent(e: Event, region: Region, addr: u64, bytes: u32) -> Event {
 }
 
 /// Widens a serialized-buffer access `[addr, addr + bytes)` back to `*end` (the end of the
-/// previous one), so the tag and length bytes before a value are part of its access.
+/// previous one), so the tag and length bytes before a value are part of its access. A run
+/// too long for a `u32` saturates; [`accelerator_view`] refuses it.
 fn widen(addr: u64, bytes: u32, end: &mut u64) -> (u64, u32) {
     let start = if addr >= *end && addr - *end < u64::from(u32::MAX / 2) {
         *end
     } else {
         addr
     };
-    let b = (addr - start) as u32 + bytes;
-    *end = (*end).max(addr + u64::from(bytes));
+    let b = ((addr - start) as u32).saturating_add(bytes);
+    *end = (*end).max(addr.saturating_add(u64::from(bytes)));
     (start, b)
 }
 
@@ -636,11 +681,112 @@ mod tests {
         // Under a limit that admits it, addresses at the top of the space still map.
         let cfg = ViewConfig {
             max_traced_bytes: u64::MAX,
+            max_workload_bytes: u64::MAX,
             memory: MemoryView::Engine,
             ..ViewConfig::default()
         };
         let view = accelerator_view("big", &evs, &cfg).unwrap();
         assert_eq!(view[0].wire_bytes, u64::from(u32::MAX));
+    }
+
+    /// An encoded message of one 8-byte field written at serialized-buffer offset `offset`,
+    /// with wire size `wire_bytes`: a dozen bytes of trace file.
+    fn one_write_at(offset: u64, wire_bytes: u64) -> Vec<Event> {
+        vec![
+            begin(Direction::Encode),
+            Event::SchemaRead {
+                kind: 9,
+                addr: 0x1000,
+                size: 16,
+            },
+            Event::FieldRead {
+                region: Region::Message,
+                addr: 0x10_0000,
+                bytes: 8,
+            },
+            Event::FieldWrite {
+                region: Region::Buffer,
+                addr: offset,
+                bytes: 8,
+            },
+            Event::MessageEnd { wire_bytes },
+        ]
+    }
+
+    #[test]
+    fn a_message_the_view_widens_over_the_limit_is_an_error() {
+        let cfg = ViewConfig::default();
+        // A write 1 GiB into the buffer claims 8 bytes, but the accelerator writes the run
+        // from the buffer's start to it: 1 GiB + 8, with the schema entry and the read 32.
+        let err = accelerator_view("far", &one_write_at(1 << 30, 8), &cfg).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("message 0 (events 0..=4) reads and writes 1073741856 bytes")
+                && msg.contains("max_traced_bytes"),
+            "{msg}"
+        );
+        // So is a wire size over the limit, with or without a buffer access to extend.
+        for wire_bytes in [1 << 30, u64::MAX] {
+            let err = accelerator_view("far", &one_write_at(0, wire_bytes), &cfg).unwrap_err();
+            assert!(err.to_string().contains("max_traced_bytes"), "{err}");
+        }
+        let mut no_write = one_write_at(0, u64::MAX);
+        no_write.remove(3);
+        let err = accelerator_view("far", &no_write, &cfg).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("has a wire size of 18446744073709551615 bytes"),
+            "{err}"
+        );
+        // Converter ops that together take in more than the limit; at the limit, they pass.
+        let mut converts = one_write_at(0, 8);
+        converts.splice(
+            3..3,
+            (0..65).map(|_| Event::Convert {
+                op: 1,
+                bytes: 4 << 20,
+            }),
+        );
+        let err = accelerator_view("far", &converts, &cfg).unwrap_err();
+        assert!(
+            err.to_string().contains("converts 272629760 bytes"),
+            "{err}"
+        );
+        converts.truncate(3 + 64);
+        converts.extend_from_slice(&one_write_at(0, 8)[3..]);
+        assert!(accelerator_view("near", &converts, &cfg).is_ok());
+        // A run just under the limit is laid out whole.
+        let view =
+            accelerator_view("near", &one_write_at((128 << 20) - 8, 128 << 20), &cfg).unwrap();
+        assert_eq!(
+            view[0].events[3],
+            Event::FieldWrite {
+                region: Region::Buffer,
+                addr: 0,
+                bytes: 128 << 20
+            }
+        );
+    }
+
+    #[test]
+    fn a_trace_over_the_workload_limit_is_an_error() {
+        // Messages of 128 MiB each: the limit of 1 GiB admits seven (with their other bytes),
+        // and the eighth is refused by index.
+        let one = one_write_at((128 << 20) - 8, 128 << 20);
+        let evs: Vec<Event> = (0..8).flat_map(|_| one.iter().copied()).collect();
+        let err = accelerator_view("many", &evs, &ViewConfig::default()).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("message 7 (events 35..=39) brings the trace's reads and writes to")
+                && msg.contains("max_workload_bytes"),
+            "{msg}"
+        );
+        assert_eq!(
+            accelerator_view("many", &evs[..35], &ViewConfig::default())
+                .unwrap()
+                .len(),
+            7
+        );
     }
 
     #[test]
@@ -654,6 +800,7 @@ mod tests {
         for heap_string_min_bytes in [HEAP_STRING_MIN_BYTES, u32::MAX] {
             let cfg = ViewConfig {
                 heap_string_min_bytes,
+                max_workload_bytes: u64::MAX,
                 ..ViewConfig::default()
             };
             for t in accelerator_view("big", &evs, &cfg).unwrap() {
