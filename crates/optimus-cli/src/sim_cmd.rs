@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use optimus_core::binary::EngineTraces;
 use optimus_sim::calibrate::{self, Row, Status};
+use optimus_sim::config_file;
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::{report, RpcAccConfig};
 use optimus_sim::workload::{self, MessageTrace, ViewConfig};
@@ -130,7 +131,7 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
     let mut out = out.lock();
     match args.accel {
         Accel::Op => {
-            let mut cfg: OpConfig = base_config(&args, |t| serde_json::from_str(t))?;
+            let mut cfg: OpConfig = base_config(&args, config_file::from_json)?;
             cfg.pipelines = args.pipelines.unwrap_or(cfg.pipelines);
             cfg.interleave = args.interleave.unwrap_or(cfg.interleave);
             if let Some(m) = args.mesh {
@@ -183,7 +184,7 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
             }
         }
         Accel::Rpcacc => {
-            let mut cfg: RpcAccConfig = base_config(&args, |t| serde_json::from_str(t))?;
+            let mut cfg: RpcAccConfig = base_config(&args, config_file::from_json)?;
             cfg.pcie.latency_ns = args.pcie_ns.unwrap_or(cfg.pcie.latency_ns);
             cfg.clock_mhz = args.clock_mhz.unwrap_or(cfg.clock_mhz);
             cfg.validate().context("sim")?;
@@ -250,8 +251,9 @@ fn print_rpcacc(out: &mut impl Write, r: &report::RpcAccReport) -> Result<()> {
     Ok(())
 }
 
-/// Parses `--config`'s file with `parse`, or gives the paper's defaults without one.
-fn base_config<T: Default>(args: &SimArgs, parse: fn(&str) -> serde_json::Result<T>) -> Result<T> {
+/// Reads `--config`'s file with `parse` (over the paper's defaults, [`config_file::from_json`]),
+/// or gives the defaults without one.
+fn base_config<T: Default>(args: &SimArgs, parse: fn(&str) -> optimus_sim::Result<T>) -> Result<T> {
     let Some(path) = &args.config else {
         return Ok(T::default());
     };

@@ -321,7 +321,8 @@ fn sim_configs_round_trip_and_flags_override_them() {
     let bad = optimus(&["sim", "--config", file], b"");
     std::fs::remove_file(&path).ok();
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown field `hops`"));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("noc.hops: unknown field `hops`"), "{err}");
 }
 
 #[test]

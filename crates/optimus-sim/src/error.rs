@@ -14,6 +14,10 @@ pub enum SimError {
         /// What is wrong, with the value found.
         why: String,
     },
+    /// A configuration file is not JSON, or names a field the config does not have or a
+    /// value of the wrong type (see [`crate::config_file::from_json`]).
+    #[error("{0}")]
+    ConfigFile(String),
     /// The trace file could not be read or is ill-formed.
     #[error("trace: {0}")]
     Trace(#[from] optimus_trace::TraceError),

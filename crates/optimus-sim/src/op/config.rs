@@ -292,6 +292,17 @@ impl OpConfig {
         self.block_buffer.validate()?;
         self.noc.validate()?;
         self.memory.validate()?;
+        // Cycle arithmetic is in u64: a latency longer than the run would wrap it.
+        if self.memory.mem_latency_ns * self.clock_ghz > self.max_cycles as f64 {
+            return Err(config_err(
+                "op.memory",
+                "mem_latency_ns",
+                format!(
+                    "{} ns is longer than the whole run (max_cycles {})",
+                    self.memory.mem_latency_ns, self.max_cycles
+                ),
+            ));
+        }
         let cores = self.cores();
         if cores == 0 || cores >= self.noc.mesh * self.noc.mesh + 64 {
             return Err(config_err(
@@ -342,6 +353,10 @@ mod tests {
         refused(
             |c| c.noc.write_backlog_cycles = 1 << 20,
             "op.noc.write_backlog_cycles",
+        );
+        refused(
+            |c| c.memory.mem_latency_ns = 1e300,
+            "op.memory.mem_latency_ns",
         );
         OpConfig::paper_8x8(12, 1).validate().unwrap();
     }

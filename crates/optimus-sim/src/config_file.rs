@@ -1,0 +1,107 @@
+//! Model configurations read from JSON over their defaults: a file names only the parameters
+//! it changes, at any depth, and every other keeps the paper's value for its place.
+//!
+//! Deserializing a partial object on its own would fill its missing fields from its type's
+//! default, which is not always the default of the field that holds it: RPCAcc's BlueField-3
+//! Arm core is a [`crate::cpu::CpuConfig`] with an IPC of 1.0 where the type's default is
+//! the host's 1.2, and a [`crate::rpcacc::LinkConfig`] has no default at all. So the file is
+//! merged into the serialized default, object by object, and the result is read.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Result, SimError};
+
+/// Reads a `T` from the JSON `text`: objects merge key by key into `T::default()`'s, any
+/// other value replaces the default's. Unknown fields and values of the wrong type are
+/// errors that name their path (`bf3.arm.ipc`); malformed JSON names its line and column;
+/// the text must be an object.
+///
+/// # Errors
+/// [`SimError::ConfigFile`] as above.
+pub fn from_json<T: Serialize + DeserializeOwned + Default>(text: &str) -> Result<T> {
+    let over: Value =
+        serde_json::from_str(text).map_err(|e| SimError::ConfigFile(e.to_string()))?;
+    if !over.is_object() {
+        return Err(SimError::ConfigFile(
+            "a config file is one JSON object of parameters".into(),
+        ));
+    }
+    let mut merged =
+        serde_json::to_value(T::default()).map_err(|e| SimError::ConfigFile(e.to_string()))?;
+    merge(&mut merged, over);
+    serde_path_to_error::deserialize(merged).map_err(|e| SimError::ConfigFile(e.to_string()))
+}
+
+/// Merges `over` into `base`: object members recursively, anything else by replacement.
+fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(base), Value::Object(over)) => {
+            for (key, value) in over {
+                match base.get_mut(&key) {
+                    Some(slot) => merge(slot, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (base, over) => *base = over,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::OpConfig;
+    use crate::rpcacc::RpcAccConfig;
+
+    #[test]
+    fn a_partial_object_keeps_the_defaults_of_its_place() {
+        let cfg: RpcAccConfig = from_json(
+            r#"{"bf3": {"arm": {"per_field": 100.0}, "pcie": {"latency_ns": 900.0}},
+                "pcie": {"bw_gbytes_s": 16.0}}"#,
+        )
+        .unwrap();
+        let paper = RpcAccConfig::default();
+        assert_eq!(cfg.bf3.arm.per_field, 100.0);
+        // The Arm core's IPC is the BlueField-3 default (1.0), not a CpuConfig's (1.2).
+        assert_eq!(cfg.bf3.arm.ipc, paper.bf3.arm.ipc);
+        assert_ne!(cfg.bf3.arm.ipc, crate::cpu::CpuConfig::default().ipc);
+        assert_eq!(
+            (cfg.bf3.pcie.latency_ns, cfg.bf3.pcie.bw_gbytes_s),
+            (900.0, paper.bf3.pcie.bw_gbytes_s)
+        );
+        assert_eq!(
+            (cfg.pcie.latency_ns, cfg.pcie.bw_gbytes_s),
+            (paper.pcie.latency_ns, 16.0)
+        );
+        let op: OpConfig = from_json(r#"{"noc": {"mesh": 8}, "pipelines": 3}"#).unwrap();
+        assert_eq!((op.noc.mesh, op.pipelines), (8, 3));
+        assert_eq!(op.noc.hop_cycles, OpConfig::default().noc.hop_cycles);
+        // An empty file object is the paper's configuration; a full one reads back as itself.
+        assert_eq!(from_json::<RpcAccConfig>("{}").unwrap(), paper);
+        let full = serde_json::to_string(&cfg).unwrap();
+        assert_eq!(from_json::<RpcAccConfig>(&full).unwrap(), cfg);
+    }
+
+    #[test]
+    fn bad_files_name_the_path_or_the_line() {
+        let err = |text: &str| from_json::<RpcAccConfig>(text).unwrap_err().to_string();
+        let unknown = err(r#"{"bf3": {"arm": {"ipcc": 1.0}}}"#);
+        assert!(
+            unknown.contains("bf3.arm") && unknown.contains("unknown field `ipcc`"),
+            "{unknown}"
+        );
+        let wrong = err(r#"{"pcie": {"latency_ns": "slow"}}"#);
+        assert!(
+            wrong.contains("pcie.latency_ns") && wrong.contains("invalid type"),
+            "{wrong}"
+        );
+        let syntax = err("{\n  \"seed\": 1,\n  oops\n}");
+        assert!(syntax.contains("line 3"), "{syntax}");
+        // serde would read an array as the struct's first fields.
+        assert!(err("[1, 2]").contains("one JSON object"));
+    }
+}
