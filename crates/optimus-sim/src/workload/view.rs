@@ -690,27 +690,17 @@ mod tests {
     }
 
     /// An encoded message of one 8-byte field written at serialized-buffer offset `offset`,
-    /// with wire size `wire_bytes`: a dozen bytes of trace file.
+    /// with wire size `wire_bytes`: begin, schema entry, read, convert, write, end.
     fn one_write_at(offset: u64, wire_bytes: u64) -> Vec<Event> {
-        vec![
-            begin(Direction::Encode),
-            Event::SchemaRead {
-                kind: 9,
-                addr: 0x1000,
-                size: 16,
-            },
-            Event::FieldRead {
-                region: Region::Message,
-                addr: 0x10_0000,
-                bytes: 8,
-            },
-            Event::FieldWrite {
-                region: Region::Buffer,
-                addr: offset,
-                bytes: 8,
-            },
-            Event::MessageEnd { wire_bytes },
-        ]
+        let mut evs = crate::program::one_large_field(8).events;
+        for e in &mut evs {
+            match e {
+                Event::FieldWrite { addr, .. } => *addr = offset,
+                Event::MessageEnd { wire_bytes: w } => *w = wire_bytes,
+                _ => {}
+            }
+        }
+        evs
     }
 
     #[test]
@@ -721,7 +711,7 @@ mod tests {
         let err = accelerator_view("far", &one_write_at(1 << 30, 8), &cfg).unwrap_err();
         let msg = err.to_string();
         assert!(
-            msg.contains("message 0 (events 0..=4) reads and writes 1073741856 bytes")
+            msg.contains("message 0 (events 0..=5) reads and writes 1073741856 bytes")
                 && msg.contains("max_traced_bytes"),
             "{msg}"
         );
@@ -731,7 +721,7 @@ mod tests {
             assert!(err.to_string().contains("max_traced_bytes"), "{err}");
         }
         let mut no_write = one_write_at(0, u64::MAX);
-        no_write.remove(3);
+        no_write.remove(4);
         let err = accelerator_view("far", &no_write, &cfg).unwrap_err();
         assert!(
             err.to_string()
@@ -741,7 +731,7 @@ mod tests {
         // Converter ops that together take in more than the limit; at the limit, they pass.
         let mut converts = one_write_at(0, 8);
         converts.splice(
-            3..3,
+            3..4,
             (0..65).map(|_| Event::Convert {
                 op: 1,
                 bytes: 4 << 20,
@@ -753,13 +743,13 @@ mod tests {
             "{err}"
         );
         converts.truncate(3 + 64);
-        converts.extend_from_slice(&one_write_at(0, 8)[3..]);
+        converts.extend_from_slice(&one_write_at(0, 8)[4..]);
         assert!(accelerator_view("near", &converts, &cfg).is_ok());
         // A run just under the limit is laid out whole.
         let view =
             accelerator_view("near", &one_write_at((128 << 20) - 8, 128 << 20), &cfg).unwrap();
         assert_eq!(
-            view[0].events[3],
+            view[0].events[4],
             Event::FieldWrite {
                 region: Region::Buffer,
                 addr: 0,
@@ -777,12 +767,12 @@ mod tests {
         let err = accelerator_view("many", &evs, &ViewConfig::default()).unwrap_err();
         let msg = err.to_string();
         assert!(
-            msg.contains("message 7 (events 35..=39) brings the trace's reads and writes to")
+            msg.contains("message 7 (events 42..=47) brings the trace's reads and writes to")
                 && msg.contains("max_workload_bytes"),
             "{msg}"
         );
         assert_eq!(
-            accelerator_view("many", &evs[..35], &ViewConfig::default())
+            accelerator_view("many", &evs[..42], &ViewConfig::default())
                 .unwrap()
                 .len(),
             7
