@@ -298,7 +298,7 @@ impl OpConfig {
                 "op.memory",
                 "mem_latency_ns",
                 format!(
-                    "{} ns is longer than the whole run (max_cycles {})",
+                    "{:e} ns is longer than the whole run (max_cycles {})",
                     self.memory.mem_latency_ns, self.max_cycles
                 ),
             ));
