@@ -106,6 +106,11 @@ pub struct ReproduceArgs {
     /// overlaid [default: no figures].
     #[arg(long, value_name = "DIR")]
     plot: Option<std::path::PathBuf>,
+    /// Run the experiments with these parameters (JSON over the defaults, as `optimus sim
+    /// --config`); each experiment still sets its own pipelines, time-sharing degree, mesh,
+    /// PCIe latency or clock.
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
 }
 
 /// Runs `optimus sim`.
@@ -131,7 +136,7 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
     let mut out = out.lock();
     match args.accel {
         Accel::Op => {
-            let mut cfg: OpConfig = base_config(&args, config_file::from_json)?;
+            let mut cfg: OpConfig = config_from(args.config.as_deref(), config_file::from_json)?;
             cfg.pipelines = args.pipelines.unwrap_or(cfg.pipelines);
             cfg.interleave = args.interleave.unwrap_or(cfg.interleave);
             if let Some(m) = args.mesh {
@@ -184,7 +189,8 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
             }
         }
         Accel::Rpcacc => {
-            let mut cfg: RpcAccConfig = base_config(&args, config_file::from_json)?;
+            let mut cfg: RpcAccConfig =
+                config_from(args.config.as_deref(), config_file::from_json)?;
             cfg.pcie.latency_ns = args.pcie_ns.unwrap_or(cfg.pcie.latency_ns);
             cfg.clock_mhz = args.clock_mhz.unwrap_or(cfg.clock_mhz);
             cfg.validate().context("sim")?;
@@ -251,10 +257,13 @@ fn print_rpcacc(out: &mut impl Write, r: &report::RpcAccReport) -> Result<()> {
     Ok(())
 }
 
-/// Reads `--config`'s file with `parse` (over the paper's defaults, [`config_file::from_json`]),
+/// Reads a `--config` file with `parse` (over the model's defaults: [`config_file::from_json`]),
 /// or gives the defaults without one.
-fn base_config<T: Default>(args: &SimArgs, parse: fn(&str) -> optimus_sim::Result<T>) -> Result<T> {
-    let Some(path) = &args.config else {
+fn config_from<T: Default>(
+    path: Option<&std::path::Path>,
+    parse: fn(&str) -> optimus_sim::Result<T>,
+) -> Result<T> {
+    let Some(path) = path else {
         return Ok(T::default());
     };
     let text = std::fs::read_to_string(path).with_context(|| format!("sim: {}", path.display()))?;
@@ -283,14 +292,19 @@ fn load(args: &SimArgs) -> Result<Vec<MessageTrace>> {
 fn reproduce(r: ReproduceArgs) -> Result<()> {
     let rows: Vec<Row> = match r.paper {
         Accel::Op => {
-            let (rows, figs) = calibrate::reproduce_op(&mut EngineTraces)?;
+            let params: OpConfig = config_from(r.config.as_deref(), config_file::from_json)?;
+            let cpu = optimus_sim::cpu::CpuConfig::default();
+            let (rows, figs) = calibrate::reproduce_op_with(&params, &cpu, &mut EngineTraces)
+                .context("sim reproduce")?;
             if let Some(dir) = &r.plot {
                 plot::op_figures(dir, &rows, &figs).context("sim: plot")?;
             }
             rows
         }
         Accel::Rpcacc => {
-            let (rows, figs) = calibrate::reproduce_rpcacc(&mut EngineTraces)?;
+            let params: RpcAccConfig = config_from(r.config.as_deref(), config_file::from_json)?;
+            let (rows, figs) = calibrate::reproduce_rpcacc_with(&params, &mut EngineTraces)
+                .context("sim reproduce")?;
             if let Some(dir) = &r.plot {
                 plot::rpcacc_figures(dir, &rows, &figs).context("sim: plot")?;
             }

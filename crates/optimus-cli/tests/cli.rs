@@ -326,6 +326,37 @@ fn sim_configs_round_trip_and_flags_override_them() {
 }
 
 #[test]
+fn reproduce_runs_under_a_config_file() {
+    let fig7 = |args: &[&str]| -> f64 {
+        let out = optimus(args, b"");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|row| row["id"] == "rpcacc.fig7.memaff_vs_protoacc_pcie.x")
+            .and_then(|row| row["model"].as_f64())
+            .unwrap()
+    };
+    let path = std::env::temp_dir().join(format!("optimus-repro-{}.json", std::process::id()));
+    let file = path.to_str().unwrap();
+    std::fs::write(&path, br#"{"pcie": {"latency_ns": 70}}"#).unwrap();
+    let paper = fig7(&["sim", "reproduce", "rpcacc", "--json"]);
+    let near = fig7(&["sim", "reproduce", "rpcacc", "--json", "--config", file]);
+    assert!(near < paper / 1.5, "{near} vs {paper}");
+    std::fs::write(&path, br#"{"block_buffer": {"ways": 0}}"#).unwrap();
+    let bad = optimus(&["sim", "reproduce", "op", "--config", file], b"");
+    std::fs::remove_file(&path).ok();
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("block_buffer.ways"), "{err}");
+}
+
+#[test]
 fn reproduce_draws_every_figure_with_its_title() {
     let dir = std::env::temp_dir().join(format!("optimus-plots-{}", std::process::id()));
     let out = optimus(

@@ -113,7 +113,10 @@ pub(crate) enum Eval {
 mod op;
 mod rpcacc;
 
-pub use op::{pipelines_for, reproduce_op, saturation, Curve, OpFigures, LINK_SATURATION, SWEEP};
+pub use op::{
+    pipelines_for, reproduce_op, reproduce_op_with, saturation, Curve, OpFigures, LINK_SATURATION,
+    SWEEP,
+};
 pub use rpcacc::{reproduce_rpcacc, reproduce_rpcacc_with, RpcFigures};
 
 pub(crate) fn rows(paper: Paper, eval: &dyn Fn(&str) -> Eval) -> Result<Vec<Row>> {

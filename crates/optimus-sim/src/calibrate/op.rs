@@ -15,17 +15,20 @@ use crate::workload::{MessageClass, MessageTrace, TraceSource};
 
 /// Memoized OP runs of one reproduction.
 struct OpRuns {
+    /// Every parameter but the experiment's own (pipelines, time-sharing, mesh, OP_Base).
+    params: OpConfig,
     traces: HashMap<MessageClass, MessageTrace>,
     cache: HashMap<(MessageClass, u32, u32, u32, bool), OpReport>,
 }
 
 impl OpRuns {
-    fn new(source: &mut dyn TraceSource) -> Result<Self> {
+    fn new(params: &OpConfig, source: &mut dyn TraceSource) -> Result<Self> {
         let mut traces = HashMap::new();
         for c in MessageClass::ALL {
             traces.insert(c, c.trace(source, Direction::Encode)?);
         }
         Ok(Self {
+            params: params.clone(),
             traces,
             cache: HashMap::new(),
         })
@@ -37,18 +40,16 @@ impl OpRuns {
         mesh: u32,
         n: u32,
         j: u32,
-        base: bool,
+        op_base: bool,
     ) -> Result<&OpReport> {
-        let key = (class, mesh, n, j, base);
+        let key = (class, mesh, n, j, op_base);
         if !self.cache.contains_key(&key) {
-            let mut cfg = if base {
-                OpConfig::op_base()
-            } else if mesh == 8 {
-                OpConfig::paper_8x8(n, j)
-            } else {
-                OpConfig::paper_4x4(n, j)
-            };
-            cfg.noc.mesh = mesh;
+            let mut cfg = self.params.experiment(n, j, mesh);
+            if op_base {
+                // OP_Base of Fig. 7: one pipeline, no pipelining, no prefetching.
+                cfg.prefetch = false;
+                cfg.pipelining = false;
+            }
             let r = op::run(&cfg, std::slice::from_ref(&self.traces[&class]))?;
             self.cache.insert(key, r);
         }
@@ -97,10 +98,10 @@ fn curve(runs: &mut OpRuns, class: MessageClass, mesh: u32, j: u32) -> Result<Cu
 /// saturates with six pipelines"): the first count whose traffic through OP's port, in both
 /// directions, reaches [`LINK_SATURATION`] of the port's bandwidth. Past that share the
 /// port's queueing delay, and so the latency the paper sees rise, grows steeply.
-pub fn saturation(c: &Curve) -> f64 {
-    let link = OpConfig::default().port_gbps();
+/// `port_gbps` is the port's bandwidth ([`OpConfig::port_gbps`]).
+pub fn saturation(c: &Curve, port_gbps: f64) -> f64 {
     c.iter()
-        .find(|p| p.3 >= LINK_SATURATION * link)
+        .find(|p| p.3 >= LINK_SATURATION * port_gbps)
         .map_or(f64::NAN, |p| f64::from(p.0))
 }
 
@@ -117,8 +118,23 @@ pub fn pipelines_for(c: &Curve, gbps: f64) -> f64 {
 /// # Errors
 /// A broken embedded target file, or an engine error from `source`.
 pub fn reproduce_op(source: &mut dyn TraceSource) -> Result<(Vec<Row>, OpFigures)> {
-    let mut runs = OpRuns::new(source)?;
-    let cpu = CpuConfig::default();
+    reproduce_op_with(&OpConfig::default(), &CpuConfig::default(), source)
+}
+
+/// [`reproduce_op`] with other parameters (for sensitivity studies): `params` gives every OP
+/// parameter but each experiment's pipelines, time-sharing degree and mesh (and OP_Base's
+/// prefetching and pipelining), `cpu` the software baseline.
+///
+/// # Errors
+/// As [`reproduce_op`], or `params` that cannot run.
+pub fn reproduce_op_with(
+    params: &OpConfig,
+    cpu: &CpuConfig,
+    source: &mut dyn TraceSource,
+) -> Result<(Vec<Row>, OpFigures)> {
+    params.validate()?;
+    let mut runs = OpRuns::new(params, source)?;
+    let cpu = cpu.clone();
     let cpu_gbps: HashMap<MessageClass, f64> = MessageClass::ALL
         .iter()
         .map(|c| (*c, cpu.gbps(&runs.traces[c])))
@@ -235,7 +251,7 @@ pub fn reproduce_op(source: &mut dyn TraceSource) -> Result<(Vec<Row>, OpFigures
         let calls = dsb::calls(source, s, 1)?;
         dsb_x.insert(
             s,
-            dsb::dt_reduction(&cpu, &OpConfig::paper_4x4(1, 1), &calls)?,
+            dsb::dt_reduction(&cpu, &params.experiment(1, 1, 4), &calls)?,
         );
     }
     figs.fig10 = Service::ALL
@@ -345,19 +361,19 @@ pub fn reproduce_op(source: &mut dyn TraceSource) -> Result<(Vec<Row>, OpFigures
                 Eval::Model(t4_11 / op11[&Mixed], "OP{1,1} Mixed")
             }
             "op.fig9.sat_pipelines.op_n_1.4x4" => Eval::Model(
-                saturation(&f9("4x4 OP{n,1}")),
+                saturation(&f9("4x4 OP{n,1}"), params.port_gbps()),
                 "first n with OP's port >= 85 % of 512 Gbps",
             ),
             "op.fig9.sat_pipelines.op_n_1.8x8" => Eval::Model(
-                saturation(&f9("8x8 OP{n,1}")),
+                saturation(&f9("8x8 OP{n,1}"), params.port_gbps()),
                 "first n with OP's port >= 85 % of 512 Gbps",
             ),
             "op.fig9.sat_pipelines.op_n_2.4x4" => Eval::Model(
-                saturation(&f9("4x4 OP{n,2}")),
+                saturation(&f9("4x4 OP{n,2}"), params.port_gbps()),
                 "first n with OP's port >= 85 % of 512 Gbps",
             ),
             "op.fig9.sat_pipelines.op_n_4.8x8" => Eval::Model(
-                saturation(&f9("8x8 OP{n,4}")),
+                saturation(&f9("8x8 OP{n,4}"), params.port_gbps()),
                 "first n with OP's port >= 85 % of 512 Gbps",
             ),
             "op.table3.wt.us" | "op.table3.pp.tcp.us" | "op.table3.pp.erpc.us" => {

@@ -65,14 +65,16 @@ pub fn reproduce_rpcacc(source: &mut dyn TraceSource) -> Result<(Vec<Row>, RpcFi
     reproduce_rpcacc_with(&RpcAccConfig::default(), source)
 }
 
-/// [`reproduce_rpcacc`] with other parameters (for sensitivity studies).
+/// [`reproduce_rpcacc`] with other parameters (for sensitivity studies); each experiment
+/// still sets its own PCIe latency or clock where it sweeps them.
 ///
 /// # Errors
-/// As [`reproduce_rpcacc`].
+/// As [`reproduce_rpcacc`], or `cfg` that cannot run.
 pub fn reproduce_rpcacc_with(
     cfg: &RpcAccConfig,
     source: &mut dyn TraceSource,
 ) -> Result<(Vec<Row>, RpcFigures)> {
+    cfg.validate()?;
     let cfg = cfg.clone();
     let ms = rpcacc::suite(&cfg, source)?;
     let sn = rpcacc::socialnet(&cfg, source)?;

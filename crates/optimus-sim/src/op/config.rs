@@ -205,9 +205,7 @@ impl OpConfig {
 
     /// OP{n,j} in the 64-core 8×8 server of Fig. 9 and Table 4.
     pub fn paper_8x8(pipelines: u32, interleave: u32) -> Self {
-        let mut c = Self::paper_4x4(pipelines, interleave);
-        c.noc.mesh = 8;
-        c
+        Self::default().experiment(pipelines, interleave, 8)
     }
 
     /// OP_Base of Fig. 7: one pipeline, no pipelining, no prefetching.
@@ -215,6 +213,16 @@ impl OpConfig {
         let mut c = Self::paper_4x4(1, 1);
         c.prefetch = false;
         c.pipelining = false;
+        c
+    }
+
+    /// These parameters with an experiment's own: OP{`pipelines`,`interleave`} on a
+    /// `mesh`×`mesh` server.
+    pub fn experiment(&self, pipelines: u32, interleave: u32, mesh: u32) -> Self {
+        let mut c = self.clone();
+        c.pipelines = pipelines;
+        c.interleave = interleave;
+        c.noc.mesh = mesh;
         c
     }
 
