@@ -134,7 +134,6 @@ pub fn reproduce_op_with(
 ) -> Result<(Vec<Row>, OpFigures)> {
     params.validate()?;
     let mut runs = OpRuns::new(params, source)?;
-    let cpu = cpu.clone();
     let cpu_gbps: HashMap<MessageClass, f64> = MessageClass::ALL
         .iter()
         .map(|c| (*c, cpu.gbps(&runs.traces[c])))
@@ -251,7 +250,7 @@ pub fn reproduce_op_with(
         let calls = dsb::calls(source, s, 1)?;
         dsb_x.insert(
             s,
-            dsb::dt_reduction(&cpu, &params.experiment(1, 1, 4), &calls)?,
+            dsb::dt_reduction(cpu, &params.experiment(1, 1, 4), &calls)?,
         );
     }
     figs.fig10 = Service::ALL

@@ -1,0 +1,214 @@
+//! Fits chosen model parameters to a paper's targets: a seeded random local search over the
+//! parameters named on the command line, each within its range, scored by the whole
+//! calibration (every computed target of `optimus sim reproduce`).
+//!
+//! ```text
+//! cargo run --release -p optimus-sim --example fit -- rpcacc \
+//!     accel_mem.latency_ns=60..400 dma_txn_ns=2..60 [--iters 500] [--seed 1] [--by met|error]
+//! ```
+//!
+//! A parameter is a path into the model's config as `--print-config` writes it (`OpConfig` for
+//! `op`, `RpcAccConfig` for `rpcacc`); integer parameters stay integers. Each step multiplies
+//! one to three of them by a log-normal factor and keeps the result if it scores better:
+//! `--by met` (the default) counts met targets first and breaks ties by the error, `--by
+//! error` uses the error alone, the sum over computed targets of |ln(model / paper)| (each
+//! capped at 3). Progress goes to stderr; stdout gets the targets whose status changed and
+//! the fitted values, as a config file for `optimus sim reproduce --config`.
+
+use optimus_core::binary::EngineTraces;
+use optimus_sim::calibrate::{self, Row, Status};
+use optimus_sim::cpu::CpuConfig;
+use optimus_sim::op::OpConfig;
+use optimus_sim::rpcacc::RpcAccConfig;
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde_json::{json, Value};
+
+/// One parameter to fit: its path in the config and its range.
+struct Param {
+    path: String,
+    low: f64,
+    high: f64,
+}
+
+/// How a candidate scores: targets met, and the summed log deviation.
+#[derive(Clone, Copy, PartialEq)]
+struct Score {
+    met: usize,
+    error: f64,
+}
+
+fn usage() -> ! {
+    eprintln!("usage: fit op|rpcacc PATH=LOW..HIGH ... [--iters N] [--seed S] [--by met|error]");
+    std::process::exit(2);
+}
+
+fn parse_param(arg: &str) -> Option<Param> {
+    let (path, range) = arg.split_once('=')?;
+    let (low, high) = range.split_once("..")?;
+    let (low, high) = (low.parse().ok()?, high.parse().ok()?);
+    (low > 0.0 && high >= low).then(|| Param {
+        path: path.to_string(),
+        low,
+        high,
+    })
+}
+
+/// The value at `path` (dot-separated) in `config`.
+fn at<'a>(config: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+    path.split('.').try_fold(config, |v, key| v.get_mut(key))
+}
+
+/// Runs the paper's reproduction under `config`; `None` if the config cannot run.
+fn reproduce(paper: &str, config: &Value) -> Option<Vec<Row>> {
+    if paper == "op" {
+        let params: OpConfig = serde_json::from_value(config.clone()).ok()?;
+        calibrate::reproduce_op_with(&params, &CpuConfig::default(), &mut EngineTraces)
+            .ok()
+            .map(|(rows, _)| rows)
+    } else {
+        let params: RpcAccConfig = serde_json::from_value(config.clone()).ok()?;
+        calibrate::reproduce_rpcacc_with(&params, &mut EngineTraces)
+            .ok()
+            .map(|(rows, _)| rows)
+    }
+}
+
+fn score(rows: &[Row]) -> Score {
+    let computed = rows
+        .iter()
+        .filter(|r| matches!(r.status, Status::Met | Status::Missed));
+    let error = computed
+        .clone()
+        .map(|r| {
+            let d = r.model.map_or(f64::NAN, |m| (m / r.paper).ln().abs());
+            if d.is_finite() {
+                d.min(3.0)
+            } else {
+                3.0
+            }
+        })
+        .sum();
+    Score {
+        met: computed.filter(|r| r.status == Status::Met).count(),
+        error,
+    }
+}
+
+fn better(a: Score, b: Score, by_met: bool) -> bool {
+    if by_met && a.met != b.met {
+        return a.met > b.met;
+    }
+    a.error < b.error
+}
+
+/// A standard normal draw (Box-Muller).
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let unit = |r: &mut ChaCha8Rng| (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let u = unit(rng).max(f64::MIN_POSITIVE);
+    let v = unit(rng);
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let paper = match args.first().map(String::as_str) {
+        Some(p @ ("op" | "rpcacc")) => p.to_string(),
+        _ => usage(),
+    };
+    let (mut iters, mut seed, mut by_met, mut params) = (500usize, 1u64, true, Vec::new());
+    let mut rest = args[1..].iter();
+    while let Some(arg) = rest.next() {
+        let mut value = || rest.next().cloned().unwrap_or_else(|| usage());
+        match arg.as_str() {
+            "--iters" => iters = value().parse().unwrap_or_else(|_| usage()),
+            "--seed" => seed = value().parse().unwrap_or_else(|_| usage()),
+            "--by" => {
+                by_met = match value().as_str() {
+                    "met" => true,
+                    "error" => false,
+                    _ => usage(),
+                }
+            }
+            _ => params.push(parse_param(arg).unwrap_or_else(|| usage())),
+        }
+    }
+    let defaults = if paper == "op" {
+        serde_json::to_value(OpConfig::default())
+    } else {
+        serde_json::to_value(RpcAccConfig::default())
+    }
+    .expect("configs serialize");
+    for p in &params {
+        if !at(&mut defaults.clone(), &p.path).is_some_and(|v| v.is_number()) {
+            eprintln!(
+                "fit: {} is not a numeric parameter of the {paper} config",
+                p.path
+            );
+            std::process::exit(2);
+        }
+    }
+    if params.is_empty() {
+        usage();
+    }
+    let start_rows = reproduce(&paper, &defaults).expect("the defaults run");
+    let start = score(&start_rows);
+    eprintln!("defaults: {} met, error {:.3}", start.met, start.error);
+    let (mut best, mut best_score) = (defaults.clone(), start);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for step in 0..iters {
+        let mut candidate = best.clone();
+        for _ in 0..=rng.next_u64() % 3 {
+            let p = &params[(rng.next_u64() % params.len() as u64) as usize];
+            let v = at(&mut candidate, &p.path).expect("checked above");
+            let x = v.as_f64().unwrap_or(p.low).max(p.low);
+            let y = (x * (0.5 * normal(&mut rng)).exp()).clamp(p.low, p.high);
+            *v = if v.is_u64() {
+                json!(y.round() as u64)
+            } else {
+                json!(y)
+            };
+        }
+        let Some(rows) = reproduce(&paper, &candidate) else {
+            continue;
+        };
+        let s = score(&rows);
+        if better(s, best_score, by_met) {
+            eprintln!("step {step}: {} met, error {:.3}", s.met, s.error);
+            (best, best_score) = (candidate, s);
+        }
+    }
+    let rows = reproduce(&paper, &best).expect("the best config ran");
+    for (was, now) in start_rows.iter().zip(&rows) {
+        if was.status != now.status {
+            println!(
+                "{}: paper {}, model {:.3} -> {:.3}, {:?} -> {:?}",
+                now.id,
+                now.paper,
+                was.model.unwrap_or(f64::NAN),
+                now.model.unwrap_or(f64::NAN),
+                was.status,
+                now.status
+            );
+        }
+    }
+    println!(
+        "{} met (defaults {}), error {:.3} (defaults {:.3})",
+        best_score.met, start.met, best_score.error, start.error
+    );
+    let mut fitted = json!({});
+    for p in &params {
+        let mut slot = &mut fitted;
+        let keys: Vec<&str> = p.path.split('.').collect();
+        for key in &keys[..keys.len() - 1] {
+            slot = slot
+                .as_object_mut()
+                .expect("objects")
+                .entry(*key)
+                .or_insert_with(|| json!({}));
+        }
+        let value = at(&mut best, &p.path).expect("checked above").clone();
+        slot[keys[keys.len() - 1]] = value;
+    }
+    println!("{}", serde_json::to_string_pretty(&fitted).expect("JSON"));
+}
