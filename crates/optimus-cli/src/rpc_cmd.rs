@@ -1304,7 +1304,9 @@ service Geometry {
             transport,
             addr: Some(addr.clone()),
             core: None,
-            seconds: Some(3.0),
+            // Long enough for a server starved by the other tests (soft NICs spinning on a
+            // 2-core machine) to start and answer every call below.
+            seconds: Some(15.0),
         };
         let server = std::thread::spawn(move || serve(serve_args));
         let data = r#"{"name":"tri","points":[{"x":1,"y":-2},{"x":-3}],"color":"BLUE","tags":{"a":"7"},"area":1.5}"#;
@@ -1317,12 +1319,10 @@ service Geometry {
             timeout: 2.0,
         };
         let mut got = None;
-        for _ in 0..100 {
+        let deadline = Instant::now() + Duration::from_secs(8);
+        while got.is_none() && Instant::now() < deadline {
             match call_json(&call_args("interop.Geometry/Echo")) {
-                Ok(t) => {
-                    got = Some(t);
-                    break;
-                }
+                Ok(t) => got = Some(t),
                 Err(_) => std::thread::sleep(Duration::from_millis(20)), // server still starting
             }
         }
