@@ -133,14 +133,14 @@ fn main() {
             _ => params.push(parse_param(arg).unwrap_or_else(|| usage())),
         }
     }
-    let defaults = if paper == "op" {
+    let mut defaults = if paper == "op" {
         serde_json::to_value(OpConfig::default())
     } else {
         serde_json::to_value(RpcAccConfig::default())
     }
     .expect("configs serialize");
     for p in &params {
-        if !at(&mut defaults.clone(), &p.path).is_some_and(|v| v.is_number()) {
+        if !at(&mut defaults, &p.path).is_some_and(|v| v.is_number()) {
             eprintln!(
                 "fit: {} is not a numeric parameter of the {paper} config",
                 p.path

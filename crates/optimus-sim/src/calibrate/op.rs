@@ -46,9 +46,7 @@ impl OpRuns {
         if !self.cache.contains_key(&key) {
             let mut cfg = self.params.experiment(n, j, mesh);
             if op_base {
-                // OP_Base of Fig. 7: one pipeline, no pipelining, no prefetching.
-                cfg.prefetch = false;
-                cfg.pipelining = false;
+                cfg = cfg.without_overlap();
             }
             let r = op::run(&cfg, std::slice::from_ref(&self.traces[&class]))?;
             self.cache.insert(key, r);

@@ -210,7 +210,13 @@ impl OpConfig {
 
     /// OP_Base of Fig. 7: one pipeline, no pipelining, no prefetching.
     pub fn op_base() -> Self {
-        let mut c = Self::paper_4x4(1, 1);
+        Self::default().without_overlap()
+    }
+
+    /// These parameters as OP_Base has them: no prefetching, and no overlap of a field's read
+    /// with the previous field's conversion and write.
+    pub fn without_overlap(&self) -> Self {
+        let mut c = self.clone();
         c.prefetch = false;
         c.pipelining = false;
         c
