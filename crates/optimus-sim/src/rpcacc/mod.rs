@@ -7,7 +7,8 @@
 //!   walks fields in order, issuing each field's memory read once its address is known (the
 //!   dependence chain of sub-messages and strings) and up to `read_window_fields` ahead, with at
 //!   most `max_outstanding_reads` in flight; each read costs the interconnect latency plus
-//!   bytes over bandwidth; each field costs `cycles_per_field` at the accelerator clock.
+//!   bytes over bandwidth; each field costs `cycles_per_field` at the accelerator clock, and
+//!   its bytes move at `engine_bits_per_cycle`.
 //! - **Memory-affinity serialization** (RPCAcc §III-C): the host CPU pre-serializes its fields
 //!   without encoding into a contiguous DMA-safe buffer (large copies offloaded to the memcpy
 //!   engine), one MMIO notifies the card, one DMA read fetches the buffer, the serializer
@@ -79,6 +80,11 @@ pub struct RpcAccConfig {
     pub cycles_per_field: f64,
     /// Bits encoded/parsed per cycle. Default 512 (§III-C: "per-512-bit ... one cycle").
     pub encode_bits_per_cycle: f64,
+    /// Bits ProtoACC's serializer engine (ProtoACC-PCIe, -OnChip, Dagger-ProtoACC) moves per
+    /// cycle. Default 512, RPCAcc's width: the paper's ProtoACC-OnChip at 250 MHz outruns
+    /// ProtoACC's RTL, whose memory writer takes 16 bytes a cycle (128), on the suite's
+    /// multi-KB strings (see docs/simulator.md).
+    pub engine_bits_per_cycle: f64,
     /// Deserializer lanes. Default 4 (§III-B).
     pub deser_lanes: u32,
     /// Temp Buffer bytes (one-shot DMA granule). Default 4096 (§III-B).
@@ -149,6 +155,7 @@ impl Default for RpcAccConfig {
             read_window_fields: 8,
             cycles_per_field: 2.0,
             encode_bits_per_cycle: 512.0,
+            engine_bits_per_cycle: 512.0,
             deser_lanes: 4,
             temp_buffer_bytes: 4096,
             dma_txn_ns: 12.0,
@@ -184,6 +191,7 @@ impl RpcAccConfig {
                 (self.accel_mem.bw_gbytes_s, "accel_mem.bw_gbytes_s"),
                 (self.upi.bw_gbytes_s, "upi.bw_gbytes_s"),
                 (self.encode_bits_per_cycle, "encode_bits_per_cycle"),
+                (self.engine_bits_per_cycle, "engine_bits_per_cycle"),
                 (self.dsa_bw_gbytes_s, "dsa_bw_gbytes_s"),
                 (bf3.pcie.bw_gbytes_s, "bf3.pcie.bw_gbytes_s"),
                 (f64::from(bf3.cores), "bf3.cores"),

@@ -115,7 +115,7 @@ pub fn serializer_ns(
         let ready = item_ready[i];
         let bytes: u32 = it.converts.iter().map(|c| c.1).sum();
         let work =
-            (cfg.cycles_per_field + f64::from(bytes) * 8.0 / cfg.encode_bits_per_cycle) * cycle_ns;
+            (cfg.cycles_per_field + f64::from(bytes) * 8.0 / cfg.engine_bits_per_cycle) * cycle_ns;
         t_item = t_item.max(ready) + work;
         item_done[i] = t_item;
     }
@@ -284,5 +284,28 @@ mod tests {
         assert!((t.rpcacc - (pre + 625.0 + 1250.0 + 12.0 / 12.8)).abs() < 1e-9);
         // Messages in a row overlap the DMA's latency: the host's part bounds the rate.
         assert!((ser_occupancy(&cfg, &m, 250.0).rpcacc - pre).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_narrower_engine_slows_protoacc_alone() {
+        let cfg = RpcAccConfig::default();
+        let msgs = suite(&cfg, &mut Engine).unwrap();
+        let m = msgs
+            .iter()
+            .max_by_key(|m| m.ser.wire_bytes)
+            .expect("a message");
+        let narrow = RpcAccConfig {
+            engine_bits_per_cycle: 128.0,
+            ..cfg.clone()
+        };
+        let (wide, slim) = (ser_times(&cfg, m, 250.0), ser_times(&narrow, m, 250.0));
+        // The engine's bytes now take four times the cycles; RPCAcc's encoder keeps its width.
+        assert!(
+            slim.protoacc_onchip > 2.0 * wide.protoacc_onchip,
+            "{slim:?} vs {wide:?}"
+        );
+        assert!(slim.protoacc_pcie > wide.protoacc_pcie);
+        assert_eq!(slim.rpcacc, wide.rpcacc);
+        assert_eq!(slim.cpu_only, wide.cpu_only);
     }
 }
