@@ -58,29 +58,57 @@ pub(crate) fn config_err(
     }
 }
 
-/// An error naming the first of `fields` (value, name) of `component` that is not a finite,
-/// positive number.
+/// The largest value a time, rate or count parameter may take, and the smallest positive
+/// one: beyond them the models' products overflow or their quotients do, and a run would
+/// report infinite times instead of an error.
+pub(crate) const PARAM_MAX: f64 = 1e12;
+pub(crate) const PARAM_MIN_POSITIVE: f64 = 1e-9;
+
+/// `v` as written in a config: plainly, or in scientific notation where that would run long.
+fn shown(v: f64) -> String {
+    if v == 0.0 || (1e-4..1e6).contains(&v.abs()) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
+/// An error naming the first of `fields` (value, name) of `component` that is not a
+/// positive number between [`PARAM_MIN_POSITIVE`] and [`PARAM_MAX`].
 pub(crate) fn check_positive(
     component: &'static str,
     fields: &[(f64, &'static str)],
 ) -> Result<()> {
-    match fields.iter().find(|(v, _)| !(*v > 0.0 && v.is_finite())) {
-        Some(&(v, f)) => Err(config_err(component, f, format!("{v} must be positive"))),
+    match fields
+        .iter()
+        .find(|(v, _)| !((PARAM_MIN_POSITIVE..=PARAM_MAX).contains(v)))
+    {
+        Some(&(v, f)) => Err(config_err(
+            component,
+            f,
+            format!(
+                "{} must be positive, from {PARAM_MIN_POSITIVE:e} to {PARAM_MAX:e}",
+                shown(v)
+            ),
+        )),
         None => Ok(()),
     }
 }
 
-/// An error naming the first of `fields` (value, name) of `component` that is not a finite,
-/// non-negative number.
+/// An error naming the first of `fields` (value, name) of `component` that is not a number
+/// from 0 to [`PARAM_MAX`].
 pub(crate) fn check_non_negative(
     component: &'static str,
     fields: &[(f64, &'static str)],
 ) -> Result<()> {
-    match fields.iter().find(|(v, _)| !(*v >= 0.0 && v.is_finite())) {
+    match fields
+        .iter()
+        .find(|(v, _)| !((0.0..=PARAM_MAX).contains(v)))
+    {
         Some(&(v, f)) => Err(config_err(
             component,
             f,
-            format!("{v} must be finite and non-negative"),
+            format!("{} must be from 0 to {PARAM_MAX:e}", shown(v)),
         )),
         None => Ok(()),
     }

@@ -359,19 +359,19 @@ pub fn reproduce_op_with(
             }
             "op.fig9.sat_pipelines.op_n_1.4x4" => Eval::Model(
                 saturation(&f9("4x4 OP{n,1}"), params.port_gbps()),
-                "first n with OP's port >= 85 % of 512 Gbps",
+                "first n with OP's port >= 85 % of its bandwidth",
             ),
             "op.fig9.sat_pipelines.op_n_1.8x8" => Eval::Model(
                 saturation(&f9("8x8 OP{n,1}"), params.port_gbps()),
-                "first n with OP's port >= 85 % of 512 Gbps",
+                "first n with OP's port >= 85 % of its bandwidth",
             ),
             "op.fig9.sat_pipelines.op_n_2.4x4" => Eval::Model(
                 saturation(&f9("4x4 OP{n,2}"), params.port_gbps()),
-                "first n with OP's port >= 85 % of 512 Gbps",
+                "first n with OP's port >= 85 % of its bandwidth",
             ),
             "op.fig9.sat_pipelines.op_n_4.8x8" => Eval::Model(
                 saturation(&f9("8x8 OP{n,4}"), params.port_gbps()),
-                "first n with OP's port >= 85 % of 512 Gbps",
+                "first n with OP's port >= 85 % of its bandwidth",
             ),
             "op.table3.wt.us" | "op.table3.pp.tcp.us" | "op.table3.pp.erpc.us" => {
                 Eval::Input("Table 3 wire time / protocol processing")

@@ -409,6 +409,28 @@ mod tests {
             |c| c.bf3.arm.per_field = f64::NAN,
             "rpcacc.bf3.arm.per_field",
         );
+        // Finite but absurd: the run would overflow to infinite times.
+        refused(|c| c.pcie.latency_ns = 1e308, "pcie.latency_ns");
+        refused(|c| c.clock_mhz = 1e-300, "clock_mhz");
+        refused(|c| c.dsa_bw_gbytes_s = 1e-320, "dsa_bw_gbytes_s");
         RpcAccConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn the_largest_accepted_parameters_still_give_finite_times() {
+        let cfg = RpcAccConfig {
+            pcie: LinkConfig {
+                latency_ns: crate::error::PARAM_MAX,
+                bw_gbytes_s: crate::error::PARAM_MIN_POSITIVE,
+            },
+            clock_mhz: crate::error::PARAM_MIN_POSITIVE,
+            cycles_per_field: crate::error::PARAM_MAX,
+            mmio_ns: crate::error::PARAM_MAX,
+            ..RpcAccConfig::default()
+        };
+        let ms = suite(&cfg, &mut optimus_core::binary::EngineTraces).unwrap();
+        let r = report::run(&cfg, &ms).unwrap();
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(!json.contains("null") && !json.contains("inf"), "{json}");
     }
 }
