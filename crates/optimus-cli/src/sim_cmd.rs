@@ -11,6 +11,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use optimus_core::binary::EngineTraces;
 use optimus_sim::calibrate::{self, Row, Status};
 use optimus_sim::config_file;
+use optimus_sim::cpu::CpuConfig;
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::{report, RpcAccConfig};
 use optimus_sim::workload::{self, MessageTrace, ViewConfig};
@@ -111,6 +112,11 @@ pub struct ReproduceArgs {
     /// PCIe latency or clock.
     #[arg(long, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
+    /// `reproduce op` only: the software baseline's costs (`CpuConfig` as JSON over its
+    /// calibrated defaults, e.g. `{"per_submessage": 120}`). RPCAcc's host core is its
+    /// config's `cpu`.
+    #[arg(long, value_name = "FILE")]
+    cpu_config: Option<std::path::PathBuf>,
 }
 
 /// Runs `optimus sim`.
@@ -293,7 +299,7 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
     let rows: Vec<Row> = match r.paper {
         Accel::Op => {
             let params: OpConfig = config_from(r.config.as_deref(), config_file::from_json)?;
-            let cpu = optimus_sim::cpu::CpuConfig::default();
+            let cpu: CpuConfig = config_from(r.cpu_config.as_deref(), config_file::from_json)?;
             let (rows, figs) = calibrate::reproduce_op_with(&params, &cpu, &mut EngineTraces)
                 .context("sim reproduce")?;
             if let Some(dir) = &r.plot {
@@ -302,6 +308,9 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
             rows
         }
         Accel::Rpcacc => {
+            if r.cpu_config.is_some() {
+                bail!("sim reproduce: --cpu-config is for op; RPCAcc's host core is its --config's `cpu`");
+            }
             let params: RpcAccConfig = config_from(r.config.as_deref(), config_file::from_json)?;
             let (rows, figs) = calibrate::reproduce_rpcacc_with(&params, &mut EngineTraces)
                 .context("sim reproduce")?;

@@ -357,6 +357,41 @@ fn reproduce_runs_under_a_config_file() {
 }
 
 #[test]
+fn reproduce_op_takes_the_software_baseline_from_a_cpu_config() {
+    let path = std::env::temp_dir().join(format!("optimus-cpu-{}.json", std::process::id()));
+    let file = path.to_str().unwrap();
+    // Twice the calibrated per-field cost: Fig. 7's best software serializer slows down.
+    std::fs::write(&path, br#"{"per_field": 234}"#).unwrap();
+    let out = optimus(
+        &["sim", "reproduce", "op", "--json", "--cpu-config", file],
+        b"",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|row| row["id"] == "op.fig7.cpu_ser_best.gbps")
+        .unwrap();
+    let (model, paper) = (
+        row["model"].as_f64().unwrap(),
+        row["paper"].as_f64().unwrap(),
+    );
+    assert!(model < 0.75 * paper, "{model} vs the paper's {paper}");
+    std::fs::write(&path, br#"{"ipc": 0}"#).unwrap();
+    let bad = optimus(&["sim", "reproduce", "op", "--cpu-config", file], b"");
+    let rpcacc = optimus(&["sim", "reproduce", "rpcacc", "--cpu-config", file], b"");
+    std::fs::remove_file(&path).ok();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("cpu.ipc"));
+    assert!(String::from_utf8_lossy(&rpcacc.stderr).contains("--config's `cpu`"));
+    assert!(!bad.status.success() && !rpcacc.status.success());
+}
+
+#[test]
 fn reproduce_draws_every_figure_with_its_title() {
     let dir = std::env::temp_dir().join(format!("optimus-plots-{}", std::process::id()));
     let out = optimus(

@@ -131,6 +131,7 @@ pub fn reproduce_op_with(
     source: &mut dyn TraceSource,
 ) -> Result<(Vec<Row>, OpFigures)> {
     params.validate()?;
+    cpu.validate("cpu")?;
     let mut runs = OpRuns::new(params, source)?;
     let cpu_gbps: HashMap<MessageClass, f64> = MessageClass::ALL
         .iter()
