@@ -158,34 +158,34 @@ impl RpcBenchArgs {
     }
 }
 
-/// Installs `handler`, says where the server listens, runs the NIC until `stop_after` (or
-/// forever) and returns its counters.
+/// Installs `handler`, says where the server listens, runs the NIC until `stop` is set or
+/// `stop_after` has passed (or forever) and returns its counters.
 fn serve_nic<T: Transport>(
     mut nic: Nic<T>,
     handler: impl Handler + 'static,
     announce: impl FnOnce(),
+    stop: &AtomicBool,
     stop_after: Option<Duration>,
 ) -> NicStats {
     nic.set_handler(handler);
     announce();
-    run_nic(&mut nic, stop_after);
+    run_nic(&mut nic, stop, stop_after);
     nic.stats()
 }
 
-fn run_nic<T: Transport>(nic: &mut Nic<T>, stop_after: Option<Duration>) {
-    let stop = AtomicBool::new(false);
+fn run_nic<T: Transport>(nic: &mut Nic<T>, stop: &AtomicBool, stop_after: Option<Duration>) {
     let start = Instant::now();
     std::thread::scope(|s| {
         if let Some(d) = stop_after {
-            let (stop, start) = (&stop, &start);
+            let start = &start;
             s.spawn(move || {
-                while start.elapsed() < d {
+                while start.elapsed() < d && !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 stop.store(true, Ordering::Relaxed);
             });
         }
-        nic.run(&stop, IdlePolicy::default());
+        nic.run(stop, IdlePolicy::default());
     });
 }
 
@@ -206,6 +206,11 @@ fn clear_stale_region(path: &Path) -> Result<()> {
 
 /// `optimus serve`.
 pub fn serve(a: ServeArgs) -> Result<()> {
+    serve_until(a, &AtomicBool::new(false))
+}
+
+/// [`serve`], which also stops once `stop` is set.
+fn serve_until(a: ServeArgs, stop: &AtomicBool) -> Result<()> {
     if !a.echo {
         bail!("the command-line server only has the --echo handler; give your own handlers to optimus_rpc::TypedService");
     }
@@ -243,19 +248,19 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             let region = ShmRegion::create(&path, cfg.layout)
                 .with_context(|| format!("creating region {}", path.display()))?;
             let (nic, _h) = Nic::with_region(NoTransport, cfg, region)?;
-            serve_nic(nic, handler, || announce(&addr), stop_after)
+            serve_nic(nic, handler, || announce(&addr), stop, stop_after)
         }
         TransportKind::Udp => {
             let t = Udp::bind(&addr).with_context(|| format!("binding udp {addr}"))?;
             let local = t.local_addr();
             let (nic, _h) = Nic::new(t, cfg)?;
-            serve_nic(nic, handler, || announce(&local), stop_after)
+            serve_nic(nic, handler, || announce(&local), stop, stop_after)
         }
         TransportKind::Tcp => {
             let t = Tcp::listen(&addr).with_context(|| format!("listening on tcp {addr}"))?;
             let local = t.local_addr();
             let (nic, _h) = Nic::new(t, cfg)?;
-            serve_nic(nic, handler, || announce(&local), stop_after)
+            serve_nic(nic, handler, || announce(&local), stop, stop_after)
         }
     };
     eprintln!(
@@ -1304,11 +1309,16 @@ service Geometry {
             transport,
             addr: Some(addr.clone()),
             core: None,
-            // Long enough for a server starved by the other tests (soft NICs spinning on a
-            // 2-core machine) to start and answer every call below.
+            // Stopped once the calls below are done; the cap only ends a server whose test
+            // failed. It is long enough for a server starved by the other tests (soft NICs
+            // spinning on a 2-core machine) to start and answer every call.
             seconds: Some(15.0),
         };
-        let server = std::thread::spawn(move || serve(serve_args));
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let server = {
+            let stop = stop.clone();
+            std::thread::spawn(move || serve_until(serve_args, &stop))
+        };
         let data = r#"{"name":"tri","points":[{"x":1,"y":-2},{"x":-3}],"color":"BLUE","tags":{"a":"7"},"area":1.5}"#;
         let call_args = |method: &str| CallArgs {
             source: source(&dir),
@@ -1348,6 +1358,7 @@ service Geometry {
         });
         assert!(bad.is_err());
         assert!(call_json(&call_args("interop.Geometry/Missing")).is_err());
+        stop.store(true, Ordering::Relaxed);
         server.join().unwrap().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }
