@@ -41,8 +41,8 @@ pub struct BenchArgs {
     /// Run only this workload (flat, mixed, nested); default: all.
     #[arg(long, value_name = "NAME")]
     workload: Option<String>,
-    /// Run only this operation (encode, decode, json-encode, json-decode, protobuf-to-json);
-    /// default: all.
+    /// Run only this operation (encode, decode, decode-reuse, json-encode, json-decode,
+    /// protobuf-to-json); default: all.
     #[arg(long, value_name = "OP")]
     operation: Option<String>,
     /// Seconds of measurement per cell (workload × operation) [default: 0.5].
@@ -96,9 +96,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         bail!("--seconds must be a positive number");
     }
     let (schema, workloads) = load_workloads(&args)?;
-    let ops: [(&str, Op); 5] = [
+    let ops: [(&str, Op); 6] = [
         ("encode", Op::Encode),
         ("decode", Op::Decode),
+        ("decode-reuse", Op::DecodeReuse),
         ("json-encode", Op::JsonEncode),
         ("json-decode", Op::JsonDecode),
         ("protobuf-to-json", Op::Transcode),
@@ -131,7 +132,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     name
                 );
             }
-            let ns = measure(&args, || op.run(&schema, w, &msg, &json_text))?;
+            let mut reused = Message::new(&schema, w.id);
+            let ns = measure(&args, || op.run(&schema, w, &msg, &json_text, &mut reused))?;
             let cell = Cell {
                 workload: w.name.clone(),
                 operation: name,
@@ -177,13 +179,22 @@ fn print_cell(out: &mut impl Write, c: &Cell, json: bool) -> Result<()> {
 enum Op {
     Encode,
     Decode,
+    /// Decode into one message cleared before each call, as the peers' parse benchmarks do.
+    DecodeReuse,
     JsonEncode,
     JsonDecode,
     Transcode,
 }
 
 impl Op {
-    fn run(self, schema: &SchemaSet, w: &Workload, msg: &Message, json_text: &str) -> Result<()> {
+    fn run(
+        self,
+        schema: &SchemaSet,
+        w: &Workload,
+        msg: &Message,
+        json_text: &str,
+        reused: &mut Message,
+    ) -> Result<()> {
         match self {
             Op::Encode => {
                 black_box(binary::encode(schema, black_box(msg)));
@@ -195,6 +206,16 @@ impl Op {
                     black_box(&w.bytes),
                     &DecodeOptions::default(),
                 )?);
+            }
+            Op::DecodeReuse => {
+                reused.clear_all();
+                binary::merge(
+                    schema,
+                    reused,
+                    black_box(&w.bytes),
+                    &DecodeOptions::default(),
+                )?;
+                black_box(&*reused);
             }
             Op::JsonEncode => {
                 black_box(json::encode(

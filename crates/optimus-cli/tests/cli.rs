@@ -133,6 +133,38 @@ fn help_and_schema_listing() {
 }
 
 #[test]
+fn bench_decodes_into_a_reused_message() {
+    let out = optimus(
+        &[
+            "bench",
+            "--workload",
+            "nested",
+            "--operation",
+            "decode-reuse",
+            "--seconds",
+            "0.05",
+            "--reps",
+            "3",
+            "--json",
+        ],
+        b"",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    assert_eq!(rows[0]["operation"], "decode-reuse");
+    assert!(rows[0]["ns_median"].as_f64().unwrap() > 0.0, "{text}");
+}
+
+#[test]
 fn trace_files_are_written() {
     let out = optimus(&["trace", "--workload", "nested", "--op", "encode"], b"");
     assert!(

@@ -188,10 +188,44 @@ impl Message {
             self.ensure_record(schema);
             let field = &schema.message(self.type_id).fields[index];
             self.clear_oneof_siblings(schema, field, index);
-            self.slots[index] = Value::default_for(schema, field);
+            // A sub-message, list or map left in the slot by `clear_all` is emptied and
+            // reused with its allocations; anything else is replaced by the default.
+            if !self.slots[index].empty_in_place() {
+                self.slots[index] = Value::default_for(schema, field);
+            }
             self.mark(index);
         }
         &mut self.slots[index]
+    }
+
+    /// Sets the string field at `index` to `text`, reusing the buffer a `clear_all` left in
+    /// its slot (decoder fast path).
+    pub(crate) fn put_str(&mut self, schema: &SchemaSet, field: &Field, index: usize, text: &str) {
+        match self.slot_to_put(schema, field, index) {
+            Value::String(s) => {
+                s.clear();
+                s.push_str(text);
+            }
+            slot => *slot = Value::String(text.to_owned()),
+        }
+    }
+
+    /// Sets the bytes field at `index` to `bytes`, reusing the buffer a `clear_all` left in
+    /// its slot (decoder fast path).
+    pub(crate) fn put_bytes(
+        &mut self,
+        schema: &SchemaSet,
+        field: &Field,
+        index: usize,
+        bytes: &[u8],
+    ) {
+        match self.slot_to_put(schema, field, index) {
+            Value::Bytes(b) => {
+                b.clear();
+                b.extend_from_slice(bytes);
+            }
+            slot => *slot = Value::Bytes(bytes.to_vec()),
+        }
     }
 
     /// The list of the repeated field at `index` (created empty if unset).
@@ -238,12 +272,19 @@ impl Message {
     /// Sets the presence bit of `index` and stores `value` without checks (decoder fast path).
     #[inline]
     pub(crate) fn put(&mut self, schema: &SchemaSet, field: &Field, index: usize, value: Value) {
+        *self.slot_to_put(schema, field, index) = value;
+    }
+
+    /// The slot of `field` (at `index`), marked set and its oneof siblings unset, holding
+    /// whatever it held: the caller stores the value.
+    #[inline]
+    fn slot_to_put(&mut self, schema: &SchemaSet, field: &Field, index: usize) -> &mut Value {
         self.ensure_record(schema);
         if field.oneof.is_some() {
             self.clear_oneof_siblings(schema, field, index);
         }
-        self.slots[index] = value;
         self.mark(index);
+        &mut self.slots[index]
     }
 
     #[inline]
@@ -273,17 +314,13 @@ impl Message {
         self.unknown.extend_from_slice(bytes);
     }
 
-    /// Drops every field and unknown byte, keeping the allocations for reuse.
+    /// Unsets every field and drops the unknown bytes, keeping the allocations for reuse (as
+    /// Google protobuf's `Clear`): the record, and the sub-messages, strings, bytes, lists and
+    /// maps the fields held, which the next decode or setter of the same field empties and
+    /// fills instead of allocating. Decoding many messages into one cleared message (see
+    /// [`crate::binary::merge`]) allocates only where a message outgrows the previous ones.
     pub fn clear_all(&mut self) {
-        for (w, word) in self.presence.iter_mut().enumerate() {
-            let mut bits = *word;
-            while bits != 0 {
-                let b = bits.trailing_zeros() as usize;
-                self.slots[w * 64 + b] = UNSET;
-                bits &= bits - 1;
-            }
-            *word = 0;
-        }
+        self.presence.fill(0);
         self.unknown.clear();
     }
 

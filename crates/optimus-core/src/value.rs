@@ -131,6 +131,11 @@ impl List {
         self.len() == 0
     }
 
+    /// Drops every value, keeping the list's allocation.
+    pub fn clear(&mut self) {
+        for_each_list!(self, v => v.clear())
+    }
+
     /// The value at `index`, copied out as a [`Value`].
     pub fn get(&self, index: usize) -> Option<Value> {
         Some(match self {
@@ -232,6 +237,18 @@ impl Value {
                 field.message.expect("message field has a type"),
             ))),
         }
+    }
+
+    /// Empties a sub-message, list or map in place, keeping its allocations; `false` (and
+    /// nothing done) for any other value.
+    pub(crate) fn empty_in_place(&mut self) -> bool {
+        match self {
+            Value::Message(m) => m.clear_all(),
+            Value::List(l) => l.clear(),
+            Value::Map(m) => m.clear(),
+            _ => return false,
+        }
+        true
     }
 
     /// Whether this is the zero value of its type (what proto3 implicit presence omits).

@@ -1,5 +1,6 @@
 //! Property tests: for random messages of every conformance type, binary and JSON round
-//! trips give back the same message, and binary output is a fixed point of decode + encode.
+//! trips give back the same message, binary output is a fixed point of decode + encode, and
+//! decoding into a cleared message that held another gives what a fresh decode gives.
 
 mod common;
 
@@ -25,6 +26,24 @@ proptest! {
         prop_assert_eq!(bytes.len(), binary::encoded_len(&schema, &msg));
         let back = binary::decode(&schema, id, &bytes, &DecodeOptions::default()).unwrap();
         prop_assert_eq!(binary::encode(&schema, &back), bytes);
+    }
+
+    #[test]
+    fn a_cleared_message_decodes_like_a_new_one(first in any::<u64>(), second in any::<u64>(), which in 0usize..2, depth in 0u32..4) {
+        let schema = conformance_schema();
+        let id = schema.message_by_name(TYPES[which]).unwrap();
+        let bytes = |seed| binary::encode(&schema, &random_message(&schema, id, &mut Rng(seed), depth));
+        let (old, new) = (bytes(first), bytes(second));
+        let opts = DecodeOptions::default();
+        let mut reused = binary::decode(&schema, id, &old, &opts).unwrap();
+        reused.clear_all();
+        prop_assert_eq!(reused.set_count(), 0);
+        binary::merge(&schema, &mut reused, &new, &opts).unwrap();
+        let fresh = binary::decode(&schema, id, &new, &opts).unwrap();
+        prop_assert_eq!(binary::encode(&schema, &reused), binary::encode(&schema, &fresh));
+        prop_assert_eq!(json::encode(&schema, &reused, &JsonOptions::default()).unwrap(),
+                        json::encode(&schema, &fresh, &JsonOptions::default()).unwrap());
+        prop_assert!(reused == fresh);
     }
 
     #[test]

@@ -120,19 +120,32 @@ impl<T: Tracer> Decoder<'_, T> {
                     return Ok(false);
                 }
                 if field.kind.is_message() {
-                    let sub_id = field.message.expect("message field has a type");
-                    let already = matches!(msg.get(index), Some(Value::Message(_)));
-                    if !already {
+                    if !msg.has(index) {
+                        let sub_id = field.message.expect("message field has a type");
                         self.charge(sub_id, *pos)?;
-                        msg.put(
-                            self.schema,
-                            field,
-                            index,
-                            Value::Message(Box::new(Message::new(self.schema, sub_id))),
-                        );
                     }
                     let sub = msg.message_mut(self.schema, index);
                     self.merge_sub_message(sub, field, wire, pos, end, depth)?;
+                } else if matches!(field.kind, Kind::String | Kind::Bytes) {
+                    // Into the slot's own buffer: a cleared message's string is reused.
+                    let at = *pos;
+                    let s_end = read_length(self.buf, pos, end)?;
+                    let bytes = &self.buf[*pos..s_end];
+                    *pos = s_end;
+                    if field.kind == Kind::String {
+                        let text = std::str::from_utf8(bytes)
+                            .map_err(|_| fail(at, DecodeErrorKind::InvalidUtf8))?;
+                        msg.put_str(self.schema, field, index, text);
+                    } else {
+                        msg.put_bytes(self.schema, field, index, bytes);
+                    }
+                    if T::ENABLED {
+                        let value = msg.get(index).expect("just stored");
+                        trace_read(self.t, field.kind, at, *pos, value);
+                    }
+                    if field.cardinality == Cardinality::Singular {
+                        msg.drop_if_zero(index);
+                    }
                 } else {
                     let value = self.read_scalar(field.kind, pos, end)?;
                     if self.is_unknown_closed_enum(field, &value) {
@@ -298,12 +311,7 @@ impl<T: Tracer> Decoder<'_, T> {
         let at = *pos;
         let value = self.read_scalar_untraced(kind, pos, end)?;
         if T::ENABLED {
-            let n = (*pos - at) as u32;
-            self.t.field_read(Region::Buffer, at as u64, n);
-            self.t.convert(kind as u16, n);
-            if let Some((x, addr)) = value.scalar() {
-                self.t.field_write(Region::Message, addr, x.width());
-            }
+            trace_read(self.t, kind, at, *pos, &value);
         }
         Ok(value)
     }
@@ -402,6 +410,17 @@ impl<T: Tracer> Decoder<'_, T> {
             }
         }
         Ok(())
+    }
+}
+
+/// Reports the read of one value of `kind` from the input's bytes `at..end`: the bytes read,
+/// the conversion and the value written into the message.
+fn trace_read<T: Tracer>(t: &mut T, kind: Kind, at: usize, end: usize, value: &Value) {
+    let n = (end - at) as u32;
+    t.field_read(Region::Buffer, at as u64, n);
+    t.convert(kind as u16, n);
+    if let Some((x, addr)) = value.scalar() {
+        t.field_write(Region::Message, addr, x.width());
     }
 }
 
