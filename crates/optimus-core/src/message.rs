@@ -316,8 +316,9 @@ impl Message {
 
     /// Unsets every field and drops the unknown bytes, keeping the allocations for reuse (as
     /// Google protobuf's `Clear`): the record, and the sub-messages, strings, bytes, lists and
-    /// maps the fields held, which the next decode or setter of the same field empties and
-    /// fills instead of allocating. Decoding many messages into one cleared message (see
+    /// maps the fields held, which the next decode of the same field (or `get_or_insert` and
+    /// the `*_mut` accessors) empties and refills instead of allocating; `set` replaces them.
+    /// Decoding many messages into one cleared message (see
     /// [`crate::binary::merge`]) allocates only where a message outgrows the previous ones.
     pub fn clear_all(&mut self) {
         self.presence.fill(0);

@@ -129,14 +129,11 @@ impl<T: Tracer> Decoder<'_, T> {
                 } else if matches!(field.kind, Kind::String | Kind::Bytes) {
                     // Into the slot's own buffer: a cleared message's string is reused.
                     let at = *pos;
-                    let s_end = read_length(self.buf, pos, end)?;
-                    let bytes = &self.buf[*pos..s_end];
-                    *pos = s_end;
                     if field.kind == Kind::String {
-                        let text = std::str::from_utf8(bytes)
-                            .map_err(|_| fail(at, DecodeErrorKind::InvalidUtf8))?;
+                        let text = read_str(self.buf, pos, end)?;
                         msg.put_str(self.schema, field, index, text);
                     } else {
+                        let bytes = read_bytes(self.buf, pos, end)?;
                         msg.put_bytes(self.schema, field, index, bytes);
                     }
                     if T::ENABLED {
@@ -339,22 +336,8 @@ impl<T: Tracer> Decoder<'_, T> {
             Kind::Fixed64 => Value::U64(u64::from_le_bytes(read_fixed(buf, pos, end)?)),
             Kind::Sfixed64 => Value::I64(i64::from_le_bytes(read_fixed(buf, pos, end)?)),
             Kind::Double => Value::F64(f64::from_le_bytes(read_fixed(buf, pos, end)?)),
-            Kind::String => {
-                let at = *pos;
-                let s_end = read_length(buf, pos, end)?;
-                let bytes = &buf[*pos..s_end];
-                *pos = s_end;
-                match std::str::from_utf8(bytes) {
-                    Ok(s) => Value::String(s.to_owned()),
-                    Err(_) => return Err(fail(at, DecodeErrorKind::InvalidUtf8)),
-                }
-            }
-            Kind::Bytes => {
-                let s_end = read_length(buf, pos, end)?;
-                let bytes = buf[*pos..s_end].to_vec();
-                *pos = s_end;
-                Value::Bytes(bytes)
-            }
+            Kind::String => Value::String(read_str(buf, pos, end)?.to_owned()),
+            Kind::Bytes => Value::Bytes(read_bytes(buf, pos, end)?.to_vec()),
             Kind::Message | Kind::Group => unreachable!("messages are decoded by merge_field"),
         })
     }
@@ -411,6 +394,24 @@ impl<T: Tracer> Decoder<'_, T> {
         }
         Ok(())
     }
+}
+
+/// Reads a length-delimited value at `*pos` and moves past it.
+#[inline]
+fn read_bytes<'b>(buf: &'b [u8], pos: &mut usize, end: usize) -> Result<&'b [u8], Fail> {
+    let value_end = read_length(buf, pos, end)?;
+    let bytes = &buf[*pos..value_end];
+    *pos = value_end;
+    Ok(bytes)
+}
+
+/// Reads a length-delimited UTF-8 string at `*pos` and moves past it; invalid UTF-8 fails at
+/// the value's length prefix.
+#[inline]
+fn read_str<'b>(buf: &'b [u8], pos: &mut usize, end: usize) -> Result<&'b str, Fail> {
+    let at = *pos;
+    std::str::from_utf8(read_bytes(buf, pos, end)?)
+        .map_err(|_| fail(at, DecodeErrorKind::InvalidUtf8))
 }
 
 /// Reports the read of one value of `kind` from the input's bytes `at..end`: the bytes read,
