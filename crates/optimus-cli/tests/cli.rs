@@ -357,21 +357,27 @@ fn sim_configs_round_trip_and_flags_override_them() {
     assert!(err.contains("noc.hops: unknown field `hops`"), "{err}");
 }
 
+/// The row of target `id` in the `--json` output of the `sim reproduce` run `args`.
+fn reproduce_row(args: &[&str], id: &str) -> serde_json::Value {
+    let out = optimus(args, b"");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|row| row["id"] == id)
+        .unwrap_or_else(|| panic!("no row {id}"))
+}
+
 #[test]
 fn reproduce_runs_under_a_config_file() {
     let fig7 = |args: &[&str]| -> f64 {
-        let out = optimus(args, b"");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .find(|row| row["id"] == "rpcacc.fig7.memaff_vs_protoacc_pcie.x")
-            .and_then(|row| row["model"].as_f64())
+        reproduce_row(args, "rpcacc.fig7.memaff_vs_protoacc_pcie.x")["model"]
+            .as_f64()
             .unwrap()
     };
     let path = std::env::temp_dir().join(format!("optimus-repro-{}.json", std::process::id()));
@@ -394,21 +400,10 @@ fn reproduce_op_takes_the_software_baseline_from_a_cpu_config() {
     let file = path.to_str().unwrap();
     // Twice the calibrated per-field cost: Fig. 7's best software serializer slows down.
     std::fs::write(&path, br#"{"per_field": 234}"#).unwrap();
-    let out = optimus(
+    let row = reproduce_row(
         &["sim", "reproduce", "op", "--json", "--cpu-config", file],
-        b"",
+        "op.fig7.cpu_ser_best.gbps",
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let row = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|row| row["id"] == "op.fig7.cpu_ser_best.gbps")
-        .unwrap();
     let (model, paper) = (
         row["model"].as_f64().unwrap(),
         row["paper"].as_f64().unwrap(),
