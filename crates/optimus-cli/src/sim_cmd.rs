@@ -79,6 +79,12 @@ pub struct SimArgs {
     /// A trace file written by `optimus trace`.
     #[arg(long, value_name = "FILE")]
     trace: Option<std::path::PathBuf>,
+    /// RPCAcc's "Acc" label: place this field's data in the card's memory (repeatable;
+    /// `full.message.Name.field`, a string, bytes, repeated, map or message field of a
+    /// workload of one schema). A trace file carries the labels it was recorded with
+    /// (`optimus trace --acc-field`).
+    #[arg(long = "acc-field", value_name = "FIELD", conflicts_with = "trace")]
+    acc_field: Vec<String>,
     /// Print one JSON document instead of a table.
     #[arg(long)]
     json: bool,
@@ -132,7 +138,9 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
         args.pcie_ns.is_some() || args.clock_mhz.is_some(),
     );
     match args.accel {
-        Accel::Op if rpcacc_flag => bail!("sim: --pcie-ns and --clock-mhz apply to --accel rpcacc"),
+        Accel::Op if rpcacc_flag || !args.acc_field.is_empty() => {
+            bail!("sim: --pcie-ns, --clock-mhz and --acc-field apply to --accel rpcacc")
+        }
         Accel::Rpcacc if op_flag => {
             bail!("sim: --pipelines, --interleave and --mesh apply to --accel op")
         }
@@ -210,8 +218,11 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                     .enumerate()
                     .map(|(i, t)| report::one_direction("trace", i, t))
                     .collect(),
-                None => report::workload(&cfg, &mut EngineTraces, workload_name(&args))
-                    .context("sim")?,
+                None => {
+                    let labels: Vec<&str> = args.acc_field.iter().map(String::as_str).collect();
+                    report::workload(&cfg, &mut EngineTraces, workload_name(&args), &labels)
+                        .context("sim")?
+                }
             };
             let r = report::run(&cfg, &messages).context("sim")?;
             if args.json {

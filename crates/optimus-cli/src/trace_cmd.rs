@@ -6,6 +6,7 @@ use std::io::{self, Read, Write};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use optimus_core::binary::{self, DecodeOptions};
+use optimus_core::placement::{AccelLabels, Labelled};
 use optimus_schema::SchemaSet;
 use optimus_trace::{Direction, TraceWriter};
 
@@ -52,6 +53,10 @@ pub struct TraceArgs {
     /// Trace each message this many times (a longer steady-state trace) [default: 1].
     #[arg(long, value_name = "N", default_value_t = 1)]
     repeat: u32,
+    /// RPCAcc's "Acc" label: record this field's data in accelerator memory (repeatable;
+    /// `full.message.Name.field`, a string, bytes, repeated, map or message field).
+    #[arg(long = "acc-field", value_name = "FIELD")]
+    acc_field: Vec<String>,
 }
 
 /// Runs `optimus trace`: protobuf messages in (stdin or an embedded workload), trace file out.
@@ -85,8 +90,9 @@ pub fn run(args: TraceArgs) -> Result<()> {
             (schema, id, messages)
         }
     };
+    let labels = AccelLabels::resolve(&schema, &args.acc_field).context("trace")?;
     let opts = DecodeOptions::default();
-    let mut writer = TraceWriter::new();
+    let mut writer = Labelled::new(&labels, TraceWriter::new());
     for _ in 0..args.repeat {
         for (i, bytes) in messages.iter().enumerate() {
             let direction = match args.op {
@@ -98,7 +104,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
         }
     }
     let mut stdout = io::stdout().lock();
-    stdout.write_all(&writer.finish())?;
+    stdout.write_all(&writer.into_inner().finish())?;
     Ok(stdout.flush()?)
 }
 

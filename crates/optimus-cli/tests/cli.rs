@@ -230,6 +230,88 @@ fn rpcacc_model_runs_on_workloads_and_trace_files() {
 }
 
 #[test]
+fn acc_field_labels_reach_the_model_from_a_trace_file_or_a_workload() {
+    let label = [
+        "--acc-field",
+        "bench.Mixed.note",
+        "--acc-field",
+        "bench.Mixed.geo",
+    ];
+    let trace = optimus(
+        &[
+            &["trace", "--workload", "mixed", "--op", "decode"][..],
+            &label,
+        ]
+        .concat(),
+        b"",
+    );
+    assert!(
+        trace.status.success(),
+        "{}",
+        String::from_utf8_lossy(&trace.stderr)
+    );
+    let path = std::env::temp_dir().join(format!("optimus-acc-{}.trace", std::process::id()));
+    std::fs::write(&path, &trace.stdout).unwrap();
+    let from_file = json_of(&[
+        "sim",
+        "--accel",
+        "rpcacc",
+        "--trace",
+        path.to_str().unwrap(),
+        "--json",
+    ]);
+    std::fs::remove_file(&path).ok();
+    let sim = [
+        "sim",
+        "--accel",
+        "rpcacc",
+        "--workload",
+        "mixed-deser",
+        "--json",
+    ];
+    let from_workload = json_of(&[&sim[..], &label].concat());
+    let unlabelled = json_of(&sim);
+    let card = |r: &serde_json::Value| r["stats"]["deserializer.card_memory_bytes"].as_f64();
+    assert!(card(&from_file).unwrap() > 0.0);
+    assert_eq!(card(&from_file), card(&from_workload));
+    assert_eq!(card(&unlabelled), Some(0.0));
+
+    let refused = |args: &[&str], why: &str| {
+        let out = optimus(args, b"");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(why),
+            "{args:?}: {err}"
+        );
+    };
+    let scalar = ["--acc-field", "bench.Mixed.id"];
+    refused(
+        &[&["trace", "--workload", "mixed"][..], &scalar].concat(),
+        "a singular int64",
+    );
+    refused(
+        &[&["sim", "--accel", "rpcacc"][..], &scalar].concat(),
+        "a singular int64",
+    );
+    refused(
+        &["sim", "--accel", "op", "--acc-field", "bench.Mixed.note"],
+        "apply to --accel rpcacc",
+    );
+    refused(
+        &[
+            "sim",
+            "--accel",
+            "rpcacc",
+            "--trace",
+            "t",
+            "--acc-field",
+            "bench.Mixed.note",
+        ],
+        "cannot be used with",
+    );
+}
+
+#[test]
 fn every_workload_runs_on_both_models_in_either_direction() {
     // The DeathStarBench suite: 54 requests and responses of five services.
     // Each of OP's 15 cores cycles through all of them.

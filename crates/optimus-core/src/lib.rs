@@ -13,6 +13,7 @@ pub mod binary;
 mod error;
 pub mod json;
 mod message;
+pub mod placement;
 mod value;
 
 pub use error::{DecodeError, DecodeErrorKind, Error};

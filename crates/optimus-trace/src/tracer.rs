@@ -189,15 +189,17 @@ pub trait TraceSource {
     /// Compiles `proto` (proto3 source text), then for each `(full type name, wire bytes)` in
     /// order either decodes the bytes (`Direction::Decode`) or decodes them untraced and
     /// re-encodes the message (`Direction::Encode`), reporting one traced transformation per
-    /// message.
+    /// message. The fields named in `accel_fields` (`full.message.Name.field`) carry RPCAcc's
+    /// "Acc" label: their data is reported in [`Region::Accel`].
     ///
     /// # Errors
-    /// A description of what the engine rejected (schema or message).
+    /// A description of what the engine rejected (schema, message or field name).
     fn trace(
         &mut self,
         proto: &str,
         messages: &[(&str, &[u8])],
         direction: Direction,
+        accel_fields: &[&str],
     ) -> Result<Vec<Event>, String>;
 }
 

@@ -8,6 +8,7 @@ pub(crate) mod varint;
 use optimus_schema::{MessageId, SchemaSet};
 use optimus_trace::{Direction, Event, Format, NoTrace, Recorder, TraceSource, Tracer};
 
+use crate::placement::{AccelLabels, Labelled};
 use crate::{DecodeError, DecodeErrorKind, Error, Message, DEFAULT_DEPTH_LIMIT};
 
 /// How the decoder's internals fail: a boxed error (one word, so results stay small on the
@@ -142,7 +143,8 @@ pub fn trace_message<T: Tracer>(
 }
 
 /// The engine as the timing models' trace source: compiles the workload's `.proto` and
-/// records [`trace_message`] for each message, in order.
+/// records [`trace_message`] for each message, in order, with the requested fields'
+/// data in accelerator memory ([`crate::placement`]).
 pub struct EngineTraces;
 
 impl TraceSource for EngineTraces {
@@ -151,10 +153,12 @@ impl TraceSource for EngineTraces {
         proto: &str,
         messages: &[(&str, &[u8])],
         direction: Direction,
+        accel_fields: &[&str],
     ) -> Result<Vec<Event>, String> {
         let schema = SchemaSet::from_source(proto).map_err(|e| e.to_string())?;
+        let labels = AccelLabels::resolve(&schema, accel_fields).map_err(|e| e.to_string())?;
         let opts = DecodeOptions::default();
-        let mut rec = Recorder::new();
+        let mut rec = Labelled::new(&labels, Recorder::new());
         for (ty, bytes) in messages {
             let id = schema
                 .message_by_name(ty)
@@ -162,7 +166,7 @@ impl TraceSource for EngineTraces {
             trace_message(&schema, id, bytes, direction, &opts, &mut rec)
                 .map_err(|e| e.to_string())?;
         }
-        Ok(rec.events)
+        Ok(rec.into_inner().events)
     }
 }
 

@@ -221,7 +221,7 @@ fn engine_traces_one_transformation_per_message_and_names_what_it_rejects() {
     let mixed = include_bytes!("../../../../testdata/mixed.bin");
     let msgs = [("bench.Flat", &flat[..]), ("bench.Mixed", &mixed[..])];
     for direction in [Direction::Decode, Direction::Encode] {
-        let events = EngineTraces.trace(PEERS, &msgs, direction).unwrap();
+        let events = EngineTraces.trace(PEERS, &msgs, direction, &[]).unwrap();
         let ends: Vec<u64> = events
             .iter()
             .filter_map(|e| match e {
@@ -235,13 +235,18 @@ fn engine_traces_one_transformation_per_message_and_names_what_it_rejects() {
             "{direction:?}"
         );
     }
-    let unknown = EngineTraces.trace(PEERS, &[("bench.Nope", &flat[..])], Direction::Decode);
+    let unknown = EngineTraces.trace(PEERS, &[("bench.Nope", &flat[..])], Direction::Decode, &[]);
     assert_eq!(unknown.unwrap_err(), "no message type bench.Nope");
     let truncated = &flat[..flat.len() - 1];
-    let bad = EngineTraces.trace(PEERS, &[("bench.Flat", truncated)], Direction::Encode);
+    let bad = EngineTraces.trace(PEERS, &[("bench.Flat", truncated)], Direction::Encode, &[]);
     assert!(bad.is_err());
     assert!(EngineTraces
-        .trace("syntax = \"proto3\"; message {", &msgs, Direction::Decode)
+        .trace(
+            "syntax = \"proto3\"; message {",
+            &msgs,
+            Direction::Decode,
+            &[]
+        )
         .is_err());
 }
 

@@ -146,6 +146,7 @@ pub fn calls(source: &mut dyn TraceSource, service: Service, seed: u64) -> Resul
             SOCIALNET_PROTO,
             &[(qt, &q)],
             Direction::Decode,
+            &[],
         )?;
         let mut response = trace_messages(
             source,
@@ -153,6 +154,7 @@ pub fn calls(source: &mut dyn TraceSource, service: Service, seed: u64) -> Resul
             SOCIALNET_PROTO,
             &[(rt, &r)],
             Direction::Encode,
+            &[],
         )?;
         out.push(Call {
             request: request.remove(0),

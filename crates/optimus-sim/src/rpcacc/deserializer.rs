@@ -94,11 +94,14 @@ pub struct DeserTimes {
     pub fbf_latency_ns: f64,
     /// Latency (ns) with one-shot DMA over `link`.
     pub oneshot_latency_ns: f64,
-    /// Bytes the deserialized message occupies in host memory.
+    /// Bytes the deserialized message occupies (field by field: all in host memory).
     pub output_bytes: f64,
+    /// Of those, the bytes of fields labelled "Acc", which the target-aware (one-shot)
+    /// deserializer writes to card memory instead of the Temp Buffer.
+    pub accel_bytes: f64,
     /// DMA write transactions field by field: one per field written.
     pub fbf_dma_writes: f64,
-    /// DMA write transactions one-shot: one per Temp Buffer flush.
+    /// DMA write transactions one-shot: one per Temp Buffer flush of host-memory fields.
     pub oneshot_dma_writes: f64,
 }
 
@@ -111,7 +114,10 @@ pub(crate) fn parse_ns(cfg: &RpcAccConfig, p: &Program, clock_mhz: f64) -> f64 {
         * cyc
 }
 
-/// Deserialization throughput and latency of `m`; latencies use `link` one-way.
+/// Deserialization throughput and latency of `m`; latencies use `link` one-way. Field by
+/// field (ProtoACC), every field lands in host memory; one-shot (RPCAcc's target-aware
+/// deserializer), fields labelled "Acc" go to card memory, in parallel with the Temp Buffer's
+/// flushes of the rest across the link.
 pub fn deser_times(
     cfg: &RpcAccConfig,
     m: &RpcMessage,
@@ -123,11 +129,21 @@ pub fn deser_times(
     let parse = parse_ns(cfg, p, clock_mhz);
     let writes: Vec<u32> = p.write_sizes().collect();
     let out: f64 = writes.iter().map(|&b| f64::from(b)).sum();
+    let (accel_writes, accel_bytes) = p
+        .items
+        .iter()
+        .flat_map(|i| &i.writes)
+        .filter(|w| w.0 == Region::Accel)
+        .fold((0.0, 0.0), |(n, b), w| (n + 1.0, b + f64::from(w.2)));
+    let host_out = out - accel_bytes;
     let bw = cfg.pcie.bw_gbytes_s;
     let dma_fbf = writes.len() as f64 * cfg.dma_txn_ns + out / bw;
-    let chunks = (out / f64::from(cfg.temp_buffer_bytes)).ceil().max(1.0);
-    let last_flush = out - f64::from(cfg.temp_buffer_bytes) * (chunks - 1.0);
-    let dma_one = chunks * cfg.dma_txn_ns + out / bw;
+    let chunks = (host_out / f64::from(cfg.temp_buffer_bytes))
+        .ceil()
+        .max(1.0);
+    let last_flush = host_out - f64::from(cfg.temp_buffer_bytes) * (chunks - 1.0);
+    let dma_one = chunks * cfg.dma_txn_ns + host_out / bw;
+    let to_card_memory = accel_writes * cfg.local_txn_ns + accel_bytes / cfg.accel_mem.bw_gbytes_s;
     let dma_local = writes.len() as f64 * cfg.local_txn_ns + out / cfg.accel_mem.bw_gbytes_s;
     let lanes = f64::from(cfg.deser_lanes);
     // Lanes parse in parallel; the DMA engine is shared.
@@ -135,14 +151,15 @@ pub fn deser_times(
     let last = writes.last().copied().unwrap_or(0) as f64;
     DeserTimes {
         fbf_host_rate: rate(dma_fbf),
-        oneshot_host_rate: rate(dma_one),
+        oneshot_host_rate: rate(dma_one.max(to_card_memory)),
         fbf_local_rate: rate(dma_local),
         fbf_latency_ns: parse + link_one_way_ns + last / link_bw,
         // A full Temp Buffer is flushed while parsing goes on (§III-B: "When the buffer is
         // full or the current RPC request's deserialization is finished"); only the last,
-        // partial flush follows the end of parsing.
+        // partial flush follows the end of parsing. Card-memory writes stream while parsing.
         oneshot_latency_ns: parse + link_one_way_ns + last_flush / link_bw,
         output_bytes: out,
+        accel_bytes,
         fbf_dma_writes: writes.len() as f64,
         oneshot_dma_writes: chunks,
     }
@@ -174,6 +191,12 @@ mod tests {
 
     /// A message whose deserialization writes `objects` (bytes each) to host memory, apart.
     fn deser_writes(objects: &[u32]) -> RpcMessage {
+        let placed: Vec<(Region, u32)> = objects.iter().map(|&b| (Region::Message, b)).collect();
+        deser_writes_in(&placed)
+    }
+
+    /// A message whose deserialization writes `objects` (memory, bytes), apart.
+    fn deser_writes_in(objects: &[(Region, u32)]) -> RpcMessage {
         let trace = MessageTrace {
             events: Vec::new(),
             wire_bytes: 0,
@@ -181,14 +204,33 @@ mod tests {
         };
         let mut m = prepare("t", 0, trace.clone(), trace, 0.0);
         let mut at = 0u64;
-        for &b in objects {
+        for &(region, b) in objects {
             m.deser.items.push(crate::program::Item {
-                writes: vec![(Region::Message, at, b)],
+                writes: vec![(region, at, b)],
                 ..Default::default()
             });
             at += u64::from(b) + 4096;
         }
         m
+    }
+
+    #[test]
+    fn labelled_fields_bypass_the_temp_buffer() {
+        let cfg = RpcAccConfig::default();
+        let m = deser_writes_in(&[(Region::Message, 1000), (Region::Accel, 64_000)]);
+        let d = deser_times(&cfg, &m, 625.0, 12.8, 250.0);
+        let parse = 16.0;
+        // One-shot: the 1000 host bytes leave in one flush; the 64 KB go to card memory
+        // while parsing, and bound the rate at the card memory's bandwidth.
+        assert_eq!((d.oneshot_dma_writes, d.accel_bytes), (1.0, 64_000.0));
+        assert!((d.oneshot_latency_ns - (parse + 625.0 + 1000.0 / 12.8)).abs() < 1e-9);
+        let card = cfg.local_txn_ns + 64_000.0 / cfg.accel_mem.bw_gbytes_s;
+        assert!((d.oneshot_host_rate - 1000.0 / card).abs() < 1e-9, "{d:?}");
+        // Field by field, ProtoACC writes both across PCIe.
+        assert_eq!((d.fbf_dma_writes, d.output_bytes), (2.0, 65_000.0));
+        assert!((d.fbf_host_rate - 1000.0 / (2.0 * 12.0 + 65_000.0 / 12.8)).abs() < 1e-9);
+        // Host chunks hold only host objects.
+        assert_eq!(chunk_use(&cfg, &m, 250.0).used_bytes, 1000);
     }
 
     #[test]

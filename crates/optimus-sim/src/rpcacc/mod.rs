@@ -288,7 +288,7 @@ pub fn prepare(
 /// # Errors
 /// As [`crate::workload::trace_messages`].
 pub fn suite(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Vec<RpcMessage>> {
-    prepare_sets(&hpb::suite(cfg.seed), source)
+    prepare_sets(&hpb::suite(cfg.seed), source, &[])
 }
 
 /// The DeathStarBench services' messages (`workload::socialnet`): per service, every request
@@ -297,18 +297,20 @@ pub fn suite(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Vec<Rpc
 /// # Errors
 /// As [`crate::workload::trace_messages`].
 pub fn socialnet(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Vec<RpcMessage>> {
-    prepare_sets(&socialnet::sets(cfg.seed), source)
+    prepare_sets(&socialnet::sets(cfg.seed), source, &[])
 }
 
-/// Every message of `sets`, serialized and deserialized by the engine behind `source`.
+/// Every message of `sets`, serialized and deserialized by the engine behind `source`, the
+/// fields `accel_fields` labelled "Acc".
 pub(super) fn prepare_sets(
     sets: &[MessageSet],
     source: &mut dyn TraceSource,
+    accel_fields: &[&str],
 ) -> Result<Vec<RpcMessage>> {
     let mut out = Vec::new();
     for set in sets {
-        let ser = set.trace(source, Direction::Encode)?;
-        let deser = set.trace(source, Direction::Decode)?;
+        let ser = set.trace_labelled(source, Direction::Encode, accel_fields)?;
+        let deser = set.trace_labelled(source, Direction::Decode, accel_fields)?;
         for (i, (s, d)) in ser.into_iter().zip(deser).enumerate() {
             out.push(prepare(&set.name, i, s, d, set.avg_field_bytes[i]));
         }

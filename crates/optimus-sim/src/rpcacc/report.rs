@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use optimus_trace::Direction;
+use optimus_trace::{Direction, Region};
 
 use super::host::host_field_bytes;
 use super::{
@@ -132,7 +132,15 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
             add(
                 "serializer",
                 "field_read_bytes",
-                reads.map(|a| f64::from(a.bytes)).sum(),
+                reads.clone().map(|a| f64::from(a.bytes)).sum(),
+            );
+            add(
+                "serializer",
+                "card_memory_read_bytes",
+                reads
+                    .filter(|a| a.region == Region::Accel)
+                    .map(|a| f64::from(a.bytes))
+                    .sum(),
             );
             add("serializer", "wire_bytes", m.ser.wire_bytes as f64);
         }
@@ -165,6 +173,7 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
             add("deserializer", "fields", m.deser.items.len() as f64);
             add("deserializer", "wire_bytes", m.deser.wire_bytes as f64);
             add("deserializer", "output_bytes", d.output_bytes);
+            add("deserializer", "card_memory_bytes", d.accel_bytes);
             add(
                 "deserializer",
                 "dma_writes_field_by_field",
@@ -239,24 +248,36 @@ pub fn one_direction(name: &str, index: usize, trace: MessageTrace) -> RpcMessag
 
 /// The messages of a named workload: `hpb` (the HyperProtoBench-like suite), `socialnet`
 /// (the DeathStarBench services' requests and responses) or an Optimus Prime class (`flat`,
-/// `mixed`, `nested`), in both directions, or with `-ser` or `-deser` in that one only.
+/// `mixed`, `nested`), in both directions, or with `-ser` or `-deser` in that one only; the
+/// fields `accel_fields` labelled "Acc" (their data in card memory).
 ///
 /// # Errors
-/// An unknown name, or an engine error from `source`.
+/// An unknown name, labels on a suite (its sets have a schema each), or an engine error from
+/// `source` (a field name included).
 pub fn workload(
     cfg: &RpcAccConfig,
     source: &mut dyn TraceSource,
     name: &str,
+    accel_fields: &[&str],
 ) -> Result<Vec<RpcMessage>> {
     let (base, direction) = crate::workload::split_direction(name);
     let sets = crate::workload::named_sets(base, cfg.seed)
         .ok_or_else(|| crate::workload::unknown(name))?;
+    if !accel_fields.is_empty() && sets.len() > 1 {
+        return Err(SimError::Workload {
+            name: name.to_string(),
+            why: format!(
+                "fields can be labelled on a workload of one schema; its {} sets have a schema each",
+                sets.len()
+            ),
+        });
+    }
     let Some(d) = direction else {
-        return prepare_sets(&sets, source);
+        return prepare_sets(&sets, source, accel_fields);
     };
     let mut out = Vec::new();
     for set in &sets {
-        let traces = set.trace(source, d)?;
+        let traces = set.trace_labelled(source, d, accel_fields)?;
         out.extend(
             traces
                 .into_iter()
@@ -280,7 +301,7 @@ mod tests {
     #[test]
     fn mixed_on_every_design() {
         let cfg = RpcAccConfig::default();
-        let ms = workload(&cfg, &mut Engine, "mixed").unwrap();
+        let ms = workload(&cfg, &mut Engine, "mixed", &[]).unwrap();
         let r = run(&cfg, &ms).unwrap();
         assert_eq!((r.serialized, r.deserialized), (1, 1));
         assert_eq!(r.serialization.len(), 7);
@@ -320,7 +341,7 @@ mod tests {
             ..RpcAccConfig::default()
         };
         let far = RpcAccConfig::default();
-        let ms = workload(&far, &mut Engine, "nested-ser").unwrap();
+        let ms = workload(&far, &mut Engine, "nested-ser", &[]).unwrap();
         let (a, b) = (run(&near, &ms).unwrap(), run(&far, &ms).unwrap());
         let lat = |r: &RpcAccReport, d| design(&r.serialization, d).latency_ns;
         assert!(lat(&b, "protoacc_pcie") > 3.0 * lat(&a, "protoacc_pcie"));
@@ -367,11 +388,50 @@ mod tests {
     #[test]
     fn names_and_empty_workloads() {
         let cfg = RpcAccConfig::default();
-        assert!(workload(&cfg, &mut Engine, "bogus").is_err());
+        assert!(workload(&cfg, &mut Engine, "bogus", &[]).is_err());
         assert!(run(&cfg, &[]).is_err());
-        let d = workload(&cfg, &mut Engine, "flat-deser").unwrap();
+        let d = workload(&cfg, &mut Engine, "flat-deser", &[]).unwrap();
         let r = run(&cfg, &d).unwrap();
         assert_eq!((r.serialized, r.deserialized), (0, 1));
         assert!(r.serialization.is_empty());
+    }
+
+    #[test]
+    fn labelled_fields_live_in_card_memory() {
+        let cfg = RpcAccConfig::default();
+        let run_with = |labels: &[&str]| {
+            let ms = workload(&cfg, &mut Engine, "flat", labels).unwrap();
+            run(&cfg, &ms).unwrap()
+        };
+        let (host, card) = (
+            run_with(&[]),
+            run_with(&["bench.Flat.payload", "bench.Flat.name"]),
+        );
+        let stat = |r: &RpcAccReport, k: &str| r.stats.get(k).unwrap();
+        // The labelled fields' bytes: written to card memory by the target-aware
+        // deserializer, read from it by the serializer, skipped by pre-serialization.
+        let moved = stat(&card, "deserializer.card_memory_bytes");
+        assert!(moved > 0.0 && stat(&host, "deserializer.card_memory_bytes") == 0.0);
+        assert_eq!(stat(&card, "serializer.card_memory_read_bytes"), moved);
+        assert_eq!(
+            stat(&host, "host.pre_serialization_copied_bytes")
+                - stat(&card, "host.pre_serialization_copied_bytes"),
+            moved
+        );
+        // Host chunks hold what stays in host memory.
+        assert!(
+            stat(&card, "chunk_allocator.used_bytes") < stat(&host, "chunk_allocator.used_bytes")
+        );
+        // ProtoACC-PCIe knows no labels when deserializing: field by field into host memory.
+        let fbf = |r: &RpcAccReport| design(&r.deserialization, "protoacc_pcie").latency_ns;
+        assert_eq!(fbf(&host), fbf(&card));
+        // Its serializer reads the labelled fields from card memory instead of across PCIe.
+        let pp = |r: &RpcAccReport| design(&r.serialization, "protoacc_pcie").latency_ns;
+        assert!(pp(&card) < pp(&host));
+        // A suite has a schema per set, so a name cannot label them all.
+        let err = workload(&cfg, &mut Engine, "hpb", &["hpb.M1.f1"]).unwrap_err();
+        assert!(err.to_string().contains("a schema each"), "{err}");
+        let err = workload(&cfg, &mut Engine, "flat", &["bench.Flat.lat"]).unwrap_err();
+        assert!(err.to_string().contains("singular double"), "{err}");
     }
 }

@@ -147,9 +147,14 @@ pub struct Messages {
     pub request: RpcMessage,
     /// Response (`Photo`): serialization program and trace.
     pub response: RpcMessage,
+    /// The request's deserialization with the avatar labelled "Acc" (written to card memory).
+    pub request_deser_accel: Program,
+    /// The response's serialization with the image labelled "Acc" (read from card memory).
+    pub response_ser_accel: Program,
 }
 
-/// Traces the service's request (deserialized) and response (serialized).
+/// Traces the service's request (deserialized) and response (serialized), each with its
+/// large field in host memory and, as RPCAcc's "Acc" label places it, in card memory.
 ///
 /// # Errors
 /// As [`trace_messages`].
@@ -157,49 +162,26 @@ pub fn messages(svc: &ServiceConfig, source: &mut dyn TraceSource) -> Result<Mes
     let (req, resp) = image::call(svc.avatar_bytes as usize, svc.image_bytes() as usize);
     let r = [(image::REQUEST_TYPE, req.as_slice())];
     let p = [(image::RESPONSE_TYPE, resp.as_slice())];
-    let mut rd = trace_messages(source, "image", image::IMAGE_PROTO, &r, Direction::Decode)?;
-    let mut re = trace_messages(source, "image", image::IMAGE_PROTO, &r, Direction::Encode)?;
-    let mut pd = trace_messages(source, "image", image::IMAGE_PROTO, &p, Direction::Decode)?;
-    let mut pe = trace_messages(source, "image", image::IMAGE_PROTO, &p, Direction::Encode)?;
-    let (rd, re, pd, pe) = (rd.remove(0), re.remove(0), pd.remove(0), pe.remove(0));
+    let [avatar, img] = image::ACCEL_FIELDS;
+    let mut one = |msgs: &[(&str, &[u8])], d: Direction, accel: &[&str]| {
+        trace_messages(source, "image", image::IMAGE_PROTO, msgs, d, accel).map(|mut t| t.remove(0))
+    };
+    let (rd, re) = (
+        one(&r, Direction::Decode, &[])?,
+        one(&r, Direction::Encode, &[])?,
+    );
+    let (pd, pe) = (
+        one(&p, Direction::Decode, &[])?,
+        one(&p, Direction::Encode, &[])?,
+    );
+    let rd_accel = Program::from_trace(&one(&r, Direction::Decode, &[avatar])?);
+    let pe_accel = Program::from_trace(&one(&p, Direction::Encode, &[img])?);
     Ok(Messages {
         request: prepare("image", 0, re, rd, 0.0),
         response: prepare("image", 1, pe, pd, 0.0),
+        request_deser_accel: rd_accel,
+        response_ser_accel: pe_accel,
     })
-}
-
-/// The item carrying the most payload: the avatar or image field.
-fn large_item(p: &Program) -> usize {
-    let bytes = |i: &crate::program::Item| -> u64 {
-        let r: u64 = (i.first_access..i.end_access)
-            .map(|a| &p.accesses[a as usize])
-            .filter(|a| !a.is_schema)
-            .map(|a| u64::from(a.bytes))
-            .sum();
-        r + i.writes.iter().map(|w| u64::from(w.2)).sum::<u64>()
-    };
-    (0..p.items.len())
-        .max_by_key(|&k| bytes(&p.items[k]))
-        .unwrap_or(0)
-}
-
-/// `p` with its large field placed in accelerator memory (RPCAcc's "Acc" label).
-fn place_large_in_accel(p: &Program) -> Program {
-    let mut q = p.clone();
-    let k = large_item(p);
-    let it = q.items[k].clone();
-    for a in it.first_access..it.end_access {
-        let acc = &mut q.accesses[a as usize];
-        if !acc.is_schema && acc.region == Region::Message {
-            acc.region = Region::Accel;
-        }
-    }
-    for w in &mut q.items[k].writes {
-        if w.0 == Region::Message {
-            w.0 = Region::Accel;
-        }
-    }
-    q
 }
 
 /// Host-memory writes of a deserialization program: `(count, bytes, last write's bytes)`.
@@ -391,11 +373,11 @@ fn rpcacc_request(
 ) -> RpcAccRequest {
     let pcie = cfg.pcie;
     let req = if avatar_in_accel {
-        place_large_in_accel(&m.request.deser)
+        &m.request_deser_accel
     } else {
-        m.request.deser.clone()
+        &m.request.deser
     };
-    let (_, out_h, _) = host_writes(&req);
+    let (_, out_h, _) = host_writes(req);
     let flushes = (out_h / f64::from(cfg.temp_buffer_bytes)).ceil().max(1.0);
     let deser = t.parse + flushes * cfg.dma_txn_ns + t.one_way + out_h / pcie.bw_gbytes_s;
     let moved = cu_available != avatar_in_accel;
@@ -410,7 +392,7 @@ fn rpcacc_request(
         // notification ring with one DMA write; the core polls for it.
         let acc = cfg.accel_mem;
         let cu = t.cu_run + acc.latency_ns + t.image / acc.bw_gbytes_s + t.one_way;
-        (t.mmio + cu, place_large_in_accel(&m.response.ser))
+        (t.mmio + cu, m.response_ser_accel.clone())
     } else {
         (t.cpu_kernels, m.response.ser.clone())
     };

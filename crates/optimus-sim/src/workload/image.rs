@@ -30,8 +30,8 @@ message Photo {
 pub const REQUEST_TYPE: &str = "img.User";
 /// Fully qualified response type.
 pub const RESPONSE_TYPE: &str = "img.Photo";
-/// Field number of the request's avatar and of the response's image.
-pub const LARGE_FIELD: [u32; 2] = [4, 3];
+/// The request's avatar and the response's image: the fields the service labels "Acc".
+pub const ACCEL_FIELDS: [&str; 2] = ["img.User.avatar", "img.Photo.image"];
 
 fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {

@@ -80,21 +80,23 @@ impl MessageTrace {
     }
 }
 
-/// Asks `source` for the traces of `messages` and returns them as the accelerator sees them
+/// Asks `source` for the traces of `messages`, the fields `accel_fields` labelled "Acc"
+/// (their data in accelerator memory), and returns them as the accelerator sees them
 /// (default [`ViewConfig`]).
 ///
 /// # Errors
-/// [`SimError::Engine`] when the engine rejects the input; [`SimError::Workload`] when its
-/// trace is ill-formed or holds a different number of messages.
+/// [`SimError::Engine`] when the engine rejects the input or a field name; [`SimError::Workload`]
+/// when its trace is ill-formed or holds a different number of messages.
 pub fn trace_messages(
     source: &mut dyn TraceSource,
     name: &str,
     proto: &str,
     messages: &[(&str, &[u8])],
     direction: Direction,
+    accel_fields: &[&str],
 ) -> Result<Vec<MessageTrace>> {
     let events = source
-        .trace(proto, messages, direction)
+        .trace(proto, messages, direction, accel_fields)
         .map_err(|why| SimError::Engine {
             name: name.to_string(),
             why,
@@ -203,12 +205,33 @@ impl MessageSet {
         source: &mut dyn TraceSource,
         direction: Direction,
     ) -> Result<Vec<MessageTrace>> {
+        self.trace_labelled(source, direction, &[])
+    }
+
+    /// As [`MessageSet::trace`], with the fields `accel_fields` labelled "Acc" (their data
+    /// in accelerator memory).
+    ///
+    /// # Errors
+    /// As [`trace_messages`].
+    pub fn trace_labelled(
+        &self,
+        source: &mut dyn TraceSource,
+        direction: Direction,
+        accel_fields: &[&str],
+    ) -> Result<Vec<MessageTrace>> {
         let msgs: Vec<(&str, &[u8])> = self
             .messages
             .iter()
             .map(|(t, m)| (t.as_str(), m.as_slice()))
             .collect();
-        trace_messages(source, &self.name, &self.proto, &msgs, direction)
+        trace_messages(
+            source,
+            &self.name,
+            &self.proto,
+            &msgs,
+            direction,
+            accel_fields,
+        )
     }
 }
 
