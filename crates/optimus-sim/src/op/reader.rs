@@ -738,23 +738,58 @@ mod tests {
     /// Runs a Reader whose contexts start with `progs` at cycle 0, its Chunks taken at once;
     /// returns the cycles it emitted each Chunk in, and its counters.
     fn emit_cycles(cfg: &OpConfig, progs: &[Program]) -> (Vec<u64>, ReaderStats) {
+        emit_cycles_holding(cfg, progs, 0)
+    }
+
+    /// As [`emit_cycles`], each Chunk leaving the Converter and Writer `hold` cycles after
+    /// the Reader emitted it.
+    fn emit_cycles_holding(
+        cfg: &OpConfig,
+        progs: &[Program],
+        hold: u64,
+    ) -> (Vec<u64>, ReaderStats) {
         let mut reader = Reader::new(cfg.interleave as usize);
         let mut mem = MemorySystem::new(cfg, ChaCha8Rng::seed_from_u64(1));
         for (k, p) in progs.iter().enumerate() {
             let tables = Rc::new(ProgramTables::new(p, cfg));
-            let ctx = Context::new(k as u64 + 1, 1, Rc::new(p.clone()), tables, 0, false);
+            let drain_first = !cfg.pipelining;
+            let ctx = Context::new(k as u64 + 1, 1, Rc::new(p.clone()), tables, 0, drain_first);
             reader.start(k, ctx);
         }
         let mut out = VecDeque::new();
+        let mut downstream: VecDeque<(u64, usize)> = VecDeque::new();
         let mut emitted = Vec::new();
         for now in 0..400 {
             reader.tick(now, cfg, &mut mem, &mut out, true);
             for c in out.drain(..) {
-                reader.chunk_left_pipeline(c.slot as usize);
+                downstream.push_back((now + hold, c.slot as usize));
                 emitted.push(now);
+            }
+            while let Some(&(_, slot)) = downstream.front().filter(|(at, _)| *at <= now) {
+                reader.chunk_left_pipeline(slot);
+                downstream.pop_front();
             }
         }
         (emitted, reader.stats)
+    }
+
+    #[test]
+    fn without_pipelining_a_field_is_read_after_the_last_one_has_left() {
+        // OP_Base's Reader: no prefetching, no pipelining. With the Converter and Writer
+        // taking 20 cycles, each field's read starts the cycle after its predecessor's Chunk
+        // has left them (20 cycles after its emission): fields 1..3 then miss on data (13
+        // cycles from the cycle after), field 4 on its second schema line and its data (26).
+        let mut cfg = config(1, false);
+        cfg.pipelining = false;
+        let (emitted, _) = emit_cycles_holding(&cfg, &[six_fields()], 20);
+        assert_eq!(emitted, vec![26, 60, 94, 128, 175, 209]);
+        // Chunks that leave at once cost nothing: the times of a pipelined Reader.
+        let (at_once, _) = emit_cycles_holding(&cfg, &[six_fields()], 0);
+        assert_eq!(at_once, vec![26, 40, 54, 68, 95, 109]);
+        // A pipelined Reader does not wait for them.
+        cfg.pipelining = true;
+        let (pipelined, _) = emit_cycles_holding(&cfg, &[six_fields()], 20);
+        assert_eq!(pipelined, at_once);
     }
 
     #[test]
