@@ -109,8 +109,9 @@ impl AccelLabels {
     }
 }
 
-/// A field whose value the message record reaches through a pointer.
-fn is_dereference(f: &Field) -> bool {
+/// Whether `f` can carry the label: a field whose value the message record reaches through
+/// a pointer (string, bytes, repeated, map or message).
+pub fn is_dereference(f: &Field) -> bool {
     f.is_list()
         || matches!(
             f.kind,

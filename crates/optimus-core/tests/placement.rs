@@ -6,8 +6,8 @@ mod common;
 
 use common::{conformance_schema, random_message, Rng};
 use optimus_core::binary::{self, DecodeOptions};
-use optimus_core::placement::{AccelLabels, Labelled};
-use optimus_core::schema::{Kind, SchemaSet};
+use optimus_core::placement::{is_dereference, AccelLabels, Labelled};
+use optimus_core::schema::SchemaSet;
 use optimus_trace::{Direction, Event, Recorder, Region};
 use proptest::prelude::*;
 
@@ -23,14 +23,7 @@ fn labellable(schema: &SchemaSet) -> Vec<String> {
         .flat_map(|(_, m)| {
             m.fields
                 .iter()
-                .filter(|f| {
-                    f.is_list()
-                        || matches!(
-                            f.kind,
-                            Kind::String | Kind::Bytes | Kind::Message | Kind::Group
-                        )
-                })
-                .filter(|f| !f.is_extension)
+                .filter(|f| is_dereference(f) && !f.is_extension)
                 .map(move |f| format!("{}.{}", m.full_name, f.name))
         })
         .collect()
