@@ -170,27 +170,11 @@ pub fn reproduce_rpcacc_with(
         .collect();
     let d: Vec<rpcacc::DeserTimes> = ms
         .iter()
-        .map(|m| {
-            rpcacc::deser_times(
-                &cfg,
-                m,
-                cfg.pcie.latency_ns / 2.0,
-                cfg.pcie.bw_gbytes_s,
-                cfg.clock_mhz,
-            )
-        })
+        .map(|m| rpcacc::deser_times(&cfg, m, rpcacc::DeserLink::pcie(&cfg), cfg.clock_mhz))
         .collect();
     let du: Vec<rpcacc::DeserTimes> = ms
         .iter()
-        .map(|m| {
-            rpcacc::deser_times(
-                &cfg,
-                m,
-                cfg.upi.latency_ns / 2.0,
-                cfg.upi.bw_gbytes_s,
-                2000.0,
-            )
-        })
+        .map(|m| rpcacc::deser_times(&cfg, m, rpcacc::DeserLink::upi(&cfg), 2000.0))
         .collect();
     let speed: Vec<f64> = d
         .iter()

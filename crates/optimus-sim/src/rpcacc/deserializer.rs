@@ -107,22 +107,107 @@ pub struct DeserTimes {
 
 /// Time (ns) for one deserializer lane to parse program `p` at `clock_mhz`: its fields at
 /// `cycles_per_field` and its input at `encode_bits_per_cycle`.
-pub(crate) fn parse_ns(cfg: &RpcAccConfig, p: &Program, clock_mhz: f64) -> f64 {
+fn parse_ns(cfg: &RpcAccConfig, p: &Program, clock_mhz: f64) -> f64 {
     let cyc = 1000.0 / clock_mhz;
     (p.items.len() as f64 * cfg.cycles_per_field
         + p.wire_bytes as f64 * 8.0 / cfg.encode_bits_per_cycle)
         * cyc
 }
 
-/// Deserialization throughput and latency of `m`; latencies use `link` one-way. Field by
-/// field (ProtoACC), every field lands in host memory; one-shot (RPCAcc's target-aware
-/// deserializer), fields labelled "Acc" go to card memory, in parallel with the Temp Buffer's
-/// flushes of the rest across the link.
+/// The interconnect a deserialized message crosses to host memory, as its latency is timed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeserLink {
+    /// One way (ns).
+    pub one_way_ns: f64,
+    /// Bandwidth (GB/s = bytes per ns).
+    pub bw_gbytes_s: f64,
+    /// The DMA engine's time per write transaction (ns).
+    pub txn_ns: f64,
+}
+
+impl DeserLink {
+    /// PCIe, through the card's DMA engine (`dma_txn_ns` a write).
+    pub fn pcie(cfg: &RpcAccConfig) -> Self {
+        DeserLink {
+            one_way_ns: cfg.pcie.latency_ns / 2.0,
+            bw_gbytes_s: cfg.pcie.bw_gbytes_s,
+            txn_ns: cfg.dma_txn_ns,
+        }
+    }
+
+    /// UPI as §IV-E times Dagger's deserialization: one-way latency and bandwidth, and no
+    /// cost per transaction ("how the PCIe/UPI transaction rate varies according to the data
+    /// size is not known"; "the deserialization latency can be accurately simulated with
+    /// one-way UPI latency").
+    pub fn upi(cfg: &RpcAccConfig) -> Self {
+        DeserLink {
+            one_way_ns: cfg.upi.latency_ns / 2.0,
+            bw_gbytes_s: cfg.upi.bw_gbytes_s,
+            txn_ns: 0.0,
+        }
+    }
+}
+
+/// When one lane, parsing `p` from time 0, has each item's input in hand: `(start, end)` ns.
+/// The input is the item's reads of the serialized buffer, scaled so that the whole message
+/// takes [`parse_ns`].
+fn item_spans(cfg: &RpcAccConfig, p: &Program, clock_mhz: f64) -> Vec<(f64, f64)> {
+    let cyc = 1000.0 / clock_mhz;
+    let input: Vec<f64> = p
+        .items
+        .iter()
+        .map(|it| {
+            p.accesses[it.first_access as usize..it.end_access as usize]
+                .iter()
+                .filter(|a| a.region == Region::Buffer)
+                .map(|a| f64::from(a.bytes))
+                .sum()
+        })
+        .collect();
+    let total: f64 = input.iter().sum();
+    let wire = p.wire_bytes as f64;
+    let items = p.items.len() as f64;
+    let mut t = 0.0;
+    input
+        .iter()
+        .map(|&b| {
+            let bytes = if total > 0.0 {
+                b * wire / total
+            } else {
+                wire / items
+            };
+            let start = t;
+            t += (cfg.cycles_per_field + bytes * 8.0 / cfg.encode_bits_per_cycle) * cyc;
+            (start, t)
+        })
+        .collect()
+}
+
+/// One serial DMA engine (or link): each transfer starts when it is ready and the engine is
+/// free, and holds it for the transaction cost plus its bytes over the bandwidth.
+struct DmaQueue {
+    free_at: f64,
+    txn_ns: f64,
+    bw: f64,
+}
+
+impl DmaQueue {
+    fn send(&mut self, ready: f64, bytes: f64) {
+        self.free_at = self.free_at.max(ready) + self.txn_ns + bytes / self.bw;
+    }
+}
+
+/// Deserialization throughput and latency of `m`. Throughput: the lanes parse in parallel
+/// and share the card's DMA engine over PCIe. Latency: one lane parses the message while
+/// the DMA engine sends what it has written over `link`, in order, each transfer once its
+/// bytes are parsed; the message has landed when the last transfer has crossed. Field by
+/// field (ProtoACC), every field lands in host memory, a transfer each; one-shot (RPCAcc's
+/// target-aware deserializer), the Temp Buffer is sent when full and at the end, and fields
+/// labelled "Acc" go to card memory beside it.
 pub fn deser_times(
     cfg: &RpcAccConfig,
     m: &RpcMessage,
-    link_one_way_ns: f64,
-    link_bw: f64,
+    link: DeserLink,
     clock_mhz: f64,
 ) -> DeserTimes {
     let p = &m.deser;
@@ -138,26 +223,71 @@ pub fn deser_times(
     let host_out = out - accel_bytes;
     let bw = cfg.pcie.bw_gbytes_s;
     let dma_fbf = writes.len() as f64 * cfg.dma_txn_ns + out / bw;
-    let chunks = (host_out / f64::from(cfg.temp_buffer_bytes))
-        .ceil()
-        .max(1.0);
-    let last_flush = host_out - f64::from(cfg.temp_buffer_bytes) * (chunks - 1.0);
+    let buffer = f64::from(cfg.temp_buffer_bytes);
+    let chunks = (host_out / buffer).ceil().max(1.0);
     let dma_one = chunks * cfg.dma_txn_ns + host_out / bw;
     let to_card_memory = accel_writes * cfg.local_txn_ns + accel_bytes / cfg.accel_mem.bw_gbytes_s;
     let dma_local = writes.len() as f64 * cfg.local_txn_ns + out / cfg.accel_mem.bw_gbytes_s;
     let lanes = f64::from(cfg.deser_lanes);
-    // Lanes parse in parallel; the DMA engine is shared.
-    let rate = |dma: f64| (lanes / parse).min(1.0 / dma) * 1000.0;
-    let last = writes.last().copied().unwrap_or(0) as f64;
+    // Lanes parse in parallel, each busy `lane` ns a message; the DMA engine is shared.
+    let rate = |lane: f64, dma: f64| (lanes / lane).min(1.0 / dma) * 1000.0;
+
+    let queue = |txn_ns, bw| DmaQueue {
+        free_at: 0.0,
+        txn_ns,
+        bw,
+    };
+    let mut fbf = queue(link.txn_ns, link.bw_gbytes_s);
+    let mut oneshot = queue(link.txn_ns, link.bw_gbytes_s);
+    let mut card = queue(cfg.local_txn_ns, cfg.accel_mem.bw_gbytes_s);
+    let mut held = 0.0;
+    // How long the one-shot lane has waited for its Temp Buffer to empty
+    // ([`RpcAccConfig::flush_stalls_parsing`]).
+    let mut stalled = 0.0;
+    for (it, (start, end)) in p.items.iter().zip(item_spans(cfg, p, clock_mhz)) {
+        let item_bytes: f64 = it.writes.iter().map(|w| f64::from(w.2)).sum();
+        let mut done = 0.0;
+        for &(region, _, b) in &it.writes {
+            let b = f64::from(b);
+            fbf.send(end, b);
+            if region == Region::Accel {
+                card.send(end + stalled, b);
+                done += b;
+                continue;
+            }
+            // The buffer fills part-way through a long field: at the share of the field's
+            // parsing that its bytes so far take.
+            let at = |bytes: f64| start + (end - start) * bytes / item_bytes.max(1.0);
+            let mut left = b;
+            while held + left >= buffer {
+                let take = buffer - held;
+                done += take;
+                left -= take;
+                held = 0.0;
+                oneshot.send(at(done) + stalled, buffer);
+                if cfg.flush_stalls_parsing {
+                    stalled = oneshot.free_at - at(done);
+                }
+            }
+            held += left;
+            done += left;
+        }
+    }
+    if held > 0.0 || host_out == 0.0 {
+        oneshot.send(parse + stalled, held);
+    }
+    // A lane that waits for its flushes is busy until its last one has left.
+    let oneshot_lane = if cfg.flush_stalls_parsing {
+        oneshot.free_at.max(parse)
+    } else {
+        parse
+    };
     DeserTimes {
-        fbf_host_rate: rate(dma_fbf),
-        oneshot_host_rate: rate(dma_one.max(to_card_memory)),
-        fbf_local_rate: rate(dma_local),
-        fbf_latency_ns: parse + link_one_way_ns + last / link_bw,
-        // A full Temp Buffer is flushed while parsing goes on (§III-B: "When the buffer is
-        // full or the current RPC request's deserialization is finished"); only the last,
-        // partial flush follows the end of parsing. Card-memory writes stream while parsing.
-        oneshot_latency_ns: parse + link_one_way_ns + last_flush / link_bw,
+        fbf_host_rate: rate(parse, dma_fbf),
+        oneshot_host_rate: rate(oneshot_lane, dma_one.max(to_card_memory)),
+        fbf_local_rate: rate(parse, dma_local),
+        fbf_latency_ns: fbf.free_at.max(parse) + link.one_way_ns,
+        oneshot_latency_ns: (oneshot.free_at + link.one_way_ns).max(card.free_at),
         output_bytes: out,
         accel_bytes,
         fbf_dma_writes: writes.len() as f64,
@@ -170,14 +300,14 @@ mod tests {
     use super::*;
     use optimus_trace::Direction;
 
-    use crate::rpcacc::{prepare, suite};
+    use crate::rpcacc::{prepare, suite, LinkConfig};
     use crate::workload::MessageTrace;
     use optimus_core::binary::EngineTraces as Engine;
     #[test]
     fn oneshot_beats_field_by_field() {
         let cfg = RpcAccConfig::default();
         for m in suite(&cfg, &mut Engine).unwrap().iter().take(10) {
-            let d = deser_times(&cfg, m, 625.0, 12.8, 250.0);
+            let d = deser_times(&cfg, m, DeserLink::pcie(&cfg), 250.0);
             assert!(d.oneshot_host_rate >= d.fbf_host_rate);
             assert!(d.fbf_local_rate >= d.fbf_host_rate);
         }
@@ -218,19 +348,36 @@ mod tests {
     fn labelled_fields_bypass_the_temp_buffer() {
         let cfg = RpcAccConfig::default();
         let m = deser_writes_in(&[(Region::Message, 1000), (Region::Accel, 64_000)]);
-        let d = deser_times(&cfg, &m, 625.0, 12.8, 250.0);
+        let d = deser_times(&cfg, &m, DeserLink::pcie(&cfg), 250.0);
+        // Two fields parsed in 2 cycles of 4 ns each.
         let parse = 16.0;
-        // One-shot: the 1000 host bytes leave in one flush; the 64 KB go to card memory
-        // while parsing, and bound the rate at the card memory's bandwidth.
+        // One-shot: the 1000 host bytes leave in one flush once parsing ends; the 64 KB went
+        // to card memory as their field was parsed, and bound the rate at the card memory's
+        // bandwidth.
         assert_eq!((d.oneshot_dma_writes, d.accel_bytes), (1.0, 64_000.0));
-        assert!((d.oneshot_latency_ns - (parse + 625.0 + 1000.0 / 12.8)).abs() < 1e-9);
         let card = cfg.local_txn_ns + 64_000.0 / cfg.accel_mem.bw_gbytes_s;
+        let host = parse + 12.0 + 1000.0 / 12.8 + 625.0;
+        assert!(parse + card < host);
+        assert!((d.oneshot_latency_ns - host).abs() < 1e-9, "{d:?}");
         assert!((d.oneshot_host_rate - 1000.0 / card).abs() < 1e-9, "{d:?}");
         // Field by field, ProtoACC writes both across PCIe.
         assert_eq!((d.fbf_dma_writes, d.output_bytes), (2.0, 65_000.0));
         assert!((d.fbf_host_rate - 1000.0 / (2.0 * 12.0 + 65_000.0 / 12.8)).abs() < 1e-9);
         // Host chunks hold only host objects.
         assert_eq!(chunk_use(&cfg, &m, 250.0).used_bytes, 1000);
+        // A card memory slower than the link makes the labelled field land last.
+        let slow = RpcAccConfig {
+            accel_mem: LinkConfig {
+                latency_ns: 150.0,
+                bw_gbytes_s: 0.1,
+            },
+            ..cfg
+        };
+        let d = deser_times(&slow, &m, DeserLink::pcie(&slow), 250.0);
+        assert!(
+            (d.oneshot_latency_ns - (16.0 + 1.0 + 640_000.0)).abs() < 1e-6,
+            "{d:?}"
+        );
     }
 
     #[test]
@@ -247,31 +394,81 @@ mod tests {
     }
 
     #[test]
-    fn oneshot_latency_waits_only_for_the_last_flush() {
+    fn oneshot_latency_waits_for_the_last_flush() {
         let cfg = RpcAccConfig::default();
-        let small = deser_times(&cfg, &deser_writes(&[1000]), 400.0, 19.2, 2000.0);
-        let large = deser_times(
+        // Three 1000 B fields, each parsed in 2 + 2000 * 8 / 512 cycles of 4 ns (133 ns):
+        // longer than a field's write (12 ns + 1000 B / 12.8 GB/s), so field by field the
+        // link is idle when each field is parsed and only the last write follows parsing.
+        let mut m = deser_writes(&[1000, 1000, 1000]);
+        m.deser.wire_bytes = 6000;
+        let d = deser_times(&cfg, &m, DeserLink::pcie(&cfg), 250.0);
+        let parse = 3.0 * (2.0 + 2000.0 * 8.0 / 512.0) * 4.0;
+        assert!((d.fbf_latency_ns - (parse + 12.0 + 1000.0 / 12.8 + 625.0)).abs() < 1e-9);
+        // One-shot holds all 3000 B in the Temp Buffer until parsing ends (§IV-E: "slightly
+        // increased deserialization latency").
+        assert!((d.oneshot_latency_ns - (parse + 12.0 + 3000.0 / 12.8 + 625.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_full_temp_buffer_leaves_while_parsing_goes_on() {
+        let cfg = RpcAccConfig::default();
+        // One 12 KB field parsed in 2 + 12288 * 8 / 512 cycles: the buffer fills at each
+        // third of it and is flushed then; nothing is left for the end.
+        let mut m = deser_writes(&[12_288]);
+        m.deser.wire_bytes = 12_288;
+        let d = deser_times(&cfg, &m, DeserLink::upi(&cfg), 2000.0);
+        let parse = (2.0 + 12_288.0 * 8.0 / 512.0) * 0.5;
+        let flush = 4096.0 / 19.2;
+        assert_eq!(d.oneshot_dma_writes, 3.0);
+        // Parsing (98 ns) outruns UPI (213 ns a flush): the flushes queue behind each other.
+        assert!((d.oneshot_latency_ns - (parse / 3.0 + 3.0 * flush + 400.0)).abs() < 1e-9);
+        // Field by field, the one write leaves when the field is parsed.
+        assert!((d.fbf_latency_ns - (parse + 12_288.0 / 19.2 + 400.0)).abs() < 1e-9);
+        // A lane that waits for each flush before parsing on finishes its field after two
+        // flushes, and the third follows.
+        let waits = RpcAccConfig {
+            flush_stalls_parsing: true,
+            ..cfg
+        };
+        let d = deser_times(&waits, &m, DeserLink::upi(&waits), 2000.0);
+        assert!((d.oneshot_latency_ns - (parse + 3.0 * flush + 400.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn field_by_field_pays_a_transaction_per_field() {
+        let cfg = RpcAccConfig::default();
+        // 100 fields of 40 B: each write takes the DMA engine 12 ns + 3.125 ns, more than a
+        // field's 8 ns of parsing, so field by field the engine binds; one-shot sends one flush
+        // after parsing.
+        let d = deser_times(
             &cfg,
-            &deser_writes(&[4096, 4096, 1000]),
-            400.0,
-            19.2,
-            2000.0,
+            &deser_writes(&[40; 100]),
+            DeserLink::pcie(&cfg),
+            250.0,
         );
-        // Both end with a 1000 B flush after parsing: the full buffers left while parsing.
-        let tail = |d: &DeserTimes| d.oneshot_latency_ns - d.fbf_latency_ns;
-        assert!((tail(&small) - tail(&large)).abs() < 1e-9);
+        assert!((d.fbf_latency_ns - (8.0 + 100.0 * (12.0 + 40.0 / 12.8) + 625.0)).abs() < 1e-9);
+        assert!((d.oneshot_latency_ns - (800.0 + 12.0 + 4000.0 / 12.8 + 625.0)).abs() < 1e-9);
+        // Over UPI, as §IV-E times it, a transaction costs nothing: bytes alone.
+        let d = deser_times(&cfg, &deser_writes(&[40; 100]), DeserLink::upi(&cfg), 250.0);
+        assert!((d.fbf_latency_ns - (800.0 + 40.0 / 19.2 + 400.0)).abs() < 1e-9);
     }
 
     #[test]
     fn one_message_deserializes_in_the_time_its_stages_add_up_to() {
         let cfg = RpcAccConfig::default();
         // Two fields writing 1000 B and 24 B: a lane parses them in 2 x 2 cycles of 4 ns.
-        let d = deser_times(&cfg, &deser_writes(&[1000, 24]), 625.0, 12.8, 250.0);
-        let parse = 16.0;
-        // Latency: parsing, the PCIe crossing, then the last write's bytes (field by field)
-        // or the one Temp Buffer flush of all 1024 B (one-shot).
-        assert!((d.fbf_latency_ns - (parse + 625.0 + 24.0 / 12.8)).abs() < 1e-9);
-        assert!((d.oneshot_latency_ns - (parse + 625.0 + 1024.0 / 12.8)).abs() < 1e-9);
+        let d = deser_times(
+            &cfg,
+            &deser_writes(&[1000, 24]),
+            DeserLink::pcie(&cfg),
+            250.0,
+        );
+        // Latency, field by field: the first write leaves at 8 ns (12 ns + 1000 B / 12.8
+        // GB/s), the second after it (12 ns + 24 B), then the PCIe crossing.
+        let fbf = 8.0 + (12.0 + 1000.0 / 12.8) + (12.0 + 24.0 / 12.8) + 625.0;
+        assert!((d.fbf_latency_ns - fbf).abs() < 1e-9, "{d:?}");
+        // One-shot: one Temp Buffer flush of all 1024 B after parsing.
+        assert!((d.oneshot_latency_ns - (16.0 + 12.0 + 1024.0 / 12.8 + 625.0)).abs() < 1e-9);
         // Rate: four lanes parse a message every 4 ns, so the DMA engine bounds it: 12 ns a
         // transaction (two field by field, one one-shot) plus 80 ns of bytes.
         assert!((d.fbf_host_rate - 1000.0 / (2.0 * 12.0 + 80.0)).abs() < 1e-9);

@@ -30,8 +30,7 @@ mod serializer;
 pub mod service;
 
 pub use bf3::{bf3_deser, bf3_ser, bf3_ser_occupancy, Bf3Config, Bf3Deser, Bf3Ser};
-pub(crate) use deserializer::parse_ns;
-pub use deserializer::{chunk_use, deser_times, ChunkUse, DeserTimes};
+pub use deserializer::{chunk_use, deser_times, ChunkUse, DeserLink, DeserTimes};
 pub use host::{cpu_ser_ns, host_cycles, preser_ns, HostCycles};
 pub use serializer::{ser_occupancy, ser_times, serializer_ns, SerTimes};
 
@@ -89,6 +88,11 @@ pub struct RpcAccConfig {
     pub deser_lanes: u32,
     /// Temp Buffer bytes (one-shot DMA granule). Default 4096 (§III-B).
     pub temp_buffer_bytes: u32,
+    /// Whether a lane stops parsing while its full Temp Buffer is flushed (a single buffer
+    /// per lane, read out by the DMA engine before it takes new fields). Default false: a full
+    /// buffer leaves while parsing goes on (§III-B gives one 4 KB buffer; its chunk-allocation
+    /// share, 0.68 %, is one pop per parse *plus* flush of 4 KB: see docs/simulator.md).
+    pub flush_stalls_parsing: bool,
     /// DMA engine cost of one PCIe write transaction in ns (descriptor, TLPs, completion
     /// credit): the "limited number of concurrent PCIe transactions" of §II-C C1. Default 12
     /// (calibrated to Fig. 5's 2.2× average, see docs/simulator.md).
@@ -158,6 +162,7 @@ impl Default for RpcAccConfig {
             engine_bits_per_cycle: 512.0,
             deser_lanes: 4,
             temp_buffer_bytes: 4096,
+            flush_stalls_parsing: false,
             dma_txn_ns: 12.0,
             local_txn_ns: 1.0,
             mmio_ns: 625.0,
@@ -350,19 +355,13 @@ pub fn rpc_layer(cfg: &RpcAccConfig, req: &RpcMessage, resp: Option<&RpcMessage>
 /// field, a DMA transaction each; RPCAcc: one-shot).
 pub fn deser_layer(cfg: &RpcAccConfig, m: &RpcMessage) -> RpcLayer {
     let pcie = cfg.pcie;
-    let d = deser_times(
-        cfg,
-        m,
-        pcie.latency_ns / 2.0,
-        pcie.bw_gbytes_s,
-        cfg.clock_mhz,
-    );
+    let d = deser_times(cfg, m, DeserLink::pcie(cfg), cfg.clock_mhz);
     RpcLayer {
         cpu_only: pcie.latency_ns / 2.0
             + m.deser.wire_bytes as f64 / pcie.bw_gbytes_s
             + cfg.cpu_rpc_stack_ns
             + cfg.cpu.message_ns(&m.deser_trace),
-        protoacc_pcie: d.fbf_latency_ns + m.deser.items.len() as f64 * cfg.dma_txn_ns,
+        protoacc_pcie: d.fbf_latency_ns,
         rpcacc: d.oneshot_latency_ns,
     }
 }

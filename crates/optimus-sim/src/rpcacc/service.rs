@@ -37,7 +37,8 @@ use serde::{Deserialize, Serialize};
 use optimus_trace::{Direction, Region};
 
 use super::{
-    parse_ns, prepare, preser_ns, ser_times, serializer_ns, LinkConfig, RpcAccConfig, RpcMessage,
+    deser_times, prepare, preser_ns, ser_times, serializer_ns, DeserLink, LinkConfig, RpcAccConfig,
+    RpcMessage,
 };
 use crate::error::Result;
 use crate::program::Program;
@@ -147,10 +148,11 @@ pub struct Messages {
     pub request: RpcMessage,
     /// Response (`Photo`): serialization program and trace.
     pub response: RpcMessage,
-    /// The request's deserialization with the avatar labelled "Acc" (written to card memory).
-    pub request_deser_accel: Program,
-    /// The response's serialization with the image labelled "Acc" (read from card memory).
-    pub response_ser_accel: Program,
+    /// The request, its deserialization with the avatar labelled "Acc" (written to card
+    /// memory).
+    pub request_accel: RpcMessage,
+    /// The response, its serialization with the image labelled "Acc" (read from card memory).
+    pub response_accel: RpcMessage,
 }
 
 /// Traces the service's request (deserialized) and response (serialized), each with its
@@ -176,25 +178,20 @@ pub fn messages(svc: &ServiceConfig, source: &mut dyn TraceSource) -> Result<Mes
     );
     let rd_accel = Program::from_trace(&one(&r, Direction::Decode, &[avatar])?);
     let pe_accel = Program::from_trace(&one(&p, Direction::Encode, &[img])?);
+    let request = prepare("image", 0, re, rd, 0.0);
+    let response = prepare("image", 1, pe, pd, 0.0);
     Ok(Messages {
-        request: prepare("image", 0, re, rd, 0.0),
-        response: prepare("image", 1, pe, pd, 0.0),
-        request_deser_accel: rd_accel,
-        response_ser_accel: pe_accel,
+        request_accel: RpcMessage {
+            deser: rd_accel,
+            ..request.clone()
+        },
+        response_accel: RpcMessage {
+            ser: pe_accel,
+            ..response.clone()
+        },
+        request,
+        response,
     })
-}
-
-/// Host-memory writes of a deserialization program: `(count, bytes, last write's bytes)`.
-fn host_writes(p: &Program) -> (usize, f64, f64) {
-    let w: Vec<u32> = p
-        .items
-        .iter()
-        .flat_map(|i| i.writes.iter())
-        .filter(|w| w.0 == Region::Message)
-        .map(|w| w.2)
-        .collect();
-    let bytes = w.iter().map(|&b| f64::from(b)).sum();
-    (w.len(), bytes, w.last().map_or(0.0, |&b| f64::from(b)))
 }
 
 /// Per-request terms every design shares (ns, bytes).
@@ -213,8 +210,6 @@ struct Terms {
     wire_out: f64,
     line_cap: f64,
     cu_cap: f64,
-    /// One deserializer lane parsing the request.
-    parse: f64,
     /// The compute unit from its task's MMIO to the end of its kernels.
     cu_run: f64,
     /// Decryption, compression and encryption on one host core.
@@ -241,7 +236,6 @@ fn terms(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Terms {
         wire_out: wr / line,
         line_cap: wq.max(wr) / line,
         cu_cap: s / line,
-        parse: parse_ns(cfg, &m.request.deser, cfg.clock_mhz),
         // Compute unit (§III-D): the task's MMIO write reaches the card's descriptor ring;
         // the CU decrypts, compresses and encrypts streaming at line rate from card memory.
         cu_run: one_way + cfg.accel_mem.latency_ns + s / line,
@@ -280,8 +274,7 @@ pub fn run(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Service {
     };
 
     // ProtoACC-PCIe: field-by-field deserialization of every field into host memory.
-    let (n_w, out_w, last_w) = host_writes(&m.request.deser);
-    let deser_fbf = t.parse + n_w as f64 * cfg.dma_txn_ns + one_way + last_w / pcie.bw_gbytes_s;
+    let fbf = deser_times(cfg, &m.request, DeserLink::pcie(cfg), cfg.clock_mhz);
     // Accelerator-only serialization (§IV-A: ProtoACC-PCIe's "serialization procedure is
     // similar to the Accelerator-only approach"): the compute unit writes its results back to
     // host memory (§III-C, Fig. 4-a/b), and the serializer fetches them across PCIe.
@@ -306,13 +299,13 @@ pub fn run(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Service {
     };
     let protoacc_pcie = Design {
         host_ns: pp_handler + pp_ser_wait,
-        latency_ns: t.wire_in + deser_fbf + pp_handler + one_way + pp_ser + t.wire_out,
+        latency_ns: t.wire_in + fbf.fbf_latency_ns + pp_handler + one_way + pp_ser + t.wire_out,
         // Card to host: the deserialized request, the compute unit's result; host to card:
         // the avatar moved back, the response.
         cap_ns: t
             .line_cap
             .max(t.cu_cap)
-            .max((out_w + c) / pcie.bw_gbytes_s)
+            .max((fbf.output_bytes + c) / pcie.bw_gbytes_s)
             .max((s + wr) / pcie.bw_gbytes_s),
     };
 
@@ -373,37 +366,32 @@ fn rpcacc_request(
 ) -> RpcAccRequest {
     let pcie = cfg.pcie;
     let req = if avatar_in_accel {
-        &m.request_deser_accel
+        &m.request_accel
     } else {
-        &m.request.deser
+        &m.request
     };
-    let (_, out_h, _) = host_writes(req);
-    let flushes = (out_h / f64::from(cfg.temp_buffer_bytes)).ceil().max(1.0);
-    let deser = t.parse + flushes * cfg.dma_txn_ns + t.one_way + out_h / pcie.bw_gbytes_s;
+    let deser = deser_times(cfg, req, DeserLink::pcie(cfg), cfg.clock_mhz);
+    let out_h = deser.output_bytes - deser.accel_bytes;
     let moved = cu_available != avatar_in_accel;
     let move_ns = match (moved, cu_available) {
         (false, _) => 0.0,
         (true, true) => move_to_acc(cfg, t),
         (true, false) => move_to_cpu(cfg, t, t.avatar),
     };
-    let (compress, resp_ser) = if cu_available {
+    let (compress, resp) = if cu_available {
         // "When computation finishes, the CU first writes the results into the output
         // address" (card memory, §III-C Fig. 4-c), then its completion to the host's
         // notification ring with one DMA write; the core polls for it.
         let acc = cfg.accel_mem;
         let cu = t.cu_run + acc.latency_ns + t.image / acc.bw_gbytes_s + t.one_way;
-        (t.mmio + cu, m.response_ser_accel.clone())
+        (t.mmio + cu, &m.response_accel)
     } else {
-        (t.cpu_kernels, m.response.ser.clone())
+        (t.cpu_kernels, &m.response)
     };
-    let resp = RpcMessage {
-        ser: resp_ser,
-        ..m.response.clone()
-    };
-    let (pre, dsa) = preser_ns(cfg, &resp, true);
+    let (pre, dsa) = preser_ns(cfg, resp, true);
     let preser = pre.max(dsa) + t.mmio;
     // The card's part of memory-affinity serialization, after the doorbell.
-    let card_ser = ser_times(cfg, &resp, cfg.clock_mhz).rpcacc - pre.max(dsa);
+    let card_ser = ser_times(cfg, resp, cfg.clock_mhz).rpcacc - pre.max(dsa);
     let host = t.auth + move_ns + compress + preser;
     let to_card = if moved && cu_available { t.avatar } else { 0.0 };
     let to_host = out_h
@@ -415,7 +403,7 @@ fn rpcacc_request(
     RpcAccRequest {
         design: Design {
             host_ns: host,
-            latency_ns: t.wire_in + deser + host + card_ser + t.wire_out,
+            latency_ns: t.wire_in + deser.oneshot_latency_ns + host + card_ser + t.wire_out,
             cap_ns: t
                 .line_cap
                 .max(if cu_available { t.cu_cap } else { 0.0 })
