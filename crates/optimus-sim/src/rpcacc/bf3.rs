@@ -19,6 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::deserializer::{item_spans, DmaQueue};
 use super::host::{preser_bytes, preser_ns};
 use super::serializer::{field_reads, serializer_ns};
 use super::{LinkConfig, RpcAccConfig, RpcMessage};
@@ -143,7 +144,10 @@ pub struct Bf3Deser {
     pub oneshot_latency_ns: f64,
 }
 
-/// [`Bf3Deser`] of `m`.
+/// [`Bf3Deser`] of `m`. Latency: the Arm core decodes the fields in order (its time shared
+/// out over them as a deserializer lane's parsing is) and posts each write as a DMA job
+/// (field by field) or the staging buffer once decoded (one-shot); the engine sends them in
+/// order, and the message has landed one way after the last.
 pub fn bf3_deser(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Deser {
     let bf3 = &cfg.bf3;
     let arm = bf3.arm.message_ns(&m.deser_trace);
@@ -154,16 +158,25 @@ pub fn bf3_deser(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Deser {
         let engine = jobs * bf3.dma_txn_ns + bytes / bf3.pcie.bw_gbytes_s;
         1000.0 / cores.max(engine)
     };
-    let n = writes.len() as f64;
-    let last = writes.last().map_or(0.0, |&b| f64::from(b));
-    let land = |jobs: f64, tail: f64| {
-        arm + jobs * bf3.dma_job_ns + bf3.pcie.latency_ns / 2.0 + tail / bf3.pcie.bw_gbytes_s
-    };
+    let one_way = bf3.pcie.latency_ns / 2.0;
+    let spans = item_spans(cfg, &m.deser, cfg.clock_mhz);
+    let lane = spans.last().map_or(0.0, |s| s.1);
+    let mut fbf = DmaQueue::new(bf3.dma_txn_ns, bf3.pcie.bw_gbytes_s);
+    let mut jobs = 0.0;
+    for (it, (_, end)) in m.deser.items.iter().zip(&spans) {
+        let decoded = if lane > 0.0 { arm * end / lane } else { arm };
+        for w in &it.writes {
+            jobs += 1.0;
+            fbf.send(decoded + jobs * bf3.dma_job_ns, f64::from(w.2));
+        }
+    }
+    let mut oneshot = DmaQueue::new(bf3.dma_txn_ns, bf3.pcie.bw_gbytes_s);
+    oneshot.send(arm + bf3.dma_job_ns, bytes);
     Bf3Deser {
-        field_by_field: rate(n),
+        field_by_field: rate(writes.len() as f64),
         oneshot: rate(1.0),
-        field_by_field_latency_ns: land(n, last),
-        oneshot_latency_ns: land(1.0, bytes),
+        field_by_field_latency_ns: fbf.free_at.max(arm) + one_way,
+        oneshot_latency_ns: oneshot.free_at + one_way,
     }
 }
 
@@ -201,8 +214,9 @@ mod tests {
         let d = bf3_deser(&cfg, &m);
         assert!((d.field_by_field - 1000.0 / (arm + 100.0)).abs() < 1e-9);
         assert_eq!(d.oneshot, d.field_by_field);
-        // The write of 2 B lands one way across PCIe after the decode and its job.
-        let land = arm + 100.0 + 625.0 + 2.0 / 12.8;
+        // The write of 2 B lands one way across PCIe after the decode, its job and its
+        // transaction.
+        let land = arm + 100.0 + 12.0 + 2.0 / 12.8 + 625.0;
         assert!((d.field_by_field_latency_ns - land).abs() < 1e-9);
         assert_eq!(d.oneshot_latency_ns, d.field_by_field_latency_ns);
     }

@@ -151,7 +151,7 @@ impl DeserLink {
 /// When one lane, parsing `p` from time 0, has each item's input in hand: `(start, end)` ns.
 /// The input is the item's reads of the serialized buffer, scaled so that the whole message
 /// takes [`parse_ns`].
-fn item_spans(cfg: &RpcAccConfig, p: &Program, clock_mhz: f64) -> Vec<(f64, f64)> {
+pub(super) fn item_spans(cfg: &RpcAccConfig, p: &Program, clock_mhz: f64) -> Vec<(f64, f64)> {
     let cyc = 1000.0 / clock_mhz;
     let input: Vec<f64> = p
         .items
@@ -185,14 +185,25 @@ fn item_spans(cfg: &RpcAccConfig, p: &Program, clock_mhz: f64) -> Vec<(f64, f64)
 
 /// One serial DMA engine (or link): each transfer starts when it is ready and the engine is
 /// free, and holds it for the transaction cost plus its bytes over the bandwidth.
-struct DmaQueue {
-    free_at: f64,
+pub(super) struct DmaQueue {
+    /// When the last transfer so far has been sent (ns).
+    pub free_at: f64,
     txn_ns: f64,
     bw: f64,
 }
 
 impl DmaQueue {
-    fn send(&mut self, ready: f64, bytes: f64) {
+    /// An idle engine at time 0.
+    pub fn new(txn_ns: f64, bw_gbytes_s: f64) -> Self {
+        DmaQueue {
+            free_at: 0.0,
+            txn_ns,
+            bw: bw_gbytes_s,
+        }
+    }
+
+    /// Sends `bytes` once they are ready at `ready` ns.
+    pub fn send(&mut self, ready: f64, bytes: f64) {
         self.free_at = self.free_at.max(ready) + self.txn_ns + bytes / self.bw;
     }
 }
@@ -232,14 +243,9 @@ pub fn deser_times(
     // Lanes parse in parallel, each busy `lane` ns a message; the DMA engine is shared.
     let rate = |lane: f64, dma: f64| (lanes / lane).min(1.0 / dma) * 1000.0;
 
-    let queue = |txn_ns, bw| DmaQueue {
-        free_at: 0.0,
-        txn_ns,
-        bw,
-    };
-    let mut fbf = queue(link.txn_ns, link.bw_gbytes_s);
-    let mut oneshot = queue(link.txn_ns, link.bw_gbytes_s);
-    let mut card = queue(cfg.local_txn_ns, cfg.accel_mem.bw_gbytes_s);
+    let mut fbf = DmaQueue::new(link.txn_ns, link.bw_gbytes_s);
+    let mut oneshot = DmaQueue::new(link.txn_ns, link.bw_gbytes_s);
+    let mut card = DmaQueue::new(cfg.local_txn_ns, cfg.accel_mem.bw_gbytes_s);
     let mut held = 0.0;
     // How long the one-shot lane has waited for its Temp Buffer to empty
     // ([`RpcAccConfig::flush_stalls_parsing`]).
