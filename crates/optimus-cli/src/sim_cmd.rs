@@ -57,7 +57,8 @@ pub struct SimArgs {
     /// Mesh of the simulated server [default: 4x4, or the config file's].
     #[arg(long, value_enum)]
     mesh: Option<MeshSize>,
-    /// PCIe round-trip latency in ns for RPCAcc [default: 1250, or the config file's].
+    /// PCIe round-trip latency in ns for RPCAcc; the MMIO doorbell, which crosses it one way,
+    /// becomes half of it (`mmio_ns`) [default: 1250, or the config file's].
     #[arg(long = "pcie-ns")]
     pcie_ns: Option<f64>,
     /// RPCAcc's accelerator clock in MHz [default: 250, or the config file's].
@@ -205,7 +206,10 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
         Accel::Rpcacc => {
             let mut cfg: RpcAccConfig =
                 config_from(args.config.as_deref(), config_file::from_json)?;
-            cfg.pcie.latency_ns = args.pcie_ns.unwrap_or(cfg.pcie.latency_ns);
+            if let Some(ns) = args.pcie_ns {
+                cfg.pcie.latency_ns = ns;
+                cfg.mmio_ns = ns / 2.0;
+            }
             cfg.clock_mhz = args.clock_mhz.unwrap_or(cfg.clock_mhz);
             cfg.validate().context("sim")?;
             if args.print_config {

@@ -430,6 +430,22 @@ fn sim_configs_round_trip_and_flags_override_them() {
         (over["pipelines"].as_u64(), over["noc"]["mesh"].as_u64()),
         (Some(1), Some(8))
     );
+    // --pcie-ns moves the MMIO doorbell, which crosses PCIe one way, with the round trip.
+    let pcie = json_of(&[
+        "sim",
+        "--accel",
+        "rpcacc",
+        "--pcie-ns",
+        "70",
+        "--print-config",
+    ]);
+    assert_eq!(
+        (
+            pcie["pcie"]["latency_ns"].as_f64(),
+            pcie["mmio_ns"].as_f64()
+        ),
+        (Some(70.0), Some(35.0))
+    );
     // Unknown parameters are refused, naming the field.
     std::fs::write(&path, br#"{"noc": {"hops": 6}}"#).unwrap();
     let bad = optimus(&["sim", "--config", file], b"");
