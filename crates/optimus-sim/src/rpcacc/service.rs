@@ -37,8 +37,8 @@ use serde::{Deserialize, Serialize};
 use optimus_trace::{Direction, Region};
 
 use super::{
-    deser_times, prepare, preser_ns, ser_times, serializer_ns, DeserLink, LinkConfig, RpcAccConfig,
-    RpcMessage,
+    deser_times, prepare, preser_ns, rpc_layer, ser_times, serializer_ns, DeserLink, LinkConfig,
+    RpcAccConfig, RpcMessage,
 };
 use crate::error::Result;
 use crate::program::Program;
@@ -250,23 +250,18 @@ pub fn run(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Service {
     let (one_way, s, c, wq, wr, auth, mmio) =
         (t.one_way, t.avatar, t.image, t.wq, t.wr, t.auth, t.mmio);
 
-    // CPU-only.
+    // CPU-only: the RPC layer's request and response (eRPC's stack, software
+    // deserialization and serialization, the NIC's DMA and doorbell), with the handler's
+    // authorization, kernels and doorbell between them.
+    let layer = rpc_layer(cfg, &m.request, Some(&m.response));
+    let handler = auth + t.cpu_kernels + mmio;
     let sw = cfg.cpu.message_ns(&m.request.deser_trace)
-        + auth
-        + t.cpu_kernels
-        + cfg.cpu.message_ns(&m.response.ser_trace)
         + cfg.cpu_rpc_stack_ns
-        + mmio;
+        + handler
+        + cfg.cpu.message_ns(&m.response.ser_trace);
     let cpu_only = Design {
         host_ns: sw,
-        latency_ns: t.wire_in
-            + one_way
-            + wq / pcie.bw_gbytes_s
-            + sw
-            + one_way
-            + pcie.latency_ns
-            + wr / pcie.bw_gbytes_s
-            + t.wire_out,
+        latency_ns: t.wire_in + layer.cpu_only + handler + t.wire_out,
         cap_ns: t
             .line_cap
             .max(wq / pcie.bw_gbytes_s)
