@@ -34,11 +34,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use optimus_trace::{Direction, Region};
+use optimus_trace::Direction;
 
 use super::{
-    deser_times, prepare, preser_ns, rpc_layer, ser_times, serializer_ns, DeserLink, LinkConfig,
-    RpcAccConfig, RpcMessage,
+    deser_times, prepare, preser_ns, rpc_layer, ser_times, DeserLink, RpcAccConfig, RpcMessage,
 };
 use crate::error::Result;
 use crate::program::Program;
@@ -268,39 +267,31 @@ pub fn run(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Service {
             .max(wr / pcie.bw_gbytes_s),
     };
 
-    // ProtoACC-PCIe: field-by-field deserialization of every field into host memory.
-    let fbf = deser_times(cfg, &m.request, DeserLink::pcie(cfg), cfg.clock_mhz);
-    // Accelerator-only serialization (§IV-A: ProtoACC-PCIe's "serialization procedure is
-    // similar to the Accelerator-only approach"): the compute unit writes its results back to
-    // host memory (§III-C, Fig. 4-a/b), and the serializer fetches them across PCIe.
+    // ProtoACC-PCIe: the RPC layer's field-by-field deserialization of every field into host
+    // memory and accelerator-only serialization (§IV-A: ProtoACC-PCIe's "serialization
+    // procedure is similar to the Accelerator-only approach"), with the handler between
+    // them: the compute unit writes its results back to host memory (§III-C, Fig. 4-a/b),
+    // and the serializer fetches them across PCIe.
     let cu_pp = t.cu_run + c / pcie.bw_gbytes_s + one_way;
     let pp_handler = auth + move_to_acc(cfg, &t) + mmio + cu_pp + mmio;
-    let acc = cfg.accel_mem;
-    let over_pcie = |r: Region| -> LinkConfig {
-        if r == Region::Accel {
-            acc
-        } else {
-            pcie
-        }
-    };
-    let pp_ser = serializer_ns(cfg, &m.response.ser, &over_pcie, 1000.0 / cfg.clock_mhz);
     // If the core waits for the serializer ([`ServiceConfig::wait_for_accel_serializer`]):
     // the doorbell reaches the card, the serializer reads the response across PCIe, its
     // completion comes back by DMA.
     let pp_ser_wait = if svc.wait_for_accel_serializer {
-        one_way + pp_ser + one_way
+        ser_times(cfg, &m.response, cfg.clock_mhz).protoacc_pcie + one_way
     } else {
         0.0
     };
+    let deserialized: f64 = m.request.deser.write_sizes().map(f64::from).sum();
     let protoacc_pcie = Design {
         host_ns: pp_handler + pp_ser_wait,
-        latency_ns: t.wire_in + fbf.fbf_latency_ns + pp_handler + one_way + pp_ser + t.wire_out,
+        latency_ns: t.wire_in + layer.protoacc_pcie + pp_handler + t.wire_out,
         // Card to host: the deserialized request, the compute unit's result; host to card:
         // the avatar moved back, the response.
         cap_ns: t
             .line_cap
             .max(t.cu_cap)
-            .max((fbf.output_bytes + c) / pcie.bw_gbytes_s)
+            .max((deserialized + c) / pcie.bw_gbytes_s)
             .max((s + wr) / pcie.bw_gbytes_s),
     };
 
