@@ -231,8 +231,9 @@ pub fn reproduce_rpcacc_with(
     let layer: Vec<f64> = st
         .iter()
         .zip(&ms)
-        .map(|(s, m)| {
-            let dl = rpcacc::deser_layer(&cfg, m);
+        .zip(&d)
+        .map(|((s, m), d)| {
+            let dl = rpcacc::deser_layer_of(&cfg, m, d);
             (s.protoacc_pcie + dl.protoacc_pcie) / (s.rpcacc + dl.rpcacc)
         })
         .collect();

@@ -354,8 +354,16 @@ pub fn rpc_layer(cfg: &RpcAccConfig, req: &RpcMessage, resp: Option<&RpcMessage>
 /// design (CPU-only: DMA, eRPC's protocol processing, software; ProtoACC-PCIe: field by
 /// field, a DMA transaction each; RPCAcc: one-shot).
 pub fn deser_layer(cfg: &RpcAccConfig, m: &RpcMessage) -> RpcLayer {
+    deser_layer_of(
+        cfg,
+        m,
+        &deser_times(cfg, m, DeserLink::pcie(cfg), cfg.clock_mhz),
+    )
+}
+
+/// [`deser_layer`] of `m` whose [`deser_times`] over PCIe at the accelerator clock are `d`.
+pub fn deser_layer_of(cfg: &RpcAccConfig, m: &RpcMessage, d: &DeserTimes) -> RpcLayer {
     let pcie = cfg.pcie;
-    let d = deser_times(cfg, m, DeserLink::pcie(cfg), cfg.clock_mhz);
     RpcLayer {
         cpu_only: pcie.latency_ns / 2.0
             + m.deser.wire_bytes as f64 / pcie.bw_gbytes_s

@@ -7,7 +7,7 @@ use optimus_trace::{Direction, Region};
 
 use super::host::host_field_bytes;
 use super::{
-    bf3_deser, bf3_ser, bf3_ser_occupancy, chunk_use, cpu_ser_ns, deser_layer, deser_times,
+    bf3_deser, bf3_ser, bf3_ser_occupancy, chunk_use, cpu_ser_ns, deser_layer_of, deser_times,
     prepare, prepare_sets, preser_ns, ser_occupancy, ser_times, DeserLink, RpcAccConfig,
     RpcMessage,
 };
@@ -148,8 +148,8 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
         if m.deserializes() {
             n_deser += 1;
             deser_bits += m.deser.wire_bytes as f64 * 8.0;
-            let l = deser_layer(cfg, m);
             let d = deser_times(cfg, m, DeserLink::pcie(cfg), cfg.clock_mhz);
+            let l = deser_layer_of(cfg, m, &d);
             let software = cfg.cpu.message_ns(&m.deser_trace);
             let cpu_busy =
                 (cfg.cpu_rpc_stack_ns + software).max(m.deser.wire_bytes as f64 / pcie.bw_gbytes_s);
