@@ -394,7 +394,7 @@ pub fn reproduce_op_with(
             "op.table4.op_3_4.throughput.gbps" => Eval::Model(t4_34, "OP{3,4} 8x8 Mixed"),
             "op.sec4_6.prefetch_accuracy.pct" => Eval::Model(
                 100.0 * used / issued.max(1.0),
-                "prefetches used / issued, Flat",
+                "prefetches used / issued over completed messages, Flat (every prefetch is an address the schema names, so all are used)",
             ),
             "op.sec4_6.timeshare_contexts_for_full_util" => {
                 Eval::Input("arithmetic example: 1 / (1 - 0.75)")

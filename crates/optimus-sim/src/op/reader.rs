@@ -80,9 +80,9 @@ counters!(
         context_switches,
         /// Accesses issued on demand.
         demand_accesses,
-        /// Accesses issued by the prefetcher.
+        /// Accesses issued by the prefetcher, counted when their message completes.
         prefetches,
-        /// Prefetched accesses later consumed by a field.
+        /// Of those, the accesses of a field (consumed by it), counted with them.
         prefetches_used,
         /// Fields read for conversion (items with a value; sub-message entries excluded).
         field_reads,
@@ -585,9 +585,6 @@ impl Reader {
                                 ctx.issued(a, ready);
                                 if pass == 1 && !demand {
                                     ctx.prefetched[a] = true;
-                                    if measuring {
-                                        self.stats.prefetches += 1;
-                                    }
                                 } else if measuring {
                                     self.stats.demand_accesses += 1;
                                 }
@@ -666,9 +663,6 @@ impl Reader {
         }
         if last_of_field {
             if measuring {
-                self.stats.prefetches_used += (it.first_access..it.end_access)
-                    .filter(|&a| ctx.prefetched[a as usize])
-                    .count() as u64;
                 // A field read brings a value to convert; a sub-message's entry only leads
                 // to its schema and is not one. Its latency runs to its last line's arrival.
                 if !it.converts.is_empty() {
@@ -694,6 +688,20 @@ impl Reader {
                 chunk.last = true;
                 if measuring {
                     self.stats.messages += 1;
+                    // A message's prefetches are counted when it completes, issued and used
+                    // alike, so that both cover the same messages wherever the measured
+                    // window begins and ends. A prefetch is used if its access is one of a
+                    // field's, which every field has consumed by now.
+                    let prefetched = |a: usize| ctx.prefetched[a];
+                    self.stats.prefetches +=
+                        (0..ctx.prefetched.len()).filter(|&a| prefetched(a)).count() as u64;
+                    self.stats.prefetches_used += ctx
+                        .prog
+                        .items
+                        .iter()
+                        .flat_map(|i| i.first_access as usize..i.end_access as usize)
+                        .filter(|&a| prefetched(a))
+                        .count() as u64;
                 }
             }
         }
@@ -921,6 +929,21 @@ mod tests {
         // queueing behind the first message's responses, and the rotation 1.
         let (alone, _) = emit_cycles(&config(1, true), &progs[1..]);
         assert_eq!(alone, vec![26]);
+    }
+
+    #[test]
+    fn prefetches_issued_and_used_cover_the_same_messages() {
+        // A window that begins and ends in the middle of messages: prefetches issued before
+        // it and used in it (or issued in it and used after it) count for neither counter.
+        let workload = named(&mut Engine, "flat", SUITE_SEED).unwrap();
+        for (warmup, measure) in [(1000, 5000), (1337, 4321)] {
+            let mut cfg = OpConfig::paper_4x4(2, 2);
+            (cfg.warmup_cycles, cfg.measure_cycles) = (warmup, measure);
+            let stats = run(&cfg, &workload).unwrap().stats;
+            let count = |k: &str| stats.get(&format!("pipeline0.reader.{k}")).unwrap();
+            assert!(count("prefetches") > 0.0);
+            assert_eq!(count("prefetches_used"), count("prefetches"));
+        }
     }
 
     #[test]
