@@ -253,6 +253,11 @@ impl Mesh {
     pub fn flit_hops(&self) -> u64 {
         self.link_flits.iter().sum()
     }
+
+    /// Starts counting flit-hops again from zero.
+    pub fn reset_counts(&mut self) {
+        self.link_flits.fill(0);
+    }
 }
 
 counters!(
@@ -264,6 +269,9 @@ counters!(
         flits_out,
         /// Cycles packets waited for port capacity, summed.
         queue_cycles,
+        /// Flits that crossed the port, counted in the cycle they crossed (the two counters
+        /// above count a packet when it is booked, which may be cycles ahead).
+        flits_carried,
     }
 );
 
@@ -298,10 +306,20 @@ impl Port {
     /// Retires calendar cycles before `now`.
     pub fn advance(&mut self, now: u64) {
         while self.base < now {
-            self.slots[(self.base % HORIZON) as usize] = 0;
+            let slot = &mut self.slots[(self.base % HORIZON) as usize];
+            self.stats.flits_carried += u64::from(*slot);
+            *slot = 0;
             self.base += 1;
         }
         self.free_from = self.free_from.max(self.base);
+    }
+
+    /// Flits that crossed the port before cycle `now`, retired or not.
+    pub fn carried_before(&self, now: u64) -> u64 {
+        self.stats.flits_carried
+            + (self.base..now.min(self.base + HORIZON))
+                .map(|c| u64::from(self.slots[(c % HORIZON) as usize]))
+                .sum::<u64>()
     }
 
     /// Cycles from `now` until the port has a free flit slot: how far its queue reaches.
@@ -513,6 +531,20 @@ mod tests {
         assert_eq!(p.stats.flits_in, 5);
         p.advance(20);
         assert_eq!(p.send(20, 2, true), 21);
+    }
+
+    #[test]
+    fn port_carries_flits_in_the_cycles_they_cross() {
+        let mut p = Port::new(2);
+        // Booked at cycle 0, the ten flits cross in cycles 0..=4, two a cycle.
+        p.send(0, 10, false);
+        assert_eq!(p.stats.flits_out, 10);
+        assert_eq!(p.carried_before(0), 0);
+        assert_eq!(p.carried_before(3), 6);
+        p.advance(3);
+        assert_eq!(p.stats.flits_carried, 6);
+        assert_eq!(p.carried_before(4), 8);
+        assert_eq!(p.carried_before(100), 10);
     }
 
     #[test]

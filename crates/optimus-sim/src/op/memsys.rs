@@ -48,6 +48,15 @@ impl MemorySystem {
         }
     }
 
+    /// The measured window starts at `now`: every counter of the port, the Block Buffer and
+    /// the mesh starts again from zero, so that they cover the window as the pipelines' do.
+    pub(super) fn start_measuring(&mut self, now: u64) {
+        self.port.advance(now);
+        self.port.stats = Default::default();
+        self.bb.stats = Default::default();
+        self.mesh.reset_counts();
+    }
+
     fn hop_cycles(&self, a: u32, b: u32) -> u64 {
         u64::from(self.noc.hop_cycles) * u64::from(self.mesh.hops(a, b))
     }
