@@ -9,7 +9,7 @@ use crate::stats::counters;
 counters!(
     /// Dispatcher counters.
     DispatcherStats {
-        /// Requests received.
+        /// Requests received (in the measured window, when run by the model).
         requests,
         /// Requests completed in the measured window.
         completed,

@@ -192,6 +192,8 @@ impl<'c> Model<'c> {
                 if self.now >= cfg.warmup_cycles && (cfg.warmup_cycles == 0 || self.completed > 0) {
                     self.measure_start = Some(self.now);
                     self.mem.start_measuring(self.now);
+                    // Requests count from the window's start, as completions do.
+                    self.dispatcher.stats = Default::default();
                 }
             } else if self.measured_cycles() >= cfg.measure_cycles
                 && self.done_msgs > 0
