@@ -382,12 +382,11 @@ counters!(
     }
 );
 
-/// One Block Buffer entry: which transformation fetched which line, and when it arrives.
+/// One Block Buffer entry: which transformation fetched which line.
 #[derive(Clone, Copy, Debug, Default)]
 struct Entry {
     line: u64,
     txn: u64,
-    ready: u64,
     lru: u64,
     valid: bool,
 }
@@ -395,12 +394,17 @@ struct Entry {
 /// The non-coherent, virtually tagged Block Buffer (§4.2). Entries are tagged with the
 /// transformation that fetched them: every line must be re-requested the first time each
 /// transformation touches it (§4.3), so only accesses of the same transformation hit.
+/// A miss holds an MSHR until its line arrives, and accesses to the line meanwhile merge into
+/// it; the line takes a way of its set, evicting the least recently used, when it arrives.
 #[derive(Clone, Debug)]
 pub struct BlockBuffer {
     cfg: BlockBufferConfig,
     sets: u32,
     entries: Vec<Entry>,
-    mshr_release: std::collections::BinaryHeap<std::cmp::Reverse<u64>>,
+    /// One per MSHR: (transformation, line, arrival cycle).
+    in_flight: Vec<(u64, u64, u64)>,
+    /// The earliest arrival in `in_flight`; `u64::MAX` when none is.
+    next_arrival: u64,
     port_cycle: u64,
     ports_used: u32,
     tick: u64,
@@ -427,7 +431,8 @@ impl BlockBuffer {
             cfg: cfg.clone(),
             sets,
             entries: vec![Entry::default(); (sets * cfg.ways) as usize],
-            mshr_release: Default::default(),
+            in_flight: Vec::with_capacity(cfg.mshrs as usize),
+            next_arrival: u64::MAX,
             port_cycle: 0,
             ports_used: 0,
             tick: 0,
@@ -450,16 +455,22 @@ impl BlockBuffer {
 
     /// Looks up `line` for transformation `txn` at cycle `now`.
     pub fn lookup(&mut self, now: u64, txn: u64, line: u64) -> Lookup {
-        while self.mshr_release.peek().is_some_and(|r| r.0 <= now) {
-            self.mshr_release.pop();
-        }
+        self.install_arrived(now);
         let set = (line % u64::from(self.sets)) as usize;
         let ways = self.cfg.ways as usize;
         let hit = (0..ways).map(|w| set * ways + w).find(|&i| {
             let e = &self.entries[i];
             e.valid && e.line == line && e.txn == txn
         });
-        if hit.is_none() && self.mshr_release.len() >= self.cfg.mshrs as usize {
+        let pending = match hit {
+            Some(_) => None,
+            None => self
+                .in_flight
+                .iter()
+                .find(|m| m.0 == txn && m.1 == line)
+                .map(|m| m.2),
+        };
+        if hit.is_none() && pending.is_none() && self.in_flight.len() >= self.cfg.mshrs as usize {
             self.stats.mshr_full += 1;
             return Lookup::Busy;
         }
@@ -468,22 +479,39 @@ impl BlockBuffer {
         }
         self.tick += 1;
         if let Some(i) = hit {
-            let e = &mut self.entries[i];
-            e.lru = self.tick;
-            if e.ready > now + u64::from(self.cfg.hit_cycles) {
-                self.stats.merges += 1;
-                return Lookup::Ready(e.ready);
-            }
+            self.entries[i].lru = self.tick;
             self.stats.hits += 1;
             return Lookup::Ready(now + u64::from(self.cfg.hit_cycles));
+        }
+        if let Some(ready) = pending {
+            self.stats.merges += 1;
+            return Lookup::Ready(ready.max(now + u64::from(self.cfg.hit_cycles)));
         }
         self.stats.misses += 1;
         Lookup::Miss
     }
 
-    /// Installs `line` for `txn`, arriving at `ready`; holds an MSHR until then.
+    /// Records the miss of `line` for `txn`, whose data arrives at `ready`: it holds an MSHR
+    /// until then.
     pub fn fill(&mut self, txn: u64, line: u64, ready: u64) {
-        self.mshr_release.push(std::cmp::Reverse(ready));
+        self.in_flight.push((txn, line, ready));
+        self.next_arrival = self.next_arrival.min(ready);
+    }
+
+    /// Puts every line that has arrived by `now` in its set, in order of arrival.
+    fn install_arrived(&mut self, now: u64) {
+        while self.next_arrival <= now {
+            let Some((i, _)) = self.in_flight.iter().enumerate().min_by_key(|(_, m)| m.2) else {
+                break;
+            };
+            let (txn, line, _) = self.in_flight.swap_remove(i);
+            self.install(txn, line);
+            self.next_arrival = self.in_flight.iter().map(|m| m.2).min().unwrap_or(u64::MAX);
+        }
+    }
+
+    /// Installs `line` for `txn` over the least recently used way of its set.
+    fn install(&mut self, txn: u64, line: u64) {
         let set = (line % u64::from(self.sets)) as usize;
         let ways = self.cfg.ways as usize;
         let victim = (0..ways)
@@ -503,7 +531,6 @@ impl BlockBuffer {
         self.entries[victim] = Entry {
             line,
             txn,
-            ready,
             lru: self.tick,
             valid: true,
         };
@@ -589,8 +616,13 @@ mod tests {
         for (i, l) in [0u64, sets, 2 * sets].iter().enumerate() {
             bb.fill(1, *l, 10 + i as u64);
         }
-        assert_eq!(bb.stats.evictions, 1);
+        // In flight, none has taken a way yet: an access merges.
+        assert_eq!(bb.lookup(9, 1, 2 * sets), Lookup::Ready(12));
+        assert_eq!(bb.stats.evictions, 0);
+        // Once all three have arrived, the first is the one evicted.
         assert_eq!(bb.lookup(100, 1, 0), Lookup::Miss);
+        assert_eq!(bb.stats.evictions, 1);
+        assert_eq!(bb.lookup(101, 1, 2 * sets), Lookup::Ready(102));
     }
 
     #[test]
