@@ -692,15 +692,13 @@ impl Reader {
                     // alike, so that both cover the same messages wherever the measured
                     // window begins and ends. A prefetch is used if its access is one of a
                     // field's, which every field has consumed by now.
-                    let prefetched = |a: usize| ctx.prefetched[a];
-                    self.stats.prefetches +=
-                        (0..ctx.prefetched.len()).filter(|&a| prefetched(a)).count() as u64;
+                    self.stats.prefetches += ctx.prefetched.iter().filter(|&&p| p).count() as u64;
                     self.stats.prefetches_used += ctx
                         .prog
                         .items
                         .iter()
                         .flat_map(|i| i.first_access as usize..i.end_access as usize)
-                        .filter(|&a| prefetched(a))
+                        .filter(|&a| ctx.prefetched[a])
                         .count() as u64;
                 }
             }
