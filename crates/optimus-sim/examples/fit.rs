@@ -1,10 +1,13 @@
 //! Fits chosen model parameters to a paper's targets: a seeded random local search over the
 //! parameters named on the command line, each within its range, scored by the whole
-//! calibration (every computed target of `optimus sim reproduce`).
+//! calibration (every computed target of `optimus sim reproduce`). With `--sensitivity` it
+//! searches nothing and reports instead how each parameter, moved alone to either end of its
+//! range, moves every target.
 //!
 //! ```text
 //! cargo run --release -p optimus-sim --example fit -- rpcacc \
 //!     accel_mem.latency_ns=60..400 dma_txn_ns=2..60 [--iters 500] [--seed 1] [--by met|error]
+//!     [--sensitivity]
 //! ```
 //!
 //! A parameter is a path into the model's config as `--print-config` writes it (`OpConfig` for
@@ -14,6 +17,11 @@
 //! error` uses the error alone, the sum over computed targets of |ln(model / paper)| (each
 //! capped at 3). Progress goes to stderr; stdout gets the targets whose status changed and
 //! the fitted values, as a config file for `optimus sim reproduce --config`.
+//!
+//! `--sensitivity` prints, per parameter, the targets met at each end of its range and a
+//! Markdown table of every computed target that moves by more than 2 % at either end: the
+//! model at the low end, the default and the high end, the elasticity (d ln model / d ln
+//! parameter over the range) and the status at each end where it differs from the default's.
 
 use optimus_core::binary::EngineTraces;
 use optimus_sim::calibrate::{self, Row, Status};
@@ -39,7 +47,7 @@ struct Score {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: fit op|rpcacc PATH=LOW..HIGH ... [--iters N] [--seed S] [--by met|error]");
+    eprintln!("usage: fit op|rpcacc PATH=LOW..HIGH ... [--iters N] [--seed S] [--by met|error] [--sensitivity]");
     std::process::exit(2);
 }
 
@@ -57,6 +65,15 @@ fn parse_param(arg: &str) -> Option<Param> {
 /// The value at `path` (dot-separated) in `config`.
 fn at<'a>(config: &'a mut Value, path: &str) -> Option<&'a mut Value> {
     path.split('.').try_fold(config, |v, key| v.get_mut(key))
+}
+
+/// Sets the number `slot` to `x`, rounded if the parameter is an integer.
+fn set(slot: &mut Value, x: f64) {
+    *slot = if slot.is_u64() {
+        json!(x.round() as u64)
+    } else {
+        json!(x)
+    };
 }
 
 /// Runs the paper's reproduction under `config`; `None` if the config cannot run.
@@ -110,6 +127,63 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
     (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
 }
 
+/// Moves `p` alone to each end of its range and prints how every computed target follows.
+fn report_sensitivity(paper: &str, defaults: &Value, p: &Param, base: &[Row]) {
+    let mut config = defaults.clone();
+    let value = |c: &mut Value| at(c, &p.path).expect("checked in main").as_f64();
+    let default = value(&mut config).expect("a number");
+    let mut ends = Vec::new();
+    for x in [p.low, p.high] {
+        set(at(&mut config, &p.path).expect("checked in main"), x);
+        let x = value(&mut config).expect("a number");
+        let rows = reproduce(paper, &config).unwrap_or_else(|| {
+            eprintln!("fit: the {paper} model does not run with {} = {x}", p.path);
+            std::process::exit(2);
+        });
+        ends.push((x, rows));
+    }
+    let [(low, low_rows), (high, high_rows)] = <[_; 2]>::try_from(ends).expect("two ends");
+    let met = |rows: &[Row]| rows.iter().filter(|r| r.status == Status::Met).count();
+    println!(
+        "\n#### `{}`: default {default}, range {low} .. {high}; met {} / {} / {}\n",
+        p.path,
+        met(&low_rows),
+        met(base),
+        met(&high_rows)
+    );
+    println!("| target | paper | low | default | high | elasticity | status |");
+    println!("|---|---|---|---|---|---|---|");
+    let status = |r: &Row| {
+        if r.status == Status::Met {
+            "met"
+        } else {
+            "missed"
+        }
+    };
+    for ((b, l), h) in base.iter().zip(&low_rows).zip(&high_rows) {
+        let (Some(m), Some(ml), Some(mh)) = (b.model, l.model, h.model) else {
+            continue;
+        };
+        let moved = |x: f64| (x - m).abs() > 0.02 * m.abs();
+        if !matches!(b.status, Status::Met | Status::Missed) || !(moved(ml) || moved(mh)) {
+            continue;
+        }
+        let elasticity = match (mh / ml).ln() / (high / low).ln() {
+            e if e.is_finite() => format!("{e:+.2}"),
+            _ => "—".to_string(),
+        };
+        let flips = if l.status == b.status && h.status == b.status {
+            status(b).to_string()
+        } else {
+            format!("{} / {} / {}", status(l), status(b), status(h))
+        };
+        println!(
+            "| `{}` | {} | {ml:.3} | {m:.3} | {mh:.3} | {elasticity} | {flips} |",
+            b.id, b.paper
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let paper = match args.first().map(String::as_str) {
@@ -117,12 +191,14 @@ fn main() {
         _ => usage(),
     };
     let (mut iters, mut seed, mut by_met, mut params) = (500usize, 1u64, true, Vec::new());
+    let mut sensitivity = false;
     let mut rest = args[1..].iter();
     while let Some(arg) = rest.next() {
         let mut value = || rest.next().cloned().unwrap_or_else(|| usage());
         match arg.as_str() {
             "--iters" => iters = value().parse().unwrap_or_else(|_| usage()),
             "--seed" => seed = value().parse().unwrap_or_else(|_| usage()),
+            "--sensitivity" => sensitivity = true,
             "--by" => {
                 by_met = match value().as_str() {
                     "met" => true,
@@ -154,6 +230,12 @@ fn main() {
     let start_rows = reproduce(&paper, &defaults).expect("the defaults run");
     let start = score(&start_rows);
     eprintln!("defaults: {} met, error {:.3}", start.met, start.error);
+    if sensitivity {
+        for p in &params {
+            report_sensitivity(&paper, &defaults, p, &start_rows);
+        }
+        return;
+    }
     let (mut best, mut best_score) = (defaults.clone(), start);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for step in 0..iters {
@@ -162,12 +244,7 @@ fn main() {
             let p = &params[(rng.next_u64() % params.len() as u64) as usize];
             let v = at(&mut candidate, &p.path).expect("checked above");
             let x = v.as_f64().unwrap_or(p.low).max(p.low);
-            let y = (x * (0.5 * normal(&mut rng)).exp()).clamp(p.low, p.high);
-            *v = if v.is_u64() {
-                json!(y.round() as u64)
-            } else {
-                json!(y)
-            };
+            set(v, (x * (0.5 * normal(&mut rng)).exp()).clamp(p.low, p.high));
         }
         let Some(rows) = reproduce(&paper, &candidate) else {
             continue;
