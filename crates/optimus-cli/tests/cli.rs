@@ -535,7 +535,8 @@ fn reproduce_draws_every_figure_with_its_title() {
         String::from_utf8_lossy(&out.stderr)
     );
     for fig in [
-        "fig2", "fig5", "fig6", "fig7", "fig8a", "fig8b", "fig11a", "fig11b", "fig12a", "fig13",
+        "fig2", "fig5", "fig6", "fig7", "fig8a", "fig8b", "fig9", "fig10", "fig11a", "fig11b",
+        "fig12a", "fig12b", "fig13",
     ] {
         let png = std::fs::read(dir.join(format!("rpcacc_{fig}.png"))).unwrap();
         assert!(png.starts_with(b"\x89PNG"), "{fig}");
@@ -546,5 +547,9 @@ fn reproduce_draws_every_figure_with_its_title() {
     // Categories are named on the axis, not numbered.
     let fig6 = std::fs::read_to_string(dir.join("rpcacc_fig6.svg")).unwrap();
     assert!(fig6.contains("\nbench0\n") && fig6.contains("\ncompose-post\n"));
+    // Fig. 12a's paper points are read per host core, for both baselines.
+    let fig12a = std::fs::read_to_string(dir.join("rpcacc_fig12a.svg")).unwrap();
+    assert!(fig12a.contains("paper, per core: ProtoACC-PCIe"));
+    assert!(fig12a.contains("paper, per core: CPU-only"));
     std::fs::remove_dir_all(&dir).ok();
 }

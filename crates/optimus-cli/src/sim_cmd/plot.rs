@@ -27,7 +27,7 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(23, 190, 207),
 ];
 
-/// One curve of model points (lines with markers) or of paper points (black crosses).
+/// One curve of model points (lines with markers) or of paper points (black markers).
 struct Series {
     name: String,
     points: Vec<(f64, f64)>,
@@ -72,36 +72,20 @@ struct Figure<'a> {
     series: Vec<Series>,
 }
 
-/// Which way a published "RPCAcc is x times better" ratio goes.
-enum Ratio {
-    /// RPCAcc's values are the higher (throughput): a baseline is RPCAcc / x.
-    RpcaccHigher,
-    /// RPCAcc's values are the lower (time): a baseline is RPCAcc * x.
-    RpcaccLower,
-}
-
-/// A figure that publishes only `(target id, baseline)` ratios to RPCAcc: the model's
-/// CPU-only, ProtoACC-PCIe and RPCAcc curves, then where the paper's ratios put each
-/// baseline, from the model's RPCAcc points.
+/// A figure that publishes only `(target id, baseline)` ratios of times to RPCAcc's: the
+/// model's CPU-only, ProtoACC-PCIe and RPCAcc curves, then where the paper's ratios put each
+/// baseline (RPCAcc's time times the ratio), from the model's RPCAcc points.
 fn designs_and_ratios(
     rows: &[Row],
     [cpu_only, protoacc_pcie, rpcacc]: [Vec<(f64, f64)>; 3],
     ratios: &[(&str, &str)],
-    way: Ratio,
 ) -> Vec<Series> {
     let implied: Vec<Series> = ratios
         .iter()
         .filter_map(|(id, design)| {
             let v = paper_value(rows, id)?;
-            let (f, op) = match way {
-                Ratio::RpcaccHigher => (1.0 / v, "/"),
-                Ratio::RpcaccLower => (v, "x"),
-            };
-            let pts = rpcacc.iter().map(|&(x, y)| (x, y * f)).collect();
-            Some(paper(
-                format!("paper ratio: {design} = RPCAcc {op} {v}"),
-                pts,
-            ))
+            let pts = rpcacc.iter().map(|&(x, y)| (x, y * v)).collect();
+            Some(paper(format!("paper ratio: {design} = RPCAcc x {v}"), pts))
         })
         .collect();
     let mut series = vec![
@@ -123,6 +107,18 @@ fn throughput_curves(curves: &[(String, Curve)]) -> Vec<Series> {
                 curve.iter().map(|p| (f64::from(p.0), p.1)).collect(),
             )
         })
+        .collect()
+}
+
+/// Where a per-core ratio puts a design whose model throughput against host cores is
+/// `baseline`: `per_core` times the cores, at each core count where the baseline still grows
+/// with its cores (at or above its one-core rate per core), and nowhere past its cap.
+fn per_core_ratio(baseline: &[(f64, f64)], per_core: f64) -> Vec<(f64, f64)> {
+    let one_core = baseline.first().map_or(f64::NAN, |p| p.1 / p.0);
+    baseline
+        .iter()
+        .filter(|p| p.1 >= p.0 * one_core * (1.0 - 1e-9))
+        .map(|p| (p.0, p.0 * per_core))
         .collect()
 }
 
@@ -226,6 +222,32 @@ fn place_legend(
     SeriesLabelPosition::UpperLeft
 }
 
+/// The black marker of a paper series.
+#[derive(Clone, Copy)]
+enum PaperMarker {
+    Cross,
+    Triangle,
+    Ring,
+}
+
+impl PaperMarker {
+    const ALL: [PaperMarker; 3] = [Self::Cross, Self::Triangle, Self::Ring];
+
+    /// The marker at `p`, `size` pixels from its centre to its ends.
+    fn at<C: Clone + 'static, DB: DrawingBackend>(
+        self,
+        p: C,
+        size: i32,
+    ) -> DynElement<'static, DB, C> {
+        let style = BLACK.stroke_width(2);
+        match self {
+            Self::Cross => Cross::new(p, size, style).into_dyn(),
+            Self::Triangle => TriangleMarker::new(p, size, BLACK.filled()).into_dyn(),
+            Self::Ring => Circle::new(p, size, style).into_dyn(),
+        }
+    }
+}
+
 fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, f: &Figure) -> Result<()>
 where
     DB::ErrorType: 'static,
@@ -268,14 +290,18 @@ where
         .draw()
         .map_err(err)?;
     let mut colour = 0;
+    let mut paper_series = 0;
     for s in &f.series {
         let pts: Vec<(f64, f64)> = s.drawable().collect();
         if s.paper {
+            // Each paper series has its own black marker: a cross, a triangle, a ring.
+            let shape = PaperMarker::ALL[paper_series % PaperMarker::ALL.len()];
+            paper_series += 1;
             chart
-                .draw_series(pts.iter().map(|&p| Cross::new(p, 7, BLACK.stroke_width(2))))
+                .draw_series(pts.iter().map(|&p| shape.at(p, 7)))
                 .map_err(err)?
                 .label(s.name.as_str())
-                .legend(|(x, y)| Cross::new((x + 10, y), 5, BLACK.stroke_width(2)));
+                .legend(move |(x, y)| shape.at((x + 10, y), 5));
         } else {
             let c = PALETTE[colour % PALETTE.len()];
             colour += 1;
@@ -436,9 +462,11 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
     write(dir, &fig10)
 }
 
-/// Fig. 2 (PCIe latency sweep), Fig. 5 (one-shot deserialization), Fig. 6 (host time
-/// saved by the offloads), Fig. 7 (serialization per message), Fig. 12a (image service
-/// throughput) and Fig. 13 (DeathStarBench time per call) of RPCAcc.
+/// RPCAcc's Fig. 2 (PCIe latency sweep), Fig. 5 (one-shot deserialization), Fig. 6 (host
+/// time saved by the offloads), Fig. 7 (serialization per message), Fig. 8 (BlueField-3),
+/// Fig. 9 (Dagger), Fig. 10 (TX against an on-chip accelerator), Fig. 11 (automatic field
+/// update), Fig. 12 (image service throughput and latency) and Fig. 13 (DeathStarBench time
+/// per call).
 pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()> {
     prepare(dir)?;
     let mut fig2 = Figure {
@@ -527,35 +555,82 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         }
     }
     write(dir, &fig7)?;
-    // Fig. 12a publishes ratios only.
+    // Fig. 12a publishes ratios only, read per host core: where a baseline is still bound
+    // by its cores, the paper's ratio puts it at that many cores' worth of RPCAcc's one-core
+    // rate over the ratio. Where the model's baseline has reached its cap, a per-core ratio
+    // says nothing, so no paper point is drawn.
     let curve = |f: fn(&(u32, f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
         figs.fig12a
             .iter()
             .map(|p| (f64::from(p.0), f(p) / 1e3))
             .collect()
     };
-    write(
-        dir,
-        &Figure {
-            name: "rpcacc_fig12a",
-            title: "Fig. 12a: image-compression service throughput",
-            x_label: "host cores",
-            y_label: "thousand requests/s",
-            x_names: vec![],
-            series: designs_and_ratios(
-                rows,
-                [curve(|p| p.1), curve(|p| p.2), curve(|p| p.3)],
-                &[
-                    (
-                        "rpcacc.fig12a.throughput_vs_protoacc_pcie.x",
-                        "ProtoACC-PCIe",
-                    ),
-                    ("rpcacc.fig12a.throughput_vs_cpu_only.x", "CPU-only"),
-                ],
-                Ratio::RpcaccHigher,
-            ),
-        },
-    )?;
+    let rpcacc_per_core = figs
+        .fig12a
+        .first()
+        .map_or(f64::NAN, |p| p.3 / f64::from(p.0) / 1e3);
+    let mut fig12a = Figure {
+        name: "rpcacc_fig12a",
+        title: "Fig. 12a: image-compression service throughput",
+        x_label: "host cores",
+        y_label: "thousand requests/s",
+        x_names: vec![],
+        series: vec![
+            model("CPU-only", curve(|p| p.1)),
+            model("ProtoACC-PCIe", curve(|p| p.2)),
+            model("RPCAcc", curve(|p| p.3)),
+        ],
+    };
+    for (id, design, baseline) in [
+        (
+            "rpcacc.fig12a.throughput_vs_protoacc_pcie.x",
+            "ProtoACC-PCIe",
+            1,
+        ),
+        ("rpcacc.fig12a.throughput_vs_cpu_only.x", "CPU-only", 0),
+    ] {
+        let Some(v) = paper_value(rows, id) else {
+            continue;
+        };
+        let implied = per_core_ratio(&fig12a.series[baseline].points, rpcacc_per_core / v);
+        fig12a.series.push(paper(
+            format!("paper, per core: {design} = RPCAcc / {v}"),
+            implied,
+        ));
+    }
+    write(dir, &fig12a)?;
+    // Fig. 12b publishes ratios only: each baseline's paper point is RPCAcc's latency times
+    // the ratio.
+    let latency_us = figs.fig12b.map(|ns| ns / 1e3);
+    let mut fig12b = Figure {
+        name: "rpcacc_fig12b",
+        title: "Fig. 12b: image-compression service latency at low load",
+        x_label: "design",
+        y_label: "average latency (us)",
+        x_names: ["CPU-only", "ProtoACC-PCIe", "RPCAcc"]
+            .map(String::from)
+            .to_vec(),
+        series: vec![model(
+            "model",
+            latency_us
+                .iter()
+                .enumerate()
+                .map(|(i, &y)| (i as f64, y))
+                .collect(),
+        )],
+    };
+    for (id, x) in [
+        ("rpcacc.fig12b.avg_latency_vs_cpu_only.x", 0.0),
+        ("rpcacc.fig12b.avg_latency_vs_protoacc_pcie.x", 1.0),
+    ] {
+        if let Some(v) = paper_value(rows, id) {
+            fig12b.series.push(paper(
+                format!("paper ratio: RPCAcc x {v}"),
+                vec![(x, latency_us[2] * v)],
+            ));
+        }
+    }
+    write(dir, &fig12b)?;
     let bar = |f: fn(&(String, f64, f64)) -> f64| -> Vec<(f64, f64)> {
         figs.fig6
             .iter()
@@ -651,6 +726,66 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         paper_value(rows, "rpcacc.fig8b.bf3_oneshot_deser_gain.x")
             .map(|v| ("paper average, BF3-Oneshot", v)),
     )?;
+    // Figs. 9 and 10 publish mean ratios over the suite's messages; each bench's paper
+    // point is the model's design the ratio is taken against, scaled by it.
+    let per_bench = |values: Vec<f64>| -> Vec<(f64, f64)> {
+        values
+            .into_iter()
+            .enumerate()
+            .map(|(i, ns)| (i as f64, ns / 1e3))
+            .collect()
+    };
+    let scaled = |points: &[(f64, f64)], by: f64| -> Vec<(f64, f64)> {
+        points.iter().map(|&(x, y)| (x, y * by)).collect()
+    };
+    let dagger_rpcacc = per_bench(figs.fig9.iter().map(|b| b.2).collect());
+    let mut fig9 = Figure {
+        name: "rpcacc_fig9",
+        title: "Fig. 9: Dagger serialization time per message (2 GHz, UPI)",
+        x_label: "HyperProtoBench bench",
+        y_label: "time per message (us)",
+        x_names: figs.fig9.iter().map(|b| b.0.clone()).collect(),
+        series: vec![
+            model(
+                "Dagger-ProtoACC",
+                per_bench(figs.fig9.iter().map(|b| b.1).collect()),
+            ),
+            model("Dagger-RPCAcc", dagger_rpcacc.clone()),
+        ],
+    };
+    if let Some(v) = paper_value(rows, "rpcacc.fig9.dagger_rpcacc_ser_reduction.x") {
+        fig9.series.push(paper(
+            format!("paper mean ratio: Dagger-ProtoACC = Dagger-RPCAcc x {v}"),
+            scaled(&dagger_rpcacc, v),
+        ));
+    }
+    write(dir, &fig9)?;
+    let tx = |k: usize| per_bench(figs.fig10.iter().map(|b| b.1[k]).collect());
+    let mut fig10 = Figure {
+        name: "rpcacc_fig10",
+        title: "Fig. 10: TX time per message, RPCAcc and ProtoACC-OnChip",
+        x_label: "HyperProtoBench bench",
+        y_label: "TX time per message (us)",
+        x_names: figs.fig10.iter().map(|b| b.0.clone()).collect(),
+        series: vec![
+            model("RPCAcc, 250 MHz", tx(0)),
+            model("ProtoACC-OnChip, 250 MHz", tx(1)),
+            model("RPCAcc, 2 GHz", tx(2)),
+            model("ProtoACC-OnChip, 2 GHz", tx(3)),
+        ],
+    };
+    for (id, clock, k) in [
+        ("rpcacc.fig10.onchip_tx_advantage.250mhz.x", "250 MHz", 0),
+        ("rpcacc.fig10.onchip_tx_advantage.2ghz.x", "2 GHz", 2),
+    ] {
+        if let Some(v) = paper_value(rows, id) {
+            fig10.series.push(paper(
+                format!("paper mean ratio, {clock}: ProtoACC-OnChip = RPCAcc / {v}"),
+                scaled(&tx(k), 1.0 / v),
+            ));
+        }
+    }
+    write(dir, &fig10)?;
     // Fig. 11 publishes no values; its scenarios are drawn from the model alone. Each
     // row holds (request, a with update, a without, b with, b without).
     let fig11 = |k: usize| -> Vec<(f64, f64)> {
@@ -712,7 +847,6 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
                         "ProtoACC-PCIe",
                     ),
                 ],
-                Ratio::RpcaccLower,
             ),
         },
     )
@@ -721,6 +855,15 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn per_core_ratio_stops_at_the_baselines_cap() {
+        // Two cores' worth of rate, then a cap at 2.5.
+        let capped = [(1.0, 1.0), (2.0, 2.0), (3.0, 2.5), (4.0, 2.5)];
+        assert_eq!(per_core_ratio(&capped, 0.5), vec![(1.0, 0.5), (2.0, 1.0)]);
+        let linear = [(1.0, 3.0), (2.0, 6.0), (3.0, 9.0)];
+        assert_eq!(per_core_ratio(&linear, 1.0).len(), 3);
+    }
 
     #[test]
     fn ticks_drop_needless_decimals() {

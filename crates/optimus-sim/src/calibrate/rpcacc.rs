@@ -35,6 +35,15 @@ pub struct RpcFigures {
     /// Fig. 13: per DeathStarBench service, `(name, CPU-only, ProtoACC-PCIe, RPCAcc)` ns per
     /// call.
     pub fig13: Vec<(String, f64, f64, f64)>,
+    /// Fig. 9: per bench, `(name, Dagger-ProtoACC, Dagger-RPCAcc)` mean serialization time
+    /// per message (ns), 2 GHz over UPI.
+    pub fig9: Vec<(String, f64, f64)>,
+    /// Fig. 10: per bench, `(name, [RPCAcc, ProtoACC-OnChip] at 250 MHz, then the same at
+    /// 2 GHz)` mean TX time per message (ns).
+    pub fig10: Vec<(String, [f64; 4])>,
+    /// Fig. 12b: the image service's request latency at low load (ns), `[CPU-only,
+    /// ProtoACC-PCIe, RPCAcc]`.
+    pub fig12b: [f64; 3],
 }
 
 /// Per bench, in suite order: `(bench, sum of num / sum of den)` over its messages (`num`
@@ -215,7 +224,7 @@ pub fn reproduce_rpcacc_with(
     // one way, as ProtoACC-PCIe's and RPCAcc's start with an MMIO; Dagger-RPCAcc's time
     // includes the host's pre-serialization, as memory-affinity serialization's does (Fig. 7).
     let upi = cfg.upi;
-    let dagger: Vec<f64> = ms
+    let dagger: Vec<(f64, f64)> = ms
         .iter()
         .map(|m| {
             let c = RpcAccConfig {
@@ -224,7 +233,7 @@ pub fn reproduce_rpcacc_with(
                 ..cfg.clone()
             };
             let proto = c.mmio_ns + rpcacc::serializer_ns(&c, &m.ser, &|_| upi, 0.5);
-            proto / rpcacc::ser_times(&c, m, 2000.0).rpcacc
+            (proto, rpcacc::ser_times(&c, m, 2000.0).rpcacc)
         })
         .collect();
     // RPC layer = serialize + deserialize latency.
@@ -292,6 +301,30 @@ pub fn reproduce_rpcacc_with(
             .enumerate()
             .map(|(i, s)| (s.to_string(), e_cpu[i], e_pp[i], e_rpc[i]))
             .collect(),
+        fig9: per_bench(&ms, |i| dagger[i].0, |_| 1.0)
+            .into_iter()
+            .zip(per_bench(&ms, |i| dagger[i].1, |_| 1.0))
+            .map(|(p, r)| (p.0, p.1, r.1))
+            .collect(),
+        fig10: {
+            let tx = |t: &[rpcacc::SerTimes], f: fn(&rpcacc::SerTimes) -> f64| {
+                per_bench(&ms, |i| f(&t[i]), |_| 1.0)
+            };
+            let columns = [
+                tx(&st, |s| s.rpcacc),
+                tx(&st, |s| s.protoacc_onchip),
+                tx(&st2, |s| s.rpcacc),
+                tx(&st2, |s| s.protoacc_onchip),
+            ];
+            (0..columns[0].len())
+                .map(|b| (columns[0][b].0.clone(), columns.each_ref().map(|c| c[b].1)))
+                .collect()
+        },
+        fig12b: [
+            svc.cpu_only.latency_ns,
+            svc.protoacc_pcie.latency_ns,
+            svc.rpcacc.latency_ns,
+        ],
         fig12a: (1..=svc_cfg.max_cores)
             .map(|n| {
                 (
@@ -324,7 +357,7 @@ pub fn reproduce_rpcacc_with(
             "rpcacc.sec4c.overall_ser_time_decrease.pct" => Eval::Model(100.0 * (1.0 - geomean(overall.iter().copied())), "1 - memory-affinity / ProtoACC-PCIe time, geomean"),
             "rpcacc.fig10.onchip_tx_advantage.250mhz.x" => Eval::Model(mean(st.iter().map(|s| s.rpcacc / s.protoacc_onchip)), "RPCAcc TX / ProtoACC-OnChip TX, mean, 250 MHz"),
             "rpcacc.fig10.onchip_tx_advantage.2ghz.x" => Eval::Model(mean(st2.iter().map(|s| s.rpcacc / s.protoacc_onchip)), "same at 2 GHz"),
-            "rpcacc.fig9.dagger_rpcacc_ser_reduction.x" => Eval::Model(mean(dagger.iter().copied()), "Dagger-ProtoACC / Dagger-RPCAcc over UPI, 2 GHz, mean"),
+            "rpcacc.fig9.dagger_rpcacc_ser_reduction.x" => Eval::Model(mean(dagger.iter().map(|d| d.0 / d.1)), "Dagger-ProtoACC / Dagger-RPCAcc over UPI, 2 GHz, mean"),
             "rpcacc.sec4e.oneshot_deser_latency_increase.x" => Eval::Model(geomean(du.iter().map(|x| x.oneshot_latency_ns / x.fbf_latency_ns)), "deser latency one-shot / field-by-field over UPI, geomean"),
             "rpcacc.fig6.memcpy_offload_cycles.hpb.pct" => Eval::Model(memcpy_saving, "1 - host time with memcpy offload / software serialization, per bench, mean"),
             "rpcacc.fig6.memcpy_encoding_offload_cycles.hpb.pct" => Eval::Model(both_saving, "1 - pre-serialization / software serialization, per bench, mean"),
