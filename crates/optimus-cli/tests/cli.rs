@@ -534,15 +534,18 @@ fn reproduce_draws_every_figure_with_its_title() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for fig in [
-        "fig2", "fig5", "fig6", "fig7", "fig8a", "fig8b", "fig9", "fig10", "fig11a", "fig11b",
-        "fig12a", "fig12b", "fig13",
-    ] {
+    let figures = "fig2 fig5 fig6 fig7 fig8a fig8b fig9 fig10 fig11a fig11b fig12a fig12b \
+                   fig12b_load fig13";
+    for fig in figures.split_whitespace() {
         let png = std::fs::read(dir.join(format!("rpcacc_{fig}.png"))).unwrap();
         assert!(png.starts_with(b"\x89PNG"), "{fig}");
         let svg = std::fs::read_to_string(dir.join(format!("rpcacc_{fig}.svg"))).unwrap();
-        let number = fig.trim_start_matches("fig");
-        assert!(svg.contains(&format!("Fig. {number}:")), "{fig}");
+        // `fig12b_load` is Fig. 12b under load.
+        let title = match fig.trim_start_matches("fig").split_once('_') {
+            Some((number, _)) => format!("Fig. {number} under load:"),
+            None => format!("Fig. {}:", fig.trim_start_matches("fig")),
+        };
+        assert!(svg.contains(&title), "{fig}");
     }
     // Categories are named on the axis, not numbered.
     let fig6 = std::fs::read_to_string(dir.join("rpcacc_fig6.svg")).unwrap();

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
 use optimus_sim::calibrate::{Curve, OpFigures, Row, RpcFigures};
+use optimus_sim::rpcacc::service::Load;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -631,6 +632,44 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         }
     }
     write(dir, &fig12b)?;
+    // The same ratio under load: requests arrive as a Poisson stream to Fig. 12a's largest
+    // core count (the model's `fig12b_load`), and the paper's average and tail ratios are
+    // drawn level across the loads, since it does not say at which one it measured them.
+    let load = &figs.fig12b_load;
+    let ratio = |f: fn(&Load) -> f64| -> Vec<(f64, f64)> {
+        load.iter()
+            .map(|(per_s, [pcie, rpcacc])| (per_s / 1e3, f(pcie) / f(rpcacc)))
+            .collect()
+    };
+    let cores = figs.fig12a.last().map_or(0, |p| p.0);
+    let x_label = format!("offered thousand requests/s (Poisson, {cores} host cores)");
+    let mut fig12b_load = Figure {
+        name: "rpcacc_fig12b_load",
+        title: "Fig. 12b under load: ProtoACC-PCIe / RPCAcc latency",
+        x_label: &x_label,
+        y_label: "latency ratio (x)",
+        x_names: vec![],
+        series: vec![
+            model("model, average", ratio(|l| l.mean_ns)),
+            model("model, 99th percentile", ratio(|l| l.p99_ns)),
+        ],
+    };
+    let ends = [
+        load.first().map_or(0.0, |p| p.0 / 1e3),
+        load.last().map_or(1.0, |p| p.0 / 1e3),
+    ];
+    for (id, what) in [
+        ("rpcacc.fig12b.avg_latency_vs_protoacc_pcie.x", "average"),
+        ("rpcacc.sec1.img.p99_latency_reduction.x", "99th percentile"),
+    ] {
+        if let Some(v) = paper_value(rows, id) {
+            fig12b_load.series.push(paper(
+                format!("paper, {what}: {v}x"),
+                vec![(ends[0], v), ((ends[0] + ends[1]) / 2.0, v), (ends[1], v)],
+            ));
+        }
+    }
+    write(dir, &fig12b_load)?;
     let bar = |f: fn(&(String, f64, f64)) -> f64| -> Vec<(f64, f64)> {
         figs.fig6
             .iter()

@@ -30,8 +30,10 @@
 //! The core is busy from the handler's start to its last doorbell; that time bounds a core's
 //! request rate (Fig. 12a), and each design's rate is also capped by the NIC line rate, the
 //! compute unit and PCIe bandwidth per direction. Latency (Fig. 12b) is the sum of the stages
-//! at low load.
+//! at low load; [`Design::under_load`] adds the queueing of a Poisson stream of requests.
 
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use optimus_trace::Direction;
@@ -123,6 +125,55 @@ impl Design {
     pub fn rate(&self, cores: u32) -> f64 {
         (f64::from(cores) / self.host_ns).min(1.0 / self.cap_ns) * 1e9
     }
+
+    /// Request latency when requests arrive as a Poisson stream of `per_s` a second to
+    /// `cores` host cores: a request waits for the first free core (first come, first served;
+    /// `host_ns` each), then for the shared resource that caps the design (one at a time,
+    /// `cap_ns` each), and otherwise takes its low-load `latency_ns`. `requests` arrivals are
+    /// drawn from `seed`; the first tenth warm the queues up and are not counted. `None`
+    /// when the stream is at or above the design's rate, where the queues grow without
+    /// bound, or when there are no requests to count.
+    pub fn under_load(&self, cores: u32, per_s: f64, requests: usize, seed: u64) -> Option<Load> {
+        let warm = requests / 10;
+        if !(per_s > 0.0 && per_s < self.rate(cores)) || requests <= warm {
+            return None;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mean_gap_ns = 1e9 / per_s;
+        let mut core_free = vec![0.0f64; cores as usize];
+        let (mut arrival, mut shared_free) = (0.0f64, 0.0f64);
+        let mut latency = Vec::with_capacity(requests - warm);
+        for i in 0..requests {
+            // An exponential gap: -ln(1 - u) with u uniform in [0, 1) from 53 random bits.
+            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            arrival += -(1.0 - u).ln() * mean_gap_ns;
+            let core = (0..core_free.len())
+                .min_by(|&a, &b| core_free[a].total_cmp(&core_free[b]))
+                .expect("at least one core");
+            let start = core_free[core].max(arrival);
+            core_free[core] = start + self.host_ns;
+            let shared = shared_free.max(start);
+            shared_free = shared + self.cap_ns;
+            if i >= warm {
+                latency.push(self.latency_ns + shared - arrival);
+            }
+        }
+        latency.sort_by(f64::total_cmp);
+        let n = latency.len();
+        Some(Load {
+            mean_ns: latency.iter().sum::<f64>() / n as f64,
+            p99_ns: latency[(n * 99).div_ceil(100) - 1],
+        })
+    }
+}
+
+/// Latency of a stream of requests (ns).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Load {
+    /// Mean.
+    pub mean_ns: f64,
+    /// 99th percentile.
+    pub p99_ns: f64,
 }
 
 /// The service on the three designs.
@@ -464,6 +515,45 @@ mod tests {
         let d = r.rpcacc;
         assert!(d.rate(2) > d.rate(1));
         assert!((d.rate(1000) - 1e9 / d.cap_ns).abs() < 1e-6);
+    }
+
+    #[test]
+    fn one_core_queues_as_md1() {
+        // One core, 1 µs a request, no shared cap to speak of: at half load the mean wait of
+        // an M/D/1 queue is rho D / (2 (1 - rho)) = 0.5 µs.
+        let d = Design {
+            host_ns: 1000.0,
+            latency_ns: 10_000.0,
+            cap_ns: 1e-3,
+        };
+        let l = d.under_load(1, 0.5e6, 200_000, 7).unwrap();
+        assert!((l.mean_ns - 10_500.0).abs() < 25.0, "{l:?}");
+        assert!(l.p99_ns > l.mean_ns + 1000.0, "{l:?}");
+        assert_eq!(d.under_load(1, 0.5e6, 200_000, 7), Some(l));
+        // Light load barely waits; at or past capacity the queue has no steady state.
+        let light = d.under_load(1, 1e3, 10_000, 7).unwrap();
+        assert!(light.mean_ns < 10_001.0, "{light:?}");
+        assert_eq!(d.under_load(1, 1.5e6, 10_000, 7), None);
+        assert_eq!(d.under_load(1, 0.5e6, 0, 7), None);
+    }
+
+    #[test]
+    fn a_shared_cap_queues_requests_from_every_core() {
+        // Four cores, each 4 µs a request, behind a resource that takes 1 µs each: the
+        // cores allow 1 M/s, the resource too; at 0.9 M/s requests also queue for the
+        // resource, so they wait longer than behind the cores alone.
+        let capped = Design {
+            host_ns: 4000.0,
+            latency_ns: 0.0,
+            cap_ns: 1000.0,
+        };
+        let uncapped = Design {
+            cap_ns: 1e-3,
+            ..capped
+        };
+        let a = capped.under_load(4, 0.9e6, 100_000, 3).unwrap();
+        let b = uncapped.under_load(4, 0.9e6, 100_000, 3).unwrap();
+        assert!(a.mean_ns > b.mean_ns + 300.0, "{a:?} {b:?}");
     }
 
     #[test]
