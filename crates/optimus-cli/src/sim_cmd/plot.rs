@@ -123,6 +123,14 @@ fn per_core_ratio(baseline: &[(f64, f64)], per_core: f64) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// Points at x = 0, 1, ... (a figure's named categories) with the values `ys`.
+fn categories(ys: impl IntoIterator<Item = f64>) -> Vec<(f64, f64)> {
+    ys.into_iter()
+        .enumerate()
+        .map(|(i, y)| (i as f64, y))
+        .collect()
+}
+
 fn paper_value(rows: &[Row], id: &str) -> Option<f64> {
     rows.iter().find(|r| r.id == id).map(|r| r.paper)
 }
@@ -347,7 +355,6 @@ fn prepare(dir: &Path) -> Result<()> {
 /// latency per DeathStarBench service) of Optimus Prime.
 pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
     prepare(dir)?;
-    let at = |i: usize| i as f64;
     let fig7 = Figure {
         name: "op_fig7",
         title: "Fig. 7: serialization, one core vs OP",
@@ -355,30 +362,9 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
         y_label: "throughput (Gbps)",
         x_names: figs.fig7.iter().map(|c| c.0.clone()).collect(),
         series: vec![
-            model(
-                "CPU core",
-                figs.fig7
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| (at(i), c.1))
-                    .collect(),
-            ),
-            model(
-                "OP_Base",
-                figs.fig7
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| (at(i), c.2))
-                    .collect(),
-            ),
-            model(
-                "OP{1,1}",
-                figs.fig7
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| (at(i), c.3))
-                    .collect(),
-            ),
+            model("CPU core", categories(figs.fig7.iter().map(|c| c.1))),
+            model("OP_Base", categories(figs.fig7.iter().map(|c| c.2))),
+            model("OP{1,1}", categories(figs.fig7.iter().map(|c| c.3))),
             paper(
                 "paper OP{1,1}",
                 figs.fig7
@@ -386,7 +372,7 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
                     .enumerate()
                     .filter_map(|(i, c)| {
                         paper_value(rows, &format!("op.fig7.op_1_1.ser.{}.gbps", c.0))
-                            .map(|v| (at(i), v))
+                            .map(|v| (i as f64, v))
                     })
                     .collect(),
             ),
@@ -439,14 +425,7 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
         x_label: "service",
         y_label: "CPU / OP DT latency (x)",
         x_names: figs.fig10.iter().map(|s| s.0.clone()).collect(),
-        series: vec![model(
-            "model",
-            figs.fig10
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (i as f64, s.1))
-                .collect(),
-        )],
+        series: vec![model("model", categories(figs.fig10.iter().map(|s| s.1)))],
     };
     if let Some(v) = paper_value(rows, "op.sec6_4.urlshorten.dt_latency_reduction.x") {
         fig10
@@ -513,7 +492,6 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         ));
     }
     write(dir, &fig5)?;
-    let idx = |i: usize| i as f64;
     let mut fig7 = Figure {
         name: "rpcacc_fig7",
         title: "Fig. 7: memory-affinity serialization speedup per message",
@@ -523,19 +501,11 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         series: vec![
             model(
                 "over ProtoACC-PCIe",
-                figs.fig7
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| (idx(i), t.1 / t.2))
-                    .collect(),
+                categories(figs.fig7.iter().map(|t| t.1 / t.2)),
             ),
             model(
                 "over CPU-only",
-                figs.fig7
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| (idx(i), t.0 / t.2))
-                    .collect(),
+                categories(figs.fig7.iter().map(|t| t.0 / t.2)),
             ),
         ],
     };
@@ -611,14 +581,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         x_names: ["CPU-only", "ProtoACC-PCIe", "RPCAcc"]
             .map(String::from)
             .to_vec(),
-        series: vec![model(
-            "model",
-            latency_us
-                .iter()
-                .enumerate()
-                .map(|(i, &y)| (i as f64, y))
-                .collect(),
-        )],
+        series: vec![model("model", categories(latency_us))],
     };
     for (id, x) in [
         ("rpcacc.fig12b.avg_latency_vs_cpu_only.x", 0.0),
@@ -671,11 +634,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
     }
     write(dir, &fig12b_load)?;
     let bar = |f: fn(&(String, f64, f64)) -> f64| -> Vec<(f64, f64)> {
-        figs.fig6
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (i as f64, f(b)))
-            .collect()
+        categories(figs.fig6.iter().map(f))
     };
     let mut fig6 = Figure {
         name: "rpcacc_fig6",
@@ -726,12 +685,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
                 designs: [&str; 2],
                 average: Option<(&str, f64)>|
      -> Result<()> {
-        let pts = |k: usize| -> Vec<(f64, f64)> {
-            bars.iter()
-                .enumerate()
-                .map(|(i, b)| (i as f64, [b.1, b.2][k]))
-                .collect()
-        };
+        let pts = |k: usize| -> Vec<(f64, f64)> { categories(bars.iter().map(|b| [b.1, b.2][k])) };
         let last = bars.len().saturating_sub(1) as f64;
         let mut series = vec![model(designs[0], pts(0)), model(designs[1], pts(1))];
         series.extend(average.map(|(label, v)| paper(label, vec![(0.0, v), (last, v)])));
@@ -767,13 +721,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
     )?;
     // Figs. 9 and 10 publish mean ratios over the suite's messages; each bench's paper
     // point is the model's design the ratio is taken against, scaled by it.
-    let per_bench = |values: Vec<f64>| -> Vec<(f64, f64)> {
-        values
-            .into_iter()
-            .enumerate()
-            .map(|(i, ns)| (i as f64, ns / 1e3))
-            .collect()
-    };
+    let per_bench = |ns: Vec<f64>| categories(ns.into_iter().map(|ns| ns / 1e3));
     let scaled = |points: &[(f64, f64)], by: f64| -> Vec<(f64, f64)> {
         points.iter().map(|&(x, y)| (x, y * by)).collect()
     };
@@ -862,11 +810,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
     }
     // Fig. 13 publishes geometric-mean ratios only.
     let call = |f: fn(&(String, f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
-        figs.fig13
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i as f64, f(c) / 1e3))
-            .collect()
+        categories(figs.fig13.iter().map(|c| f(c) / 1e3))
     };
     write(
         dir,
