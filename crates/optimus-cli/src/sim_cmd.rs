@@ -13,6 +13,7 @@ use optimus_sim::calibrate::{self, Row, Status};
 use optimus_sim::config_file;
 use optimus_sim::cpu::CpuConfig;
 use optimus_sim::op::{self, OpConfig};
+use optimus_sim::rpcacc::service::{self, Load, ServiceConfig};
 use optimus_sim::rpcacc::{report, RpcAccConfig};
 use optimus_sim::workload::{self, MessageTrace, ViewConfig};
 
@@ -74,7 +75,9 @@ pub struct SimArgs {
     print_config: bool,
     /// Embedded workload: flat, mixed, nested, hpb (the HyperProtoBench-like suite) or
     /// socialnet (DeathStarBench messages); OP serializes, RPCAcc runs both directions;
-    /// NAME-ser or NAME-deser for one direction [default: mixed].
+    /// NAME-ser or NAME-deser for one direction [default: mixed]. With `--accel rpcacc`,
+    /// `image-service` runs RPCAcc §IV-H's image-compression service on its three designs
+    /// instead (see `--cores` and `--rate`).
     #[arg(long, value_name = "NAME", conflicts_with = "trace")]
     workload: Option<String>,
     /// A trace file written by `optimus trace`.
@@ -86,10 +89,20 @@ pub struct SimArgs {
     /// (`optimus trace --acc-field`).
     #[arg(long = "acc-field", value_name = "FIELD", conflicts_with = "trace")]
     acc_field: Vec<String>,
+    /// `--workload image-service`: host cores serving requests [default: 1].
+    #[arg(long)]
+    cores: Option<u32>,
+    /// `--workload image-service`: also run a Poisson stream of this many requests per
+    /// second, and give each design's average and 99th-percentile latency under it.
+    #[arg(long, value_name = "PER_S")]
+    rate: Option<f64>,
     /// Print one JSON document instead of a table.
     #[arg(long)]
     json: bool,
 }
+
+/// The image-compression service's workload name.
+const IMAGE_SERVICE: &str = "image-service";
 
 /// `optimus sim reproduce`.
 #[derive(Subcommand, Debug)]
@@ -146,6 +159,13 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
             bail!("sim: --pipelines, --interleave and --mesh apply to --accel op")
         }
         _ => {}
+    }
+    let image_service = args.accel == Accel::Rpcacc && workload_name(&args) == IMAGE_SERVICE;
+    if (args.cores.is_some() || args.rate.is_some()) && !image_service {
+        bail!("sim: --cores and --rate apply to --accel rpcacc --workload {IMAGE_SERVICE}");
+    }
+    if image_service && !args.acc_field.is_empty() {
+        bail!("sim: the image service labels its own fields; --acc-field does not apply");
     }
     let out = io::stdout();
     let mut out = out.lock();
@@ -216,6 +236,9 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                 writeln!(out, "{}", serde_json::to_string_pretty(&cfg)?)?;
                 return Ok(());
             }
+            if image_service {
+                return image_service_run(&mut out, &cfg, &args);
+            }
             let messages = match &args.trace {
                 Some(path) => load_trace(path)?
                     .into_iter()
@@ -238,6 +261,100 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// One design of the image service: its costs per request and, under `--rate`, its latency
+/// (`None` without `--rate`, or at or past the design's capacity).
+struct ServiceDesign {
+    design: &'static str,
+    costs: service::Design,
+    requests_per_s: f64,
+    under_load: Option<Load>,
+}
+/// `--workload image-service`: each design's host time, low-load latency, capacity with
+/// `--cores` and, with `--rate`, latency under a Poisson stream.
+fn image_service_run(out: &mut impl Write, cfg: &RpcAccConfig, args: &SimArgs) -> Result<()> {
+    let cores = args.cores.unwrap_or(1);
+    if cores == 0 {
+        bail!("sim: --cores must be at least 1");
+    }
+    if let Some(r) = args.rate {
+        if !(r.is_finite() && r > 0.0) {
+            bail!("sim: --rate must be a positive number of requests per second");
+        }
+    }
+    let svc_cfg = ServiceConfig::default();
+    let msgs = service::messages(&svc_cfg, &mut EngineTraces).context("sim")?;
+    let svc = service::run(cfg, &svc_cfg, &msgs);
+    let designs: Vec<ServiceDesign> = [
+        ("cpu_only", svc.cpu_only),
+        ("protoacc_pcie", svc.protoacc_pcie),
+        ("rpcacc", svc.rpcacc),
+    ]
+    .into_iter()
+    .map(|(design, d)| ServiceDesign {
+        design,
+        costs: d,
+        requests_per_s: d.rate(cores),
+        under_load: args
+            .rate
+            .and_then(|r| d.under_load(cores, r, LOAD_REQUESTS, cfg.seed)),
+    })
+    .collect();
+    if args.json {
+        let designs: Vec<serde_json::Value> = designs
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "design": d.design,
+                    "host_ns": d.costs.host_ns,
+                    "latency_ns": d.costs.latency_ns,
+                    "cap_ns": d.costs.cap_ns,
+                    "requests_per_s": d.requests_per_s,
+                    "under_load": d.under_load,
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({ "cores": cores, "rate": args.rate, "designs": designs });
+        writeln!(out, "{doc}")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "image-compression service (RPCAcc §IV-H), {cores} host core(s), PCIe round trip {} ns",
+        cfg.pcie.latency_ns
+    )?;
+    if let Some(r) = args.rate {
+        writeln!(out, "under load: a Poisson stream of {r} requests/s")?;
+    }
+    let load = args
+        .rate
+        .map(|_| format!("   {:>12} {:>12}", "load_mean_ns", "load_p99_ns"));
+    writeln!(
+        out,
+        "  {:<14} {:>10} {:>12} {:>16}{}",
+        "design",
+        "host_ns",
+        "latency_ns",
+        "requests_per_s",
+        load.unwrap_or_default()
+    )?;
+    for d in &designs {
+        let under = match (args.rate, d.under_load) {
+            (None, _) => String::new(),
+            (Some(_), Some(l)) => format!("   {:>12.1} {:>12.1}", l.mean_ns, l.p99_ns),
+            (Some(_), None) => "   past capacity".to_string(),
+        };
+        writeln!(
+            out,
+            "  {:<14} {:>10.1} {:>12.1} {:>16.0}{under}",
+            d.design, d.costs.host_ns, d.costs.latency_ns, d.requests_per_s
+        )?;
+    }
+    Ok(())
+}
+
+/// Requests drawn for `--rate` (the first tenth warm the queues up).
+const LOAD_REQUESTS: usize = 100_000;
 
 /// The RPCAcc report as a table: each design's latency and rate, then the counters.
 fn print_rpcacc(out: &mut impl Write, r: &report::RpcAccReport) -> Result<()> {

@@ -230,6 +230,50 @@ fn rpcacc_model_runs_on_workloads_and_trace_files() {
 }
 
 #[test]
+fn the_image_service_runs_under_a_load() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["sim", "--accel", "rpcacc", "--workload", "image-service"];
+        args.extend(extra);
+        args.push("--json");
+        json_of(&args)
+    };
+    let design = |r: &serde_json::Value, name: &str| -> serde_json::Value {
+        r["designs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["design"] == name)
+            .unwrap()
+            .clone()
+    };
+    // One core, no load: costs and capacities, RPCAcc ahead of ProtoACC-PCIe.
+    let idle = run(&[]);
+    assert_eq!(idle["cores"], 1);
+    let (pcie, rpcacc) = (design(&idle, "protoacc_pcie"), design(&idle, "rpcacc"));
+    assert!(rpcacc["latency_ns"].as_f64() < pcie["latency_ns"].as_f64());
+    assert!(rpcacc["requests_per_s"].as_f64() > pcie["requests_per_s"].as_f64());
+    assert!(rpcacc["under_load"].is_null());
+    // Sixteen cores at 150k requests/s: past CPU-only's capacity, queueing on the others.
+    let busy = run(&["--cores", "16", "--rate", "150000"]);
+    assert!(design(&busy, "cpu_only")["under_load"].is_null());
+    for name in ["protoacc_pcie", "rpcacc"] {
+        let d = design(&busy, name);
+        let (mean, p99) = (
+            d["under_load"]["mean_ns"].as_f64().unwrap(),
+            d["under_load"]["p99_ns"].as_f64().unwrap(),
+        );
+        assert!(
+            mean > d["latency_ns"].as_f64().unwrap() && p99 > mean,
+            "{d}"
+        );
+    }
+    // The flags belong to this workload only.
+    let wrong = optimus(&["sim", "--accel", "rpcacc", "--cores", "2"], b"");
+    assert!(!wrong.status.success());
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("--workload image-service"));
+}
+
+#[test]
 fn acc_field_labels_reach_the_model_from_a_trace_file_or_a_workload() {
     let label = [
         "--acc-field",
