@@ -301,19 +301,17 @@ fn image_service_run(out: &mut impl Write, cfg: &RpcAccConfig, args: &SimArgs) -
     })
     .collect();
     if args.json {
-        let designs: Vec<serde_json::Value> = designs
+        // Each design's own fields (`service::Design`), with its name, rate and load.
+        let designs = designs
             .iter()
             .map(|d| {
-                serde_json::json!({
-                    "design": d.design,
-                    "host_ns": d.costs.host_ns,
-                    "latency_ns": d.costs.latency_ns,
-                    "cap_ns": d.costs.cap_ns,
-                    "requests_per_s": d.requests_per_s,
-                    "under_load": d.under_load,
-                })
+                let mut v = serde_json::to_value(d.costs)?;
+                v["design"] = d.design.into();
+                v["requests_per_s"] = d.requests_per_s.into();
+                v["under_load"] = serde_json::to_value(d.under_load)?;
+                Ok(v)
             })
-            .collect();
+            .collect::<serde_json::Result<Vec<_>>>()?;
         let doc = serde_json::json!({ "cores": cores, "rate": args.rate, "designs": designs });
         writeln!(out, "{doc}")?;
         return Ok(());

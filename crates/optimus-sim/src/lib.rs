@@ -23,3 +23,9 @@ pub mod workload;
 
 pub use error::{Result, SimError};
 pub use stats::Stats;
+
+/// A uniform draw in [0, 1) from `rng`'s next 53 bits: the models' one way of turning their
+/// seeded generator into a probability.
+pub(crate) fn uniform(rng: &mut impl rand_core::RngCore) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}

@@ -5,7 +5,6 @@
 
 use optimus_trace::Region;
 use rand_chacha::ChaCha8Rng;
-use rand_core::RngCore;
 
 use super::config::OpConfig;
 use super::mem::{BlockBuffer, Lookup, MemoryConfig, Mesh, NocConfig, Port};
@@ -100,9 +99,9 @@ impl MemorySystem {
         let mut t = sent + self.hop_cycles(OP_TILE, home) + u64::from(self.memory.llc_cycles);
         let mut src = home;
         if region != Region::Buffer {
-            if self.draw() >= self.memory.llc_hit_ratio {
+            if crate::uniform(&mut self.rng) >= self.memory.llc_hit_ratio {
                 t += self.mem_cycles;
-            } else if self.draw() < self.memory.owner_forward_ratio {
+            } else if crate::uniform(&mut self.rng) < self.memory.owner_forward_ratio {
                 // The directory forwards to the core that wrote the message (owner, M state).
                 self.mesh.route(home, owner_tile, req_flits);
                 t += self.hop_cycles(home, owner_tile) + u64::from(self.memory.l1_cycles);
@@ -113,11 +112,6 @@ impl MemorySystem {
         self.mesh.route(src, OP_TILE, data_flits);
         let reach = t + self.hop_cycles(src, OP_TILE);
         self.port.send(reach, data_flits, true)
-    }
-
-    /// A uniform draw in [0, 1).
-    fn draw(&mut self) -> f64 {
-        (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// Writes one output line through a Block Buffer port, out of OP's port to its home bank,

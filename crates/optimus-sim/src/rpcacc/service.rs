@@ -33,7 +33,7 @@
 //! at low load; [`Design::under_load`] adds the queueing of a Poisson stream of requests.
 
 use rand_chacha::ChaCha8Rng;
-use rand_core::{RngCore, SeedableRng};
+use rand_core::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use optimus_trace::Direction;
@@ -144,9 +144,8 @@ impl Design {
         let (mut arrival, mut shared_free) = (0.0f64, 0.0f64);
         let mut latency = Vec::with_capacity(requests - warm);
         for i in 0..requests {
-            // An exponential gap: -ln(1 - u) with u uniform in [0, 1) from 53 random bits.
-            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-            arrival += -(1.0 - u).ln() * mean_gap_ns;
+            // An exponential gap: -ln(1 - u) with u uniform in [0, 1).
+            arrival += -(1.0 - crate::uniform(&mut rng)).ln() * mean_gap_ns;
             let core = (0..core_free.len())
                 .min_by(|&a, &b| core_free[a].total_cmp(&core_free[b]))
                 .expect("at least one core");
