@@ -85,8 +85,10 @@ fn designs_and_ratios(
         .iter()
         .filter_map(|(id, design)| {
             let v = paper_value(rows, id)?;
-            let pts = rpcacc.iter().map(|&(x, y)| (x, y * v)).collect();
-            Some(paper(format!("paper ratio: {design} = RPCAcc x {v}"), pts))
+            Some(paper(
+                format!("paper ratio: {design} = RPCAcc x {v}"),
+                scaled(&rpcacc, v),
+            ))
         })
         .collect();
     let mut series = vec![
@@ -121,6 +123,12 @@ fn per_core_ratio(baseline: &[(f64, f64)], per_core: f64) -> Vec<(f64, f64)> {
         .filter(|p| p.1 >= p.0 * one_core * (1.0 - 1e-9))
         .map(|p| (p.0, p.0 * per_core))
         .collect()
+}
+
+/// `points` with each y multiplied by `by`: where a published ratio puts a design, from
+/// the design the ratio is taken against.
+fn scaled(points: &[(f64, f64)], by: f64) -> Vec<(f64, f64)> {
+    points.iter().map(|&(x, y)| (x, y * by)).collect()
 }
 
 /// Points at x = 0, 1, ... (a figure's named categories) with the values `ys`.
@@ -722,9 +730,6 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
     // Figs. 9 and 10 publish mean ratios over the suite's messages; each bench's paper
     // point is the model's design the ratio is taken against, scaled by it.
     let per_bench = |ns: Vec<f64>| categories(ns.into_iter().map(|ns| ns / 1e3));
-    let scaled = |points: &[(f64, f64)], by: f64| -> Vec<(f64, f64)> {
-        points.iter().map(|&(x, y)| (x, y * by)).collect()
-    };
     let dagger_rpcacc = per_bench(figs.fig9.iter().map(|b| b.2).collect());
     let mut fig9 = Figure {
         name: "rpcacc_fig9",
