@@ -13,7 +13,7 @@ use optimus_sim::calibrate::{self, Row, Status};
 use optimus_sim::config_file;
 use optimus_sim::cpu::CpuConfig;
 use optimus_sim::op::{self, OpConfig};
-use optimus_sim::rpcacc::service::{self, Load, ServiceConfig};
+use optimus_sim::rpcacc::service::{self, Load};
 use optimus_sim::rpcacc::{report, RpcAccConfig};
 use optimus_sim::workload::{self, MessageTrace, ViewConfig};
 
@@ -282,9 +282,8 @@ fn image_service_run(out: &mut impl Write, cfg: &RpcAccConfig, args: &SimArgs) -
             bail!("sim: --rate must be a positive number of requests per second");
         }
     }
-    let svc_cfg = ServiceConfig::default();
-    let msgs = service::messages(&svc_cfg, &mut EngineTraces).context("sim")?;
-    let svc = service::run(cfg, &svc_cfg, &msgs);
+    let msgs = service::messages(cfg, &mut EngineTraces).context("sim")?;
+    let svc = service::run(cfg, &msgs);
     let designs: Vec<ServiceDesign> = [
         ("cpu_only", svc.cpu_only),
         ("protoacc_pcie", svc.protoacc_pcie),

@@ -267,6 +267,40 @@ fn the_image_service_runs_under_a_load() {
             "{d}"
         );
     }
+    // The service's own parameters come from the config file's `service`: a smaller avatar
+    // costs every design less; one past the bound is refused by name.
+    let path = std::env::temp_dir().join(format!("optimus-svc-{}.json", std::process::id()));
+    let file = path.to_str().unwrap();
+    std::fs::write(&path, br#"{"service": {"avatar_bytes": 8192}}"#).unwrap();
+    let small = run(&["--config", file]);
+    for name in ["cpu_only", "protoacc_pcie", "rpcacc"] {
+        let (a, b) = (design(&small, name), design(&idle, name));
+        assert!(
+            a["latency_ns"].as_f64() < b["latency_ns"].as_f64(),
+            "{a} {b}"
+        );
+        assert!(a["host_ns"].as_f64() < b["host_ns"].as_f64(), "{a} {b}");
+    }
+    std::fs::write(&path, br#"{"service": {"avatar_bytes": 1000000000}}"#).unwrap();
+    let huge = optimus(
+        &[
+            "sim",
+            "--accel",
+            "rpcacc",
+            "--workload",
+            "image-service",
+            "--config",
+            file,
+        ],
+        b"",
+    );
+    std::fs::remove_file(&path).unwrap();
+    assert!(!huge.status.success());
+    let err = String::from_utf8_lossy(&huge.stderr);
+    assert!(
+        err.contains("rpcacc.service") && err.contains("avatar_bytes"),
+        "{err}"
+    );
     // The flags belong to this workload only.
     let wrong = optimus(&["sim", "--accel", "rpcacc", "--cores", "2"], b"");
     assert!(!wrong.status.success());

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::{rows, Eval, Paper, Row};
 use crate::error::Result;
-use crate::rpcacc::service::{self, ServiceConfig};
+use crate::rpcacc::service;
 use crate::rpcacc::{self, geomean, mean, RpcAccConfig};
 use crate::workload::TraceSource;
 
@@ -135,9 +135,8 @@ pub fn reproduce_rpcacc_with(
         |msgs: &[rpcacc::RpcMessage],
          h: &[rpcacc::HostCycles],
          f: fn(&rpcacc::HostCycles) -> f64| { mean(bars(msgs, h, f).iter().map(|b| b.1)) };
-    let svc_cfg = ServiceConfig::default();
-    let svc_msgs = service::messages(&svc_cfg, source)?;
-    let svc = service::run(&cfg, &svc_cfg, &svc_msgs);
+    let svc_msgs = service::messages(&cfg, source)?;
+    let svc = service::run(&cfg, &svc_msgs);
     // Fig. 11 (§IV-G): "After the 3rd request finishes, we set the compute unit as
     // unavailable" (a, the avatar labelled "Acc"); in (b) it is unavailable "at the beginning
     // and is available until the 4th request" (the avatar in host memory).
@@ -145,7 +144,7 @@ pub fn reproduce_rpcacc_with(
     let leaves: Vec<bool> = (0..fig11_requests).map(|i| i < 3).collect();
     let arrives: Vec<bool> = (0..fig11_requests).map(|i| i >= 3).collect();
     let fig11_host = |cu: &[bool], in_accel: bool, auto: bool| -> Vec<f64> {
-        service::field_update_sequence(&cfg, &svc_cfg, &svc_msgs, cu, in_accel, auto)
+        service::field_update_sequence(&cfg, &svc_msgs, cu, in_accel, auto)
             .iter()
             .map(|s| s.request.design.host_ns)
             .collect()
@@ -334,7 +333,7 @@ pub fn reproduce_rpcacc_with(
             svc.rpcacc.latency_ns,
         ],
         fig12b_load: {
-            let cores = svc_cfg.max_cores;
+            let cores = cfg.service.max_cores;
             let top = svc.protoacc_pcie.rate(cores);
             (1..=LOAD_POINTS)
                 .filter_map(|k| {
@@ -345,7 +344,7 @@ pub fn reproduce_rpcacc_with(
                 })
                 .collect()
         },
-        fig12a: (1..=svc_cfg.max_cores)
+        fig12a: (1..=cfg.service.max_cores)
             .map(|n| {
                 (
                     n,

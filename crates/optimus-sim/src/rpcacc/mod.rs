@@ -42,6 +42,7 @@ use crate::cpu::CpuConfig;
 use crate::error::{check_non_negative, check_positive, Result};
 use crate::program::Program;
 use crate::workload::{hpb, socialnet, MessageSet, MessageTrace, TraceSource, SUITE_SEED};
+use service::ServiceConfig;
 
 /// An interconnect or memory: latency and bandwidth.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -132,6 +133,9 @@ pub struct RpcAccConfig {
     /// MHz"). Default 850 (Optimus Prime §6.3, Table 3: "protocol processing latencies of
     /// ~850ns as claimed by eRPC").
     pub cpu_rpc_stack_ns: f64,
+    /// The image-compression service of §IV-H (Fig. 11, Fig. 12): its requests, its host
+    /// kernels and the cores Fig. 12a sweeps.
+    pub service: ServiceConfig,
 }
 
 impl Default for RpcAccConfig {
@@ -176,6 +180,7 @@ impl Default for RpcAccConfig {
             chunk_pop_cycles: 1.0,
             dsb_handler_ns: 0.0,
             cpu_rpc_stack_ns: 850.0,
+            service: ServiceConfig::default(),
         }
     }
 }
@@ -232,6 +237,7 @@ impl RpcAccConfig {
             ],
         )?;
         self.cpu.validate("rpcacc.cpu")?;
+        self.service.validate("rpcacc.service")?;
         bf3.arm.validate("rpcacc.bf3.arm")
     }
 }

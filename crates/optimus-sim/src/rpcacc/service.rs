@@ -41,11 +41,12 @@ use optimus_trace::Direction;
 use super::{
     deser_times, prepare, preser_ns, rpc_layer, ser_times, DeserLink, RpcAccConfig, RpcMessage,
 };
-use crate::error::Result;
+use crate::error::{check_non_negative, check_positive, config_err, Result};
 use crate::program::Program;
 use crate::workload::{image, trace_messages, TraceSource};
 
-/// Parameters of the service (the accelerator's come from [`RpcAccConfig`]).
+/// Parameters of the service ([`RpcAccConfig::service`]; the accelerator's are the rest of
+/// [`RpcAccConfig`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServiceConfig {
@@ -102,6 +103,58 @@ impl Default for ServiceConfig {
 }
 
 impl ServiceConfig {
+    /// The largest avatar a request may carry: 64 MiB, protobuf's default message limit. The
+    /// model builds each request as a real message, so this bounds what it allocates.
+    pub const MAX_AVATAR_BYTES: u32 = 64 << 20;
+
+    /// Checks parameters.
+    ///
+    /// # Errors
+    /// [`crate::SimError::Config`] naming the field.
+    pub fn validate(&self, component: &'static str) -> Result<()> {
+        if !(1..=Self::MAX_AVATAR_BYTES).contains(&self.avatar_bytes) {
+            return Err(config_err(
+                component,
+                "avatar_bytes",
+                format!(
+                    "must be 1..={} bytes, got {}",
+                    Self::MAX_AVATAR_BYTES,
+                    self.avatar_bytes
+                ),
+            ));
+        }
+        check_positive(
+            component,
+            &[
+                (self.compression_ratio, "compression_ratio"),
+                (self.cpu_compress_mbytes_s, "cpu_compress_mbytes_s"),
+                (self.line_rate_gbps, "line_rate_gbps"),
+                (f64::from(self.max_cores), "max_cores"),
+            ],
+        )?;
+        check_non_negative(
+            component,
+            &[
+                (self.cpu_aes_cycles_per_byte, "cpu_aes_cycles_per_byte"),
+                (self.mmio_core_ns, "mmio_core_ns"),
+            ],
+        )?;
+        let image = f64::from(self.avatar_bytes) / self.compression_ratio;
+        if image > f64::from(Self::MAX_AVATAR_BYTES) {
+            return Err(config_err(
+                component,
+                "compression_ratio",
+                format!(
+                    "{} makes the {}-byte avatar a {image:.0}-byte image, over {} bytes",
+                    self.compression_ratio,
+                    self.avatar_bytes,
+                    Self::MAX_AVATAR_BYTES
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Compressed image bytes.
     pub fn image_bytes(&self) -> u32 {
         (f64::from(self.avatar_bytes) / self.compression_ratio).round() as u32
@@ -209,7 +262,8 @@ pub struct Messages {
 ///
 /// # Errors
 /// As [`trace_messages`].
-pub fn messages(svc: &ServiceConfig, source: &mut dyn TraceSource) -> Result<Messages> {
+pub fn messages(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Messages> {
+    let svc = &cfg.service;
     let (req, resp) = image::call(svc.avatar_bytes as usize, svc.image_bytes() as usize);
     let r = [(image::REQUEST_TYPE, req.as_slice())];
     let p = [(image::RESPONSE_TYPE, resp.as_slice())];
@@ -265,7 +319,8 @@ struct Terms {
     cpu_kernels: f64,
 }
 
-fn terms(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Terms {
+fn terms(cfg: &RpcAccConfig, m: &Messages) -> Terms {
+    let svc = &cfg.service;
     let line = svc.line_rate_gbps / 8.0; // bytes per ns
     let s = f64::from(svc.avatar_bytes);
     let c = f64::from(svc.image_bytes());
@@ -293,9 +348,9 @@ fn terms(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Terms {
 }
 
 /// The service on the three designs.
-pub fn run(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Service {
+pub fn run(cfg: &RpcAccConfig, m: &Messages) -> Service {
     let pcie = cfg.pcie;
-    let t = terms(cfg, svc, m);
+    let t = terms(cfg, m);
     let (one_way, s, c, wq, wr, auth, mmio) =
         (t.one_way, t.avatar, t.image, t.wq, t.wr, t.auth, t.mmio);
 
@@ -327,7 +382,7 @@ pub fn run(cfg: &RpcAccConfig, svc: &ServiceConfig, m: &Messages) -> Service {
     // If the core waits for the serializer ([`ServiceConfig::wait_for_accel_serializer`]):
     // the doorbell reaches the card, the serializer reads the response across PCIe, its
     // completion comes back by DMA.
-    let pp_ser_wait = if svc.wait_for_accel_serializer {
+    let pp_ser_wait = if cfg.service.wait_for_accel_serializer {
         ser_times(cfg, &m.response, cfg.clock_mhz).protoacc_pcie + one_way
     } else {
         0.0
@@ -470,13 +525,12 @@ pub struct FieldUpdateStep {
 /// stays as the `.proto` set it and every such request pays the move.
 pub fn field_update_sequence(
     cfg: &RpcAccConfig,
-    svc: &ServiceConfig,
     m: &Messages,
     cu_available: &[bool],
     avatar_in_accel: bool,
     auto_update: bool,
 ) -> Vec<FieldUpdateStep> {
-    let t = terms(cfg, svc, m);
+    let t = terms(cfg, m);
     let mut in_accel = avatar_in_accel;
     cu_available
         .iter()
@@ -503,9 +557,8 @@ mod tests {
     #[test]
     fn rpcacc_serves_more_per_core_and_faster() {
         let cfg = RpcAccConfig::default();
-        let svc = ServiceConfig::default();
-        let m = messages(&svc, &mut Engine).unwrap();
-        let r = run(&cfg, &svc, &m);
+        let m = messages(&cfg, &mut Engine).unwrap();
+        let r = run(&cfg, &m);
         assert!(r.rpcacc.host_ns < r.protoacc_pcie.host_ns, "{r:?}");
         assert!(r.protoacc_pcie.host_ns < r.cpu_only.host_ns, "{r:?}");
         assert!(r.rpcacc.latency_ns < r.protoacc_pcie.latency_ns, "{r:?}");
@@ -558,14 +611,11 @@ mod tests {
     #[test]
     fn waiting_for_the_serializer_costs_host_time_not_latency() {
         let cfg = RpcAccConfig::default();
-        let svc = ServiceConfig::default();
-        let m = messages(&svc, &mut Engine).unwrap();
-        let free = run(&cfg, &svc, &m);
-        let waiting = ServiceConfig {
-            wait_for_accel_serializer: true,
-            ..svc
-        };
-        let blocked = run(&cfg, &waiting, &m);
+        let m = messages(&cfg, &mut Engine).unwrap();
+        let free = run(&cfg, &m);
+        let mut waiting = cfg.clone();
+        waiting.service.wait_for_accel_serializer = true;
+        let blocked = run(&waiting, &m);
         let pp = (free.protoacc_pcie, blocked.protoacc_pcie);
         // The core waits for two PCIe crossings and the serializer's reads of the response.
         assert!(pp.1.host_ns > pp.0.host_ns + cfg.pcie.latency_ns, "{pp:?}");
@@ -577,13 +627,12 @@ mod tests {
     /// labelled "Acc"), or arrives at the fourth (the avatar in host memory).
     fn fig11(auto_update: bool) -> [Vec<FieldUpdateStep>; 2] {
         let cfg = RpcAccConfig::default();
-        let svc = ServiceConfig::default();
-        let m = messages(&svc, &mut Engine).unwrap();
+        let m = messages(&cfg, &mut Engine).unwrap();
         let leaves: Vec<bool> = (0..8).map(|i| i < 3).collect();
         let arrives: Vec<bool> = (0..8).map(|i| i >= 3).collect();
         [
-            field_update_sequence(&cfg, &svc, &m, &leaves, true, auto_update),
-            field_update_sequence(&cfg, &svc, &m, &arrives, false, auto_update),
+            field_update_sequence(&cfg, &m, &leaves, true, auto_update),
+            field_update_sequence(&cfg, &m, &arrives, false, auto_update),
         ]
     }
 
@@ -594,7 +643,6 @@ mod tests {
     #[test]
     fn automatic_field_update_moves_the_field_once() {
         let cfg = RpcAccConfig::default();
-        let svc = ServiceConfig::default();
         for (auto, fixed) in fig11(true).iter().zip(fig11(false).iter()) {
             // Before the switch the field is where the compression runs: nothing moves.
             assert!(auto[..3].iter().all(|s| !s.request.moved), "{auto:?}");
@@ -607,7 +655,7 @@ mod tests {
             // The handler's move costs at least a PCIe crossing of the avatar and a round
             // trip: "several microseconds" (§IV-G).
             let saved = host(&fixed[5]) - host(&auto[5]);
-            let crossing = f64::from(svc.avatar_bytes) / cfg.pcie.bw_gbytes_s;
+            let crossing = f64::from(cfg.service.avatar_bytes) / cfg.pcie.bw_gbytes_s;
             assert!(saved > crossing + cfg.pcie.latency_ns, "{saved}");
             assert!((host(&fixed[5]) - host(&auto[3])).abs() < 1e-6);
         }
@@ -616,20 +664,41 @@ mod tests {
         assert_eq!(leaves[7].request, arrives[0].request);
         assert_eq!(arrives[7].request, leaves[0].request);
         // The first three requests of the first scenario are the service's RPCAcc requests.
-        let m = messages(&svc, &mut Engine).unwrap();
-        assert_eq!(leaves[0].request.design, run(&cfg, &svc, &m).rpcacc);
+        let m = messages(&cfg, &mut Engine).unwrap();
+        assert_eq!(leaves[0].request.design, run(&cfg, &m).rpcacc);
+    }
+
+    #[test]
+    fn bad_service_parameters_are_refused_by_name() {
+        let refused = |edit: fn(&mut ServiceConfig)| {
+            let mut cfg = RpcAccConfig::default();
+            edit(&mut cfg.service);
+            cfg.validate().unwrap_err().to_string()
+        };
+        assert!(refused(|s| s.avatar_bytes = 0).contains("avatar_bytes"));
+        let huge = refused(|s| s.avatar_bytes = ServiceConfig::MAX_AVATAR_BYTES + 1);
+        assert!(
+            huge.contains("rpcacc.service") && huge.contains("avatar_bytes"),
+            "{huge}"
+        );
+        // A ratio below one grows the image; past the bound it would be a huge allocation.
+        assert!(refused(|s| s.compression_ratio = 1e-6).contains("compression_ratio"));
+        assert!(refused(|s| s.compression_ratio = 0.0).contains("compression_ratio"));
+        assert!(refused(|s| s.max_cores = 0).contains("max_cores"));
+        assert!(refused(|s| s.mmio_core_ns = -1.0).contains("mmio_core_ns"));
+        assert!(refused(|s| s.cpu_compress_mbytes_s = f64::NAN).contains("cpu_compress"));
+        let mut edge = RpcAccConfig::default();
+        edge.service.avatar_bytes = ServiceConfig::MAX_AVATAR_BYTES;
+        edge.validate().unwrap();
     }
 
     #[test]
     fn a_bigger_avatar_costs_more_everywhere() {
-        let cfg = RpcAccConfig::default();
-        let small = ServiceConfig::default();
-        let big = ServiceConfig {
-            avatar_bytes: 4 * small.avatar_bytes,
-            ..small.clone()
-        };
-        let a = run(&cfg, &small, &messages(&small, &mut Engine).unwrap());
-        let b = run(&cfg, &big, &messages(&big, &mut Engine).unwrap());
+        let small = RpcAccConfig::default();
+        let mut big = small.clone();
+        big.service.avatar_bytes *= 4;
+        let a = run(&small, &messages(&small, &mut Engine).unwrap());
+        let b = run(&big, &messages(&big, &mut Engine).unwrap());
         for (x, y) in [
             (a.cpu_only, b.cpu_only),
             (a.protoacc_pcie, b.protoacc_pcie),
