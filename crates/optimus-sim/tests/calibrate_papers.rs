@@ -66,6 +66,8 @@ const MET_RPCACC: &[&str] = &[
     "rpcacc.sec4e.oneshot_deser_latency_increase.x",
     "rpcacc.fig10.onchip_tx_advantage.250mhz.x",
     "rpcacc.fig12a.throughput_vs_cpu_only.x",
+    "rpcacc.fig12a.throughput_vs_protoacc_pcie.x",
+    "rpcacc.abstract.e2e_throughput_gain.x",
     "rpcacc.fig12b.avg_latency_vs_cpu_only.x",
     "rpcacc.fig13.dsb_exec_time_vs_protoacc_pcie.x",
     "rpcacc.fig13.dsb_exec_time_vs_cpu_only.x",
