@@ -606,13 +606,13 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
     // The same ratio under load: requests arrive as a Poisson stream to Fig. 12a's largest
     // core count (the model's `fig12b_load`), and the paper's average and tail ratios are
     // drawn level across the loads, since it does not say at which one it measured them.
-    let load = &figs.fig12b_load;
+    let load = figs.fig12b_load.points();
     let ratio = |f: fn(&Load) -> f64| -> Vec<(f64, f64)> {
         load.iter()
             .map(|(per_s, [pcie, rpcacc])| (per_s / 1e3, f(pcie) / f(rpcacc)))
             .collect()
     };
-    let cores = figs.fig12a.last().map_or(0, |p| p.0);
+    let cores = figs.fig12b_load.cores;
     let x_label = format!("offered thousand requests/s (Poisson, {cores} host cores)");
     let mut fig12b_load = Figure {
         name: "rpcacc_fig12b_load",

@@ -117,7 +117,7 @@ pub use op::{
     pipelines_for, reproduce_op, reproduce_op_with, saturation, Curve, OpFigures, LINK_SATURATION,
     SWEEP,
 };
-pub use rpcacc::{reproduce_rpcacc, reproduce_rpcacc_with, RpcFigures};
+pub use rpcacc::{reproduce_rpcacc, reproduce_rpcacc_with, LoadSweep, RpcFigures};
 
 pub(crate) fn rows(paper: Paper, eval: &dyn Fn(&str) -> Eval) -> Result<Vec<Row>> {
     let mut out = Vec::new();

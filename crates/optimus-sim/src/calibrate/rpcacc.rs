@@ -44,15 +44,44 @@ pub struct RpcFigures {
     /// Fig. 12b: the image service's request latency at low load (ns), `[CPU-only,
     /// ProtoACC-PCIe, RPCAcc]`.
     pub fig12b: [f64; 3],
-    /// Fig. 12b under load, with Fig. 12a's largest core count: per offered rate (requests
-    /// per second, up to ProtoACC-PCIe's capacity), `[ProtoACC-PCIe, RPCAcc]` latency.
-    pub fig12b_load: Vec<(f64, [service::Load; 2])>,
+    /// Fig. 12b under load, with Fig. 12a's largest core count.
+    pub fig12b_load: LoadSweep,
 }
 
-/// Offered rates of Fig. 12b under load: evenly spaced below ProtoACC-PCIe's capacity.
+/// Fig. 12b under load: ProtoACC-PCIe and RPCAcc fed a Poisson stream at offered rates
+/// evenly spaced below ProtoACC-PCIe's capacity. Only the figure needs it, so the sweep
+/// runs when [`LoadSweep::points`] is called, not with every reproduction.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LoadSweep {
+    /// `[ProtoACC-PCIe, RPCAcc]` per request.
+    designs: [service::Design; 2],
+    /// Host cores.
+    pub cores: u32,
+    /// Seed of the arrivals.
+    seed: u64,
+}
+
+/// Offered rates of Fig. 12b under load.
 const LOAD_POINTS: usize = 40;
 /// Requests drawn per design and rate.
 const LOAD_REQUESTS: usize = 20_000;
+
+impl LoadSweep {
+    /// Per offered rate (requests per second), `[ProtoACC-PCIe, RPCAcc]` latency; a rate
+    /// either design cannot sustain is left out.
+    pub fn points(&self) -> Vec<(f64, [service::Load; 2])> {
+        let [pcie, rpcacc] = &self.designs;
+        let top = pcie.rate(self.cores);
+        (1..=LOAD_POINTS)
+            .filter_map(|k| {
+                let per_s = top * k as f64 / (LOAD_POINTS + 1) as f64;
+                let at =
+                    |d: &service::Design| d.under_load(self.cores, per_s, LOAD_REQUESTS, self.seed);
+                Some((per_s, [at(pcie)?, at(rpcacc)?]))
+            })
+            .collect()
+    }
+}
 
 /// Per bench, in suite order: `(bench, sum of num / sum of den)` over its messages (`num`
 /// and `den` take a message's index in `ms`).
@@ -332,17 +361,10 @@ pub fn reproduce_rpcacc_with(
             svc.protoacc_pcie.latency_ns,
             svc.rpcacc.latency_ns,
         ],
-        fig12b_load: {
-            let cores = cfg.service.max_cores;
-            let top = svc.protoacc_pcie.rate(cores);
-            (1..=LOAD_POINTS)
-                .filter_map(|k| {
-                    let per_s = top * k as f64 / (LOAD_POINTS + 1) as f64;
-                    let at =
-                        |d: &service::Design| d.under_load(cores, per_s, LOAD_REQUESTS, cfg.seed);
-                    Some((per_s, [at(&svc.protoacc_pcie)?, at(&svc.rpcacc)?]))
-                })
-                .collect()
+        fig12b_load: LoadSweep {
+            designs: [svc.protoacc_pcie, svc.rpcacc],
+            cores: cfg.service.max_cores,
+            seed: cfg.seed,
         },
         fig12a: (1..=cfg.service.max_cores)
             .map(|n| {
