@@ -14,10 +14,11 @@ use optimus_sim::config_file;
 use optimus_sim::cpu::CpuConfig;
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::service::{self, Load};
-use optimus_sim::rpcacc::{report, RpcAccConfig};
+use optimus_sim::rpcacc::{report, RpcAccConfig, RpcMessage};
 use optimus_sim::workload::{self, MessageTrace, ViewConfig};
 
 mod plot;
+mod sweep;
 
 /// Which accelerator to model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -96,9 +97,28 @@ pub struct SimArgs {
     /// second, and give each design's average and 99th-percentile latency under it.
     #[arg(long, value_name = "PER_S")]
     rate: Option<f64>,
-    /// Print one JSON document instead of a table.
+    /// Print one JSON document instead of a table (with `--vary`, one line per point:
+    /// `{"point": {PATH: value, ...}, "report": ...}`).
     #[arg(long)]
     json: bool,
+    /// Run the model once per value of a parameter and print a row per run and design:
+    /// PATH is the parameter's place in the configuration as `--print-config` writes it
+    /// (`pipelines`, `noc.hop_cycles`, `pcie.latency_ns`, `service.avatar_bytes`; `pcie-ns`
+    /// moves the round trip and the MMIO together, as the flag does), VALUES a
+    /// comma-separated list of numbers, `true`/`false` and integer ranges `LO..HI`
+    /// (`pipelines=1..8,12,16`). Repeat it to run every combination; a varied parameter
+    /// overrides the flags and the config file.
+    #[arg(long, value_name = "PATH=VALUES")]
+    vary: Vec<String>,
+    /// With `--vary`: also draw one number of the results against the first varied parameter,
+    /// a curve per design and per value of the other varied parameters, into DIR as
+    /// `sweep.png` and `sweep.svg`.
+    #[arg(long, value_name = "DIR", requires = "vary")]
+    plot: Option<std::path::PathBuf>,
+    /// With `--plot`: the number drawn, a column of the table (`throughput_gbps`,
+    /// `latency_ns`, `gbps`, `requests_per_s`, ...) [default: the first].
+    #[arg(long, requires = "plot")]
+    metric: Option<String>,
 }
 
 /// The image-compression service's workload name.
@@ -167,6 +187,26 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
     if image_service && !args.acc_field.is_empty() {
         bail!("sim: the image service labels its own fields; --acc-field does not apply");
     }
+    let axes = args
+        .vary
+        .iter()
+        .map(|a| sweep::parse_axis(a))
+        .collect::<Result<Vec<_>>>()
+        .context("sim")?;
+    if args.accel == Accel::Op && axes.iter().any(|a| a.path == sweep::PCIE_NS) {
+        bail!("sim: --vary {} applies to --accel rpcacc", sweep::PCIE_NS);
+    }
+    if !axes.is_empty() && args.print_config {
+        bail!("sim: --print-config prints one configuration; leave out --vary");
+    }
+    let options = sweep::SweepOptions {
+        axes: &axes,
+        json: args.json,
+        plot: args
+            .plot
+            .as_deref()
+            .map(|dir| (dir, args.metric.as_deref())),
+    };
     let out = io::stdout();
     let mut out = out.lock();
     match args.accel {
@@ -186,41 +226,17 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                 return Ok(());
             }
             let traces = load(&args)?;
+            if !axes.is_empty() {
+                return sweep::sweep(&mut out, &options, |values| {
+                    let cfg = config_file::with_values(&cfg, values)?;
+                    sweep::op_outcome(&op::run(&cfg, &traces)?)
+                });
+            }
             let r = op::run(&cfg, &traces).context("sim")?;
             if args.json {
                 writeln!(out, "{}", serde_json::to_string(&r)?)?;
             } else {
-                writeln!(
-                    out,
-                    "OP{{{},{}}} on {} mesh",
-                    cfg.pipelines,
-                    cfg.interleave,
-                    format_args!("{0}x{0}", cfg.noc.mesh)
-                )?;
-                writeln!(out, "throughput_gbps           {:.2}", r.throughput_gbps)?;
-                writeln!(out, "messages_per_s            {:.0}", r.messages_per_s)?;
-                writeln!(out, "latency_ns                {:.1}", r.latency_ns)?;
-                writeln!(
-                    out,
-                    "latency_with_queue_ns     {:.1}",
-                    r.latency_with_queue_ns
-                )?;
-                writeln!(
-                    out,
-                    "field_read_latency_cycles {:.1}",
-                    r.field_read_latency_cycles
-                )?;
-                writeln!(out, "amat_cycles               {:.1}", r.amat_cycles)?;
-                writeln!(out, "port_gbps                 {:.1}", r.port_gbps)?;
-                writeln!(
-                    out,
-                    "mesh_link_utilization     {:.3}",
-                    r.mesh_link_utilization
-                )?;
-                writeln!(out, "measured_cycles           {}", r.measured_cycles)?;
-                for (k, v) in &r.stats.0 {
-                    writeln!(out, "{k:<40} {v}")?;
-                }
+                print_op(&mut out, &cfg, &r)?;
             }
         }
         Accel::Rpcacc => {
@@ -237,27 +253,122 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                 return Ok(());
             }
             if image_service {
-                return image_service_run(&mut out, &cfg, &args);
+                return image_service_run(&mut out, &cfg, &args, &options);
             }
-            let messages = match &args.trace {
-                Some(path) => load_trace(path)?
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, t)| report::one_direction("trace", i, t))
-                    .collect(),
-                None => {
-                    let labels: Vec<&str> = args.acc_field.iter().map(String::as_str).collect();
-                    report::workload(&cfg, &mut EngineTraces, workload_name(&args), &labels)
-                        .context("sim")?
-                }
+            // A trace file's messages are the same at every point; a workload's are built
+            // under each point's configuration.
+            let from_trace: Option<Vec<RpcMessage>> = match &args.trace {
+                Some(path) => Some(
+                    load_trace(path)?
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, t)| report::one_direction("trace", i, t))
+                        .collect(),
+                ),
+                None => None,
             };
-            let r = report::run(&cfg, &messages).context("sim")?;
+            let labels: Vec<&str> = args.acc_field.iter().map(String::as_str).collect();
+            let report_for = |cfg: &RpcAccConfig| -> Result<report::RpcAccReport> {
+                cfg.validate()?;
+                Ok(match &from_trace {
+                    Some(messages) => report::run(cfg, messages)?,
+                    None => {
+                        let messages = report::workload(
+                            cfg,
+                            &mut EngineTraces,
+                            workload_name(&args),
+                            &labels,
+                        )?;
+                        report::run(cfg, &messages)?
+                    }
+                })
+            };
+            if !axes.is_empty() {
+                return sweep::sweep(&mut out, &options, |values| {
+                    sweep::rpcacc_outcome(&report_for(&config_file::with_values(&cfg, values)?)?)
+                });
+            }
+            let r = report_for(&cfg).context("sim")?;
             if args.json {
                 writeln!(out, "{}", serde_json::to_string(&r)?)?;
             } else {
                 print_rpcacc(&mut out, &r)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// The Optimus Prime report as a table: the headline figures, then the counters.
+fn print_op(out: &mut impl Write, cfg: &OpConfig, r: &op::OpReport) -> Result<()> {
+    writeln!(
+        out,
+        "OP{{{},{}}} on {} mesh",
+        cfg.pipelines,
+        cfg.interleave,
+        format_args!("{0}x{0}", cfg.noc.mesh)
+    )?;
+    writeln!(out, "throughput_gbps           {:.2}", r.throughput_gbps)?;
+    writeln!(out, "messages_per_s            {:.0}", r.messages_per_s)?;
+    writeln!(out, "latency_ns                {:.1}", r.latency_ns)?;
+    writeln!(
+        out,
+        "latency_with_queue_ns     {:.1}",
+        r.latency_with_queue_ns
+    )?;
+    writeln!(
+        out,
+        "field_read_latency_cycles {:.1}",
+        r.field_read_latency_cycles
+    )?;
+    writeln!(out, "amat_cycles               {:.1}", r.amat_cycles)?;
+    writeln!(out, "port_gbps                 {:.1}", r.port_gbps)?;
+    writeln!(
+        out,
+        "mesh_link_utilization     {:.3}",
+        r.mesh_link_utilization
+    )?;
+    writeln!(out, "measured_cycles           {}", r.measured_cycles)?;
+    for (k, v) in &r.stats.0 {
+        writeln!(out, "{k:<40} {v}")?;
+    }
+    Ok(())
+}
+
+/// `--workload image-service`: each design's costs and capacity with `--cores`, and with
+/// `--rate` its latency under load, once or per point of `--vary`.
+fn image_service_run(
+    out: &mut impl Write,
+    cfg: &RpcAccConfig,
+    args: &SimArgs,
+    options: &sweep::SweepOptions,
+) -> Result<()> {
+    let cores = args.cores.unwrap_or(1);
+    if cores == 0 {
+        bail!("sim: --cores must be at least 1");
+    }
+    if let Some(r) = args.rate {
+        if !(r.is_finite() && r > 0.0) {
+            bail!("sim: --rate must be a positive number of requests per second");
+        }
+    }
+    if !options.axes.is_empty() {
+        return sweep::sweep(out, options, |values| {
+            let cfg = config_file::with_values(cfg, values)?;
+            cfg.validate()?;
+            let designs = service_designs(&cfg, cores, args.rate)?;
+            service_outcome(cores, args.rate, &designs)
+        });
+    }
+    let designs = service_designs(cfg, cores, args.rate).context("sim")?;
+    if args.json {
+        writeln!(
+            out,
+            "{}",
+            service_outcome(cores, args.rate, &designs)?.report
+        )?;
+    } else {
+        print_image_service(out, cfg, cores, args.rate, &designs)?;
     }
     Ok(())
 }
@@ -270,21 +381,17 @@ struct ServiceDesign {
     requests_per_s: f64,
     under_load: Option<Load>,
 }
-/// `--workload image-service`: each design's host time, low-load latency, capacity with
-/// `--cores` and, with `--rate`, latency under a Poisson stream.
-fn image_service_run(out: &mut impl Write, cfg: &RpcAccConfig, args: &SimArgs) -> Result<()> {
-    let cores = args.cores.unwrap_or(1);
-    if cores == 0 {
-        bail!("sim: --cores must be at least 1");
-    }
-    if let Some(r) = args.rate {
-        if !(r.is_finite() && r > 0.0) {
-            bail!("sim: --rate must be a positive number of requests per second");
-        }
-    }
-    let msgs = service::messages(cfg, &mut EngineTraces).context("sim")?;
+
+/// The image service's designs: each one's host time, low-load latency, capacity with
+/// `cores` and, with a `rate`, latency under a Poisson stream.
+fn service_designs(
+    cfg: &RpcAccConfig,
+    cores: u32,
+    rate: Option<f64>,
+) -> Result<Vec<ServiceDesign>> {
+    let msgs = service::messages(cfg, &mut EngineTraces)?;
     let svc = service::run(cfg, &msgs);
-    let designs: Vec<ServiceDesign> = [
+    Ok([
         ("cpu_only", svc.cpu_only),
         ("protoacc_pcie", svc.protoacc_pcie),
         ("rpcacc", svc.rpcacc),
@@ -294,38 +401,77 @@ fn image_service_run(out: &mut impl Write, cfg: &RpcAccConfig, args: &SimArgs) -
         design,
         costs: d,
         requests_per_s: d.rate(cores),
-        under_load: args
-            .rate
-            .and_then(|r| d.under_load(cores, r, LOAD_REQUESTS, cfg.seed)),
+        under_load: rate.and_then(|r| d.under_load(cores, r, LOAD_REQUESTS, cfg.seed)),
     })
-    .collect();
-    if args.json {
-        // Each design's own fields (`service::Design`), with its name, rate and load.
-        let designs = designs
-            .iter()
-            .map(|d| {
-                let mut v = serde_json::to_value(d.costs)?;
-                v["design"] = d.design.into();
-                v["requests_per_s"] = d.requests_per_s.into();
-                v["under_load"] = serde_json::to_value(d.under_load)?;
-                Ok(v)
-            })
-            .collect::<serde_json::Result<Vec<_>>>()?;
-        let doc = serde_json::json!({ "cores": cores, "rate": args.rate, "designs": designs });
-        writeln!(out, "{doc}")?;
-        return Ok(());
-    }
+    .collect())
+}
+
+/// The image service's JSON document (each design's own fields, `service::Design`, with its
+/// name, rate and load) and its headline rows.
+fn service_outcome(
+    cores: u32,
+    rate: Option<f64>,
+    designs: &[ServiceDesign],
+) -> Result<sweep::Outcome> {
+    let docs = designs
+        .iter()
+        .map(|d| {
+            let mut v = serde_json::to_value(d.costs)?;
+            v["design"] = d.design.into();
+            v["requests_per_s"] = d.requests_per_s.into();
+            v["under_load"] = serde_json::to_value(d.under_load)?;
+            Ok(v)
+        })
+        .collect::<serde_json::Result<Vec<_>>>()?;
+    let rows = designs
+        .iter()
+        .map(|d| {
+            let mut metrics = vec![
+                sweep::Metric::new("host_ns", Some(d.costs.host_ns), 1),
+                sweep::Metric::new("latency_ns", Some(d.costs.latency_ns), 1),
+                sweep::Metric::new("requests_per_s", Some(d.requests_per_s), 0),
+            ];
+            if rate.is_some() {
+                metrics.push(sweep::Metric::new(
+                    "load_mean_ns",
+                    d.under_load.map(|l| l.mean_ns),
+                    1,
+                ));
+                metrics.push(sweep::Metric::new(
+                    "load_p99_ns",
+                    d.under_load.map(|l| l.p99_ns),
+                    1,
+                ));
+            }
+            sweep::Headline {
+                label: d.design.to_string(),
+                metrics,
+            }
+        })
+        .collect();
+    Ok(sweep::Outcome {
+        report: serde_json::json!({ "cores": cores, "rate": rate, "designs": docs }),
+        rows,
+    })
+}
+
+/// The image service as a table, a row per design.
+fn print_image_service(
+    out: &mut impl Write,
+    cfg: &RpcAccConfig,
+    cores: u32,
+    rate: Option<f64>,
+    designs: &[ServiceDesign],
+) -> Result<()> {
     writeln!(
         out,
         "image-compression service (RPCAcc §IV-H), {cores} host core(s), PCIe round trip {} ns",
         cfg.pcie.latency_ns
     )?;
-    if let Some(r) = args.rate {
+    if let Some(r) = rate {
         writeln!(out, "under load: a Poisson stream of {r} requests/s")?;
     }
-    let load = args
-        .rate
-        .map(|_| format!("   {:>12} {:>12}", "load_mean_ns", "load_p99_ns"));
+    let load = rate.map(|_| format!("   {:>12} {:>12}", "load_mean_ns", "load_p99_ns"));
     writeln!(
         out,
         "  {:<14} {:>10} {:>12} {:>16}{}",
@@ -335,8 +481,8 @@ fn image_service_run(out: &mut impl Write, cfg: &RpcAccConfig, args: &SimArgs) -
         "requests_per_s",
         load.unwrap_or_default()
     )?;
-    for d in &designs {
-        let under = match (args.rate, d.under_load) {
+    for d in designs {
+        let under = match (rate, d.under_load) {
             (None, _) => String::new(),
             (Some(_), Some(l)) => format!("   {:>12.1} {:>12.1}", l.mean_ns, l.p99_ns),
             (Some(_), None) => "   past capacity".to_string(),

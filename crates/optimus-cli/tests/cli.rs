@@ -634,3 +634,152 @@ fn reproduce_draws_every_figure_with_its_title() {
     assert!(fig12a.contains("paper, per core: CPU-only"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_sweep_runs_each_point_as_a_single_run_would() {
+    let lines = |args: &[&str]| -> Vec<serde_json::Value> {
+        let out = optimus(args, b"");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    // Optimus Prime over a 2 × 2 grid, the first axis slowest: each report is the one its
+    // flags give.
+    let op = lines(&[
+        "sim",
+        "--workload",
+        "nested",
+        "--vary",
+        "pipelines=1..2",
+        "--vary",
+        "noc.mesh=4,8",
+        "--json",
+    ]);
+    assert_eq!(op.len(), 4);
+    for (line, (n, mesh)) in op.iter().zip([("1", 4), ("1", 8), ("2", 4), ("2", 8)]) {
+        assert_eq!(line["point"]["pipelines"], n.parse::<u32>().unwrap());
+        assert_eq!(line["point"]["noc.mesh"], mesh);
+        let single = json_of(&[
+            "sim",
+            "--workload",
+            "nested",
+            "--pipelines",
+            n,
+            "--mesh",
+            &format!("{mesh}x{mesh}"),
+            "--json",
+        ]);
+        assert_eq!(line["report"], single, "pipelines={n} mesh={mesh}");
+    }
+    // RPCAcc: `pcie-ns` moves the round trip and the MMIO as the flag does.
+    let rpc = lines(&[
+        "sim",
+        "--accel",
+        "rpcacc",
+        "--vary",
+        "pcie-ns=70,1250",
+        "--json",
+    ]);
+    for (line, ns) in rpc.iter().zip(["70", "1250"]) {
+        let single = json_of(&["sim", "--accel", "rpcacc", "--pcie-ns", ns, "--json"]);
+        assert_eq!(line["report"], single, "pcie-ns={ns}");
+    }
+    // The table: a header, then a row per point and design.
+    let out = optimus(
+        &[
+            "sim",
+            "--accel",
+            "rpcacc",
+            "--workload",
+            "image-service",
+            "--vary",
+            "service.avatar_bytes=1024,8192",
+        ],
+        b"",
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert!(
+        rows[0].starts_with("service.avatar_bytes  design") && rows[0].contains("requests_per_s"),
+        "{text}"
+    );
+    assert_eq!(rows.len(), 1 + 2 * 3, "{text}");
+    assert!(
+        rows[6].starts_with("8192") && rows[6].contains("rpcacc"),
+        "{text}"
+    );
+    // The figure: the chosen number against the first varied parameter.
+    let dir = std::env::temp_dir().join(format!("optimus-sweep-{}", std::process::id()));
+    let out = optimus(
+        &[
+            "sim",
+            "--vary",
+            "pipelines=1,2,4",
+            "--plot",
+            dir.to_str().unwrap(),
+            "--metric",
+            "latency_ns",
+        ],
+        b"",
+    );
+    assert!(out.status.success());
+    assert!(std::fs::read(dir.join("sweep.png"))
+        .unwrap()
+        .starts_with(b"\x89PNG"));
+    let svg = std::fs::read_to_string(dir.join("sweep.svg")).unwrap();
+    assert!(svg.contains("latency_ns against pipelines"));
+    std::fs::remove_dir_all(&dir).ok();
+    // Errors name the point and the parameter, and nothing runs past a bad grid.
+    for (args, says) in [
+        (
+            &["sim", "--vary", "pipelinez=1"][..],
+            "unknown field `pipelinez`",
+        ),
+        (&["sim", "--vary", "pipelines=0,1"][..], "pipelines=0"),
+        (
+            &["sim", "--vary", "pcie-ns=70"][..],
+            "applies to --accel rpcacc",
+        ),
+        (&["sim", "--vary", "pipelines=1..5000"][..], "at most"),
+        (
+            &[
+                "sim",
+                "--vary",
+                "pipelines=1..64",
+                "--vary",
+                "interleave=1..64",
+                "--vary",
+                "seed=1,2",
+            ][..],
+            "more than 4096 points",
+        ),
+        (
+            &[
+                "sim",
+                "--vary",
+                "pipelines=1",
+                "--plot",
+                "/tmp",
+                "--metric",
+                "speed",
+            ][..],
+            "--metric speed",
+        ),
+    ] {
+        let out = optimus(args, b"");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(
+            err.contains(says) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -34,6 +34,27 @@ pub fn from_json<T: Serialize + DeserializeOwned + Default>(text: &str) -> Resul
     serde_path_to_error::deserialize(merged).map_err(|e| SimError::ConfigFile(e.to_string()))
 }
 
+/// `base` with the parameter at each dot-separated path set to its value (`pipelines`,
+/// `noc.hop_cycles`, `bf3.arm.ipc`), every other parameter kept: how a sweep moves some
+/// parameters of a configuration. Later pairs win over earlier ones for the same path.
+///
+/// # Errors
+/// [`SimError::ConfigFile`] naming the path of an unknown parameter or of a value of the
+/// wrong type.
+pub fn with_values<T: Serialize + DeserializeOwned>(
+    base: &T,
+    values: &[(&str, Value)],
+) -> Result<T> {
+    let mut merged = serde_json::to_value(base).map_err(|e| SimError::ConfigFile(e.to_string()))?;
+    for (path, value) in values {
+        let over = path.rsplit('.').fold(value.clone(), |inner, key| {
+            Value::Object(std::iter::once((key.to_string(), inner)).collect())
+        });
+        merge(&mut merged, over);
+    }
+    serde_path_to_error::deserialize(merged).map_err(|e| SimError::ConfigFile(e.to_string()))
+}
+
 /// Merges `over` into `base`: object members recursively, anything else by replacement.
 fn merge(base: &mut Value, over: Value) {
     match (base, over) {
@@ -84,6 +105,45 @@ mod tests {
         assert_eq!(from_json::<RpcAccConfig>("{}").unwrap(), paper);
         let full = serde_json::to_string(&cfg).unwrap();
         assert_eq!(from_json::<RpcAccConfig>(&full).unwrap(), cfg);
+    }
+
+    #[test]
+    fn values_move_only_their_parameters_and_unknown_paths_are_named() {
+        use serde_json::json;
+        let base: RpcAccConfig = from_json(r#"{"clock_mhz": 2000.0}"#).unwrap();
+        let moved = with_values(
+            &base,
+            &[("bf3.arm.ipc", json!(2.0)), ("pcie.latency_ns", json!(70))],
+        )
+        .unwrap();
+        assert_eq!(moved.bf3.arm.ipc, 2.0);
+        assert_eq!(moved.pcie.latency_ns, 70.0);
+        // Everything else is the base's, including what the base changed.
+        let back = with_values(
+            &moved,
+            &[
+                ("bf3.arm.ipc", json!(base.bf3.arm.ipc)),
+                ("pcie.latency_ns", json!(base.pcie.latency_ns)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(back, base);
+        let err = |path: &str, v| with_values(&base, &[(path, v)]).unwrap_err().to_string();
+        let unknown = err("bf3.arm.ipcc", json!(1.0));
+        assert!(
+            unknown.contains("bf3.arm") && unknown.contains("`ipcc`"),
+            "{unknown}"
+        );
+        let op = OpConfig::default();
+        let fraction = with_values(&op, &[("pipelines", json!(2.5))]).unwrap_err();
+        assert!(fraction.to_string().contains("pipelines"), "{fraction}");
+        assert_eq!(
+            with_values(&op, &[("noc.mesh", json!(8))])
+                .unwrap()
+                .noc
+                .mesh,
+            8
+        );
     }
 
     #[test]

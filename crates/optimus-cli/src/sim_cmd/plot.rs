@@ -1,4 +1,5 @@
-//! The papers' figures drawn from a reproduction, with the published points overlaid.
+//! The papers' figures drawn from a reproduction, with the published points overlaid, and
+//! the figure of a parameter sweep (`optimus sim --vary ... --plot DIR`).
 //!
 //! Each figure is written twice, `NAME.png` and `NAME.svg`. Text uses DejaVu Sans compiled
 //! into the binary (no fontconfig). Paper values come from the target rows, never from
@@ -357,6 +358,29 @@ fn write(dir: &Path, f: &Figure) -> Result<()> {
 fn prepare(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     register_font()
+}
+
+/// A sweep's figure, `sweep.png` and `sweep.svg` in `dir`: a model curve per design and
+/// combination of the other varied parameters.
+pub fn sweep_figure(dir: &Path, sweep: &super::sweep::SweepPlot) -> Result<()> {
+    prepare(dir)?;
+    let title = format!("{} against {}", sweep.y_label, sweep.x_label);
+    write(
+        dir,
+        &Figure {
+            name: "sweep",
+            title: &title,
+            x_label: &sweep.x_label,
+            y_label: &sweep.y_label,
+            x_names: Vec::new(),
+            series: sweep
+                .curves
+                .iter()
+                .map(|c| model(c.name.as_str(), c.points.clone()))
+                .collect(),
+        },
+    )
+    .context("sim: plot")
 }
 
 /// Fig. 7 (per class, x = 1 Flat, 2 Mixed, 3 Nested), Figs. 8 and 9, and Fig. 10 (DT

@@ -1,0 +1,432 @@
+//! `optimus sim --vary`: runs a model once per point of a grid of parameter values and
+//! tabulates each run's headline numbers, a row per point and design (or writes each run's
+//! whole report as a JSON line, or draws one number against the first varied parameter).
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use optimus_sim::op::OpReport;
+use optimus_sim::rpcacc::report::RpcAccReport;
+
+use super::plot;
+
+/// Runs a sweep may take: a grid larger than this is refused before anything runs.
+pub const MAX_POINTS: usize = 4096;
+
+/// Values a range `LO..HI` may expand to.
+const MAX_RANGE_VALUES: i64 = 1024;
+
+/// The name `--vary` takes for the PCIe round trip, moved with the MMIO (half of it) as the
+/// `--pcie-ns` flag moves it.
+pub const PCIE_NS: &str = "pcie-ns";
+
+/// One `--vary PATH=VALUES`: a parameter and the values it takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    /// Dot-separated path into the model's configuration, as `--print-config` writes it, or
+    /// `pcie-ns`.
+    pub path: String,
+    /// Values in the order given.
+    pub values: Vec<Value>,
+}
+
+/// Reads `PATH=VALUES`: VALUES is a comma-separated list of JSON scalars (numbers, `true`,
+/// `false`, quoted strings) and inclusive integer ranges `LO..HI`.
+///
+/// # Errors
+/// A missing `=`, an empty path or list, a value that is not a scalar, or a range that is
+/// empty, not of integers, or longer than 1024 values.
+pub fn parse_axis(arg: &str) -> Result<Axis> {
+    let (path, list) = arg
+        .split_once('=')
+        .with_context(|| format!("--vary {arg}: expected PATH=VALUES, e.g. pipelines=1..8"))?;
+    let path = path.trim();
+    if path.is_empty() || path.split('.').any(str::is_empty) {
+        bail!("--vary {arg}: the parameter path is empty or has an empty part");
+    }
+    let mut values = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        if let Some((lo, hi)) = item.split_once("..") {
+            let (lo, hi): (i64, i64) = match (lo.trim().parse(), hi.trim().parse()) {
+                (Ok(lo), Ok(hi)) => (lo, hi),
+                _ => bail!("--vary {arg}: a range `{item}` takes integers, LO..HI"),
+            };
+            if hi < lo || hi - lo >= MAX_RANGE_VALUES {
+                bail!(
+                    "--vary {arg}: the range `{item}` must run upwards over at most \
+                     {MAX_RANGE_VALUES} values"
+                );
+            }
+            values.extend((lo..=hi).map(Value::from));
+            continue;
+        }
+        let v: Value = serde_json::from_str(item).with_context(|| {
+            format!("--vary {arg}: `{item}` is not a number, true, false or a quoted string")
+        })?;
+        if v.is_array() || v.is_object() || v.is_null() {
+            bail!("--vary {arg}: `{item}` is not a single value");
+        }
+        values.push(v);
+    }
+    Ok(Axis {
+        path: path.to_string(),
+        values,
+    })
+}
+
+/// Every combination of the axes' values, the first axis varying slowest.
+///
+/// # Errors
+/// More than [`MAX_POINTS`] combinations.
+pub fn grid(axes: &[Axis]) -> Result<Vec<Vec<&Value>>> {
+    let count = axes
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
+        .filter(|&n| n <= MAX_POINTS)
+        .with_context(|| format!("--vary: the grid has more than {MAX_POINTS} points"))?;
+    let mut points: Vec<Vec<&Value>> = Vec::with_capacity(count);
+    points.push(Vec::new());
+    for axis in axes {
+        points = points
+            .iter()
+            .flat_map(|p| {
+                axis.values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.push(v);
+                    q
+                })
+            })
+            .collect();
+    }
+    Ok(points)
+}
+
+/// One number of a run's result and the decimals it is printed with.
+#[derive(Debug, Clone, Copy)]
+pub struct Metric {
+    pub name: &'static str,
+    /// `None` where the model sets no value (an unbounded rate, a load past capacity).
+    pub value: Option<f64>,
+    pub digits: usize,
+}
+
+impl Metric {
+    pub fn new(name: &'static str, value: Option<f64>, digits: usize) -> Self {
+        Self {
+            name,
+            value,
+            digits,
+        }
+    }
+}
+
+/// A run's headline numbers for one design (an empty label for Optimus Prime's one design).
+#[derive(Debug, Clone)]
+pub struct Headline {
+    pub label: String,
+    pub metrics: Vec<Metric>,
+}
+
+/// One run: its whole report as JSON and its headline rows.
+pub struct Outcome {
+    pub report: Value,
+    pub rows: Vec<Headline>,
+}
+
+/// Optimus Prime's headline: throughput, latency and the memory system's figures.
+pub fn op_outcome(r: &OpReport) -> Result<Outcome> {
+    Ok(Outcome {
+        report: serde_json::to_value(r)?,
+        rows: vec![Headline {
+            label: String::new(),
+            metrics: vec![
+                Metric::new("throughput_gbps", Some(r.throughput_gbps), 2),
+                Metric::new("messages_per_s", Some(r.messages_per_s), 0),
+                Metric::new("latency_ns", Some(r.latency_ns), 1),
+                Metric::new("field_read_cycles", Some(r.field_read_latency_cycles), 1),
+                Metric::new("amat_cycles", Some(r.amat_cycles), 1),
+                Metric::new("port_gbps", Some(r.port_gbps), 1),
+                Metric::new("link_utilization", Some(r.mesh_link_utilization), 3),
+            ],
+        }],
+    })
+}
+
+/// RPCAcc's headline: per direction and design (`ser/rpcacc`), latency and rate.
+pub fn rpcacc_outcome(r: &RpcAccReport) -> Result<Outcome> {
+    let rows = [("ser", &r.serialization), ("deser", &r.deserialization)]
+        .into_iter()
+        .flat_map(|(direction, runs)| {
+            runs.iter().map(move |d| Headline {
+                label: format!("{direction}/{}", d.design),
+                metrics: vec![
+                    Metric::new("latency_ns", Some(d.latency_ns), 1),
+                    Metric::new("messages_per_s", d.messages_per_s, 0),
+                    Metric::new("gbps", d.gbps, 2),
+                ],
+            })
+        })
+        .collect();
+    Ok(Outcome {
+        report: serde_json::to_value(r)?,
+        rows,
+    })
+}
+
+/// The options of a sweep that do not depend on the model.
+pub struct SweepOptions<'a> {
+    pub axes: &'a [Axis],
+    pub json: bool,
+    /// Where to draw `sweep.png` and `sweep.svg`, and which metric (default: the first).
+    pub plot: Option<(&'a Path, Option<&'a str>)>,
+}
+
+/// Calls `run` with each point of the axes' grid, as the parameter values it sets (for
+/// [`optimus_sim::config_file::with_values`]), and prints the results.
+///
+/// # Errors
+/// A bad grid, a point whose configuration cannot be read or run (named by its values), a
+/// plot that cannot be drawn, or a closed output.
+pub fn sweep(
+    out: &mut impl Write,
+    options: &SweepOptions,
+    mut run: impl FnMut(&[(&str, Value)]) -> Result<Outcome>,
+) -> Result<()> {
+    let axes = options.axes;
+    let points = grid(axes)?;
+    let mut results: Vec<(Vec<&Value>, Outcome)> = Vec::with_capacity(points.len());
+    for point in points {
+        let name = point_name(axes, &point);
+        let mut values: Vec<(&str, Value)> = Vec::new();
+        for (axis, v) in axes.iter().zip(&point) {
+            if axis.path == PCIE_NS {
+                let ns = v
+                    .as_f64()
+                    .with_context(|| format!("sim --vary {name}: {PCIE_NS} takes numbers"))?;
+                values.push(("pcie.latency_ns", Value::from(ns)));
+                values.push(("mmio_ns", Value::from(ns / 2.0)));
+            } else {
+                values.push((axis.path.as_str(), (*v).clone()));
+            }
+        }
+        let outcome = run(&values).with_context(|| format!("sim --vary {name}"))?;
+        results.push((point, outcome));
+    }
+    // The figure's curves first, so that a metric the runs lack stops before any output.
+    let figure = match options.plot {
+        Some((dir, metric)) => Some((dir, curves(axes, &results, metric)?)),
+        None => None,
+    };
+    if options.json {
+        for (point, outcome) in &results {
+            let point: serde_json::Map<String, Value> = axes
+                .iter()
+                .zip(point)
+                .map(|(a, v)| (a.path.clone(), (*v).clone()))
+                .collect();
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({ "point": point, "report": outcome.report })
+            )?;
+        }
+    } else {
+        table(out, axes, &results)?;
+    }
+    if let Some((dir, figure)) = figure {
+        plot::sweep_figure(dir, &figure)?;
+    }
+    Ok(())
+}
+
+/// `path=value, ...` of a point, as the user wrote the axes.
+fn point_name(axes: &[Axis], point: &[&Value]) -> String {
+    axes.iter()
+        .zip(point)
+        .map(|(a, v)| format!("{}={v}", a.path))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The results as a table: a column per axis, the design, then each metric.
+fn table(out: &mut impl Write, axes: &[Axis], results: &[(Vec<&Value>, Outcome)]) -> Result<()> {
+    let labelled = results
+        .iter()
+        .any(|(_, o)| o.rows.iter().any(|r| !r.label.is_empty()));
+    let mut lines: Vec<Vec<String>> = Vec::new();
+    let mut header: Vec<String> = axes.iter().map(|a| a.path.clone()).collect();
+    if labelled {
+        header.push("design".into());
+    }
+    if let Some(first) = results.first().and_then(|(_, o)| o.rows.first()) {
+        header.extend(first.metrics.iter().map(|m| m.name.to_string()));
+    }
+    lines.push(header);
+    for (point, outcome) in results {
+        for row in &outcome.rows {
+            let mut line: Vec<String> = point.iter().map(|v| v.to_string()).collect();
+            if labelled {
+                line.push(row.label.clone());
+            }
+            line.extend(row.metrics.iter().map(|m| {
+                m.value
+                    .map_or("-".to_string(), |v| format!("{v:.*}", m.digits))
+            }));
+            lines.push(line);
+        }
+    }
+    let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            lines
+                .iter()
+                .filter_map(|l| l.get(c))
+                .map(String::len)
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    // Axes and the design align left, numbers right.
+    let left = axes.len() + usize::from(labelled);
+    for line in &lines {
+        let cells: Vec<String> = line
+            .iter()
+            .enumerate()
+            .map(|(c, s)| {
+                if c < left {
+                    format!("{s:<w$}", w = widths[c])
+                } else {
+                    format!("{s:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
+/// One curve of a sweep figure: the metric against the first axis's values, for one design
+/// and one combination of the other axes' values.
+pub struct Curve {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// What a sweep figure draws: its axes' names and its curves.
+pub struct SweepPlot {
+    pub x_label: String,
+    pub y_label: String,
+    pub curves: Vec<Curve>,
+}
+
+/// The curves of `metric` (default: the first) against the first axis.
+///
+/// # Errors
+/// A first axis that is not numeric, or a metric the runs do not report.
+fn curves(
+    axes: &[Axis],
+    results: &[(Vec<&Value>, Outcome)],
+    metric: Option<&str>,
+) -> Result<SweepPlot> {
+    let Some(x_axis) = axes.first() else {
+        bail!("--plot: nothing varied");
+    };
+    let Some(first) = results.first().and_then(|(_, o)| o.rows.first()) else {
+        bail!("--plot: no results");
+    };
+    let names: Vec<&str> = first.metrics.iter().map(|m| m.name).collect();
+    let metric = metric.unwrap_or(names[0]);
+    let index = names
+        .iter()
+        .position(|&n| n == metric)
+        .with_context(|| format!("--metric {metric}: the runs report {}", names.join(", ")))?;
+    let mut curves: Vec<Curve> = Vec::new();
+    for (point, outcome) in results {
+        let x = point[0].as_f64().with_context(|| {
+            format!("--plot: the first --vary ({}) must be numeric", x_axis.path)
+        })?;
+        let others = point_name(&axes[1..], &point[1..]);
+        for row in &outcome.rows {
+            let name = [row.label.as_str(), others.as_str()]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let y = row.metrics[index].value.unwrap_or(f64::NAN);
+            match curves.iter_mut().find(|c| c.name == name) {
+                Some(c) => c.points.push((x, y)),
+                None => curves.push(Curve {
+                    name: if name.is_empty() {
+                        metric.to_string()
+                    } else {
+                        name
+                    },
+                    points: vec![(x, y)],
+                }),
+            }
+        }
+    }
+    Ok(SweepPlot {
+        x_label: x_axis.path.clone(),
+        y_label: metric.to_string(),
+        curves,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn axes_read_lists_ranges_and_scalars() {
+        let a = parse_axis("pipelines=1..3,8, 16").unwrap();
+        assert_eq!(a.path, "pipelines");
+        assert_eq!(
+            a.values,
+            vec![json!(1), json!(2), json!(3), json!(8), json!(16)]
+        );
+        let b = parse_axis("pcie.latency_ns=70,1250.5").unwrap();
+        assert_eq!(b.values, vec![json!(70), json!(1250.5)]);
+        assert_eq!(
+            parse_axis("flush_stalls_parsing=true,false")
+                .unwrap()
+                .values,
+            vec![json!(true), json!(false)]
+        );
+        for bad in [
+            "pipelines",
+            "=1,2",
+            "noc..mesh=4",
+            "pipelines=3..1",
+            "pipelines=1..2000",
+            "pipelines=1.5..3",
+            "pipelines=fast",
+            "pipelines=[1]",
+            "pipelines=",
+        ] {
+            assert!(parse_axis(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_grid_is_every_combination_first_axis_slowest() {
+        let axes = [
+            parse_axis("a=1,2").unwrap(),
+            parse_axis("b=10,20,30").unwrap(),
+        ];
+        let g = grid(&axes).unwrap();
+        assert_eq!(g.len(), 6);
+        assert_eq!(g[0], vec![&json!(1), &json!(10)]);
+        assert_eq!(g[2], vec![&json!(1), &json!(30)]);
+        assert_eq!(g[3], vec![&json!(2), &json!(10)]);
+        let big = [
+            parse_axis("a=1..1000").unwrap(),
+            parse_axis("b=1..1000").unwrap(),
+        ];
+        assert!(grid(&big).is_err());
+    }
+}
