@@ -533,8 +533,8 @@ fn sim_configs_round_trip_and_flags_override_them() {
     assert!(err.contains("noc.hops: unknown field `hops`"), "{err}");
 }
 
-/// The row of target `id` in the `--json` output of the `sim reproduce` run `args`.
-fn reproduce_row(args: &[&str], id: &str) -> serde_json::Value {
+/// The JSON lines a successful run of `args` prints.
+fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
     let out = optimus(args, b"");
     assert!(
         out.status.success(),
@@ -544,7 +544,14 @@ fn reproduce_row(args: &[&str], id: &str) -> serde_json::Value {
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The row of target `id` in the `--json` output of the `sim reproduce` run `args`.
+fn reproduce_row(args: &[&str], id: &str) -> serde_json::Value {
+    json_lines(args)
+        .into_iter()
         .find(|row| row["id"] == id)
         .unwrap_or_else(|| panic!("no row {id}"))
 }
@@ -637,22 +644,9 @@ fn reproduce_draws_every_figure_with_its_title() {
 
 #[test]
 fn a_sweep_runs_each_point_as_a_single_run_would() {
-    let lines = |args: &[&str]| -> Vec<serde_json::Value> {
-        let out = optimus(args, b"");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    };
     // Optimus Prime over a 2 × 2 grid, the first axis slowest: each report is the one its
     // flags give.
-    let op = lines(&[
+    let op = json_lines(&[
         "sim",
         "--workload",
         "nested",
@@ -679,7 +673,7 @@ fn a_sweep_runs_each_point_as_a_single_run_would() {
         assert_eq!(line["report"], single, "pipelines={n} mesh={mesh}");
     }
     // RPCAcc: `pcie-ns` moves the round trip and the MMIO as the flag does.
-    let rpc = lines(&[
+    let rpc = json_lines(&[
         "sim",
         "--accel",
         "rpcacc",
