@@ -17,7 +17,9 @@ pub use optimus_trace::TraceSource;
 use optimus_trace::{Direction, Event, Region};
 
 use crate::error::{Result, SimError};
-pub use view::{accelerator_view, MemoryView, SchemaView, ViewConfig, MAX_TRACED_BYTES};
+pub use view::{
+    accelerator_view, MemoryView, SchemaView, ViewConfig, MAX_BUFFER_OFFSET, MAX_TRACED_BYTES,
+};
 
 /// The three Optimus Prime message classes' schema (Table 2).
 pub const PEERS_PROTO: &str = include_str!("../../../../testdata/peers.proto");

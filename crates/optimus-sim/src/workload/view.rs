@@ -99,6 +99,11 @@ pub const MAX_TRACED_BYTES: u64 = 256 << 20;
 /// under [`MAX_TRACED_BYTES`], keep a model's accesses to ~512 MB all told.
 pub const MAX_WORKLOAD_BYTES: u64 = 1 << 30;
 
+/// Largest end of a serialized-buffer access the view accepts: 2^48 bytes (256 TiB) into the
+/// buffer, far past any message or stream of messages, so that the models' line arithmetic
+/// on buffer offsets stays clear of the end of the 64-bit address space.
+pub const MAX_BUFFER_OFFSET: u64 = 1 << 48;
+
 /// Smallest string payload kept outside the arena. Optimus Prime's microbenchmark uses
 /// Google Protobuf v3.7 (§5), whose arenas hold the `std::string` object of a string field
 /// but not its characters: those come from the global heap (arenas gained string storage in
@@ -195,7 +200,8 @@ impl PageMap {
 /// message, when a message reads and writes more than [`ViewConfig::max_traced_bytes`] (as
 /// its events claim, or once its serialized-buffer accesses are widened: an offset far past
 /// the previous one claims every byte between them), converts more or has a larger wire size,
-/// or when the messages together read and write more than [`ViewConfig::max_workload_bytes`].
+/// when the messages together read and write more than [`ViewConfig::max_workload_bytes`],
+/// or when a serialized-buffer access ends past [`MAX_BUFFER_OFFSET`].
 pub fn accelerator_view(
     name: &str,
     events: &[Event],
@@ -236,6 +242,17 @@ pub fn accelerator_view(
                 let per_message = |what: &str, bytes: u64| {
                     check(what, bytes, cfg.max_traced_bytes, "max_traced_bytes")
                 };
+                if let Some((k, addr, bytes)) = buffer_access_past_bound(message) {
+                    return Err(SimError::Workload {
+                        name: name.to_string(),
+                        why: format!(
+                            "message {} (event {}): a serialized-buffer access at offset \
+                             {addr} of {bytes} bytes ends past {MAX_BUFFER_OFFSET} (2^48)",
+                            out.len(),
+                            start + k
+                        ),
+                    });
+                }
                 // Checked before the view too: mapping an extent walks its pages.
                 per_message("reads and writes", traced_bytes(message))?;
                 per_message("converts", converted_bytes(message))?;
@@ -275,6 +292,24 @@ fn traced_bytes(events: &[Event]) -> u64 {
             _ => 0,
         })
         .sum()
+}
+
+/// The first serialized-buffer access of `events` that ends past [`MAX_BUFFER_OFFSET`]: its
+/// index, offset and length.
+fn buffer_access_past_bound(events: &[Event]) -> Option<(usize, u64, u32)> {
+    events.iter().enumerate().find_map(|(k, e)| match *e {
+        Event::FieldRead {
+            region: Region::Buffer,
+            addr,
+            bytes,
+        }
+        | Event::FieldWrite {
+            region: Region::Buffer,
+            addr,
+            bytes,
+        } if addr.saturating_add(u64::from(bytes)) > MAX_BUFFER_OFFSET => Some((k, addr, bytes)),
+        _ => None,
+    })
 }
 
 /// Bytes a message's converter ops take in.
@@ -756,6 +791,23 @@ mod tests {
                 bytes: 128 << 20
             }
         );
+    }
+
+    #[test]
+    fn a_buffer_access_past_the_offset_bound_is_an_error() {
+        let cfg = ViewConfig::default();
+        let at_bound = accelerator_view("edge", &one_write_at(MAX_BUFFER_OFFSET - 8, 8), &cfg);
+        assert!(at_bound.is_ok());
+        for offset in [MAX_BUFFER_OFFSET - 4, u64::MAX - 3] {
+            let err = accelerator_view("past", &one_write_at(offset, 8), &cfg).unwrap_err();
+            assert!(
+                err.to_string().contains(&format!(
+                    "message 0 (event 4): a serialized-buffer access at offset {offset} of 8 \
+                     bytes ends past"
+                )),
+                "{err}"
+            );
+        }
     }
 
     #[test]
