@@ -743,6 +743,10 @@ fn a_sweep_runs_each_point_as_a_single_run_would() {
         ),
         (&["sim", "--vary", "pipelines=1..5000"][..], "at most"),
         (
+            &["sim", "--vary", "pipelines=1", "--vary", "pipelines=2"][..],
+            "more than one --vary",
+        ),
+        (
             &[
                 "sim",
                 "--vary",

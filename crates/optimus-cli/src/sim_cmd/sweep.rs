@@ -196,6 +196,13 @@ pub fn sweep(
     mut run: impl FnMut(&[(&str, Value)]) -> Result<Outcome>,
 ) -> Result<()> {
     let axes = options.axes;
+    if let Some((_, a)) = axes
+        .iter()
+        .enumerate()
+        .find(|(i, a)| axes[..*i].iter().any(|b| b.path == a.path))
+    {
+        bail!("--vary: {} is given by more than one --vary", a.path);
+    }
     let points = grid(axes)?;
     let mut results: Vec<(Vec<&Value>, Outcome)> = Vec::with_capacity(points.len());
     for point in points {
@@ -242,7 +249,7 @@ pub fn sweep(
     Ok(())
 }
 
-/// `path=value, ...` of a point, as the user wrote the axes.
+/// `path=value path=value ...` of a point, as the user wrote the axes.
 fn point_name(axes: &[Axis], point: &[&Value]) -> String {
     axes.iter()
         .zip(point)
