@@ -3,7 +3,7 @@
 
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::{report, RpcAccConfig};
-use optimus_sim::workload::{accelerator_view, MemoryView, ViewConfig};
+use optimus_sim::workload::{accelerator_view, MemoryView, ViewConfig, MAX_BUFFER_OFFSET};
 use optimus_trace::{Direction, Event, Format, Region};
 use proptest::prelude::*;
 
@@ -21,16 +21,25 @@ fn addr() -> impl Strategy<Value = u64> {
     prop_oneof![any::<u64>(), 0u64..1 << 20]
 }
 
-/// One field's events: its schema entry, then reads, converter ops and writes of any size
-/// and address.
+/// A data access of any size at any address; a serialized-buffer offset lies within the
+/// view's bound ([`MAX_BUFFER_OFFSET`]; past it the view refuses the trace, as its own tests
+/// check).
+fn access() -> impl Strategy<Value = (Region, u64, u32)> {
+    (region(), addr(), 0u32..3000).prop_map(|(region, addr, bytes)| match region {
+        Region::Buffer => (region, addr % (MAX_BUFFER_OFFSET - 3000), bytes),
+        _ => (region, addr, bytes),
+    })
+}
+
+/// One field's events: its schema entry, then reads, converter ops and writes.
 fn field() -> impl Strategy<Value = Vec<Event>> {
     (
         any::<u16>(),
         addr(),
         0u32..64,
-        prop::collection::vec((region(), addr(), 0u32..3000), 0..3),
+        prop::collection::vec(access(), 0..3),
         prop::collection::vec((any::<u16>(), 0u32..3000), 0..2),
-        prop::collection::vec((region(), addr(), 0u32..3000), 0..3),
+        prop::collection::vec(access(), 0..3),
     )
         .prop_map(|(kind, addr, size, reads, converts, writes)| {
             let mut evs = vec![Event::SchemaRead { kind, addr, size }];
