@@ -106,8 +106,8 @@ pub struct SimArgs {
     /// (`pipelines`, `noc.hop_cycles`, `pcie.latency_ns`, `service.avatar_bytes`; `pcie-ns`
     /// moves the round trip and the MMIO together, as the flag does), VALUES a
     /// comma-separated list of numbers, `true`/`false` and integer ranges `LO..HI`
-    /// (`pipelines=1..8,12,16`). Repeat it to run every combination; a varied parameter
-    /// overrides the flags and the config file.
+    /// (`pipelines=1..8,12,16`); the image service also takes `rate` and `cores`. Repeat it
+    /// to run every combination; a varied parameter overrides the flags and the config file.
     #[arg(long, value_name = "PATH=VALUES")]
     vary: Vec<String>,
     /// With `--vary`: also draw one number of the results against the first varied parameter,
@@ -195,6 +195,13 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
         .context("sim")?;
     if args.accel == Accel::Op && axes.iter().any(|a| a.path == sweep::PCIE_NS) {
         bail!("sim: --vary {} applies to --accel rpcacc", sweep::PCIE_NS);
+    }
+    if !image_service
+        && axes
+            .iter()
+            .any(|a| a.path == sweep::RATE || a.path == sweep::CORES)
+    {
+        bail!("sim: --vary rate and cores apply to --accel rpcacc --workload {IMAGE_SERVICE}");
     }
     if !axes.is_empty() && args.print_config {
         bail!("sim: --print-config prints one configuration; leave out --vary");
@@ -343,21 +350,23 @@ fn image_service_run(
     args: &SimArgs,
     options: &sweep::SweepOptions,
 ) -> Result<()> {
-    let cores = args.cores.unwrap_or(1);
-    if cores == 0 {
-        bail!("sim: --cores must be at least 1");
-    }
-    if let Some(r) = args.rate {
-        if !(r.is_finite() && r > 0.0) {
-            bail!("sim: --rate must be a positive number of requests per second");
-        }
-    }
+    let cores = checked_cores(u64::from(args.cores.unwrap_or(1))).context("sim")?;
+    args.rate.map(checked_rate).transpose().context("sim")?;
     if !options.axes.is_empty() {
         return sweep::sweep(out, options, |values| {
-            let cfg = config_file::with_values(cfg, values)?;
+            // `rate` and `cores` are the service's own flags; the rest are config paths.
+            let (mut rate, mut cores, mut params) = (args.rate, cores, Vec::new());
+            for (path, v) in values {
+                match *path {
+                    sweep::RATE => rate = Some(checked_rate(v.as_f64().unwrap_or(f64::NAN))?),
+                    sweep::CORES => cores = checked_cores(v.as_u64().unwrap_or(0))?,
+                    _ => params.push((*path, v.clone())),
+                }
+            }
+            let cfg = config_file::with_values(cfg, &params)?;
             cfg.validate()?;
-            let designs = service_designs(&cfg, cores, args.rate)?;
-            service_outcome(cores, args.rate, &designs)
+            let designs = service_designs(&cfg, cores, rate)?;
+            service_outcome(cores, rate, &designs)
         });
     }
     let designs = service_designs(cfg, cores, args.rate).context("sim")?;
@@ -371,6 +380,24 @@ fn image_service_run(
         print_image_service(out, cfg, cores, args.rate, &designs)?;
     }
     Ok(())
+}
+
+/// The image service's `--rate` (or a varied `rate`): a positive number of requests per
+/// second.
+fn checked_rate(rate: f64) -> Result<f64> {
+    if rate.is_finite() && rate > 0.0 {
+        Ok(rate)
+    } else {
+        bail!("--rate must be a positive number of requests per second, not {rate}")
+    }
+}
+
+/// The image service's `--cores` (or varied `cores`): a whole number from 1 to 2^32 − 1.
+fn checked_cores(cores: u64) -> Result<u32> {
+    match u32::try_from(cores) {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => bail!("--cores must be a whole number of at least 1"),
+    }
 }
 
 /// One design of the image service: its costs per request and, under `--rate`, its latency

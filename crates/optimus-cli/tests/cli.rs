@@ -685,6 +685,34 @@ fn a_sweep_runs_each_point_as_a_single_run_would() {
         let single = json_of(&["sim", "--accel", "rpcacc", "--pcie-ns", ns, "--json"]);
         assert_eq!(line["report"], single, "pcie-ns={ns}");
     }
+    // The image service's `rate` and `cores` are its flags' values.
+    let service = json_lines(&[
+        "sim",
+        "--accel",
+        "rpcacc",
+        "--workload",
+        "image-service",
+        "--vary",
+        "cores=2",
+        "--vary",
+        "rate=50000,150000",
+        "--json",
+    ]);
+    for (line, rate) in service.iter().zip(["50000", "150000"]) {
+        let single = json_of(&[
+            "sim",
+            "--accel",
+            "rpcacc",
+            "--workload",
+            "image-service",
+            "--cores",
+            "2",
+            "--rate",
+            rate,
+            "--json",
+        ]);
+        assert_eq!(line["report"], single, "rate={rate}");
+    }
     // The table: a header, then a row per point and design.
     let out = optimus(
         &[

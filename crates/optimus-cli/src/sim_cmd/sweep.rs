@@ -23,6 +23,11 @@ const MAX_RANGE_VALUES: i64 = 1024;
 /// `--pcie-ns` flag moves it.
 pub const PCIE_NS: &str = "pcie-ns";
 
+/// The names `--vary` takes for the image service's `--rate` and `--cores`, which are not
+/// model parameters; the service's run reads them from the point's values.
+pub const RATE: &str = "rate";
+pub const CORES: &str = "cores";
+
 /// One `--vary PATH=VALUES`: a parameter and the values it takes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axis {
