@@ -392,11 +392,15 @@ fn checked_rate(rate: f64) -> Result<f64> {
     }
 }
 
-/// The image service's `--cores` (or varied `cores`): a whole number from 1 to 2^32 − 1.
+/// The image service's `--cores` (or varied `cores`): a whole number from 1 to
+/// [`service::MAX_HOST_CORES`].
 fn checked_cores(cores: u64) -> Result<u32> {
     match u32::try_from(cores) {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => bail!("--cores must be a whole number of at least 1"),
+        Ok(n) if (1..=service::MAX_HOST_CORES).contains(&n) => Ok(n),
+        _ => bail!(
+            "--cores must be a whole number from 1 to {}",
+            service::MAX_HOST_CORES
+        ),
     }
 }
 

@@ -75,7 +75,8 @@ pub struct ServiceConfig {
     /// NIC line rate in Gbps; the compute unit's kernels also run at it. Default 100 (§IV-H:
     /// both accelerators "process the offloaded tasks at line-rate (100 Gbps)").
     pub line_rate_gbps: f64,
-    /// Host cores swept in Fig. 12a. Default 16 (one Xeon Silver 4514Y, §IV-A).
+    /// Host cores swept in Fig. 12a. Default 16 (one Xeon Silver 4514Y, §IV-A); at most
+    /// [`MAX_HOST_CORES`].
     pub max_cores: u32,
     /// Whether ProtoACC-PCIe's core waits for its serializer's completion before it takes
     /// the next request. Accelerator-only serialization reads the response object in place
@@ -104,6 +105,11 @@ impl Default for ServiceConfig {
         }
     }
 }
+
+/// The most host cores the service runs on: 1,024, past the largest servers' core counts. A
+/// load run keeps a clock per core and looks through them for each request, so this bounds
+/// its memory and time.
+pub const MAX_HOST_CORES: u32 = 1024;
 
 impl ServiceConfig {
     /// The largest avatar a request may carry: 64 MiB, protobuf's default message limit. The
@@ -135,6 +141,13 @@ impl ServiceConfig {
                 (f64::from(self.max_cores), "max_cores"),
             ],
         )?;
+        if self.max_cores > MAX_HOST_CORES {
+            return Err(config_err(
+                component,
+                "max_cores",
+                format!("must be 1..={MAX_HOST_CORES}, got {}", self.max_cores),
+            ));
+        }
         check_non_negative(
             component,
             &[
@@ -188,10 +201,14 @@ impl Design {
     /// `cap_ns` each), and otherwise takes its low-load `latency_ns`. `requests` arrivals are
     /// drawn from `seed`; the first tenth warm the queues up and are not counted. `None`
     /// when the stream is at or above the design's rate, where the queues grow without
-    /// bound, or when there are no requests to count.
+    /// bound, when there are no requests to count, or when `cores` is not 1 to
+    /// [`MAX_HOST_CORES`].
     pub fn under_load(&self, cores: u32, per_s: f64, requests: usize, seed: u64) -> Option<Load> {
         let warm = requests / 10;
-        if !(per_s > 0.0 && per_s < self.rate(cores)) || requests <= warm {
+        if !(1..=MAX_HOST_CORES).contains(&cores)
+            || !(per_s > 0.0 && per_s < self.rate(cores))
+            || requests <= warm
+        {
             return None;
         }
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -590,6 +607,9 @@ mod tests {
         assert!(light.mean_ns < 10_001.0, "{light:?}");
         assert_eq!(d.under_load(1, 1.5e6, 10_000, 7), None);
         assert_eq!(d.under_load(1, 0.5e6, 0, 7), None);
+        // Core counts past the bound are not run (a clock per core, searched per request).
+        assert_eq!(d.under_load(0, 1e3, 10_000, 7), None);
+        assert_eq!(d.under_load(MAX_HOST_CORES + 1, 1e3, 10_000, 7), None);
     }
 
     #[test]
@@ -688,6 +708,7 @@ mod tests {
         assert!(refused(|s| s.compression_ratio = 1e-6).contains("compression_ratio"));
         assert!(refused(|s| s.compression_ratio = 0.0).contains("compression_ratio"));
         assert!(refused(|s| s.max_cores = 0).contains("max_cores"));
+        assert!(refused(|s| s.max_cores = MAX_HOST_CORES + 1).contains("1..=1024"));
         assert!(refused(|s| s.mmio_core_ns = -1.0).contains("mmio_core_ns"));
         assert!(refused(|s| s.cpu_compress_mbytes_s = f64::NAN).contains("cpu_compress"));
         let mut edge = RpcAccConfig::default();
