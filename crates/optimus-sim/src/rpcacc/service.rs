@@ -205,10 +205,8 @@ impl Design {
     /// [`MAX_HOST_CORES`].
     pub fn under_load(&self, cores: u32, per_s: f64, requests: usize, seed: u64) -> Option<Load> {
         let warm = requests / 10;
-        if !(1..=MAX_HOST_CORES).contains(&cores)
-            || !(per_s > 0.0 && per_s < self.rate(cores))
-            || requests <= warm
-        {
+        let runs = (1..=MAX_HOST_CORES).contains(&cores) && per_s > 0.0;
+        if !(runs && per_s < self.rate(cores)) || requests <= warm {
             return None;
         }
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
