@@ -32,7 +32,7 @@ pub const CORES: &str = "cores";
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axis {
     /// Dot-separated path into the model's configuration, as `--print-config` writes it, or
-    /// `pcie-ns`.
+    /// one of the flags [`PCIE_NS`], [`RATE`] and [`CORES`].
     pub path: String,
     /// Values in the order given.
     pub values: Vec<Value>,
