@@ -46,7 +46,16 @@ impl Default for BlockBufferConfig {
     }
 }
 
+/// Largest Block Buffer a configuration may ask for: 64 MiB, eight times Table 1's whole LLC
+/// (8 MB). The model keeps an entry per line, so the bound keeps that table within memory.
+pub const MAX_BLOCK_BUFFER_BYTES: u32 = 64 << 20;
+
 impl BlockBufferConfig {
+    /// Lines the buffer holds.
+    fn lines(&self) -> u32 {
+        self.size_bytes / self.line_bytes
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         if self.line_bytes != 64 {
             return Err(config_err(
@@ -67,11 +76,34 @@ impl BlockBufferConfig {
                 ),
             ));
         }
+        if self.size_bytes > MAX_BLOCK_BUFFER_BYTES {
+            return Err(config_err(
+                "op.block_buffer",
+                "size_bytes",
+                format!(
+                    "{} B is more than {} B (64 MiB)",
+                    self.size_bytes, MAX_BLOCK_BUFFER_BYTES
+                ),
+            ));
+        }
         if self.mshrs == 0 || self.ports == 0 {
             return Err(config_err(
                 "op.block_buffer",
                 "mshrs",
                 "mshrs and ports must be at least 1",
+            ));
+        }
+        if self.mshrs > self.lines() {
+            // A miss's line is installed when it returns: more misses in flight than lines
+            // would evict lines before they were read.
+            return Err(config_err(
+                "op.block_buffer",
+                "mshrs",
+                format!(
+                    "{} outstanding misses in a buffer of {} lines",
+                    self.mshrs,
+                    self.lines()
+                ),
             ));
         }
         Ok(())
@@ -549,6 +581,40 @@ impl BlockBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_buffer_sizes_are_bounded() {
+        let ok = BlockBufferConfig::default();
+        ok.validate().unwrap();
+        let all_lines = BlockBufferConfig {
+            mshrs: 128,
+            ..ok.clone()
+        };
+        all_lines.validate().unwrap();
+        let e = BlockBufferConfig {
+            mshrs: 129,
+            ..ok.clone()
+        }
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("mshrs") && e.contains("129") && e.contains("128 lines"),
+            "{e}"
+        );
+        let huge = BlockBufferConfig {
+            size_bytes: 128 << 20,
+            ..ok.clone()
+        };
+        let e = huge.validate().unwrap_err().to_string();
+        assert!(e.contains("size_bytes") && e.contains("64 MiB"), "{e}");
+        BlockBufferConfig {
+            size_bytes: MAX_BLOCK_BUFFER_BYTES,
+            ..ok
+        }
+        .validate()
+        .unwrap();
+    }
 
     #[test]
     fn port_serializes_beyond_capacity() {
