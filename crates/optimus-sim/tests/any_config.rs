@@ -168,14 +168,14 @@ proptest! {
         picks in picks(),
         cores in 1u32..64,
         rate in 1.0f64..1e6,
+        note_in_card_memory in any::<bool>(),
     ) {
         let Some(cfg) = vary(&RpcAccConfig::default(), &picks) else { return Ok(()) };
         if cfg.validate().is_err() {
             return Ok(());
         }
-        let Ok(messages) = report::workload(&cfg, &mut Engine, "mixed", &[]) else {
-            return Ok(());
-        };
+        let labels: &[&str] = if note_in_card_memory { &["bench.Mixed.note"] } else { &[] };
+        let messages = report::workload(&cfg, &mut Engine, "mixed", labels).unwrap();
         let r = report::run(&cfg, &messages).unwrap();
         for d in r.serialization.iter().chain(&r.deserialization) {
             finite(d.design, &[d.latency_ns])?;
