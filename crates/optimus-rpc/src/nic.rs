@@ -21,7 +21,9 @@
 //! completes with [`Status::Timeout`]. A server connection keeps the same window of the calls it
 //! has seen: a repeated sequence number is answered from the cached response (or ignored while
 //! the first copy still runs), one older than the window is dropped, so a handler runs at most
-//! once per call. Server connection ids carry a per-start epoch, so a restarted server answers
+//! once per call. Cached responses are kept within a byte budget over all connections
+//! ([`NicConfig::response_cache_bytes`]); a retransmission whose response was dropped for it
+//! gets no answer, and its caller times out. Server connection ids carry a per-start epoch, so a restarted server answers
 //! old connections with [`Status::Disconnected`] instead of running their calls again.
 
 use std::collections::{HashMap, VecDeque};
@@ -55,6 +57,9 @@ pub const MAX_PENDING: usize = 4096;
 pub const MAX_SERVER_CONNS: usize = 1 << 16;
 /// Connection id of this NIC's own service, reached through shared memory.
 pub const LOCAL_CONN: u32 = 0;
+/// Default bytes of sent responses a server keeps, over all its connections, to answer
+/// retransmitted requests ([`NicConfig::response_cache_bytes`]).
+pub const RESPONSE_CACHE_BYTES: usize = 64 << 20;
 
 const WINDOW_MASK: u64 = WINDOW as u64 - 1;
 const NO_QP: u16 = u16::MAX;
@@ -101,6 +106,12 @@ pub struct NicConfig {
     pub max_payload: usize,
     /// Shape of the shared-memory region the NIC creates (ignored with `with_region`).
     pub layout: RegionLayout,
+    /// Bytes of sent responses a server keeps, over all its connections, so that a
+    /// retransmitted request is answered without running its handler again. Past it the
+    /// oldest copies go, and a retransmission of one of their calls is not answered (its
+    /// caller times out). Without the bound every connection could hold [`WINDOW`] responses
+    /// of up to `max_payload` bytes. Unused on reliable transports, which keep no copies.
+    pub response_cache_bytes: usize,
 }
 
 impl Default for NicConfig {
@@ -115,6 +126,7 @@ impl Default for NicConfig {
                 n_qps: 8,
                 ring_lines: 4096,
             },
+            response_cache_bytes: RESPONSE_CACHE_BYTES,
         }
     }
 }
@@ -158,6 +170,10 @@ pub struct NicStats {
     pub conns_opened: u64,
     /// Connections closed or lost.
     pub conns_closed: u64,
+    /// Cached responses dropped to stay within `response_cache_bytes`.
+    pub responses_evicted: u64,
+    /// Bytes of responses cached now (a gauge, not a counter).
+    pub cached_response_bytes: u64,
 }
 
 /// A request handler: method id, request payload, response buffer (empty on entry).
@@ -363,10 +379,86 @@ struct DedupSlot {
 }
 
 struct ServerConn {
+    /// Tells this connection from earlier ones at the same index.
+    gen: u64,
     peer: PeerId,
     nonce: u64,
     client_handle: u32,
     window: Box<[DedupSlot]>,
+}
+
+/// The responses a server keeps in its connections' windows, oldest first, within a byte
+/// budget over all connections ([`NicConfig::response_cache_bytes`]).
+struct ResponseCache {
+    budget: usize,
+    bytes: usize,
+    /// Slots holding a response.
+    live: usize,
+    /// (connection index, its generation, sequence number) of each response as it was cached;
+    /// an entry whose slot has since been reused or whose connection closed is stale.
+    order: VecDeque<(u32, u64, u64)>,
+    /// Generation of the next server connection.
+    next_gen: u64,
+}
+
+impl ResponseCache {
+    /// Frees `slot`'s response, if it holds one.
+    fn release(&mut self, slot: &mut DedupSlot) {
+        if !slot.response.is_empty() {
+            self.bytes -= slot.response.len();
+            self.live -= 1;
+            slot.response = Vec::new();
+        }
+    }
+
+    /// Counts the response just stored in slot `seq` of connection `k`, then drops the
+    /// oldest responses while over budget, and stale entries so that `order` stays within
+    /// twice the live ones. Returns how many responses it dropped.
+    fn admit(&mut self, sconns: &mut [Option<ServerConn>], k: u32, seq: u64) -> u64 {
+        let Some(Some(conn)) = sconns.get(k as usize) else {
+            return 0;
+        };
+        let len = conn.window[(seq & WINDOW_MASK) as usize].response.len();
+        if len == 0 {
+            return 0;
+        }
+        self.bytes += len;
+        self.live += 1;
+        self.order.push_back((k, conn.gen, seq));
+        let mut evicted = 0;
+        while self.bytes > self.budget {
+            let Some(e) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(slot) = cached_slot(sconns, e) {
+                self.release(slot);
+                evicted += 1;
+            }
+        }
+        while let Some(&e) = self.order.front() {
+            if cached_slot(sconns, e).is_some() {
+                break;
+            }
+            self.order.pop_front();
+        }
+        if self.order.len() > 2 * self.live + WINDOW {
+            self.order.retain(|&e| cached_slot(sconns, e).is_some());
+        }
+        evicted
+    }
+}
+
+/// The slot an entry of [`ResponseCache::order`] names, if it still holds that response.
+fn cached_slot(
+    sconns: &mut [Option<ServerConn>],
+    (k, gen, seq): (u32, u64, u64),
+) -> Option<&mut DedupSlot> {
+    let conn = sconns.get_mut(k as usize)?.as_mut()?;
+    if conn.gen != gen {
+        return None;
+    }
+    let slot = &mut conn.window[(seq & WINDOW_MASK) as usize];
+    (slot.seq == seq && !slot.response.is_empty()).then_some(slot)
 }
 
 struct Pending {
@@ -408,6 +500,7 @@ struct Core {
     sconns: Vec<Option<ServerConn>>,
     sconn_free: Vec<u32>,
     sconn_by_nonce: HashMap<(PeerId, u64), u32>,
+    responses: ResponseCache,
     epoch: u32,
     pending: Vec<Pending>,
     pending_free: Vec<u32>,
@@ -516,6 +609,13 @@ impl<T: Transport> Nic<T> {
             sconns: Vec::new(),
             sconn_free: Vec::new(),
             sconn_by_nonce: HashMap::new(),
+            responses: ResponseCache {
+                budget: cfg.response_cache_bytes,
+                bytes: 0,
+                live: 0,
+                order: VecDeque::new(),
+                next_gen: 0,
+            },
             epoch,
             pending: Vec::with_capacity(MAX_PENDING),
             pending_free: Vec::new(),
@@ -929,7 +1029,11 @@ impl Core {
     }
 
     fn drop_server_conn(&mut self, k: u32) {
-        if let Some(s) = self.sconns.get_mut(k as usize).and_then(|s| s.take()) {
+        if let Some(mut s) = self.sconns.get_mut(k as usize).and_then(|s| s.take()) {
+            for slot in s.window.iter_mut() {
+                self.responses.release(slot);
+            }
+            self.stats.cached_response_bytes = self.responses.bytes as u64;
             self.sconn_by_nonce.remove(&(s.peer, s.nonce));
             self.sconn_free.push(k);
             self.stats.conns_closed += 1;
@@ -1074,7 +1178,9 @@ impl Core {
                 };
                 let mut window = Vec::with_capacity(WINDOW);
                 window.resize_with(WINDOW, DedupSlot::default);
+                self.responses.next_gen += 1;
                 self.sconns[k as usize] = Some(ServerConn {
+                    gen: self.responses.next_gen,
                     peer,
                     nonce,
                     client_handle: h.aux,
@@ -1152,9 +1258,10 @@ impl Core {
             }
             return;
         }
+        self.responses.release(slot);
+        self.stats.cached_response_bytes = self.responses.bytes as u64;
         slot.seq = seq;
         slot.state = Dedup::Running;
-        slot.response.clear();
         self.dispatch(Origin::Remote { sconn: k, seq }, h.method_id, payload);
     }
 
@@ -1331,10 +1438,14 @@ impl Core {
                             self.stats.backpressure += 1;
                         }
                     } else {
+                        slot.response.reserve_exact(HEADER_BYTES + payload.len());
                         wire_frame(&mut slot.response, &h, payload, ck);
                         if !self.txq.push(peer, &slot.response) {
                             self.stats.backpressure += 1; // the retransmission gets the cached copy
                         }
+                        self.stats.responses_evicted +=
+                            self.responses.admit(&mut self.sconns, sconn, seq);
+                        self.stats.cached_response_bytes = self.responses.bytes as u64;
                     }
                 }
             }

@@ -7,6 +7,8 @@
 //!   no checksum, random bytes) thrown at a server by a raw endpoint: the server drops and
 //!   counts every one, answers the valid ones, and keeps serving a well-behaved client.
 //! - A server that restarts: calls on the old connection fail with `Disconnected`, never run.
+//! - A server's copies of its responses stay within their byte budget; a repeat of a call whose
+//!   copy went is not answered and does not run again.
 
 mod common;
 
@@ -723,4 +725,65 @@ fn a_closed_connection_fails_every_call_of_a_client_that_stops_reading() {
         "{o:?}"
     );
     client.stop();
+}
+
+#[test]
+fn a_server_keeps_copies_of_its_responses_within_its_budget() {
+    // Five calls of 100-byte echoes (132-byte frames) on one connection, with room for three
+    // copies: the two oldest go; a retransmission of one of them is not answered and does not
+    // run again, a retransmission of a kept one gets its copy.
+    let net = LoopbackNet::new();
+    let st = net.endpoint();
+    let addr = st.local_addr();
+    let cfg = NicConfig {
+        response_cache_bytes: 3 * (HEADER_BYTES + 100),
+        ..config(1)
+    };
+    let (mut nic, _h) = Nic::new(st, cfg).unwrap();
+    let runs = Arc::new(Mutex::new(0u32));
+    let r = runs.clone();
+    nic.set_handler(move |_m: u16, req: &[u8], resp: &mut Vec<u8>| {
+        *r.lock().unwrap() += 1;
+        resp.extend_from_slice(req);
+        Status::Ok
+    });
+    let mut raw = net.endpoint();
+    let server = raw.connect(&addr).unwrap();
+    let mut q = TxQueue::new(64);
+    let mut exchange = |raw: &mut optimus_rpc::transport::loopback::Loopback, f: Vec<u8>| {
+        q.push(server, &f);
+        raw.send_burst(&mut q).unwrap();
+        nic.poll_once();
+        let mut got = Vec::new();
+        raw.recv_burst(64, |_, f| got.push(f.to_vec())).unwrap();
+        (got, nic.stats())
+    };
+    let hello = FrameHeader {
+        request_id: 7,
+        aux: 1,
+        ..FrameHeader::new(FrameKind::Connect)
+    };
+    let (got, _) = exchange(&mut raw, sealed(hello, b""));
+    let conn_id = frame::check_frame(&got[0], 1 << 20).unwrap().0.conn_id;
+    let request = |seq: u64| {
+        let h = FrameHeader {
+            conn_id,
+            request_id: seq,
+            ..FrameHeader::new(FrameKind::Request)
+        };
+        sealed(h, &[seq as u8; 100])
+    };
+    for seq in 1..=5 {
+        let (got, _) = exchange(&mut raw, request(seq));
+        assert_eq!(got.len(), 1);
+    }
+    let (got, s) = exchange(&mut raw, request(1));
+    assert!(got.is_empty(), "the dropped copy is not answered");
+    assert_eq!((s.responses_evicted, s.cached_response_bytes), (2, 3 * 132));
+    assert_eq!(s.duplicate_requests, 1);
+    let (got, s) = exchange(&mut raw, request(5));
+    let (h, _, payload) = frame::check_frame(&got[0], 1 << 20).unwrap();
+    assert_eq!((h.request_id, payload), (5, &[5u8; 100][..]));
+    assert_eq!(s.duplicate_requests, 2);
+    assert_eq!(*runs.lock().unwrap(), 5, "each call ran once");
 }
