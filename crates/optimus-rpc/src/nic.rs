@@ -53,8 +53,10 @@ pub const WINDOW: usize = 1024;
 pub const TXQ_FRAMES: usize = 2048;
 /// Requests handed to worker threads and not yet answered.
 pub const MAX_PENDING: usize = 4096;
-/// Server connections at once.
+/// Server connections at once, the most [`NicConfig::max_server_conns`] may allow.
 pub const MAX_SERVER_CONNS: usize = 1 << 16;
+/// Default of [`NicConfig::max_server_conns`].
+pub const SERVER_CONNS: usize = 4096;
 /// Connection id of this NIC's own service, reached through shared memory.
 pub const LOCAL_CONN: u32 = 0;
 /// Default bytes of sent responses a server keeps, over all its connections, to answer
@@ -112,6 +114,11 @@ pub struct NicConfig {
     /// caller times out). Without the bound every connection could hold [`WINDOW`] responses
     /// of up to `max_payload` bytes. Unused on reliable transports, which keep no copies.
     pub response_cache_bytes: usize,
+    /// Server connections open at once (at most [`MAX_SERVER_CONNS`]); a Connect past them is
+    /// not answered and counted (`conns_refused`). Each connection keeps a window of
+    /// [`WINDOW`] call states (about 40 KB), so this bounds what unsolicited Connect frames can
+    /// make a server allocate (160 MB at the default 4,096).
+    pub max_server_conns: usize,
 }
 
 impl Default for NicConfig {
@@ -127,6 +134,7 @@ impl Default for NicConfig {
                 ring_lines: 4096,
             },
             response_cache_bytes: RESPONSE_CACHE_BYTES,
+            max_server_conns: SERVER_CONNS,
         }
     }
 }
@@ -170,6 +178,8 @@ pub struct NicStats {
     pub conns_opened: u64,
     /// Connections closed or lost.
     pub conns_closed: u64,
+    /// Connect frames not answered because `max_server_conns` connections were open.
+    pub conns_refused: u64,
     /// Cached responses dropped to stay within `response_cache_bytes`.
     pub responses_evicted: u64,
     /// Bytes of responses cached now (a gauge, not a counter).
@@ -1170,11 +1180,14 @@ impl Core {
             None => {
                 let k = match self.sconn_free.pop() {
                     Some(k) => k,
-                    None if self.sconns.len() < MAX_SERVER_CONNS => {
+                    None if self.sconns.len() < self.cfg.max_server_conns.min(MAX_SERVER_CONNS) => {
                         self.sconns.push(None);
                         self.sconns.len() as u32 - 1
                     }
-                    None => return, // full: the client times out
+                    None => {
+                        self.stats.conns_refused += 1;
+                        return; // full: the client times out
+                    }
                 };
                 let mut window = Vec::with_capacity(WINDOW);
                 window.resize_with(WINDOW, DedupSlot::default);

@@ -251,6 +251,7 @@ proptest! {
         steps in prop::collection::vec(step(), 1..120),
         on_worker in any::<bool>(),
         budget in prop_oneof![Just(0usize), 64usize..4096, Just(1usize << 20)],
+        max_server_conns in 1usize..8,
     ) {
         let net = LoopbackNet::new();
         let server_t = net.endpoint();
@@ -259,6 +260,7 @@ proptest! {
             max_payload: MAX_PAYLOAD,
             layout: RegionLayout { n_qps: 1, ring_lines: 64 },
             response_cache_bytes: budget,
+            max_server_conns,
             ..NicConfig::default()
         };
         let (mut nic, handle) = Nic::new(server_t, cfg).unwrap();
@@ -404,6 +406,7 @@ proptest! {
             let s = nic.stats();
             prop_assert!(s.cached_response_bytes as usize <= budget, "{:?}", s);
         }
+        prop_assert!(conns.len() <= max_server_conns);
         // At most one run per call, and per connection and sequence number.
         let runs = runs.lock().unwrap().clone();
         let mut per_call: HashMap<(u32, u64), u64> = HashMap::new();

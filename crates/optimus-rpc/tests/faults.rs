@@ -9,6 +9,7 @@
 //! - A server that restarts: calls on the old connection fail with `Disconnected`, never run.
 //! - A server's copies of its responses stay within their byte budget; a repeat of a call whose
 //!   copy went is not answered and does not run again.
+//! - A server answers Connect frames up to its connection limit, and again once one closes.
 
 mod common;
 
@@ -786,4 +787,53 @@ fn a_server_keeps_copies_of_its_responses_within_its_budget() {
     assert_eq!((h.request_id, payload), (5, &[5u8; 100][..]));
     assert_eq!(s.duplicate_requests, 2);
     assert_eq!(*runs.lock().unwrap(), 5, "each call ran once");
+}
+
+#[test]
+fn a_server_answers_connects_up_to_its_limit() {
+    let net = LoopbackNet::new();
+    let st = net.endpoint();
+    let addr = st.local_addr();
+    let cfg = NicConfig {
+        max_server_conns: 3,
+        ..config(1)
+    };
+    let (mut nic, _h) = Nic::new(st, cfg).unwrap();
+    nic.set_handler(echo);
+    let mut raw = net.endpoint();
+    let server = raw.connect(&addr).unwrap();
+    let mut q = TxQueue::new(64);
+    let mut send = |raw: &mut optimus_rpc::transport::loopback::Loopback, kind, conn_id, nonce| {
+        let h = FrameHeader {
+            conn_id,
+            request_id: nonce,
+            aux: 1,
+            ..FrameHeader::new(kind)
+        };
+        q.push(server, &sealed(h, b""));
+        raw.send_burst(&mut q).unwrap();
+        nic.poll_once();
+        let mut acks = Vec::new();
+        raw.recv_burst(64, |_, f| {
+            acks.push(frame::check_frame(f, 1 << 20).unwrap().0.conn_id)
+        })
+        .unwrap();
+        (acks, nic.stats())
+    };
+    let mut ids = Vec::new();
+    for nonce in 0..5 {
+        ids.extend(send(&mut raw, FrameKind::Connect, 0, nonce).0);
+    }
+    assert_eq!(ids.len(), 3, "the fourth and fifth are not answered");
+    let (again, s) = send(&mut raw, FrameKind::Connect, 0, 1);
+    assert_eq!(
+        again,
+        vec![ids[1]],
+        "a repeated Connect of an open connection is answered"
+    );
+    assert_eq!((s.conns_opened, s.conns_refused), (3, 2));
+    send(&mut raw, FrameKind::Close, ids[0], 0);
+    let (next, s) = send(&mut raw, FrameKind::Connect, 0, 9);
+    assert_eq!(next.len(), 1, "a closed connection makes room");
+    assert_eq!((s.conns_opened, s.conns_closed, s.conns_refused), (4, 1, 2));
 }
