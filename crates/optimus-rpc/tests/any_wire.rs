@@ -4,9 +4,12 @@
 //! result, on its caller's connection, and keeps its copies of sent responses within its byte
 //! budget. The NIC is polled on the test's thread, inline or through a worker it serves.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use common::sealed;
 use optimus_rpc::frame::{self, FrameHeader, FrameKind, FLAG_CHECKSUM, FLAG_RETRY, HEADER_BYTES};
 use optimus_rpc::transport::loopback::Loopback;
 use optimus_rpc::transport::{PeerId, TxQueue};
@@ -140,19 +143,6 @@ struct SentCall {
     conn_id: u32,
     seq: u64,
     frame: Vec<u8>,
-}
-
-/// A frame of `kind` with `payload`, sealed.
-fn sealed(h: FrameHeader, payload: &[u8]) -> Vec<u8> {
-    let mut f = FrameHeader {
-        payload_len: payload.len() as u32,
-        ..h
-    }
-    .encode()
-    .to_vec();
-    f.extend_from_slice(payload);
-    frame::seal(&mut f);
-    f
 }
 
 fn spoiled(mut f: Vec<u8>, how: &Spoil) -> Vec<u8> {

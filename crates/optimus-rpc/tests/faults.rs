@@ -127,18 +127,6 @@ fn lossy_network_gives_each_call_exactly_one_outcome() {
     );
 }
 
-fn sealed(h: FrameHeader, payload: &[u8]) -> Vec<u8> {
-    let mut f = FrameHeader {
-        payload_len: payload.len() as u32,
-        ..h
-    }
-    .encode()
-    .to_vec();
-    f.extend_from_slice(payload);
-    frame::seal(&mut f);
-    f
-}
-
 /// Every way we know to spoil a valid request frame, each a frame the server must drop.
 fn mutations(valid: &[u8]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();

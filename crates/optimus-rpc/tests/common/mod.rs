@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use optimus_rpc::frame::{self, FrameHeader};
 use optimus_rpc::{
     ClientOptions, IdlePolicy, Nic, NicConfig, NicHandle, NicThread, RegionLayout, RpcClient,
     RpcError, Status, Transport,
@@ -92,4 +93,17 @@ pub fn client_opts(batch: usize) -> ClientOptions {
         call_timeout: Duration::from_secs(30),
         ..ClientOptions::default()
     }
+}
+
+/// A frame of header `h` (its length set) and `payload`, sealed with its checksum.
+pub fn sealed(h: FrameHeader, payload: &[u8]) -> Vec<u8> {
+    let mut f = FrameHeader {
+        payload_len: payload.len() as u32,
+        ..h
+    }
+    .encode()
+    .to_vec();
+    f.extend_from_slice(payload);
+    frame::seal(&mut f);
+    f
 }
