@@ -23,8 +23,9 @@
 //! the first copy still runs), one older than the window is dropped, so a handler runs at most
 //! once per call. Cached responses are kept within a byte budget over all connections
 //! ([`NicConfig::response_cache_bytes`]); a retransmission whose response was dropped for it
-//! gets no answer, and its caller times out. Server connection ids carry a per-start epoch, so a restarted server answers
-//! old connections with [`Status::Disconnected`] instead of running their calls again.
+//! gets no answer, and its caller times out. Server connection ids carry a per-start epoch, so
+//! a restarted server answers old connections with [`Status::Disconnected`] instead of running
+//! their calls again.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{fence, AtomicBool, Ordering};
@@ -182,7 +183,7 @@ pub struct NicStats {
     pub conns_refused: u64,
     /// Cached responses dropped to stay within `response_cache_bytes`.
     pub responses_evicted: u64,
-    /// Bytes of responses cached now (a gauge, not a counter).
+    /// Bytes of responses cached at the snapshot (a gauge, not a counter).
     pub cached_response_bytes: u64,
 }
 
@@ -654,10 +655,7 @@ impl<T: Transport> Nic<T> {
 
     /// Counters now.
     pub fn stats(&self) -> NicStats {
-        NicStats {
-            polls: self.c.polls,
-            ..self.c.stats
-        }
+        self.c.snapshot()
     }
 
     /// One turn of the datapath: control (when due) → RX burst → TX burst. Returns how many
@@ -806,11 +804,17 @@ impl Core {
     }
 
     fn publish_stats(&mut self) {
-        let s = NicStats {
-            polls: self.polls,
-            ..self.stats
-        };
+        let s = self.snapshot();
         *self.shared.stats.lock().unwrap_or_else(|e| e.into_inner()) = s;
+    }
+
+    /// The counters, with the polls and the cached response bytes as of now.
+    fn snapshot(&self) -> NicStats {
+        NicStats {
+            polls: self.polls,
+            cached_response_bytes: self.responses.bytes as u64,
+            ..self.stats
+        }
     }
 
     fn scan_qps(&mut self) {
@@ -1043,7 +1047,6 @@ impl Core {
             for slot in s.window.iter_mut() {
                 self.responses.release(slot);
             }
-            self.stats.cached_response_bytes = self.responses.bytes as u64;
             self.sconn_by_nonce.remove(&(s.peer, s.nonce));
             self.sconn_free.push(k);
             self.stats.conns_closed += 1;
@@ -1272,7 +1275,6 @@ impl Core {
             return;
         }
         self.responses.release(slot);
-        self.stats.cached_response_bytes = self.responses.bytes as u64;
         slot.seq = seq;
         slot.state = Dedup::Running;
         self.dispatch(Origin::Remote { sconn: k, seq }, h.method_id, payload);
@@ -1458,7 +1460,6 @@ impl Core {
                         }
                         self.stats.responses_evicted +=
                             self.responses.admit(&mut self.sconns, sconn, seq);
-                        self.stats.cached_response_bytes = self.responses.bytes as u64;
                     }
                 }
             }
