@@ -272,7 +272,7 @@ proptest! {
             })
             .collect();
 
-        // Server connection id → (peer, the client handle it echoes in responses).
+        // The server's connections: (id, owning peer, the client handle its responses carry).
         let mut conns: Vec<(u32, usize, u32)> = Vec::new();
         let mut calls: Vec<SentCall> = Vec::new();
         let mut answered: HashMap<u64, Vec<u8>> = HashMap::new();
@@ -286,7 +286,7 @@ proptest! {
         for step in opening.iter().chain(&steps) {
             match step {
                 // A closed connection's index goes to the next new one, under the same id:
-                    // opening none after a close keeps one id to one connection.
+                // opening none after a close keeps one id to one connection.
                 Step::Connect { .. } if closed => {}
                 Step::Connect { peer, nonce, handle } => {
                     let h = FrameHeader {
