@@ -9,10 +9,8 @@ mod common;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use common::sealed;
+use common::{sealed, RawPeer};
 use optimus_rpc::frame::{self, FrameHeader, FrameKind, FLAG_CHECKSUM, FLAG_RETRY, HEADER_BYTES};
-use optimus_rpc::transport::loopback::Loopback;
-use optimus_rpc::transport::{PeerId, TxQueue};
 use optimus_rpc::{LoopbackNet, Nic, NicConfig, RegionLayout, Status, Transport};
 use proptest::prelude::*;
 
@@ -218,21 +216,6 @@ fn pick(conns: &[(u32, usize, u32)], peer: usize, how: &ConnPick) -> u32 {
     }
 }
 
-struct Peer {
-    t: Loopback,
-    server: PeerId,
-    q: TxQueue,
-}
-
-impl Peer {
-    fn send(&mut self, f: &[u8]) {
-        self.q.push(self.server, f);
-        while !self.q.is_empty() {
-            self.t.send_burst(&mut self.q).unwrap();
-        }
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
@@ -264,13 +247,7 @@ proptest! {
             nic.set_handler(service(runs.clone()));
             None
         };
-        let mut peers: Vec<Peer> = (0..PEERS)
-            .map(|_| {
-                let mut t = net.endpoint();
-                let server = t.connect(&addr).unwrap();
-                Peer { t, server, q: TxQueue::new(64) }
-            })
-            .collect();
+        let mut peers: Vec<RawPeer> = (0..PEERS).map(|_| RawPeer::new(&net, &addr)).collect();
 
         // The server's connections: (id, owning peer, the client handle its responses carry).
         let mut conns: Vec<(u32, usize, u32)> = Vec::new();
@@ -358,9 +335,7 @@ proptest! {
             }
             // What the server sent each peer.
             for (p, peer) in peers.iter_mut().enumerate() {
-                let mut got = Vec::new();
-                peer.t.recv_burst(1024, |_, f| got.push(f.to_vec())).unwrap();
-                for f in got {
+                for f in peer.received() {
                     let (h, kind, payload) = frame::check_frame(&f, MAX_PAYLOAD)
                         .unwrap_or_else(|e| panic!("the server sent a bad frame: {e}"));
                     prop_assert!(h.flags & FLAG_CHECKSUM != 0, "unsealed frame");

@@ -21,7 +21,6 @@ use std::time::Duration;
 use common::*;
 use optimus_rpc::frame::{self, FrameHeader, FrameKind, HEADER_BYTES};
 use optimus_rpc::transport::lossy::Lossy;
-use optimus_rpc::transport::TxQueue;
 use optimus_rpc::{
     IdlePolicy, LoopbackNet, LossConfig, Nic, NicConfig, RpcError, Status, Transport, Udp,
 };
@@ -193,18 +192,7 @@ fn mutated_frames_are_dropped_and_counted_while_serving_others() {
     let conn = ch.connect(&addr, Duration::from_secs(10)).unwrap();
 
     // The attacker: a raw endpoint that speaks frames by hand.
-    let mut raw = net.endpoint();
-    let server_peer = raw.connect(&addr).unwrap();
-    let mut q = TxQueue::new(4096);
-    let mut exchange = |raw: &mut optimus_rpc::transport::loopback::Loopback,
-                        frames: &[Vec<u8>]| {
-        for f in frames {
-            q.push(server_peer, f);
-            while !q.is_empty() {
-                raw.send_burst(&mut q).unwrap();
-            }
-        }
-    };
+    let mut raw = RawPeer::new(&net, &addr);
     let hello = sealed(
         FrameHeader {
             request_id: 99,
@@ -213,16 +201,15 @@ fn mutated_frames_are_dropped_and_counted_while_serving_others() {
         },
         b"",
     );
-    exchange(&mut raw, &[hello]);
+    raw.send(&hello);
     let mut server_conn = None;
     for _ in 0..100_000 {
-        raw.recv_burst(8, |_, f| {
-            let (h, k, _) = frame::check_frame(f, 1 << 20).unwrap();
+        for f in raw.received() {
+            let (h, k, _) = frame::check_frame(&f, 1 << 20).unwrap();
             if k == FrameKind::ConnectAck {
                 server_conn = Some(h.conn_id);
             }
-        })
-        .unwrap();
+        }
         if server_conn.is_some() {
             break;
         }
@@ -246,20 +233,19 @@ fn mutated_frames_are_dropped_and_counted_while_serving_others() {
         closed_loop(&mut c, 0, conn, 2000, 4)
     });
     for chunk in bad.chunks(64) {
-        exchange(&mut raw, chunk);
+        chunk.iter().for_each(|f| raw.send(f));
         std::thread::sleep(Duration::from_micros(200));
     }
-    exchange(&mut raw, std::slice::from_ref(&valid));
+    raw.send(&valid);
     let mut answered = false;
     for _ in 0..100_000 {
-        raw.recv_burst(8, |_, f| {
-            let (h, k, p) = frame::check_frame(f, 1 << 20).unwrap();
+        for f in raw.received() {
+            let (h, k, p) = frame::check_frame(&f, 1 << 20).unwrap();
             if k == FrameKind::Response && h.request_id == 1 {
                 assert_eq!(p, b"valid request payload");
                 answered = true;
             }
-        })
-        .unwrap();
+        }
         if answered {
             break;
         }
@@ -736,23 +722,18 @@ fn a_server_keeps_copies_of_its_responses_within_its_budget() {
         resp.extend_from_slice(req);
         Status::Ok
     });
-    let mut raw = net.endpoint();
-    let server = raw.connect(&addr).unwrap();
-    let mut q = TxQueue::new(64);
-    let mut exchange = |raw: &mut optimus_rpc::transport::loopback::Loopback, f: Vec<u8>| {
-        q.push(server, &f);
-        raw.send_burst(&mut q).unwrap();
+    let mut raw = RawPeer::new(&net, &addr);
+    let mut exchange = |f: Vec<u8>| {
+        raw.send(&f);
         nic.poll_once();
-        let mut got = Vec::new();
-        raw.recv_burst(64, |_, f| got.push(f.to_vec())).unwrap();
-        (got, nic.stats())
+        (raw.received(), nic.stats())
     };
     let hello = FrameHeader {
         request_id: 7,
         aux: 1,
         ..FrameHeader::new(FrameKind::Connect)
     };
-    let (got, _) = exchange(&mut raw, sealed(hello, b""));
+    let (got, _) = exchange(sealed(hello, b""));
     let conn_id = frame::check_frame(&got[0], 1 << 20).unwrap().0.conn_id;
     let request = |seq: u64| {
         let h = FrameHeader {
@@ -763,14 +744,14 @@ fn a_server_keeps_copies_of_its_responses_within_its_budget() {
         sealed(h, &[seq as u8; 100])
     };
     for seq in 1..=5 {
-        let (got, _) = exchange(&mut raw, request(seq));
+        let (got, _) = exchange(request(seq));
         assert_eq!(got.len(), 1);
     }
-    let (got, s) = exchange(&mut raw, request(1));
+    let (got, s) = exchange(request(1));
     assert!(got.is_empty(), "the dropped copy is not answered");
     assert_eq!((s.responses_evicted, s.cached_response_bytes), (2, 3 * 132));
     assert_eq!(s.duplicate_requests, 1);
-    let (got, s) = exchange(&mut raw, request(5));
+    let (got, s) = exchange(request(5));
     let (h, _, payload) = frame::check_frame(&got[0], 1 << 20).unwrap();
     assert_eq!((h.request_id, payload), (5, &[5u8; 100][..]));
     assert_eq!(s.duplicate_requests, 2);
@@ -788,40 +769,37 @@ fn a_server_answers_connects_up_to_its_limit() {
     };
     let (mut nic, _h) = Nic::new(st, cfg).unwrap();
     nic.set_handler(echo);
-    let mut raw = net.endpoint();
-    let server = raw.connect(&addr).unwrap();
-    let mut q = TxQueue::new(64);
-    let mut send = |raw: &mut optimus_rpc::transport::loopback::Loopback, kind, conn_id, nonce| {
+    let mut raw = RawPeer::new(&net, &addr);
+    let mut send = |kind, conn_id, nonce| {
         let h = FrameHeader {
             conn_id,
             request_id: nonce,
             aux: 1,
             ..FrameHeader::new(kind)
         };
-        q.push(server, &sealed(h, b""));
-        raw.send_burst(&mut q).unwrap();
+        raw.send(&sealed(h, b""));
         nic.poll_once();
-        let mut acks = Vec::new();
-        raw.recv_burst(64, |_, f| {
-            acks.push(frame::check_frame(f, 1 << 20).unwrap().0.conn_id)
-        })
-        .unwrap();
+        let acks: Vec<u32> = raw
+            .received()
+            .iter()
+            .map(|f| frame::check_frame(f, 1 << 20).unwrap().0.conn_id)
+            .collect();
         (acks, nic.stats())
     };
     let mut ids = Vec::new();
     for nonce in 0..5 {
-        ids.extend(send(&mut raw, FrameKind::Connect, 0, nonce).0);
+        ids.extend(send(FrameKind::Connect, 0, nonce).0);
     }
     assert_eq!(ids.len(), 3, "the fourth and fifth are not answered");
-    let (again, s) = send(&mut raw, FrameKind::Connect, 0, 1);
+    let (again, s) = send(FrameKind::Connect, 0, 1);
     assert_eq!(
         again,
         vec![ids[1]],
         "a repeated Connect of an open connection is answered"
     );
     assert_eq!((s.conns_opened, s.conns_refused), (3, 2));
-    send(&mut raw, FrameKind::Close, ids[0], 0);
-    let (next, s) = send(&mut raw, FrameKind::Connect, 0, 9);
+    send(FrameKind::Close, ids[0], 0);
+    let (next, s) = send(FrameKind::Connect, 0, 9);
     assert_eq!(next.len(), 1, "a closed connection makes room");
     assert_eq!((s.conns_opened, s.conns_closed, s.conns_refused), (4, 1, 2));
 }

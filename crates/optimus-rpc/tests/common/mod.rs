@@ -6,9 +6,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use optimus_rpc::frame::{self, FrameHeader};
+use optimus_rpc::transport::loopback::Loopback;
+use optimus_rpc::transport::{PeerId, TxQueue};
 use optimus_rpc::{
-    ClientOptions, IdlePolicy, Nic, NicConfig, NicHandle, NicThread, RegionLayout, RpcClient,
-    RpcError, Status, Transport,
+    ClientOptions, IdlePolicy, LoopbackNet, Nic, NicConfig, NicHandle, NicThread, RegionLayout,
+    RpcClient, RpcError, Status, Transport,
 };
 
 /// Echo: the response is the request.
@@ -106,4 +108,42 @@ pub fn sealed(h: FrameHeader, payload: &[u8]) -> Vec<u8> {
     f.extend_from_slice(payload);
     frame::seal(&mut f);
     f
+}
+
+/// A loopback endpoint that speaks frames to a server by hand: what a test throws at a NIC it
+/// polls itself, and reads back.
+pub struct RawPeer {
+    t: Loopback,
+    server: PeerId,
+    q: TxQueue,
+}
+
+impl RawPeer {
+    /// A new endpoint of `net` with a path to the server at `addr`.
+    pub fn new(net: &LoopbackNet, addr: &str) -> Self {
+        let mut t = net.endpoint();
+        let server = t.connect(addr).expect("loopback server");
+        Self {
+            t,
+            server,
+            q: TxQueue::new(64),
+        }
+    }
+
+    /// Sends the bytes `f` to the server as one frame.
+    pub fn send(&mut self, f: &[u8]) {
+        self.q.push(self.server, f);
+        while !self.q.is_empty() {
+            self.t.send_burst(&mut self.q).expect("loopback send");
+        }
+    }
+
+    /// The frames that have arrived, oldest first.
+    pub fn received(&mut self) -> Vec<Vec<u8>> {
+        let mut got = Vec::new();
+        self.t
+            .recv_burst(1024, |_, f| got.push(f.to_vec()))
+            .expect("loopback receive");
+        got
+    }
 }
