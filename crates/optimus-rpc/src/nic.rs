@@ -58,6 +58,14 @@ pub const MAX_PENDING: usize = 4096;
 pub const MAX_SERVER_CONNS: usize = 1 << 16;
 /// Default of [`NicConfig::max_server_conns`].
 pub const SERVER_CONNS: usize = 4096;
+/// Client connections open at once on one NIC: a connection's handle holds its table index
+/// (plus one) in its low 20 bits.
+pub const MAX_CLIENT_CONNS: usize = (1 << HANDLE_INDEX_BITS) - 1;
+/// Low bits of a client connection handle that hold its index; the 12 bits above count the
+/// index's reuses (modulo 4,096), so the handle of a closed connection does not name the ones
+/// after it.
+const HANDLE_INDEX_BITS: u32 = 20;
+const HANDLE_INDEX_MASK: u32 = (1 << HANDLE_INDEX_BITS) - 1;
 /// Connection id of this NIC's own service, reached through shared memory.
 pub const LOCAL_CONN: u32 = 0;
 /// Default bytes of sent responses a server keeps, over all its connections, to answer
@@ -65,6 +73,8 @@ pub const LOCAL_CONN: u32 = 0;
 pub const RESPONSE_CACHE_BYTES: usize = 64 << 20;
 
 const WINDOW_MASK: u64 = WINDOW as u64 - 1;
+/// Largest frame buffer a client window slot keeps for its next call.
+const KEPT_FRAME_BYTES: usize = 4096;
 const NO_QP: u16 = u16::MAX;
 const EPOCH_SHIFT: u32 = 20;
 const SCONN_MASK: u32 = (1 << EPOCH_SHIFT) - 1;
@@ -366,11 +376,14 @@ enum ConnState {
 }
 
 struct ClientConn {
+    /// What the application and the server's responses name this connection by.
+    handle: u32,
     state: ConnState,
     peer: PeerId,
     remote_id: u32,
     next_seq: u64,
     outstanding: usize,
+    /// Empty once the connection has closed (its index then waits in `cconn_free`).
     window: Box<[OutSlot]>,
 }
 
@@ -508,6 +521,8 @@ struct Core {
     next_liveness: Instant,
     txq: TxQueue,
     cconns: Vec<ClientConn>,
+    /// Indices of closed client connections, for the next connects.
+    cconn_free: Vec<u32>,
     sconns: Vec<Option<ServerConn>>,
     sconn_free: Vec<u32>,
     sconn_by_nonce: HashMap<(PeerId, u64), u32>,
@@ -617,6 +632,7 @@ impl<T: Transport> Nic<T> {
             next_liveness: now,
             txq: TxQueue::new(TXQ_FRAMES),
             cconns: Vec::new(),
+            cconn_free: Vec::new(),
             sconns: Vec::new(),
             sconn_free: Vec::new(),
             sconn_by_nonce: HashMap::new(),
@@ -790,7 +806,11 @@ impl Core {
             for r in reqs {
                 match r {
                     ControlReq::Connect { addr, reply } => self.start_connect(t, &addr, reply),
-                    ControlReq::Close { conn } => self.close_client_conn(conn, true),
+                    ControlReq::Close { conn } => {
+                        if let Some(i) = self.client_conn(conn) {
+                            self.close_client_conn(i, true);
+                        }
+                    }
                 }
             }
         }
@@ -946,12 +966,22 @@ impl Core {
             Ok(p) => p,
             Err(e) => return answer(&reply, Err(e.into())),
         };
+        // A closed connection's index again, under a handle its earlier ones never had.
+        let (i, reuses) = match self.cconn_free.pop() {
+            Some(i) => (
+                i,
+                (self.cconns[i as usize].handle >> HANDLE_INDEX_BITS).wrapping_add(1),
+            ),
+            None if self.cconns.len() < MAX_CLIENT_CONNS => (self.cconns.len() as u32, 0),
+            None => return answer(&reply, Err(RpcError::Backpressure)),
+        };
+        let handle = (reuses << HANDLE_INDEX_BITS) | (i + 1);
         self.nonce += 1;
         let nonce = self.nonce;
-        let handle = self.cconns.len() as u32 + 1;
         let mut window = Vec::with_capacity(WINDOW);
         window.resize_with(WINDOW, OutSlot::default);
-        self.cconns.push(ClientConn {
+        let conn = ClientConn {
+            handle,
             state: ConnState::Connecting {
                 nonce,
                 deadline: self.now + self.cfg.timeout,
@@ -963,16 +993,27 @@ impl Core {
             next_seq: 1,
             outstanding: 0,
             window: window.into_boxed_slice(),
-        });
-        self.send_connect(handle);
+        };
+        match self.cconns.get_mut(i as usize) {
+            Some(c) => *c = conn,
+            None => self.cconns.push(conn),
+        }
+        self.send_connect(i as usize);
     }
 
-    fn send_connect(&mut self, handle: u32) {
-        let c = &self.cconns[handle as usize - 1];
+    /// The index of the client connection `handle` names, unless it has closed.
+    fn client_conn(&self, handle: u32) -> Option<usize> {
+        let i = (handle & HANDLE_INDEX_MASK).checked_sub(1)? as usize;
+        let c = self.cconns.get(i)?;
+        (c.handle == handle && !matches!(c.state, ConnState::Closed)).then_some(i)
+    }
+
+    fn send_connect(&mut self, i: usize) {
+        let c = &self.cconns[i];
         if let ConnState::Connecting { nonce, .. } = c.state {
             let h = FrameHeader {
                 request_id: nonce,
-                aux: handle,
+                aux: c.handle,
                 ..FrameHeader::new(FrameKind::Connect)
             };
             let peer = c.peer;
@@ -981,24 +1022,18 @@ impl Core {
         }
     }
 
-    fn close_client_conn(&mut self, handle: u32, tell_peer: bool) {
-        let Some(c) = handle
-            .checked_sub(1)
-            .and_then(|i| self.cconns.get_mut(i as usize))
-        else {
-            return;
-        };
-        if matches!(c.state, ConnState::Closed) {
-            return;
-        }
+    /// Closes client connection `i` (not closed yet): its calls in flight fail with
+    /// `Disconnected`, and its window and index are freed.
+    fn close_client_conn(&mut self, i: usize, tell_peer: bool) {
+        let c = &mut self.cconns[i];
         if let ConnState::Connecting { reply, .. } = &c.state {
             answer(reply, Err(RpcError::Disconnected));
         }
         let was_open = matches!(c.state, ConnState::Open);
-        c.state = ConnState::Closed;
         let (peer, remote) = (c.peer, c.remote_id);
         self.stats.conns_closed += 1;
-        self.fail_window(handle, Status::Disconnected);
+        self.fail_window(i, Status::Disconnected);
+        self.retire_client_conn(i);
         if tell_peer && was_open {
             let h = FrameHeader {
                 conn_id: remote,
@@ -1009,30 +1044,49 @@ impl Core {
         }
     }
 
-    /// Completes every call in flight on client connection `handle` with `status`.
-    fn fail_window(&mut self, handle: u32, status: Status) {
-        let i = handle as usize - 1;
-        for k in 0..WINDOW {
-            let s = &self.cconns[i].window[k];
-            if s.seq == 0 {
-                continue;
+    /// Marks client connection `i` closed and frees its window and index.
+    fn retire_client_conn(&mut self, i: usize) {
+        let c = &mut self.cconns[i];
+        debug_assert_eq!(c.outstanding, 0);
+        c.state = ConnState::Closed;
+        c.window = Box::default();
+        self.cconn_free.push(i as u32);
+    }
+
+    /// Completes every call in flight on client connection `i` with `status`.
+    fn fail_window(&mut self, i: usize, status: Status) {
+        for k in 0..self.cconns[i].window.len() {
+            if self.cconns[i].window[k].seq != 0 {
+                self.end_client_call(i, k, status, &[]);
             }
-            let (qp, host_id, method) = (s.qp, s.host_id, s.method);
-            if qp != NO_QP {
-                let h = completion_header(handle, host_id, method, status);
-                self.deliver_or_stall(qp as usize, &h, &[]);
-            }
-            let s = &mut self.cconns[i].window[k];
-            s.seq = 0;
-            s.deadline = None;
-            self.cconns[i].outstanding -= 1;
+        }
+    }
+
+    /// Completes the call in slot `k` of client connection `i`: its outcome goes to its QP
+    /// (unless that has left) and the slot is free again. A frame kept for resending that is
+    /// larger than [`KEPT_FRAME_BYTES`] is freed, so a window holds large frames only while
+    /// their calls are in flight.
+    fn end_client_call(&mut self, i: usize, k: usize, status: Status, payload: &[u8]) {
+        let c = &mut self.cconns[i];
+        let s = &mut c.window[k];
+        let (qp, host_id, method) = (s.qp, s.host_id, s.method);
+        s.seq = 0;
+        s.deadline = None;
+        if s.frame.capacity() > KEPT_FRAME_BYTES {
+            s.frame = Vec::new();
+        }
+        c.outstanding -= 1;
+        if qp != NO_QP {
+            let h = completion_header(c.handle, host_id, method, status);
+            self.deliver_or_stall(qp as usize, &h, payload);
         }
     }
 
     fn peer_lost(&mut self, p: PeerId) {
-        for h in 1..=self.cconns.len() as u32 {
-            if self.cconns[h as usize - 1].peer == p {
-                self.close_client_conn(h, false);
+        for i in 0..self.cconns.len() {
+            let c = &self.cconns[i];
+            if c.peer == p && !matches!(c.state, ConnState::Closed) {
+                self.close_client_conn(i, false);
             }
         }
         for k in 0..self.sconns.len() {
@@ -1062,7 +1116,6 @@ impl Core {
     fn timers(&mut self) {
         let now = self.now;
         for i in 0..self.cconns.len() {
-            let handle = i as u32 + 1;
             match &mut self.cconns[i].state {
                 ConnState::Connecting {
                     deadline,
@@ -1073,12 +1126,12 @@ impl Core {
                     if *deadline <= now {
                         if *tries >= self.cfg.max_retries {
                             answer(reply, Err(RpcError::Timeout));
-                            self.cconns[i].state = ConnState::Closed;
-                        } else {
-                            *tries += 1;
-                            *deadline = now + self.cfg.timeout;
-                            self.send_connect(handle);
+                            self.retire_client_conn(i);
+                            continue;
                         }
+                        *tries += 1;
+                        *deadline = now + self.cfg.timeout;
+                        self.send_connect(i);
                     }
                 }
                 ConnState::Open => {}
@@ -1110,16 +1163,8 @@ impl Core {
                     self.txq.push(peer, f);
                     self.stats.retransmits += 1;
                 } else {
-                    let (qp, host_id, method) = (s.qp, s.host_id, s.method);
-                    if qp != NO_QP {
-                        let h = completion_header(handle, host_id, method, Status::Timeout);
-                        self.deliver_or_stall(qp as usize, &h, &[]);
-                    }
                     self.stats.timeouts += 1;
-                    let s = &mut self.cconns[i].window[k];
-                    s.seq = 0;
-                    s.deadline = None;
-                    self.cconns[i].outstanding -= 1;
+                    self.end_client_call(i, k, Status::Timeout, &[]);
                 }
             }
         }
@@ -1224,14 +1269,11 @@ impl Core {
     }
 
     fn client_connect_ack(&mut self, peer: PeerId, h: &FrameHeader) {
-        let Some(c) = h
-            .aux
-            .checked_sub(1)
-            .and_then(|i| self.cconns.get_mut(i as usize))
-        else {
+        let Some(i) = self.client_conn(h.aux) else {
             self.stats.late_responses += 1;
             return;
         };
+        let c = &mut self.cconns[i];
         if c.peer != peer {
             return;
         }
@@ -1282,11 +1324,7 @@ impl Core {
 
     fn client_response(&mut self, peer: PeerId, h: &FrameHeader, payload: &[u8]) {
         let handle = h.conn_id;
-        let Some(i) = handle
-            .checked_sub(1)
-            .map(|i| i as usize)
-            .filter(|&i| i < self.cconns.len())
-        else {
+        let Some(i) = self.client_conn(handle) else {
             self.stats.late_responses += 1;
             return;
         };
@@ -1297,20 +1335,13 @@ impl Core {
             return;
         }
         let status = Status::from_u16(h.aux as u16);
-        let (qp, host_id, method) = (s.qp, s.host_id, s.method);
-        if qp != NO_QP {
-            let ch = completion_header(handle, host_id, method, status);
-            self.deliver_or_stall(qp as usize, &ch, payload);
+        if s.qp != NO_QP {
             self.stats.responses_delivered += 1;
         }
-        let c = &mut self.cconns[i];
-        let s = &mut c.window[(h.request_id & WINDOW_MASK) as usize];
-        s.seq = 0;
-        s.deadline = None;
-        c.outstanding -= 1;
+        self.end_client_call(i, (h.request_id & WINDOW_MASK) as usize, status, payload);
         if status == Status::Disconnected {
             // The server no longer knows this connection: every other call on it fails too.
-            self.close_client_conn(handle, false);
+            self.close_client_conn(i, false);
         }
     }
 
@@ -1639,20 +1670,14 @@ impl Core {
 
     fn remote_request(&mut self, i: usize, h: &FrameHeader, payload: &[u8]) -> bool {
         let handle = h.conn_id;
-        let Some(ci) = handle
-            .checked_sub(1)
-            .map(|x| x as usize)
-            .filter(|&x| x < self.cconns.len())
-        else {
+        let open = self
+            .client_conn(handle)
+            .filter(|&ci| matches!(self.cconns[ci].state, ConnState::Open));
+        let Some(ci) = open else {
             let ch = completion_header(handle, h.request_id, h.method_id, Status::Disconnected);
             self.deliver_or_stall(i, &ch, &[]);
             return true;
         };
-        if !matches!(self.cconns[ci].state, ConnState::Open) {
-            let ch = completion_header(handle, h.request_id, h.method_id, Status::Disconnected);
-            self.deliver_or_stall(i, &ch, &[]);
-            return true;
-        }
         if self.txq.room() == 0 {
             return false;
         }

@@ -9,7 +9,7 @@ mod common;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use common::{sealed, RawPeer};
+use common::{sealed, spoil, spoiled, RawPeer, Spoil};
 use optimus_rpc::frame::{self, FrameHeader, FrameKind, FLAG_CHECKSUM, FLAG_RETRY, HEADER_BYTES};
 use optimus_rpc::{LoopbackNet, Nic, NicConfig, RegionLayout, Status, Transport};
 use proptest::prelude::*;
@@ -21,18 +21,6 @@ const MAX_PAYLOAD: usize = 1024;
 const ECHO: u16 = 0;
 const FAIL: u16 = 1;
 const TOO_LARGE: u16 = 2;
-
-/// How a frame is spoiled before it is sent (or not).
-#[derive(Clone, Debug)]
-enum Spoil {
-    None,
-    Unsealed,
-    FlipByte(usize),
-    Truncate(usize),
-    TrailingByte,
-    Kind(u8),
-    Flags(u16),
-}
 
 /// Which connection a frame names.
 #[derive(Clone, Debug)]
@@ -72,18 +60,6 @@ enum Step {
         bytes: Vec<u8>,
     },
     Poll(u8),
-}
-
-fn spoil() -> impl Strategy<Value = Spoil> {
-    prop_oneof![
-        12 => Just(Spoil::None),
-        1 => Just(Spoil::Unsealed),
-        1 => any::<usize>().prop_map(Spoil::FlipByte),
-        1 => any::<usize>().prop_map(Spoil::Truncate),
-        1 => Just(Spoil::TrailingByte),
-        1 => any::<u8>().prop_map(Spoil::Kind),
-        1 => any::<u16>().prop_map(Spoil::Flags),
-    ]
 }
 
 fn conn_pick() -> impl Strategy<Value = ConnPick> {
@@ -141,31 +117,6 @@ struct SentCall {
     conn_id: u32,
     seq: u64,
     frame: Vec<u8>,
-}
-
-fn spoiled(mut f: Vec<u8>, how: &Spoil) -> Vec<u8> {
-    match how {
-        Spoil::None => {}
-        Spoil::Unsealed => {
-            f[4] &= !(FLAG_CHECKSUM as u8);
-            f[28..32].fill(0);
-        }
-        Spoil::FlipByte(i) => {
-            let i = i % f.len();
-            f[i] ^= 0x5A;
-        }
-        Spoil::Truncate(n) => f.truncate(n % f.len()),
-        Spoil::TrailingByte => f.push(0),
-        Spoil::Kind(k) => {
-            f[3] = *k;
-            frame::seal(&mut f);
-        }
-        Spoil::Flags(x) => {
-            f[4..6].copy_from_slice(&(x | FLAG_CHECKSUM).to_le_bytes());
-            frame::seal(&mut f);
-        }
-    }
-    f
 }
 
 /// Whether `f` (a spoiled request) has become a Connect after a connection closed, which

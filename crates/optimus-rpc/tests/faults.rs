@@ -22,7 +22,8 @@ use common::*;
 use optimus_rpc::frame::{self, FrameHeader, FrameKind, HEADER_BYTES};
 use optimus_rpc::transport::lossy::Lossy;
 use optimus_rpc::{
-    IdlePolicy, LoopbackNet, LossConfig, Nic, NicConfig, RpcError, Status, Transport, Udp,
+    nic::MAX_CLIENT_CONNS, IdlePolicy, LoopbackNet, LossConfig, Nic, NicConfig, RpcError, Status,
+    Transport, Udp,
 };
 
 #[test]
@@ -802,4 +803,45 @@ fn a_server_answers_connects_up_to_its_limit() {
     let (next, s) = send(FrameKind::Connect, 0, 9);
     assert_eq!(next.len(), 1, "a closed connection makes room");
     assert_eq!((s.conns_opened, s.conns_closed, s.conns_refused), (4, 1, 2));
+}
+
+#[test]
+fn a_client_reconnecting_reuses_its_closed_connections() {
+    let net = LoopbackNet::new();
+    let st = net.endpoint();
+    let addr = st.local_addr();
+    let (server, _) = start(st, config(1), true);
+    let (client, ch) = start(net.endpoint(), config(1), false);
+    let mut c = ch.client(client_opts(1)).unwrap();
+    let mut out = Vec::new();
+    let mut handles = std::collections::HashSet::new();
+    let first = ch.connect(&addr, Duration::from_secs(10)).unwrap();
+    let mut last = first;
+    for i in 0..2000u32 {
+        let conn = ch.connect(&addr, Duration::from_secs(10)).unwrap();
+        assert!(handles.insert(conn), "handle {conn:#x} given twice");
+        // Beside the first connection, still open, the newest takes the second index again.
+        assert_eq!(
+            conn & MAX_CLIENT_CONNS as u32,
+            2,
+            "connection {i} took a new index"
+        );
+        c.call(conn, 0, &i.to_le_bytes(), &mut out).unwrap();
+        assert_eq!(out, i.to_le_bytes());
+        ch.close(conn);
+        last = conn;
+    }
+    // A closed connection's handle stays closed though its index is open again.
+    let now = ch.connect(&addr, Duration::from_secs(10)).unwrap();
+    assert!(matches!(
+        c.call(last, 0, b"late", &mut out),
+        Err(RpcError::Disconnected)
+    ));
+    for conn in [first, now] {
+        c.call(conn, 0, b"open", &mut out).unwrap();
+    }
+    drop(c);
+    client.stop();
+    let s = server.stop().stats();
+    assert_eq!((s.conns_opened, s.conns_closed), (2002, 2000));
 }

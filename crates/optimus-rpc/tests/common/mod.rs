@@ -5,13 +5,14 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use optimus_rpc::frame::{self, FrameHeader};
+use optimus_rpc::frame::{self, FrameHeader, FLAG_CHECKSUM};
 use optimus_rpc::transport::loopback::Loopback;
 use optimus_rpc::transport::{PeerId, TxQueue};
 use optimus_rpc::{
     ClientOptions, IdlePolicy, LoopbackNet, Nic, NicConfig, NicHandle, NicThread, RegionLayout,
     RpcClient, RpcError, Status, Transport,
 };
+use proptest::prelude::*;
 
 /// Echo: the response is the request.
 pub fn echo(_m: u16, req: &[u8], resp: &mut Vec<u8>) -> Status {
@@ -110,8 +111,8 @@ pub fn sealed(h: FrameHeader, payload: &[u8]) -> Vec<u8> {
     f
 }
 
-/// A loopback endpoint that speaks frames to a server by hand: what a test throws at a NIC it
-/// polls itself, and reads back.
+/// A loopback endpoint that speaks frames by hand: to a server it names (what a test throws at
+/// a NIC), or as a server to whoever sends it frames (what a client NIC is made to face).
 pub struct RawPeer {
     t: Loopback,
     server: PeerId,
@@ -130,9 +131,29 @@ impl RawPeer {
         }
     }
 
+    /// A new endpoint of `net` that others reach at [`addr`](Self::addr) and that answers
+    /// them with [`send_to`](Self::send_to).
+    pub fn serving(net: &LoopbackNet) -> Self {
+        Self {
+            t: net.endpoint(),
+            server: PeerId::MAX,
+            q: TxQueue::new(64),
+        }
+    }
+
+    /// This endpoint's address.
+    pub fn addr(&self) -> String {
+        self.t.local_addr()
+    }
+
     /// Sends the bytes `f` to the server as one frame.
     pub fn send(&mut self, f: &[u8]) {
-        self.q.push(self.server, f);
+        self.send_to(self.server, f);
+    }
+
+    /// Sends the bytes `f` to `peer` as one frame.
+    pub fn send_to(&mut self, peer: PeerId, f: &[u8]) {
+        self.q.push(peer, f);
         while !self.q.is_empty() {
             self.t.send_burst(&mut self.q).expect("loopback send");
         }
@@ -140,10 +161,66 @@ impl RawPeer {
 
     /// The frames that have arrived, oldest first.
     pub fn received(&mut self) -> Vec<Vec<u8>> {
+        self.received_from().into_iter().map(|(_, f)| f).collect()
+    }
+
+    /// The frames that have arrived with their senders, oldest first.
+    pub fn received_from(&mut self) -> Vec<(PeerId, Vec<u8>)> {
         let mut got = Vec::new();
         self.t
-            .recv_burst(1024, |_, f| got.push(f.to_vec()))
+            .recv_burst(1024, |p, f| got.push((p, f.to_vec())))
             .expect("loopback receive");
         got
     }
+}
+
+/// How a frame is spoiled before it is sent (or not).
+#[derive(Clone, Debug)]
+pub enum Spoil {
+    None,
+    Unsealed,
+    FlipByte(usize),
+    Truncate(usize),
+    TrailingByte,
+    Kind(u8),
+    Flags(u16),
+}
+
+/// How frames are spoiled: mostly not at all.
+pub fn spoil() -> impl Strategy<Value = Spoil> {
+    prop_oneof![
+        12 => Just(Spoil::None),
+        1 => Just(Spoil::Unsealed),
+        1 => any::<usize>().prop_map(Spoil::FlipByte),
+        1 => any::<usize>().prop_map(Spoil::Truncate),
+        1 => Just(Spoil::TrailingByte),
+        1 => any::<u8>().prop_map(Spoil::Kind),
+        1 => any::<u16>().prop_map(Spoil::Flags),
+    ]
+}
+
+/// `f` spoiled as `how` says.
+pub fn spoiled(mut f: Vec<u8>, how: &Spoil) -> Vec<u8> {
+    match how {
+        Spoil::None => {}
+        Spoil::Unsealed => {
+            f[4] &= !(FLAG_CHECKSUM as u8);
+            f[28..32].fill(0);
+        }
+        Spoil::FlipByte(i) => {
+            let i = i % f.len();
+            f[i] ^= 0x5A;
+        }
+        Spoil::Truncate(n) => f.truncate(n % f.len()),
+        Spoil::TrailingByte => f.push(0),
+        Spoil::Kind(k) => {
+            f[3] = *k;
+            frame::seal(&mut f);
+        }
+        Spoil::Flags(x) => {
+            f[4..6].copy_from_slice(&(x | FLAG_CHECKSUM).to_le_bytes());
+            frame::seal(&mut f);
+        }
+    }
+    f
 }
