@@ -126,9 +126,9 @@ pub struct NicConfig {
     /// of up to `max_payload` bytes. Unused on reliable transports, which keep no copies.
     pub response_cache_bytes: usize,
     /// Server connections open at once (at most [`MAX_SERVER_CONNS`]); a Connect past them is
-    /// not answered and counted (`conns_refused`). Each connection keeps a window of
-    /// [`WINDOW`] call states (about 40 KB), so this bounds what unsolicited Connect frames can
-    /// make a server allocate (160 MB at the default 4,096).
+    /// not answered and counted (`conns_refused`). A connection keeps a window of [`WINDOW`]
+    /// call states (about 40 KB) from its first request on, so this bounds what a peer opening
+    /// connections can make a server allocate (160 MB at the default 4,096).
     pub max_server_conns: usize,
 }
 
@@ -408,6 +408,7 @@ struct ServerConn {
     peer: PeerId,
     nonce: u64,
     client_handle: u32,
+    /// Empty until the connection's first request.
     window: Box<[DedupSlot]>,
 }
 
@@ -1237,15 +1238,13 @@ impl Core {
                         return; // full: the client times out
                     }
                 };
-                let mut window = Vec::with_capacity(WINDOW);
-                window.resize_with(WINDOW, DedupSlot::default);
                 self.responses.next_gen += 1;
                 self.sconns[k as usize] = Some(ServerConn {
                     gen: self.responses.next_gen,
                     peer,
                     nonce,
                     client_handle: h.aux,
-                    window: window.into_boxed_slice(),
+                    window: Box::default(),
                 });
                 self.sconn_by_nonce.insert((peer, nonce), k);
                 self.stats.conns_opened += 1;
@@ -1304,6 +1303,11 @@ impl Core {
         };
         let seq = h.request_id;
         let conn = self.sconns[k as usize].as_mut().expect("index checked");
+        if conn.window.is_empty() {
+            let mut window = Vec::with_capacity(WINDOW);
+            window.resize_with(WINDOW, DedupSlot::default);
+            conn.window = window.into_boxed_slice();
+        }
         let slot = &mut conn.window[(seq & WINDOW_MASK) as usize];
         if seq == 0 || slot.seq > seq {
             self.stats.stale_requests += 1;
