@@ -8,8 +8,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use optimus_rpc::frame::{
-    check_frame, seal, FrameHeader, FrameKind, FLAG_CHECKSUM, HEADER_BYTES, MAGIC, MAX_PAYLOAD_BYTES,
-    VERSION,
+    check_frame, seal, FrameHeader, FrameKind, FLAG_CHECKSUM, HEADER_BYTES, MAGIC,
+    MAX_PAYLOAD_BYTES, VERSION,
 };
 use optimus_rpc::transport::{loopback::Loopback, PeerId, TxQueue};
 use optimus_rpc::{LoopbackNet, Nic, NicConfig, RegionLayout, Status, Transport};

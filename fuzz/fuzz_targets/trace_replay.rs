@@ -28,7 +28,12 @@ fuzz_target!(|data: &[u8]| {
     cfg.warmup_cycles = 100;
     cfg.measure_cycles = 1_000;
     if let Ok(r) = op::run(&cfg, &messages) {
-        for v in [r.throughput_gbps, r.messages_per_s, r.latency_ns, r.port_gbps] {
+        for v in [
+            r.throughput_gbps,
+            r.messages_per_s,
+            r.latency_ns,
+            r.port_gbps,
+        ] {
             assert!(v.is_finite() && v >= 0.0, "{r:?}");
         }
     }
