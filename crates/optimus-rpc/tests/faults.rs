@@ -807,11 +807,7 @@ fn a_server_answers_connects_up_to_its_limit() {
 
 #[test]
 fn a_client_reconnecting_reuses_its_closed_connections() {
-    let net = LoopbackNet::new();
-    let st = net.endpoint();
-    let addr = st.local_addr();
-    let (server, _) = start(st, config(1), true);
-    let (client, ch) = start(net.endpoint(), config(1), false);
+    let (server, client, ch, addr) = loopback_pair();
     let mut c = ch.client(client_opts(1)).unwrap();
     let mut out = Vec::new();
     let mut handles = std::collections::HashSet::new();

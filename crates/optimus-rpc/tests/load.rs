@@ -210,11 +210,7 @@ fn error_statuses_reach_the_caller() {
 
 #[test]
 fn futures_on_tokio() {
-    let net = LoopbackNet::new();
-    let st = net.endpoint();
-    let addr = st.local_addr();
-    let (server, _) = start(st, config(1), true);
-    let (client, ch) = start(net.endpoint(), config(1), false);
+    let (server, client, ch, addr) = loopback_pair();
     let conn = ch.connect(&addr, Duration::from_secs(10)).unwrap();
     let ac = AsyncClient::new(ch.client(client_opts(1)).unwrap()).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -255,11 +251,7 @@ fn futures_on_tokio() {
 
 #[test]
 fn closed_connection_fails_calls_once() {
-    let net = LoopbackNet::new();
-    let st = net.endpoint();
-    let addr = st.local_addr();
-    let (server, _) = start(st, config(1), true);
-    let (client, ch) = start(net.endpoint(), config(1), false);
+    let (server, client, ch, addr) = loopback_pair();
     let conn = ch.connect(&addr, Duration::from_secs(10)).unwrap();
     let mut c = ch.client(client_opts(1)).unwrap();
     let mut out = Vec::new();

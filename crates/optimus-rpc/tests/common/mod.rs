@@ -38,6 +38,17 @@ pub fn start<T: Transport>(t: T, cfg: NicConfig, inline_echo: bool) -> (NicThrea
     (nic.spawn(None, IdlePolicy::default()), h)
 }
 
+/// An inline echo server and a client NIC on a new loopback network, each on its own thread
+/// with one QP: the server's NIC, the client's NIC and handle, and the server's address.
+pub fn loopback_pair() -> (NicThread<Loopback>, NicThread<Loopback>, NicHandle, String) {
+    let net = LoopbackNet::new();
+    let st = net.endpoint();
+    let addr = st.local_addr();
+    let (server, _) = start(st, config(1), true);
+    let (client, ch) = start(net.endpoint(), config(1), false);
+    (server, client, ch, addr)
+}
+
 /// The payload of call `i` of client `t`: unique and of varying length (1..=300 bytes).
 pub fn payload(t: usize, i: usize) -> Vec<u8> {
     let mut p = format!("{t}:{i}:").into_bytes();
