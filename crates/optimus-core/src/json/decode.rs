@@ -452,23 +452,9 @@ fn decode_base64(s: &str, at: usize) -> Result<Vec<u8>, Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{decode, encode, JsonOptions};
+    use super::super::{conformance_schema, decode, encode, JsonOptions};
     use super::*;
     use crate::DecodeError;
-
-    fn conformance() -> SchemaSet {
-        SchemaSet::from_proto_files(
-            &["testdata/conformance/test_messages_proto3.proto"],
-            &["testdata/conformance"],
-        )
-        .or_else(|_| {
-            SchemaSet::from_proto_files(
-                &["../../testdata/conformance/test_messages_proto3.proto"],
-                &["../../testdata/conformance"],
-            )
-        })
-        .expect("conformance protos compile")
-    }
 
     fn proto3(s: &SchemaSet) -> MessageId {
         s.message_by_name("protobuf_test_messages.proto3.TestAllTypesProto3")
@@ -487,7 +473,7 @@ mod tests {
 
     #[test]
     fn scalars_round_trip() {
-        let s = conformance();
+        let s = conformance_schema();
         assert_eq!(
             round(
                 &s,
@@ -514,7 +500,7 @@ mod tests {
 
     #[test]
     fn containers_round_trip() {
-        let s = conformance();
+        let s = conformance_schema();
         assert_eq!(
             round(
                 &s,
@@ -546,7 +532,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_field_and_offset() {
-        let s = conformance();
+        let s = conformance_schema();
         let e = err(&s, r#"{"optionalInt32": 2147483648}"#);
         assert_eq!(
             (e.offset, e.path_string().as_str()),
@@ -587,7 +573,7 @@ mod tests {
 
     #[test]
     fn invalid_values_are_rejected() {
-        let s = conformance();
+        let s = conformance_schema();
         for text in [
             "null",
             "[]",
@@ -624,7 +610,7 @@ mod tests {
 
     #[test]
     fn ignore_unknown_skips_names_and_enum_values() {
-        let s = conformance();
+        let s = conformance_schema();
         let opts = JsonOptions {
             ignore_unknown: true,
             ..JsonOptions::default()
@@ -665,7 +651,7 @@ mod tests {
 
     #[test]
     fn depth_is_limited() {
-        let s = conformance();
+        let s = conformance_schema();
         let opts = JsonOptions {
             depth_limit: 5,
             ..JsonOptions::default()

@@ -91,3 +91,11 @@ pub fn decode(
         .map_err(|e| e.within(schema.message(id).full_name.clone()))?;
     Ok(msg)
 }
+
+/// The conformance suite's proto3 test messages, for this module's tests.
+#[cfg(test)]
+fn conformance_schema() -> SchemaSet {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/conformance");
+    SchemaSet::from_proto_files(&[format!("{dir}/test_messages_proto3.proto")], &[dir])
+        .expect("conformance protos compile")
+}

@@ -677,7 +677,7 @@ fn snake_to_camel(p: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{decode, encode, JsonOptions};
+    use super::super::{conformance_schema, decode, encode, JsonOptions};
     use super::*;
 
     #[test]
@@ -767,20 +767,6 @@ mod tests {
         }
     }
 
-    fn conformance() -> SchemaSet {
-        SchemaSet::from_proto_files(
-            &["testdata/conformance/test_messages_proto3.proto"],
-            &["testdata/conformance"],
-        )
-        .or_else(|_| {
-            SchemaSet::from_proto_files(
-                &["../../testdata/conformance/test_messages_proto3.proto"],
-                &["../../testdata/conformance"],
-            )
-        })
-        .expect("conformance protos compile")
-    }
-
     fn round(s: &SchemaSet, text: &str) -> Result<String, Error> {
         let id = s
             .message_by_name("protobuf_test_messages.proto3.TestAllTypesProto3")
@@ -791,7 +777,7 @@ mod tests {
 
     #[test]
     fn well_known_types_round_trip() {
-        let s = conformance();
+        let s = conformance_schema();
         for (input, output) in [
             (
                 r#"{"optionalTimestamp": "1969-12-31T16:00:00-08:00"}"#,
@@ -849,7 +835,7 @@ mod tests {
 
     #[test]
     fn well_known_type_errors() {
-        let s = conformance();
+        let s = conformance_schema();
         for bad in [
             r#"{"optionalTimestamp": "0000-01-01T00:00:00Z"}"#,
             r#"{"optionalDuration": "1"}"#,
@@ -909,7 +895,7 @@ mod tests {
 
     #[test]
     fn any_edges() {
-        let s = conformance();
+        let s = conformance_schema();
         let id = s
             .message_by_name("protobuf_test_messages.proto3.TestAllTypesProto3")
             .unwrap();
@@ -972,7 +958,7 @@ mod tests {
 
     #[test]
     fn well_known_errors_point_at_the_value() {
-        let s = conformance();
+        let s = conformance_schema();
         let id = s
             .message_by_name("protobuf_test_messages.proto3.TestAllTypesProto3")
             .unwrap();
@@ -1005,7 +991,7 @@ mod tests {
 
     #[test]
     fn top_level_well_known_types() {
-        let s = conformance();
+        let s = conformance_schema();
         let dur = s.message_by_name("google.protobuf.Duration").unwrap();
         let m = decode(&s, dur, " \"-1.5s\" ", &JsonOptions::default()).unwrap();
         assert_eq!(
