@@ -1615,6 +1615,23 @@ impl Core {
         n
     }
 
+    /// The next frame published on QP `i`'s tx ring, skipping (and counting) frames that do
+    /// not parse; `None` once the ring is empty. The payload stays the producer's until the
+    /// caller advances past the frame and releases it.
+    fn peek_tx(&mut self, i: usize) -> Option<(FrameHeader, FrameKind, *const [u8])> {
+        let max = self.max_payload;
+        loop {
+            let q = &mut self.qps[i];
+            match q.tx.peek(max)? {
+                Ok(p) => return Some((p.header, p.kind, p.payload as *const [u8])),
+                Err(e) => {
+                    q.tx.advance();
+                    self.count_bad(&e);
+                }
+            }
+        }
+    }
+
     /// Requests from client QP `i`. Returns frames taken and whether more may be waiting.
     fn client_ring(&mut self, i: usize) -> (usize, bool) {
         let mut n = 0;
@@ -1623,16 +1640,8 @@ impl Core {
                 self.stats.backpressure += 1;
                 return (n, true);
             }
-            let max = self.max_payload;
-            let q = &mut self.qps[i];
-            let (h, kind, payload) = match q.tx.peek(max) {
-                None => break,
-                Some(Ok(p)) => (p.header, p.kind, p.payload as *const [u8]),
-                Some(Err(e)) => {
-                    q.tx.advance();
-                    self.count_bad(&e);
-                    continue;
-                }
+            let Some((h, kind, payload)) = self.peek_tx(i) else {
+                break;
             };
             if kind != FrameKind::Request {
                 self.qps[i].tx.advance();
@@ -1742,16 +1751,8 @@ impl Core {
     fn worker_ring(&mut self, i: usize) -> (usize, bool) {
         let mut n = 0;
         while n < TX_BATCH {
-            let max = self.max_payload;
-            let q = &mut self.qps[i];
-            let (h, kind, payload) = match q.tx.peek(max) {
-                None => break,
-                Some(Ok(p)) => (p.header, p.kind, p.payload as *const [u8]),
-                Some(Err(e)) => {
-                    q.tx.advance();
-                    self.count_bad(&e);
-                    continue;
-                }
+            let Some((h, kind, payload)) = self.peek_tx(i) else {
+                break;
             };
             let k = (h.request_id & 0xFFFF_FFFF) as usize;
             let gen = (h.request_id >> 32) as u32;

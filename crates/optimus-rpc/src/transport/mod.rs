@@ -18,6 +18,7 @@ pub mod tcp;
 pub mod udp;
 
 use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
 
 /// A transport's name for a remote endpoint (an index into its peer table).
 pub type PeerId = u32;
@@ -198,6 +199,16 @@ impl TxQueue {
     pub fn recycle(&mut self, b: Vec<u8>) {
         drop(b);
     }
+}
+
+/// The first socket address `addr` (`host:port`) resolves to.
+fn resolve(addr: &str) -> io::Result<SocketAddr> {
+    addr.to_socket_addrs()?.next().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("no address for {addr}"),
+        )
+    })
 }
 
 /// No transport: a NIC that only serves applications on its own shared-memory region.

@@ -8,7 +8,7 @@
 //! cannot be resynchronized, so it is closed and reported, and the NIC fails its calls.
 
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{TcpListener, TcpStream};
 
 use super::{PeerId, Transport, TxQueue};
 use crate::frame::{FrameHeader, HEADER_BYTES, MAGIC, VERSION};
@@ -287,12 +287,7 @@ impl Transport for Tcp {
     }
 
     fn connect(&mut self, addr: &str) -> io::Result<PeerId> {
-        let a = addr.to_socket_addrs()?.next().ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("no address for {addr}"),
-            )
-        })?;
+        let a = super::resolve(addr)?;
         let s = TcpStream::connect_timeout(&a, std::time::Duration::from_secs(5))?;
         Ok(self.add(Stream::new(s)?))
     }

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::mem::MaybeUninit;
-use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 
 use super::{PeerId, Transport, TxQueue};
@@ -360,12 +360,7 @@ impl Transport for Udp {
     }
 
     fn connect(&mut self, addr: &str) -> io::Result<PeerId> {
-        let a = addr.to_socket_addrs()?.next().ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("no address for {addr}"),
-            )
-        })?;
+        let a = super::resolve(addr)?;
         let first = self.peers.is_empty();
         let p = self.peer_for(a);
         if self.client_only {
