@@ -74,7 +74,7 @@ pub struct SimArgs {
     /// Print the configuration the run would use, as JSON, and exit.
     #[arg(long)]
     print_config: bool,
-    /// Embedded workload: flat, mixed, nested, hpb (the HyperProtoBench-like suite) or
+    /// Embedded workload: flat, mixed, nested, hpb (the HyperProtoBench suite) or
     /// socialnet (DeathStarBench messages); OP serializes, RPCAcc runs both directions;
     /// NAME-ser or NAME-deser for one direction [default: mixed]. With `--accel rpcacc`,
     /// `image-service` runs RPCAcc §IV-H's image-compression service on its three designs

@@ -398,7 +398,7 @@ fn every_workload_runs_on_both_models_in_either_direction() {
         assert!(r["throughput_gbps"].as_f64().unwrap() > 0.0, "{workload}");
         assert!(r["stats"]["dispatcher.completed"].as_f64().unwrap() > 54.0);
     }
-    // The HyperProtoBench-like suite's 60 messages, serialized only.
+    // The HyperProtoBench suite's 60 messages, serialized only.
     let r = json_of(&[
         "sim",
         "--accel",

@@ -103,7 +103,7 @@ fn per_bench(
     benches.into_iter().map(|(b, n, d)| (b, n / d)).collect()
 }
 
-/// Runs every RPCAcc experiment on the HyperProtoBench-like suite traced by `source`.
+/// Runs every RPCAcc experiment on the HyperProtoBench suite traced by `source`.
 ///
 /// # Errors
 /// A broken embedded target file, or an engine error from `source`.

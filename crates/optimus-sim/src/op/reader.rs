@@ -946,7 +946,7 @@ mod tests {
 
     #[test]
     fn skipping_known_waits_changes_nothing() {
-        // The three classes (Mixed deserialized), some of the HyperProtoBench-like and
+        // The three classes (Mixed deserialized), some of the HyperProtoBench and
         // DeathStarBench messages and a streaming field, on OP_Base, OP{1,1}, a time-shared 8x8 OP and a
         // port-bound OP{8,4}: every statistic agrees with the Reader that scans every context
         // and checks every streaming field on every cycle.

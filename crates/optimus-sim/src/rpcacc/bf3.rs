@@ -31,7 +31,7 @@ use crate::cpu::CpuConfig;
 pub struct Bf3Config {
     /// One Arm Cortex-A78 core running the CPU baseline's software: the host's instruction
     /// counts at 2.0 GHz (published characterizations give BF3's Arm cores 2.0-2.25 GHz) and
-    /// IPC 1.0 (fitted to Fig. 8b's 5.9x of RPCAcc over BF3-Oneshot; the host's is 1.2).
+    /// IPC 1.9 (fitted to Fig. 8b's 5.9x of RPCAcc over BF3-Oneshot; the host's is 1.2).
     pub arm: CpuConfig,
     /// Arm cores deserializing in parallel. Default 1, as the CPU baseline's core.
     pub cores: u32,
@@ -41,7 +41,7 @@ pub struct Bf3Config {
     /// Arm core time to post one DMA job and reap its completion, in ns. Default 100 (fitted
     /// to Fig. 8b's 1.78x of BF3-Oneshot over BF3).
     pub dma_job_ns: f64,
-    /// DMA engine time per transaction, in ns. Default 12, as the card's DMA engine
+    /// DMA engine time per transaction, in ns. Default 10, as the card's DMA engine
     /// ([`RpcAccConfig::dma_txn_ns`]); it binds only with several cores.
     pub dma_txn_ns: f64,
 }
@@ -51,7 +51,7 @@ impl Default for Bf3Config {
         Self {
             arm: CpuConfig {
                 clock_ghz: 2.0,
-                ipc: 1.0,
+                ipc: 1.9,
                 ..CpuConfig::default()
             },
             cores: 1,
@@ -60,7 +60,7 @@ impl Default for Bf3Config {
                 bw_gbytes_s: 12.8,
             },
             dma_job_ns: 100.0,
-            dma_txn_ns: 12.0,
+            dma_txn_ns: 10.0,
         }
     }
 }
@@ -189,7 +189,7 @@ mod tests {
     #[test]
     fn one_field_takes_the_time_its_stages_add_up_to() {
         let trace = crate::program::one_field_trace(0x1000, 0x8000);
-        let cfg = RpcAccConfig::default();
+        let cfg = crate::rpcacc::worked_example_config();
         let m = prepare("t", 0, trace.clone(), trace, 0.0);
         // The Arm core: 117 instructions for the field, 5 per output varint byte (2), at
         // 2 instructions per ns.
@@ -251,11 +251,11 @@ mod tests {
 
     #[test]
     fn more_cores_help_until_the_dma_engine_binds() {
-        let cfg = RpcAccConfig::default();
+        let cfg = crate::rpcacc::worked_example_config();
         let many = RpcAccConfig {
             bf3: Bf3Config {
                 cores: 1000,
-                ..Bf3Config::default()
+                ..cfg.bf3.clone()
             },
             ..cfg.clone()
         };

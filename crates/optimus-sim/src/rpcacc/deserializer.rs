@@ -312,11 +312,23 @@ mod tests {
     #[test]
     fn oneshot_beats_field_by_field() {
         let cfg = RpcAccConfig::default();
-        for m in suite(&cfg, &mut Engine).unwrap().iter().take(10) {
+        let mut fewer = 0;
+        for m in &suite(&cfg, &mut Engine).unwrap() {
             let d = deser_times(&cfg, m, DeserLink::pcie(&cfg), 250.0);
-            assert!(d.oneshot_host_rate >= d.fbf_host_rate);
+            // One-shot's 4 KB flushes outnumber the writes of a message of a few long
+            // strings; where they do not, it is at least as fast.
+            if d.oneshot_dma_writes <= d.fbf_dma_writes {
+                fewer += 1;
+                assert!(
+                    d.oneshot_host_rate >= d.fbf_host_rate,
+                    "{} {}",
+                    m.bench,
+                    m.index
+                );
+            }
             assert!(d.fbf_local_rate >= d.fbf_host_rate);
         }
+        assert!(fewer > 30, "{fewer}");
         assert!(RpcAccConfig {
             deser_lanes: 0,
             ..Default::default()
@@ -352,7 +364,7 @@ mod tests {
 
     #[test]
     fn labelled_fields_bypass_the_temp_buffer() {
-        let cfg = RpcAccConfig::default();
+        let cfg = crate::rpcacc::worked_example_config();
         let m = deser_writes_in(&[(Region::Message, 1000), (Region::Accel, 64_000)]);
         let d = deser_times(&cfg, &m, DeserLink::pcie(&cfg), 250.0);
         // Two fields parsed in 2 cycles of 4 ns each.
@@ -401,7 +413,7 @@ mod tests {
 
     #[test]
     fn oneshot_latency_waits_for_the_last_flush() {
-        let cfg = RpcAccConfig::default();
+        let cfg = crate::rpcacc::worked_example_config();
         // Three 1000 B fields, each parsed in 2 + 2000 * 8 / 512 cycles of 4 ns (133 ns):
         // longer than a field's write (12 ns + 1000 B / 12.8 GB/s), so field by field the
         // link is idle when each field is parsed and only the last write follows parsing.
@@ -416,33 +428,34 @@ mod tests {
     }
 
     #[test]
-    fn a_full_temp_buffer_leaves_while_parsing_goes_on() {
-        let cfg = RpcAccConfig::default();
+    fn a_full_temp_buffer_stalls_its_lane_unless_it_may_leave_early() {
+        let cfg = crate::rpcacc::worked_example_config();
         // One 12 KB field parsed in 2 + 12288 * 8 / 512 cycles: the buffer fills at each
         // third of it and is flushed then; nothing is left for the end.
         let mut m = deser_writes(&[12_288]);
         m.deser.wire_bytes = 12_288;
-        let d = deser_times(&cfg, &m, DeserLink::upi(&cfg), 2000.0);
         let parse = (2.0 + 12_288.0 * 8.0 / 512.0) * 0.5;
         let flush = 4096.0 / 19.2;
+        // The lane waits for each flush before parsing on (§III-B's single buffer): it
+        // finishes its field after two flushes, and the third follows.
+        let d = deser_times(&cfg, &m, DeserLink::upi(&cfg), 2000.0);
         assert_eq!(d.oneshot_dma_writes, 3.0);
-        // Parsing (98 ns) outruns UPI (213 ns a flush): the flushes queue behind each other.
-        assert!((d.oneshot_latency_ns - (parse / 3.0 + 3.0 * flush + 400.0)).abs() < 1e-9);
+        assert!((d.oneshot_latency_ns - (parse + 3.0 * flush + 400.0)).abs() < 1e-9);
         // Field by field, the one write leaves when the field is parsed.
         assert!((d.fbf_latency_ns - (parse + 12_288.0 / 19.2 + 400.0)).abs() < 1e-9);
-        // A lane that waits for each flush before parsing on finishes its field after two
-        // flushes, and the third follows.
-        let waits = RpcAccConfig {
-            flush_stalls_parsing: true,
+        // A full buffer that leaves while parsing goes on: parsing (98 ns) outruns UPI
+        // (213 ns a flush), so the flushes queue behind each other.
+        let early = RpcAccConfig {
+            flush_stalls_parsing: false,
             ..cfg
         };
-        let d = deser_times(&waits, &m, DeserLink::upi(&waits), 2000.0);
-        assert!((d.oneshot_latency_ns - (parse + 3.0 * flush + 400.0)).abs() < 1e-9);
+        let d = deser_times(&early, &m, DeserLink::upi(&early), 2000.0);
+        assert!((d.oneshot_latency_ns - (parse / 3.0 + 3.0 * flush + 400.0)).abs() < 1e-9);
     }
 
     #[test]
     fn field_by_field_pays_a_transaction_per_field() {
-        let cfg = RpcAccConfig::default();
+        let cfg = crate::rpcacc::worked_example_config();
         // 100 fields of 40 B: each write takes the DMA engine 12 ns + 3.125 ns, more than a
         // field's 8 ns of parsing, so field by field the engine binds; one-shot sends one flush
         // after parsing.
@@ -461,7 +474,7 @@ mod tests {
 
     #[test]
     fn one_message_deserializes_in_the_time_its_stages_add_up_to() {
-        let cfg = RpcAccConfig::default();
+        let cfg = crate::rpcacc::worked_example_config();
         // Two fields writing 1000 B and 24 B: a lane parses them in 2 x 2 cycles of 4 ns.
         let d = deser_times(
             &cfg,

@@ -271,7 +271,7 @@ mod tests {
     #[test]
     fn one_field_serializes_in_the_time_its_stages_add_up_to() {
         let trace = crate::program::one_field_trace(0x1000, 0x8000);
-        let cfg = RpcAccConfig::default();
+        let cfg = crate::rpcacc::worked_example_config();
         let m = prepare("t", 0, trace.clone(), trace, 0.0);
         let t = ser_times(&cfg, &m, 250.0);
         // ProtoACC-PCIe: the doorbell (625 ns), the field's read across PCIe (1250 ns + 4 B at

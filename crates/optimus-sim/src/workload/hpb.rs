@@ -1,15 +1,19 @@
-//! A HyperProtoBench-like message population for the RPCAcc experiments, as `.proto` source
-//! and serialized messages for the engine to trace.
+//! The HyperProtoBench suite of the RPCAcc experiments, as `.proto` source and serialized
+//! messages for the engine to trace.
 //!
-//! RPCAcc evaluates on Google's HyperProtoBench: six benches of ten messages each, messages
-//! "with different average field sizes", nesting "up to a dozen levels", and in Bench2 two
-//! large flat messages (M4 1.6 MB, M10 0.6 MB). The real messages are set field by field in
-//! each bench's generated `benchmark.inc`, mostly string literals; `data/hyperprotobench.json`
-//! records what is taken from them (the file sizes, hence the benches' bytes per message, and
-//! the string lengths seen) and each bench's shape. This module generates, from a seeded
-//! `ChaCha8Rng`, a `.proto` per bench and ten messages of that shape (same seed, same bytes),
-//! string lengths drawn so each bench's messages total about its file's bytes. The messages
-//! are plain protobuf wire bytes; the engine decodes and re-encodes them to produce the traces.
+//! RPCAcc evaluates on Google's HyperProtoBench: six benches of ten messages each, with
+//! "different average field sizes", and in Bench2 two large flat messages (M4 1.6 MB, M10
+//! 0.6 MB). Each bench's `benchmark.proto` declares its ten top-level messages and
+//! `benchmark.inc` sets every field of them with literal values, mostly long random strings.
+//! `data/hyperprotobench.json` records each top-level message's structure as a string of
+//! field codes (the wire class of each field in number order, sub-messages in parentheses,
+//! `*` before a repeated field) and what is known of its values: the `.inc` file's size,
+//! which bounds the ten messages' string bytes, and the string lengths seen in it. This module
+//! builds, from a seeded `ChaCha8Rng`, a `.proto` per bench with a message type per node of
+//! those structures, and one message per structure with every field set: numbers drawn,
+//! string lengths drawn log-uniformly and, where the `.inc` size is known, scaled so the ten
+//! messages carry that many bytes (same seed, same bytes). The messages are plain protobuf
+//! wire bytes; the engine decodes and re-encodes them to produce the traces.
 
 use std::fmt::Write as _;
 
@@ -22,51 +26,95 @@ use super::MessageSet;
 /// Messages per bench (RPCAcc §IV-B: "six workloads, each containing 10 messages").
 pub const MESSAGES_PER_BENCH: usize = 10;
 
-/// Shape of one bench's messages.
-#[derive(Clone, Copy, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Shape {
-    /// Maximum nesting depth.
-    max_depth: u32,
-    /// Fields per (sub-)message, inclusive range.
-    fields: (u32, u32),
-    /// Percent of fields that are strings/bytes.
-    pct_bytes: u32,
-    /// Percent of fields that are sub-messages (while depth allows).
-    pct_sub: u32,
-    /// log2 of the string length range, inclusive.
-    log_len: (u32, u32),
-}
-
 /// What `data/hyperprotobench.json` records of one real bench.
 #[derive(Clone, Debug, Deserialize)]
 struct BenchData {
     name: String,
     /// Characters of the bench's `benchmark.inc` (mostly the ten messages' string literals),
-    /// where the file is available (checked against the generated messages by a test).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// where the file is known: the generated messages' string bytes are scaled to it.
     inc_chars: Option<u64>,
-    shape: Shape,
+    /// Each top-level message's structure, in field codes (see the file's `field_codes`).
+    messages: Vec<String>,
+    /// log2 of the string lengths' range, inclusive, before scaling.
+    string_log_len: (u32, u32),
 }
 
 #[derive(Deserialize)]
 struct SuiteData {
     benches: Vec<BenchData>,
+    /// Elements a repeated field is given.
+    repeated_elements: u32,
 }
 
-/// The per-bench facts and shapes, from google/HyperProtoBench (see the file's `source`).
+/// The per-bench structures and facts, from google/HyperProtoBench (see the file's `source`).
 const HPB_JSON: &str = include_str!("../../data/hyperprotobench.json");
 
-fn bench_data() -> Vec<BenchData> {
-    let d: SuiteData = serde_json::from_str(HPB_JSON).expect("data/hyperprotobench.json parses");
-    d.benches
+fn suite_data() -> SuiteData {
+    serde_json::from_str(HPB_JSON).expect("data/hyperprotobench.json parses")
 }
 
-/// Sizes of Bench2's large flat messages M4 and M10 (RPCAcc §II-C).
+/// Sizes of Bench2's large flat messages M4 and M10 (RPCAcc §II-C): the second bench's
+/// fourth and tenth messages, whose strings are scaled to these sizes.
 pub const BENCH2_LARGE: [(usize, u32); 2] = [(3, 1_600_000), (9, 600_000)];
 
 /// Package of every generated `.proto`.
 pub const PACKAGE: &str = "hpb";
+
+/// One field of a structure: its `.proto` type (a scalar's, or a sub-message's fields) and
+/// whether it repeats.
+#[derive(Clone, Debug, PartialEq)]
+struct FieldShape {
+    kind: Kind,
+    repeated: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Kind {
+    Scalar(&'static str),
+    Message(Vec<FieldShape>),
+}
+
+/// The `.proto` scalar type of a field code.
+fn scalar(code: char) -> Option<&'static str> {
+    Some(match code {
+        'i' => "int32",
+        'I' => "int64",
+        'u' => "uint32",
+        'U' => "uint64",
+        'b' => "bool",
+        'e' => "enum",
+        'f' => "float",
+        'd' => "double",
+        'x' => "fixed32",
+        'X' => "fixed64",
+        'z' => "sint32",
+        's' => "string",
+        'y' => "bytes",
+        _ => return None,
+    })
+}
+
+/// Parses a structure string into its fields; `None` if it is malformed.
+fn parse(code: &str) -> Option<Vec<FieldShape>> {
+    fn fields(
+        chars: &mut std::iter::Peekable<std::str::Chars>,
+        nested: bool,
+    ) -> Option<Vec<FieldShape>> {
+        let mut out = Vec::new();
+        loop {
+            let repeated = chars.next_if_eq(&'*').is_some();
+            let kind = match chars.next() {
+                None if !nested && !repeated => return Some(out),
+                Some(')') if nested && !repeated => return Some(out),
+                Some('(') => Kind::Message(fields(chars, true)?),
+                Some(c) => Kind::Scalar(scalar(c)?),
+                None => return None,
+            };
+            out.push(FieldShape { kind, repeated });
+        }
+    }
+    fields(&mut code.chars().peekable(), false)
+}
 
 /// A generated field value.
 enum Val {
@@ -81,6 +129,8 @@ struct Gen {
     rng: ChaCha8Rng,
     proto: String,
     types: usize,
+    repeated_elements: u32,
+    string_log_len: (u32, u32),
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -141,6 +191,29 @@ fn payload(fields: &[(u32, Val)]) -> (u64, u64) {
     })
 }
 
+/// Multiplies every string length in `fields` by `scale` (at least one byte each).
+fn scale_strings(fields: &mut [(u32, Val)], scale: f64) {
+    for (_, v) in fields {
+        match v {
+            Val::Bytes(len) => *len = ((f64::from(*len) * scale).round() as u32).max(1),
+            Val::Message(sub) => scale_strings(sub, scale),
+            _ => {}
+        }
+    }
+}
+
+/// String bytes in `fields`, at all levels.
+fn string_bytes(fields: &[(u32, Val)]) -> u64 {
+    fields
+        .iter()
+        .map(|(_, v)| match v {
+            Val::Bytes(len) => u64::from(*len),
+            Val::Message(sub) => string_bytes(sub),
+            _ => 0,
+        })
+        .sum()
+}
+
 impl Gen {
     fn below(&mut self, n: u32) -> u32 {
         (self.rng.next_u64() % u64::from(n.max(1))) as u32
@@ -150,91 +223,120 @@ impl Gen {
         lo + self.below(hi - lo + 1)
     }
 
-    /// Declares a new message type with `decls` (`type name = number`).
-    fn declare(&mut self, decls: &[(String, u32)]) -> String {
+    /// Declares a message type with `decls` (`label type`, numbered from 1).
+    fn declare(&mut self, decls: &[String]) -> String {
         let name = format!("M{}", self.types);
         self.types += 1;
         let _ = writeln!(self.proto, "message {name} {{");
-        for (ty, number) in decls {
-            let _ = writeln!(self.proto, "  {ty} f{number} = {number};");
+        for (i, d) in decls.iter().enumerate() {
+            let _ = writeln!(self.proto, "  {d} f{n} = {n};", n = i + 1);
         }
         let _ = writeln!(self.proto, "}}");
         name
     }
 
-    /// A random message of shape `s` at `depth`: its type name and fields.
-    fn message(&mut self, s: &Shape, depth: u32) -> (String, Vec<(u32, Val)>) {
-        let n = self.range(s.fields.0, s.fields.1);
-        let mut decls = Vec::new();
-        let mut fields = Vec::new();
-        for number in 1..=n {
-            let roll = self.below(100);
-            let (ty, v) = if roll < s.pct_sub && depth + 1 < s.max_depth {
-                let (sub_ty, sub) = self.message(s, depth + 1);
-                (sub_ty, Val::Message(sub))
-            } else if roll < s.pct_sub + s.pct_bytes {
-                let len = 1u32 << self.range(s.log_len.0, s.log_len.1);
-                ("bytes".to_string(), Val::Bytes(len + self.below(len)))
-            } else {
-                match self.below(4) {
-                    // Non-zero values: proto3 does not serialize zeros.
-                    0 => ("fixed64".to_string(), Val::Fixed64(self.rng.next_u64() | 1)),
-                    1 => ("fixed32".to_string(), Val::Fixed32(self.rng.next_u32() | 1)),
-                    _ => {
-                        let shift = self.below(64);
-                        (
-                            "uint64".to_string(),
-                            Val::Varint((self.rng.next_u64() >> shift).max(1)),
-                        )
-                    }
-                }
-            };
-            decls.push((ty, number));
-            fields.push((number, v));
+    /// One value of scalar type `ty`: numbers as the `.inc` files write them (small
+    /// hexadecimal constants, `true`), strings of a drawn length.
+    fn scalar_value(&mut self, ty: &str) -> Val {
+        match ty {
+            "bool" => Val::Varint(1),
+            "enum" => Val::Varint(u64::from(self.range(1, 127))),
+            "float" | "fixed32" => Val::Fixed32(self.rng.next_u32() | 1),
+            "double" | "fixed64" => Val::Fixed64(self.rng.next_u64() | 1),
+            "string" | "bytes" => {
+                let len = 1u32 << self.range(self.string_log_len.0, self.string_log_len.1);
+                Val::Bytes(len + self.below(len))
+            }
+            wide => {
+                let bits = if wide.ends_with("64") { 64 } else { 32 };
+                let shift = 64 - bits + self.below(bits);
+                Val::Varint((self.rng.next_u64() >> shift).max(1))
+            }
         }
-        (self.declare(&decls), fields)
     }
 
-    fn large_flat(&mut self, total: u32) -> (String, Vec<(u32, Val)>) {
-        // A few large bytes fields plus a handful of scalars.
-        let parts = 4u32;
+    /// A message of structure `shape`: its type name and fields, every field set.
+    fn message(&mut self, shape: &[FieldShape]) -> (String, Vec<(u32, Val)>) {
         let mut decls = Vec::new();
         let mut fields = Vec::new();
-        for number in 1..=parts + 4 {
-            if number <= parts {
-                decls.push(("bytes".to_string(), number));
-                fields.push((number, Val::Bytes(total / parts)));
+        for (i, f) in shape.iter().enumerate() {
+            let number = i as u32 + 1;
+            let count = if f.repeated {
+                self.repeated_elements
             } else {
-                decls.push(("uint64".to_string(), number));
-                fields.push((number, Val::Varint(300)));
+                1
+            };
+            let label = if f.repeated { "repeated" } else { "optional" };
+            match &f.kind {
+                Kind::Scalar(ty) => {
+                    // Enums are declared as int32, whose wire form they share.
+                    let decl_ty = if *ty == "enum" { "int32" } else { ty };
+                    decls.push(format!("{label} {decl_ty}"));
+                    for _ in 0..count {
+                        let v = self.scalar_value(ty);
+                        fields.push((number, v));
+                    }
+                }
+                Kind::Message(sub) => {
+                    let mut ty = String::new();
+                    for _ in 0..count {
+                        let (t, v) = self.message(sub);
+                        ty = t;
+                        fields.push((number, Val::Message(v)));
+                    }
+                    decls.push(format!("{label} {ty}"));
+                }
             }
         }
         (self.declare(&decls), fields)
     }
 }
 
-/// Generates the six benches from `seed`.
+/// Builds the six benches from `seed`.
 pub fn suite(seed: u64) -> Vec<MessageSet> {
-    bench_data()
+    let data = suite_data();
+    data.benches
         .iter()
         .enumerate()
         .map(|(b, d)| {
-            let s = &d.shape;
             let mut g = Gen {
                 rng: ChaCha8Rng::seed_from_u64(seed ^ (b as u64).wrapping_mul(0x9e37_79b9)),
-                proto: format!("syntax = \"proto3\";\npackage {PACKAGE};\n"),
+                proto: format!("syntax = \"proto2\";\npackage {PACKAGE};\n"),
                 types: 0,
+                repeated_elements: data.repeated_elements,
+                string_log_len: d.string_log_len,
             };
+            let mut built: Vec<(String, Vec<(u32, Val)>)> = d
+                .messages
+                .iter()
+                .map(|code| {
+                    let shape = parse(code).expect("hyperprotobench.json structures parse");
+                    g.message(&shape)
+                })
+                .collect();
+            let large = |m: usize| b == 1 && BENCH2_LARGE.iter().any(|(i, _)| *i == m);
+            if let Some(inc) = d.inc_chars {
+                let drawn: u64 = (0..built.len())
+                    .filter(|&m| !large(m))
+                    .map(|m| string_bytes(&built[m].1))
+                    .sum();
+                let scale = inc as f64 / drawn.max(1) as f64;
+                for (m, msg) in built.iter_mut().enumerate() {
+                    if !large(m) {
+                        scale_strings(&mut msg.1, scale);
+                    }
+                }
+            }
+            for &(m, size) in BENCH2_LARGE.iter().filter(|_| b == 1) {
+                let drawn = string_bytes(&built[m].1);
+                scale_strings(&mut built[m].1, f64::from(size) / drawn.max(1) as f64);
+            }
             let mut messages = Vec::new();
             let mut avg = Vec::new();
-            for m in 0..MESSAGES_PER_BENCH {
-                let (ty, fields) = match BENCH2_LARGE.iter().find(|(i, _)| b == 1 && *i == m) {
-                    Some((_, size)) => g.large_flat(*size),
-                    None => g.message(s, 0),
-                };
+            for (ty, fields) in &built {
                 let mut bytes = Vec::new();
-                wire(&fields, &mut bytes);
-                let (n, pb) = payload(&fields);
+                wire(fields, &mut bytes);
+                let (n, pb) = payload(fields);
                 avg.push(pb as f64 / n.max(1) as f64);
                 messages.push((format!("{PACKAGE}.{ty}"), bytes));
             }
@@ -259,7 +361,7 @@ mod tests {
         assert_eq!(a.len(), 6);
         for b in &a {
             assert_eq!(b.messages.len(), MESSAGES_PER_BENCH);
-            assert!(b.proto.starts_with("syntax = \"proto3\";"));
+            assert!(b.proto.starts_with("syntax = \"proto2\";"));
             for (ty, _) in &b.messages {
                 let short = ty.strip_prefix("hpb.").unwrap();
                 assert!(b.proto.contains(&format!("message {short} {{")), "{ty}");
@@ -270,11 +372,37 @@ mod tests {
         assert_ne!(suite(8)[0].messages, a[0].messages);
     }
 
+    #[test]
+    fn structures_parse_and_malformed_ones_are_refused() {
+        let m = parse("i(s*y)*(b)").unwrap();
+        assert_eq!(m.len(), 3);
+        assert!(m[2].repeated);
+        let Kind::Message(sub) = &m[1].kind else {
+            panic!("a sub-message")
+        };
+        assert_eq!(
+            sub[1],
+            FieldShape {
+                kind: Kind::Scalar("bytes"),
+                repeated: true
+            }
+        );
+        for bad in ["(i", "i)", "q", "i*", "(*)"] {
+            assert_eq!(parse(bad), None, "{bad}");
+        }
+        for b in suite_data().benches {
+            assert_eq!(b.messages.len(), MESSAGES_PER_BENCH, "{}", b.name);
+            for code in &b.messages {
+                assert!(parse(code).is_some(), "{}: {code}", b.name);
+            }
+        }
+    }
+
     /// Where the real bench's `benchmark.inc` is known, the generated ten messages carry about
     /// as many bytes as its literals (Bench2's separately generated M4 and M10 aside).
     #[test]
     fn bench_sizes_follow_the_real_benches() {
-        for (d, b) in bench_data().iter().zip(suite(2024)) {
+        for (d, b) in suite_data().benches.iter().zip(suite(2024)) {
             let Some(inc) = d.inc_chars else { continue };
             let bytes: usize = b
                 .messages

@@ -5,7 +5,7 @@
 //! serialized messages into engine trace events; [`view::accelerator_view`] turns those into
 //! [`MessageTrace`]s the models replay. The Optimus Prime classes (Table 2: Flat, Mixed,
 //! Nested) are `testdata/peers.proto` with the exact bytes of `testdata/*.bin`; [`hpb`]
-//! generates the HyperProtoBench-like `.proto` and messages of the RPCAcc experiments.
+//! generates the HyperProtoBench `.proto` and messages (the real benches' structures) of the RPCAcc experiments.
 
 pub mod hpb;
 pub mod image;
@@ -240,7 +240,7 @@ impl MessageSet {
 /// Seed of the suites' populations unless a config names another (RPCAcc's `seed`).
 pub const SUITE_SEED: u64 = 2024;
 
-/// The message sets of suite `name`: `hpb` (the HyperProtoBench-like suite) or `socialnet`
+/// The message sets of suite `name`: `hpb` (the HyperProtoBench suite) or `socialnet`
 /// (the DeathStarBench services' requests and responses), drawn from `seed`; `None` for any
 /// other name.
 pub fn suite(name: &str, seed: u64) -> Option<Vec<MessageSet>> {
