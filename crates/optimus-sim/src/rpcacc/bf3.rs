@@ -41,8 +41,8 @@ pub struct Bf3Config {
     /// Arm core time to post one DMA job and reap its completion, in ns. Default 100 (fitted
     /// to Fig. 8b's 1.78x of BF3-Oneshot over BF3).
     pub dma_job_ns: f64,
-    /// DMA engine time per transaction, in ns. Default 10, as the card's DMA engine
-    /// ([`RpcAccConfig::dma_txn_ns`]); it binds only with several cores.
+    /// DMA engine time per transaction, in ns. Default [`super::CARD_DMA_TXN_NS`], as the
+    /// card's DMA engine; it binds only with several cores.
     pub dma_txn_ns: f64,
 }
 
@@ -60,7 +60,7 @@ impl Default for Bf3Config {
                 bw_gbytes_s: 12.8,
             },
             dma_job_ns: 100.0,
-            dma_txn_ns: 10.0,
+            dma_txn_ns: super::CARD_DMA_TXN_NS,
         }
     }
 }

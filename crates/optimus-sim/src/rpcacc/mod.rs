@@ -140,6 +140,10 @@ pub struct RpcAccConfig {
     pub service: ServiceConfig,
 }
 
+/// The card's DMA engine cost per PCIe transaction in ns, the default of both
+/// [`RpcAccConfig::dma_txn_ns`] and [`Bf3Config::dma_txn_ns`] (calibrated to Fig. 5's 2.2×).
+pub const CARD_DMA_TXN_NS: f64 = 10.0;
+
 impl Default for RpcAccConfig {
     fn default() -> Self {
         Self {
@@ -169,7 +173,7 @@ impl Default for RpcAccConfig {
             deser_lanes: 4,
             temp_buffer_bytes: 4096,
             flush_stalls_parsing: true,
-            dma_txn_ns: 10.0,
+            dma_txn_ns: CARD_DMA_TXN_NS,
             local_txn_ns: 1.0,
             mmio_ns: 625.0,
             cpu: CpuConfig::default(),

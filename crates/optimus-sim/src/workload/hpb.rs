@@ -255,9 +255,27 @@ impl Gen {
         }
     }
 
-    /// A message of structure `shape`: its type name and fields, every field set.
-    fn message(&mut self, shape: &[FieldShape]) -> (String, Vec<(u32, Val)>) {
-        let mut decls = Vec::new();
+    /// Declares the message type of structure `shape`, its sub-messages' types first, once
+    /// each however many elements a repeated sub-message gets; returns its name.
+    fn declare_shape(&mut self, shape: &[FieldShape]) -> String {
+        let decls: Vec<String> = shape
+            .iter()
+            .map(|f| {
+                let label = if f.repeated { "repeated" } else { "optional" };
+                match &f.kind {
+                    // Enums are declared as int32, whose wire form they share.
+                    Kind::Scalar("enum") => format!("{label} int32"),
+                    Kind::Scalar(ty) => format!("{label} {ty}"),
+                    Kind::Message(sub) => format!("{label} {}", self.declare_shape(sub)),
+                }
+            })
+            .collect();
+        self.declare(&decls)
+    }
+
+    /// Values for a message of structure `shape`, every field set (a repeated field with
+    /// `repeated_elements` elements).
+    fn values(&mut self, shape: &[FieldShape]) -> Vec<(u32, Val)> {
         let mut fields = Vec::new();
         for (i, f) in shape.iter().enumerate() {
             let number = i as u32 + 1;
@@ -266,29 +284,20 @@ impl Gen {
             } else {
                 1
             };
-            let label = if f.repeated { "repeated" } else { "optional" };
-            match &f.kind {
-                Kind::Scalar(ty) => {
-                    // Enums are declared as int32, whose wire form they share.
-                    let decl_ty = if *ty == "enum" { "int32" } else { ty };
-                    decls.push(format!("{label} {decl_ty}"));
-                    for _ in 0..count {
-                        let v = self.scalar_value(ty);
-                        fields.push((number, v));
-                    }
-                }
-                Kind::Message(sub) => {
-                    let mut ty = String::new();
-                    for _ in 0..count {
-                        let (t, v) = self.message(sub);
-                        ty = t;
-                        fields.push((number, Val::Message(v)));
-                    }
-                    decls.push(format!("{label} {ty}"));
-                }
+            for _ in 0..count {
+                let v = match &f.kind {
+                    Kind::Scalar(ty) => self.scalar_value(ty),
+                    Kind::Message(sub) => Val::Message(self.values(sub)),
+                };
+                fields.push((number, v));
             }
         }
-        (self.declare(&decls), fields)
+        fields
+    }
+
+    /// A message of structure `shape`: its type name and fields.
+    fn message(&mut self, shape: &[FieldShape]) -> (String, Vec<(u32, Val)>) {
+        (self.declare_shape(shape), self.values(shape))
     }
 }
 

@@ -5,7 +5,8 @@
 //! serialized messages into engine trace events; [`view::accelerator_view`] turns those into
 //! [`MessageTrace`]s the models replay. The Optimus Prime classes (Table 2: Flat, Mixed,
 //! Nested) are `testdata/peers.proto` with the exact bytes of `testdata/*.bin`; [`hpb`]
-//! generates the HyperProtoBench `.proto` and messages (the real benches' structures) of the RPCAcc experiments.
+//! builds the HyperProtoBench `.proto` and messages of the RPCAcc experiments, with the real
+//! benches' structures.
 
 pub mod hpb;
 pub mod image;
