@@ -63,6 +63,7 @@ const MET_RPCACC: &[&str] = &[
     "rpcacc.fig6.memcpy_offload_cycles.hpb.pct",
     "rpcacc.sec4c.overall_ser_time_decrease.pct",
     "rpcacc.sec4e.oneshot_deser_latency_increase.x",
+    "rpcacc.fig10.onchip_tx_advantage.250mhz.x",
     "rpcacc.fig10.onchip_tx_advantage.2ghz.x",
     "rpcacc.fig2.ser_time_increase_70ns_to_1250ns.x",
     "rpcacc.fig9.dagger_rpcacc_ser_reduction.x",
