@@ -35,8 +35,8 @@ pub struct Bf3Config {
     pub arm: CpuConfig,
     /// Arm cores deserializing in parallel. Default 1, as the CPU baseline's core.
     pub cores: u32,
-    /// PCIe between the DPU and host memory. Default as the card's (Table I: 1250 ns,
-    /// 12.8 GB/s); the paper gives none for BF3.
+    /// PCIe between the DPU and host memory. Default [`super::CARD_PCIE`], the card's
+    /// (Table I: 1250 ns, 12.8 GB/s); the paper gives none for BF3.
     pub pcie: LinkConfig,
     /// Arm core time to post one DMA job and reap its completion, in ns. Default 100 (fitted
     /// to Fig. 8b's 1.78x of BF3-Oneshot over BF3).
@@ -55,10 +55,7 @@ impl Default for Bf3Config {
                 ..CpuConfig::default()
             },
             cores: 1,
-            pcie: LinkConfig {
-                latency_ns: 1250.0,
-                bw_gbytes_s: 12.8,
-            },
+            pcie: super::CARD_PCIE,
             dma_job_ns: 100.0,
             dma_txn_ns: super::CARD_DMA_TXN_NS,
         }

@@ -144,15 +144,19 @@ pub struct RpcAccConfig {
 /// [`RpcAccConfig::dma_txn_ns`] and [`Bf3Config::dma_txn_ns`] (calibrated to Fig. 5's 2.2×).
 pub const CARD_DMA_TXN_NS: f64 = 10.0;
 
+/// The card's PCIe link (Table I: 1250 ns round trip, 12.8 GB/s), the default of both
+/// [`RpcAccConfig::pcie`] and [`Bf3Config::pcie`].
+pub const CARD_PCIE: LinkConfig = LinkConfig {
+    latency_ns: 1250.0,
+    bw_gbytes_s: 12.8,
+};
+
 impl Default for RpcAccConfig {
     fn default() -> Self {
         Self {
             seed: SUITE_SEED,
             clock_mhz: 250.0,
-            pcie: LinkConfig {
-                latency_ns: 1250.0,
-                bw_gbytes_s: 12.8,
-            },
+            pcie: CARD_PCIE,
             host_mem: LinkConfig {
                 latency_ns: 70.0,
                 bw_gbytes_s: 64.0,
