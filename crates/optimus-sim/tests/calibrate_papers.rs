@@ -72,6 +72,7 @@ const MET_RPCACC: &[&str] = &[
     "rpcacc.fig12a.throughput_vs_protoacc_pcie.x",
     "rpcacc.abstract.e2e_throughput_gain.x",
     "rpcacc.fig12b.avg_latency_vs_cpu_only.x",
+    "rpcacc.sec1.img.p99_latency_reduction.x",
     "rpcacc.fig13.dsb_exec_time_vs_protoacc_pcie.x",
     "rpcacc.fig13.dsb_exec_time_vs_cpu_only.x",
     "rpcacc.sec1.pcie_ser_slowdown_vs_onchip.x",

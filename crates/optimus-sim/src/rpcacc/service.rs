@@ -238,7 +238,7 @@ impl Design {
 }
 
 /// Latency of a stream of requests (ns).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Load {
     /// Mean.
     pub mean_ns: f64,
@@ -260,6 +260,37 @@ pub struct Service {
     /// Same without skipping accelerator fields: the image is first moved to host memory
     /// (`moveToCPU`, waited for) and copied like any host field.
     pub preser_noskip_ns: f64,
+}
+
+impl Service {
+    /// The three designs, `[CPU-only, ProtoACC-PCIe, RPCAcc]`.
+    pub fn designs(&self) -> [Design; 3] {
+        [self.cpu_only, self.protoacc_pcie, self.rpcacc]
+    }
+
+    /// Fig. 12b's comparison "under the same throughput": the offered rate (requests per
+    /// second), `share` of the slowest design's rate with `cores` host cores, and every
+    /// design's latency under that Poisson stream ([`Design::under_load`], the same arrivals
+    /// for each). `None` when `share` is not in (0, 1) or as [`Design::under_load`].
+    pub fn under_same_load(
+        &self,
+        cores: u32,
+        share: f64,
+        requests: usize,
+        seed: u64,
+    ) -> Option<(f64, [Load; 3])> {
+        if !(share > 0.0 && share < 1.0) {
+            return None;
+        }
+        let designs = self.designs();
+        let slowest = designs
+            .iter()
+            .map(|d| d.rate(cores))
+            .fold(f64::INFINITY, f64::min);
+        let per_s = share * slowest;
+        let [a, b, c] = designs.map(|d| d.under_load(cores, per_s, requests, seed));
+        Some((per_s, [a?, b?, c?]))
+    }
 }
 
 /// The request and response of the service, traced by `source`.
@@ -608,6 +639,37 @@ mod tests {
         // Core counts past the bound are not run (a clock per core, searched per request).
         assert_eq!(d.under_load(0, 1e3, 10_000, 7), None);
         assert_eq!(d.under_load(MAX_HOST_CORES + 1, 1e3, 10_000, 7), None);
+    }
+
+    #[test]
+    fn the_same_load_is_a_share_of_the_slowest_design() {
+        let design = |host_ns: f64| Design {
+            host_ns,
+            latency_ns: host_ns,
+            cap_ns: 1e-3,
+        };
+        let svc = Service {
+            cpu_only: design(8000.0),
+            protoacc_pcie: design(2000.0),
+            rpcacc: design(1000.0),
+            ..Service::default()
+        };
+        // Two cores: CPU-only carries 250 k/s, the slowest; half of it is offered to all.
+        let (per_s, loads) = svc.under_same_load(2, 0.5, 50_000, 5).unwrap();
+        assert!((per_s - 125e3).abs() < 1e-6, "{per_s}");
+        for (l, d) in loads.iter().zip(svc.designs()) {
+            assert_eq!(Some(*l), d.under_load(2, per_s, 50_000, 5));
+            assert!(
+                l.p99_ns >= d.latency_ns && l.mean_ns >= d.latency_ns,
+                "{l:?}"
+            );
+        }
+        // CPU-only, at half its rate, queues; RPCAcc, at a sixteenth of its, barely does.
+        assert!(loads[0].p99_ns > loads[0].mean_ns + 1000.0, "{loads:?}");
+        assert!(loads[2].mean_ns < 1010.0, "{loads:?}");
+        for share in [0.0, 1.0, f64::NAN] {
+            assert_eq!(svc.under_same_load(2, share, 50_000, 5), None);
+        }
     }
 
     #[test]
