@@ -79,7 +79,7 @@ fuzz_target!(|data: &[u8]| {
         if method == 1 {
             resp.resize(300, 0); // over max_payload: answered TooLarge
         }
-        Status::from_u16(method % 8)
+        Status::from_aux(u32::from(method % 8))
     });
     let mut peers: Vec<(Loopback, PeerId)> = (0..PEERS)
         .map(|_| {

@@ -315,7 +315,7 @@ impl RpcClient {
                 None => break,
                 Some(Ok(p)) if p.kind == FrameKind::Response => (
                     p.header.request_id,
-                    Status::from_u16(p.header.aux as u16),
+                    Status::from_aux(p.header.aux),
                     p.payload,
                 ),
                 Some(_) => {

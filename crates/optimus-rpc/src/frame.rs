@@ -75,8 +75,9 @@ pub enum Status {
 }
 
 impl Status {
-    /// The status for a wire value; unknown values read as [`Status::HandlerError`].
-    pub fn from_u16(v: u16) -> Self {
+    /// The status for a response's `aux` value; unknown values (any above the last status,
+    /// all 32 bits compared) read as [`Status::HandlerError`].
+    pub fn from_aux(v: u32) -> Self {
         match v {
             0 => Self::Ok,
             1 => Self::Timeout,
@@ -349,6 +350,25 @@ mod tests {
             request_id: u64::MAX - 3,
             aux: 42,
             ..FrameHeader::new(FrameKind::Request)
+        }
+    }
+
+    #[test]
+    fn every_aux_value_reads_as_a_status() {
+        for status in [
+            Status::Ok,
+            Status::Timeout,
+            Status::UnknownMethod,
+            Status::Disconnected,
+            Status::HandlerError,
+            Status::Unavailable,
+            Status::TooLarge,
+        ] {
+            assert_eq!(Status::from_aux(status as u32), status);
+        }
+        // All 32 bits count: a value that is Ok in its low half is not Ok.
+        for v in [7, 0x1_0000, 0x1_0006, u32::MAX] {
+            assert_eq!(Status::from_aux(v), Status::HandlerError, "{v:#x}");
         }
     }
 

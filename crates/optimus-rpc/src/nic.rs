@@ -1338,7 +1338,7 @@ impl Core {
             self.stats.late_responses += 1;
             return;
         }
-        let status = Status::from_u16(h.aux as u16);
+        let status = Status::from_aux(h.aux);
         if s.qp != NO_QP {
             self.stats.responses_delivered += 1;
         }
@@ -1767,7 +1767,7 @@ impl Core {
                 continue;
             }
             let origin = self.pending[k].origin;
-            let status = Status::from_u16(h.aux as u16);
+            let status = Status::from_aux(h.aux);
             // SAFETY: as in `client_ring`: the frame stays untouched until we advance past it.
             let payload = unsafe { &*payload };
             match origin {

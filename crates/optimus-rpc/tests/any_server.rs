@@ -184,7 +184,7 @@ impl Server {
             ..FrameHeader::new(FrameKind::Response)
         };
         let f = sealed(h, &payload);
-        if Status::from_u16(status) == Status::Ok {
+        if Status::from_aux(u32::from(status)) == Status::Ok {
             self.sent_ok.insert(payload, (handle, seq));
         }
         match how {

@@ -297,7 +297,7 @@ proptest! {
                             }
                         }
                         FrameKind::Response => {
-                            let status = Status::from_u16(h.aux as u16);
+                            let status = Status::from_aux(h.aux);
                             if status == Status::Disconnected {
                                 continue; // answered for an unknown connection: ran nothing
                             }
