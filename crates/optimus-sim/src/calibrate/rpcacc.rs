@@ -42,8 +42,8 @@ pub struct RpcFigures {
     /// 2 GHz)` mean TX time per message (ns).
     pub fig10: Vec<(String, [f64; 4])>,
     /// Fig. 12b: the image service "under the same throughput": the offered rate (requests
-    /// per second, [`FIG12B_LOAD_SHARE`] of the slowest design's rate with Fig. 12a's
-    /// largest core count) and `[CPU-only, ProtoACC-PCIe, RPCAcc]` latency under it.
+    /// per second, [`service::ServiceConfig::same_load_share`] of the slowest design's rate
+    /// with Fig. 12a's largest core count) and `[CPU-only, ProtoACC-PCIe, RPCAcc]` latency under it.
     pub fig12b: (f64, [service::Load; 3]),
     /// Fig. 12b under load, with Fig. 12a's largest core count.
     pub fig12b_load: LoadSweep,
@@ -62,10 +62,6 @@ pub struct LoadSweep {
     seed: u64,
 }
 
-/// Fig. 12b's "same throughput": this share of the slowest design's (CPU-only's) rate, so
-/// that every design carries it and none runs near its capacity; the paper does not give
-/// the rate.
-pub const FIG12B_LOAD_SHARE: f64 = 0.5;
 /// Requests drawn per design at Fig. 12b's load.
 const FIG12B_REQUESTS: usize = 100_000;
 
@@ -367,7 +363,7 @@ pub fn reproduce_rpcacc_with(
         fig12b: svc
             .under_same_load(
                 cfg.service.max_cores,
-                FIG12B_LOAD_SHARE,
+                cfg.service.same_load_share,
                 FIG12B_REQUESTS,
                 cfg.seed,
             )
@@ -433,7 +429,7 @@ pub fn reproduce_rpcacc_with(
             "rpcacc.fig8b.rpcacc_vs_bf3_oneshot_deser.x" => Eval::Model(mean(figs.fig8b.iter().map(|b| b.2 / b.1)), "RPCAcc one-shot / BF3-Oneshot deserialization throughput, per bench, mean (Arm IPC fitted here)"),
             "rpcacc.fig12a.throughput_vs_protoacc_pcie.x" | "rpcacc.abstract.e2e_throughput_gain.x" => Eval::Model(per_core(&svc.rpcacc) / per_core(&svc.protoacc_pcie), "image service: RPCAcc / ProtoACC-PCIe requests per host core"),
             "rpcacc.fig12a.throughput_vs_cpu_only.x" => Eval::Model(per_core(&svc.rpcacc) / per_core(&svc.cpu_only), "image service: RPCAcc / CPU-only requests per host core (CPU compression speed fitted here and to Fig. 12b)"),
-            "rpcacc.fig12b.avg_latency_vs_protoacc_pcie.x" | "rpcacc.sec1.img.avg_latency_reduction.x" => Eval::Model(pcie_load.mean_ns / rpcacc_load.mean_ns, "image service: ProtoACC-PCIe / RPCAcc mean latency, Poisson load at half CPU-only's rate with Fig. 12a's cores"),
+            "rpcacc.fig12b.avg_latency_vs_protoacc_pcie.x" | "rpcacc.sec1.img.avg_latency_reduction.x" => Eval::Model(pcie_load.mean_ns / rpcacc_load.mean_ns, "image service: ProtoACC-PCIe / RPCAcc mean latency, one Poisson stream at a share of CPU-only's rate (service.same_load_share) with Fig. 12a's cores"),
             "rpcacc.fig12b.avg_latency_vs_cpu_only.x" => Eval::Model(cpu_load.mean_ns / rpcacc_load.mean_ns, "image service: CPU-only / RPCAcc mean latency, same load"),
             "rpcacc.sec4h.skip_acc_fields_cycle_saving.pct" => Eval::Model(100.0 * (1.0 - svc.rpcacc.host_ns / noskip_host), "image service: 1 - RPCAcc host time per request / same without skipping the image"),
             "rpcacc.sec1.img.p99_latency_reduction.x" => Eval::Model(pcie_load.p99_ns / rpcacc_load.p99_ns, "image service: ProtoACC-PCIe / RPCAcc 99th-percentile latency, same load (every request alike)"),

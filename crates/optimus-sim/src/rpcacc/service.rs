@@ -29,8 +29,9 @@
 //!
 //! The core is busy from the handler's start to its last doorbell; that time bounds a core's
 //! request rate (Fig. 12a), and each design's rate is also capped by the NIC line rate, the
-//! compute unit and PCIe bandwidth per direction. Latency (Fig. 12b) is the sum of the stages
-//! at low load; [`Design::under_load`] adds the queueing of a Poisson stream of requests.
+//! compute unit and PCIe bandwidth per direction. A request's latency at low load is the sum
+//! of its stages; [`Design::under_load`] adds the queueing of a Poisson stream of requests,
+//! and [`Service::under_same_load`] offers one stream to all three designs (Fig. 12b).
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -78,6 +79,11 @@ pub struct ServiceConfig {
     /// Host cores swept in Fig. 12a. Default 16 (one Xeon Silver 4514Y, §IV-A); at most
     /// [`MAX_HOST_CORES`].
     pub max_cores: u32,
+    /// Fig. 12b compares the designs "under the same throughput" (§IV-H): one Poisson
+    /// stream at this share of the slowest design's rate with `max_cores` host cores, offered
+    /// to all three ([`Service::under_same_load`]). Default 0.5: every design carries it and
+    /// none runs near its capacity; the paper does not give the rate. Between 0 and 1.
+    pub same_load_share: f64,
     /// Whether ProtoACC-PCIe's core waits for its serializer's completion before it takes
     /// the next request. Accelerator-only serialization reads the response object in place
     /// across PCIe, so the object must stay untouched until the serializer is done, and
@@ -101,6 +107,7 @@ impl Default for ServiceConfig {
             mmio_core_ns: 100.0,
             line_rate_gbps: 100.0,
             max_cores: 16,
+            same_load_share: 0.5,
             wait_for_accel_serializer: false,
         }
     }
@@ -141,6 +148,13 @@ impl ServiceConfig {
                 (f64::from(self.max_cores), "max_cores"),
             ],
         )?;
+        if !(self.same_load_share > 0.0 && self.same_load_share < 1.0) {
+            return Err(config_err(
+                component,
+                "same_load_share",
+                format!("must be between 0 and 1, got {}", self.same_load_share),
+            ));
+        }
         if self.max_cores > MAX_HOST_CORES {
             return Err(config_err(
                 component,
@@ -768,6 +782,9 @@ mod tests {
         assert!(refused(|s| s.compression_ratio = 1e-6).contains("compression_ratio"));
         assert!(refused(|s| s.compression_ratio = 0.0).contains("compression_ratio"));
         assert!(refused(|s| s.max_cores = 0).contains("max_cores"));
+        assert!(refused(|s| s.same_load_share = 0.0).contains("same_load_share"));
+        assert!(refused(|s| s.same_load_share = 1.0).contains("same_load_share"));
+        assert!(refused(|s| s.same_load_share = f64::NAN).contains("same_load_share"));
         assert!(refused(|s| s.max_cores = MAX_HOST_CORES + 1).contains("1..=1024"));
         assert!(refused(|s| s.mmio_core_ns = -1.0).contains("mmio_core_ns"));
         assert!(refused(|s| s.cpu_compress_mbytes_s = f64::NAN).contains("cpu_compress"));
