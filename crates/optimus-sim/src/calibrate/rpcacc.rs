@@ -43,7 +43,8 @@ pub struct RpcFigures {
     pub fig10: Vec<(String, [f64; 4])>,
     /// Fig. 12b: the image service "under the same throughput": the offered rate (requests
     /// per second, [`service::ServiceConfig::same_load_share`] of the slowest design's rate
-    /// with Fig. 12a's largest core count) and `[CPU-only, ProtoACC-PCIe, RPCAcc]` latency under it.
+    /// with Fig. 12a's largest core count) and `[CPU-only, ProtoACC-PCIe, RPCAcc]` latency
+    /// under it.
     pub fig12b: (f64, [service::Load; 3]),
     /// Fig. 12b under load, with Fig. 12a's largest core count.
     pub fig12b_load: LoadSweep,
