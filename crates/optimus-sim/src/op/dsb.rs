@@ -5,8 +5,11 @@
 //! (`socialNetwork/social_network.thrift`, delimitrou/DeathStarBench); the engine has no
 //! Thrift codec, so each call's argument and result structs become proto3 messages with the
 //! same fields, in the same order and with the same types (Thrift `map<string, string>` as
-//! repeated key/value entries, `list<T>` as `repeated T`, the result's field 0 as field 1), in
-//! the one social-network `.proto` RPCAcc's services use too (`data/socialnet.proto`). Both
+//! repeated key/value entries, `list<T>` as `repeated T`), in the one social-network `.proto`
+//! RPCAcc's services use too (`data/socialnet.proto`). As a protobuf service returns a
+//! message, Read-Post's response is the `Post` its handler fills, not Thrift's result struct
+//! around it (whose field header and stop bytes are fixed); URL-Shorten's list and Login's
+//! string are held by a result message, the Thrift result's field 0 as field 1. Both
 //! formats write one tag and one value per field, so the per-field work the models see is
 //! the same; only the tag and length encodings differ by a byte or two.
 //!
@@ -59,7 +62,7 @@ impl Service {
 pub struct Call {
     /// Deserialization trace of the argument struct.
     pub request: MessageTrace,
-    /// Serialization trace of the result struct.
+    /// Serialization trace of the response.
     pub response: MessageTrace,
 }
 
@@ -91,10 +94,9 @@ fn call_bytes(s: Service, k: usize, g: &mut Gen) -> [(&'static str, Vec<u8>); 2]
             req.int(1, req_id);
             req.int(2, post_id);
             g.carrier(&mut req, 3);
-            let mut post = Wire::default();
-            post.int(1, post_id);
-            g.named(&mut post, 2);
-            post.int(3, g.id());
+            resp.int(1, post_id);
+            g.named(&mut resp, 2);
+            resp.int(3, g.id());
             let mut text = g.chars(256);
             for _ in 0..k {
                 text.push_str(&format!(" @username_{}", g.user()));
@@ -103,9 +105,9 @@ fn call_bytes(s: Service, k: usize, g: &mut Gen) -> [(&'static str, Vec<u8>); 2]
                 text.push(' ');
                 text.push_str(&g.short_url());
             }
-            post.bytes(4, text.as_bytes());
+            resp.bytes(4, text.as_bytes());
             for _ in 0..k {
-                g.named(&mut post, 5);
+                g.named(&mut resp, 5);
             }
             for _ in 0..k.min(5) {
                 let mut m = Wire::default();
@@ -115,15 +117,14 @@ fn call_bytes(s: Service, k: usize, g: &mut Gen) -> [(&'static str, Vec<u8>); 2]
                     100_000_000_000_000_000 + g.id() % 900_000_000_000_000_000,
                 );
                 m.bytes(2, b"png");
-                post.message(6, m);
+                resp.message(6, m);
             }
             for _ in 0..k {
-                g.url(&mut post, 7);
+                g.url(&mut resp, 7);
             }
             // Milliseconds since the epoch, around the paper's time (2019-2020).
-            post.int(8, 1_570_000_000_000 + u64::from(g.0.next_u32()));
-            resp.message(1, post);
-            [("sn.ReadPostArgs", req.0), ("sn.ReadPostResult", resp.0)]
+            resp.int(8, 1_570_000_000_000 + u64::from(g.0.next_u32()));
+            [("sn.ReadPostArgs", req.0), ("sn.Post", resp.0)]
         }
     }
 }
@@ -196,6 +197,7 @@ pub fn dt_reduction(cpu: &CpuConfig, cfg: &OpConfig, calls: &[Call]) -> Result<f
 mod tests {
     use super::*;
     use optimus_core::binary::EngineTraces as Engine;
+    use optimus_trace::Event;
 
     #[test]
     fn each_call_decodes_its_request_and_encodes_its_response() {
@@ -217,6 +219,34 @@ mod tests {
         // The Login token is a 209-character JWT.
         let login = &calls(&mut Engine, Service::Login, 1).unwrap()[0];
         assert_eq!(login.response.wire_bytes, 1 + 2 + 209);
+    }
+
+    /// Schema entries a trace reads at its top level.
+    fn top_level_fields(t: &MessageTrace) -> usize {
+        let mut depth = 0u32;
+        let mut top = 0;
+        for e in &t.events {
+            match e {
+                Event::Enter { .. } => depth += 1,
+                Event::Leave => depth -= 1,
+                Event::SchemaRead { .. } if depth == 0 => top += 1,
+                _ => {}
+            }
+        }
+        top
+    }
+
+    #[test]
+    fn a_struct_return_is_the_response_and_other_returns_are_held_by_a_result() {
+        // Read-Post returns a Post: its fields (id, creator, request id, text, a mention,
+        // a medium, a URL, timestamp) are the response's top level.
+        let post = &calls(&mut Engine, Service::ReadPost, 1).unwrap()[0];
+        assert_eq!(top_level_fields(&post.response), 8);
+        // URL-Shorten returns a list and Login a string: one result field holds each.
+        for s in [Service::UrlShorten, Service::Login] {
+            let c = &calls(&mut Engine, s, 1).unwrap()[0];
+            assert_eq!(top_level_fields(&c.response), 1, "{s:?}");
+        }
     }
 
     #[test]

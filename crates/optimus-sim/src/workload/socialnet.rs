@@ -5,8 +5,10 @@
 //! (delimitrou/DeathStarBench); RPCAcc runs them over protobuf without printing its `.proto`,
 //! so each call's argument and result structs are written as proto3 messages with the same
 //! fields, order and types (`map<string, string>` as repeated key/value entries, `list<T>` as
-//! `repeated T`, enums as `int32`, the result's field 0 as field 1), as Optimus Prime's §6.4
-//! model does (`op::dsb`). The call of each service is the one the compose-post path makes of
+//! `repeated T`, enums as `int32`), as Optimus Prime's §6.4 model does (`op::dsb`). As a
+//! protobuf service returns a message, a call returning a struct (`ComposeCreatorWithUserId`'s
+//! `Creator`) has that struct as its response; one returning a base type or a container has a
+//! result message holding it (the Thrift result's field 0 as field 1). The call of each service is the one the compose-post path makes of
 //! it: `ComposeUniqueId`, `ComposeCreatorWithUserId`, `ComposeUrls`, `GetFollowers` and
 //! `ComposePost` (whose result is `void`, so it has only a request). Values follow the
 //! benchmark's generators: `compose-post.lua` (a 256-character text, 1–6 mentions and URLs of
@@ -60,13 +62,11 @@ pub fn calls(service: &str, seed: u64) -> Vec<CallBytes> {
                     req.int(2, n);
                     req.bytes(3, format!("username_{n}").as_bytes());
                     g.carrier(&mut req, 4);
-                    let mut c = Wire::default();
-                    c.int(1, n);
-                    c.bytes(2, format!("username_{n}").as_bytes());
-                    resp.message(1, c);
+                    resp.int(1, n);
+                    resp.bytes(2, format!("username_{n}").as_bytes());
                     (
                         ("sn.ComposeCreatorWithUserIdArgs", req.0),
-                        Some(("sn.ComposeCreatorWithUserIdResult", resp.0)),
+                        Some(("sn.Creator", resp.0)),
                     )
                 }
                 "url-shorten" => {
