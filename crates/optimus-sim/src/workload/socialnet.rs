@@ -8,11 +8,12 @@
 //! `repeated T`, enums as `int32`), as Optimus Prime's §6.4 model does (`op::dsb`). As a
 //! protobuf service returns a message, a call returning a struct (`ComposeCreatorWithUserId`'s
 //! `Creator`) has that struct as its response; one returning a base type or a container has a
-//! result message holding it (the Thrift result's field 0 as field 1). The call of each service is the one the compose-post path makes of
-//! it: `ComposeUniqueId`, `ComposeCreatorWithUserId`, `ComposeUrls`, `GetFollowers` and
-//! `ComposePost` (whose result is `void`, so it has only a request). Values follow the
-//! benchmark's generators: `compose-post.lua` (a 256-character text, 1–6 mentions and URLs of
-//! `http://` + 64 characters, 1–5 media of 18-digit ids and type `png`, users 1..962), the
+//! result message holding it (the Thrift result's field 0 as field 1). The call of each
+//! service is the one the compose-post path makes of it: `ComposeUniqueId`,
+//! `ComposeCreatorWithUserId`, `ComposeUrls`, `GetFollowers` and `ComposePost` (whose result
+//! is `void`, so it has only a request). Values follow the benchmark's generators:
+//! `compose-post.lua` (a 256-character text, 1–6 mentions and URLs of `http://` + 64
+//! characters, 1–5 media of 18-digit ids and type `png`, users 1..962), the
 //! URL-shorten handler (`http://short-url/` + 10 characters), the Jaeger `uber-trace-id`
 //! carrier, and for `GetFollowers` the socfb-Reed98 graph the benchmark loads (962 users,
 //! 18,812 edges: 39 followers on average). Six draws per service, k = 1..6 as in `op::dsb`.
