@@ -14,7 +14,7 @@ use optimus_sim::config_file;
 use optimus_sim::cpu::CpuConfig;
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::service::{self, Load};
-use optimus_sim::rpcacc::{report, RpcAccConfig, RpcMessage};
+use optimus_sim::rpcacc::{gateway, report, RpcAccConfig, RpcMessage};
 use optimus_sim::workload::{self, MessageTrace, ViewConfig};
 
 mod plot;
@@ -78,7 +78,8 @@ pub struct SimArgs {
     /// socialnet (DeathStarBench messages); OP serializes, RPCAcc runs both directions;
     /// NAME-ser or NAME-deser for one direction [default: mixed]. With `--accel rpcacc`,
     /// `image-service` runs RPCAcc §IV-H's image-compression service on its three designs
-    /// instead (see `--cores` and `--rate`).
+    /// instead (see `--cores` and `--rate`), and `gateway` §II-C's cloud gateway under
+    /// every placement of its packet's fields.
     #[arg(long, value_name = "NAME", conflicts_with = "trace")]
     workload: Option<String>,
     /// A trace file written by `optimus trace`.
@@ -123,6 +124,8 @@ pub struct SimArgs {
 
 /// The image-compression service's workload name.
 const IMAGE_SERVICE: &str = "image-service";
+/// The cloud gateway's workload name.
+const GATEWAY: &str = "gateway";
 
 /// `optimus sim reproduce`.
 #[derive(Subcommand, Debug)]
@@ -186,6 +189,10 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
     }
     if image_service && !args.acc_field.is_empty() {
         bail!("sim: the image service labels its own fields; --acc-field does not apply");
+    }
+    let gateway = args.accel == Accel::Rpcacc && workload_name(&args) == GATEWAY;
+    if gateway && !args.acc_field.is_empty() {
+        bail!("sim: the gateway runs every placement of its fields; --acc-field does not apply");
     }
     let axes = args
         .vary
@@ -261,6 +268,9 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
             }
             if image_service {
                 return image_service_run(&mut out, &cfg, &args, &options);
+            }
+            if gateway {
+                return gateway_run(&mut out, &cfg, &args, &options);
             }
             // A trace file's messages are the same at every point; a workload's are built
             // under each point's configuration.
@@ -525,6 +535,86 @@ fn print_image_service(
         )?;
     }
     Ok(())
+}
+
+/// `--workload gateway`: every placement's throughput, once or per point of `--vary`.
+fn gateway_run(
+    out: &mut impl Write,
+    cfg: &RpcAccConfig,
+    args: &SimArgs,
+    options: &sweep::SweepOptions,
+) -> Result<()> {
+    if !options.axes.is_empty() {
+        return sweep::sweep(out, options, |values| {
+            let cfg = config_file::with_values(cfg, values)?;
+            gateway_outcome(&gateway::run(&cfg, &mut EngineTraces)?)
+        });
+    }
+    let g = gateway::run(cfg, &mut EngineTraces).context("sim")?;
+    if args.json {
+        writeln!(out, "{}", gateway_outcome(&g)?.report)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "cloud gateway (RPCAcc §II-C, C3), {} B packets, {} host core(s), PCIe round trip {} ns",
+        g.packet_bytes, cfg.gateway.cores, cfg.pcie.latency_ns
+    )?;
+    writeln!(
+        out,
+        "  {:<24} {:>8} {:>16} {:>12} {:>10}  bound",
+        "in card memory", "gbps", "requests_per_s", "latency_ns", "host_ns"
+    )?;
+    for p in &g.placements {
+        writeln!(
+            out,
+            "  {:<24} {:>8.2} {:>16.0} {:>12.1} {:>10.1}  {}",
+            p.label(),
+            g.gbps(p),
+            p.rate(),
+            p.latency_ns,
+            p.host_ns,
+            p.occupancy.bound().0
+        )?;
+    }
+    writeln!(
+        out,
+        "best ({}) over worst ({}): {:.3}x",
+        g.best().label(),
+        g.worst().label(),
+        g.worst_vs_best()
+    )?;
+    Ok(())
+}
+
+/// The gateway's JSON document (`gateway::Gateway` with each placement's rate, throughput
+/// and bound) and a headline row per placement.
+fn gateway_outcome(g: &gateway::Gateway) -> Result<sweep::Outcome> {
+    let mut report = serde_json::to_value(g)?;
+    for (doc, p) in report["placements"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .zip(&g.placements)
+    {
+        doc["requests_per_s"] = p.rate().into();
+        doc["gbps"] = g.gbps(p).into();
+        doc["bound"] = p.occupancy.bound().0.into();
+    }
+    report["worst_vs_best"] = g.worst_vs_best().into();
+    let rows = g
+        .placements
+        .iter()
+        .map(|p| sweep::Headline {
+            label: p.label(),
+            metrics: vec![
+                sweep::Metric::new("gbps", Some(g.gbps(p)), 2),
+                sweep::Metric::new("requests_per_s", Some(p.rate()), 0),
+                sweep::Metric::new("latency_ns", Some(p.latency_ns), 1),
+            ],
+        })
+        .collect();
+    Ok(sweep::Outcome { report, rows })
 }
 
 /// Requests drawn for `--rate` (the first tenth warm the queues up).

@@ -6,7 +6,7 @@
 use optimus_core::binary::EngineTraces as Engine;
 use optimus_sim::config_file::with_values;
 use optimus_sim::op::{self, OpConfig};
-use optimus_sim::rpcacc::{report, service, RpcAccConfig};
+use optimus_sim::rpcacc::{gateway, report, service, RpcAccConfig};
 use optimus_sim::workload::MessageClass;
 use optimus_sim::Stats;
 use optimus_trace::Direction;
@@ -190,6 +190,11 @@ proptest! {
             if let Some(l) = d.under_load(cores, rate, 2_000, cfg.seed) {
                 finite("service under load", &[l.mean_ns, l.p99_ns])?;
             }
+        }
+
+        let g = gateway::run(&cfg, &mut Engine).unwrap();
+        for p in &g.placements {
+            finite("gateway", &[p.host_ns, p.latency_ns, p.rate(), g.gbps(p)])?;
         }
     }
 }

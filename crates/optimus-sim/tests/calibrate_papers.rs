@@ -81,6 +81,7 @@ const MET_RPCACC: &[&str] = &[
     "rpcacc.fig8a.bf3_preser_reduction.x",
     "rpcacc.fig8b.bf3_oneshot_deser_gain.x",
     "rpcacc.fig8b.rpcacc_vs_bf3_oneshot_deser.x",
+    "rpcacc.c3.placement_worst_vs_best.x",
 ];
 
 const DOC: &str = include_str!("../../../docs/simulator.md");
@@ -150,6 +151,7 @@ fn rpcacc_targets() {
     check(&rows, MET_RPCACC);
     assert_eq!(figs.fig8a.len(), 6);
     assert_eq!(figs.fig8b.len(), 6);
+    assert_eq!(figs.c3.len(), 16);
     // With PCIe as fast as host memory, ProtoACC-PCIe loses its handicap.
     let mut near = RpcAccConfig::default();
     near.pcie.latency_ns = 70.0;

@@ -87,6 +87,22 @@ fn pcie_latency_hurts_serialization_monotonically() {
 }
 
 #[test]
+fn a_misplaced_gateway_loses_more_over_a_narrower_pcie_link() {
+    // C3: the worst placement crosses PCIe twice each way per packet byte; the best keeps
+    // the packet in card memory and runs at line rate, whatever the link.
+    let loss = |bw: f64| {
+        let mut cfg = RpcAccConfig::default();
+        cfg.pcie.bw_gbytes_s = bw;
+        rpcacc::gateway::run(&cfg, &mut Engine)
+            .unwrap()
+            .worst_vs_best()
+    };
+    let losses: Vec<f64> = [6.4, 12.8, 25.6, 51.2].iter().map(|&bw| loss(bw)).collect();
+    assert!(losses.windows(2).all(|w| w[1] < w[0]), "{losses:?}");
+    assert!(losses[3] < 1.2 && losses[0] > 4.0, "{losses:?}");
+}
+
+#[test]
 fn same_seed_same_trace_same_stats() {
     let t = trace(MessageClass::Mixed);
     let a = op::run(&OpConfig::paper_4x4(3, 2), std::slice::from_ref(&t)).unwrap();

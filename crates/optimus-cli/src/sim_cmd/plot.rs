@@ -14,10 +14,17 @@ use optimus_sim::rpcacc::service::Load;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-/// Pixels of a figure: 800 × 500, wider when more than eight categories need room for
-/// their names.
+/// Pixels of a figure: 800 × 500, wider when its categories need room for their names
+/// (90 pixels each, or 8 a character of the longest).
 fn size(f: &Figure) -> (u32, u32) {
-    (800.max(80 + 90 * f.x_names.len() as u32), 500)
+    let longest = f
+        .x_names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    let per_name = 90.max(8 * longest);
+    (800.max(80 + per_name * f.x_names.len() as u32), 500)
 }
 /// Colours of successive model series.
 const PALETTE: [RGBColor; 6] = [
@@ -893,6 +900,30 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
                     ),
                 ],
             ),
+        },
+    )?;
+    // C3 publishes the worst placement's loss against the best only: the paper's worst is
+    // the model's best over its ratio.
+    let best = figs.c3.iter().map(|p| p.1).fold(f64::NAN, f64::max);
+    let last = figs.c3.len().saturating_sub(1) as f64;
+    let mut series = vec![model("RPCAcc", categories(figs.c3.iter().map(|p| p.1)))];
+    series.extend(
+        paper_value(rows, "rpcacc.c3.placement_worst_vs_best.x").map(|v| {
+            paper(
+                format!("paper: worst = best / {v}"),
+                vec![(0.0, best / v), (last, best / v)],
+            )
+        }),
+    );
+    write(
+        dir,
+        &Figure {
+            name: "rpcacc_c3",
+            title: "C3: cloud gateway throughput per placement (fields in card memory)",
+            x_label: "fields in card memory",
+            y_label: "throughput (Gbps)",
+            x_names: figs.c3.iter().map(|p| p.0.clone()).collect(),
+            series,
         },
     )
 }

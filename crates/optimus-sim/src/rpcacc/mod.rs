@@ -24,6 +24,7 @@
 
 mod bf3;
 mod deserializer;
+pub mod gateway;
 mod host;
 pub mod report;
 mod serializer;
@@ -32,7 +33,7 @@ pub mod service;
 pub use bf3::{bf3_deser, bf3_ser, bf3_ser_occupancy, Bf3Config, Bf3Deser, Bf3Ser};
 pub use deserializer::{chunk_use, deser_times, ChunkUse, DeserLink, DeserTimes};
 pub use host::{cpu_ser_ns, host_cycles, preser_ns, HostCycles};
-pub use serializer::{ser_occupancy, ser_times, serializer_ns, SerTimes};
+pub use serializer::{memaff_card_occupancy, ser_occupancy, ser_times, serializer_ns, SerTimes};
 
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +43,7 @@ use crate::cpu::CpuConfig;
 use crate::error::{check_non_negative, check_positive, Result};
 use crate::program::Program;
 use crate::workload::{hpb, socialnet, MessageSet, MessageTrace, TraceSource, SUITE_SEED};
+use gateway::GatewayConfig;
 use service::ServiceConfig;
 
 /// An interconnect or memory: latency and bandwidth.
@@ -138,6 +140,8 @@ pub struct RpcAccConfig {
     /// The image-compression service of §IV-H (Fig. 11, Fig. 12): its requests, its host
     /// kernels and the cores Fig. 12a sweeps.
     pub service: ServiceConfig,
+    /// The cloud gateway of §II-C (C3): its packets, host cores and flow lookup.
+    pub gateway: GatewayConfig,
 }
 
 /// The card's DMA engine cost per PCIe transaction in ns, the default of both
@@ -191,6 +195,7 @@ impl Default for RpcAccConfig {
             dsb_handler_ns: 0.0,
             cpu_rpc_stack_ns: 850.0,
             service: ServiceConfig::default(),
+            gateway: GatewayConfig::default(),
         }
     }
 }
@@ -248,6 +253,7 @@ impl RpcAccConfig {
         )?;
         self.cpu.validate("rpcacc.cpu")?;
         self.service.validate("rpcacc.service")?;
+        self.gateway.validate("rpcacc.gateway")?;
         bf3.arm.validate("rpcacc.bf3.arm")
     }
 }

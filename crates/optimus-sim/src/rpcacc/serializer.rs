@@ -236,8 +236,19 @@ pub fn ser_occupancy(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerT
         cpu_only: s.software.max(s.to_nic_stream),
         protoacc_pcie: s.engine_over_pcie,
         protoacc_onchip: s.engine_on_chip.max(s.to_nic_stream),
-        rpcacc: s.pre.max(s.dsa).max(s.fetch_stream + s.local_stream),
+        rpcacc: s.pre.max(s.dsa).max(card_stream(&s)),
     }
+}
+
+/// The card's part of memory-affinity serialization when messages follow each other (ns):
+/// the pre-serialized buffer's fetch and the accelerator-resident fields' reads, encoded as
+/// they arrive, without the latencies successive messages overlap.
+pub fn memaff_card_occupancy(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> f64 {
+    card_stream(&ser_stages(cfg, m, clock_mhz))
+}
+
+fn card_stream(s: &SerStages) -> f64 {
+    s.fetch_stream + s.local_stream
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! builds the HyperProtoBench `.proto` and messages of the RPCAcc experiments, with the real
 //! benches' structures.
 
+pub mod gateway;
 pub mod hpb;
 pub mod image;
 pub(crate) mod social_gen;
