@@ -230,6 +230,59 @@ fn rpcacc_model_runs_on_workloads_and_trace_files() {
 }
 
 #[test]
+fn the_gateway_runs_every_placement() {
+    let r = json_of(&[
+        "sim",
+        "--accel",
+        "rpcacc",
+        "--workload",
+        "gateway",
+        "--json",
+    ]);
+    let placements = r["placements"].as_array().unwrap();
+    assert_eq!(placements.len(), 16);
+    let gbps = |i: usize| placements[i]["gbps"].as_f64().unwrap();
+    // Every field in host memory is the slowest; the payload in card memory reaches the line.
+    assert!(placements[0]["accel_fields"].as_array().unwrap().is_empty());
+    assert_eq!(placements[0]["bound"], "PCIe card to host");
+    assert!((0..16).all(|i| gbps(i) >= gbps(0)));
+    assert!(gbps(15) > 90.0 && gbps(15) <= 100.0, "{}", gbps(15));
+    let ratio = r["worst_vs_best"].as_f64().unwrap();
+    assert!((gbps(15) / gbps(0) - ratio).abs() < 1e-9);
+    // A sweep of the packet size prints a row per placement and point.
+    let sweep = optimus(
+        &[
+            "sim",
+            "--accel",
+            "rpcacc",
+            "--workload",
+            "gateway",
+            "--vary",
+            "gateway.packet_bytes=64,9000",
+        ],
+        b"",
+    );
+    assert!(sweep.status.success());
+    let table = String::from_utf8_lossy(&sweep.stdout);
+    assert_eq!(table.matches("eth+ip+ports+payload").count(), 2, "{table}");
+    // The gateway places its own fields.
+    let labelled = optimus(
+        &[
+            "sim",
+            "--accel",
+            "rpcacc",
+            "--workload",
+            "gateway",
+            "--acc-field",
+            "gw.Packet.eth",
+        ],
+        b"",
+    );
+    assert!(!labelled.status.success());
+    assert!(String::from_utf8_lossy(&labelled.stderr).contains("--acc-field"));
+}
+
+#[test]
 fn the_image_service_runs_under_a_load() {
     let run = |extra: &[&str]| {
         let mut args = vec!["sim", "--accel", "rpcacc", "--workload", "image-service"];
