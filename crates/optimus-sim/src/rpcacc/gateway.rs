@@ -243,27 +243,30 @@ pub fn run(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Gateway> 
     let g = &cfg.gateway;
     let wire = gateway::packet(g.packet_bytes);
     let msgs = [(PACKET_TYPE, wire.as_slice())];
-    let mut traced = |accel: &[&str]| -> Result<RpcMessage> {
-        let mut one = |d| trace_messages(source, "gateway", GATEWAY_PROTO, &msgs, d, accel);
-        let deser = one(Direction::Decode)?.remove(0);
-        let ser = one(Direction::Encode)?.remove(0);
-        Ok(prepare("gateway", 0, ser, deser, 0.0))
-    };
-    // The message's record, which holds the scalars the host reads, stays in host memory
-    // whatever the placement.
-    let all_in_card = traced(&PLACEABLE_FIELDS)?;
-    let d = deser_times(cfg, &all_in_card, DeserLink::pcie(cfg), cfg.clock_mhz);
-    let record_bytes = d.output_bytes - d.accel_bytes;
-    let mut placements = Vec::new();
+    let mut traced = Vec::new();
     for mask in 0..1u32 << PLACEABLE_FIELDS.len() {
         let accel: Vec<&'static str> = (0..PLACEABLE_FIELDS.len())
             .filter(|i| mask & (1 << i) != 0)
             .map(|i| PLACEABLE_FIELDS[i])
             .collect();
-        let m = traced(&accel)?;
-        let host_fields = PLACEABLE_FIELDS.len() - accel.len();
-        placements.push(place(cfg, &m, record_bytes, host_fields, accel));
+        let mut one = |d| trace_messages(source, "gateway", GATEWAY_PROTO, &msgs, d, &accel);
+        let deser = one(Direction::Decode)?.remove(0);
+        let ser = one(Direction::Encode)?.remove(0);
+        traced.push((accel, prepare("gateway", 0, ser, deser, 0.0)));
     }
+    // The message's record, which holds the scalars the host reads, stays in host memory
+    // whatever the placement: it is all the last placement, every field in card memory,
+    // has there.
+    let (_, all_in_card) = traced.last().expect("sixteen placements");
+    let d = deser_times(cfg, all_in_card, DeserLink::pcie(cfg), cfg.clock_mhz);
+    let record_bytes = d.output_bytes - d.accel_bytes;
+    let placements = traced
+        .into_iter()
+        .map(|(accel, m)| {
+            let host_fields = PLACEABLE_FIELDS.len() - accel.len();
+            place(cfg, &m, record_bytes, host_fields, accel)
+        })
+        .collect();
     Ok(Gateway {
         packet_bytes: g.packet_bytes,
         placements,
