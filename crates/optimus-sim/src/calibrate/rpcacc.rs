@@ -451,7 +451,7 @@ pub fn reproduce_rpcacc_with(
             "rpcacc.sec1.img.p99_latency_reduction.x" => Eval::Model(pcie_load.p99_ns / rpcacc_load.p99_ns, "image service: ProtoACC-PCIe / RPCAcc 99th-percentile latency, same load (every request alike)"),
             "rpcacc.fig13.dsb_exec_time_vs_cpu_only.x" => Eval::Model(geomean(e_cpu.iter().zip(&e_rpc).map(|(a, b)| a / b)), "DeathStarBench: CPU-only / RPCAcc time per call, geomean over 5 services, RPC layer (handler time 0)"),
             "rpcacc.fig13.dsb_exec_time_vs_protoacc_pcie.x" => Eval::Model(geomean(e_pp.iter().zip(&e_rpc).map(|(a, b)| a / b)), "DeathStarBench: ProtoACC-PCIe / RPCAcc time per call, geomean over 5 services, RPC layer"),
-            "rpcacc.c3.placement_worst_vs_best.x" => Eval::Model(gateway.worst_vs_best(), "cloud gateway, kernels on the compute unit: best / worst rate over the 16 placements of its packet's fields, 1500 B packets"),
+            "rpcacc.c3.placement_worst_vs_best.x" => Eval::Model(gateway.worst_vs_best(), "cloud gateway, kernels on the compute unit: best / worst rate over the 16 placements of its packet's fields, gateway.packet_bytes (1500 B)"),
             _ => Eval::NotModeled("no experiment mapped"),
         }
     };
