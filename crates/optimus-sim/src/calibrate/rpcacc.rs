@@ -49,8 +49,8 @@ pub struct RpcFigures {
     /// Fig. 12b under load, with Fig. 12a's largest core count.
     pub fig12b_load: LoadSweep,
     /// C3's cloud gateway: per placement of its packet's fields, `(fields in card memory,
-    /// Gbps, the resource that bounds it)`, in [`gateway::Gateway::placements`] order.
-    pub c3: Vec<(String, f64, String)>,
+    /// Gbps)`, in [`gateway::Gateway::placements`] order.
+    pub c3: Vec<(String, f64)>,
 }
 
 /// Fig. 12b under load: ProtoACC-PCIe and RPCAcc fed a Poisson stream at offered rates
@@ -387,13 +387,7 @@ pub fn reproduce_rpcacc_with(
         c3: gateway
             .placements
             .iter()
-            .map(|p| {
-                (
-                    p.label(),
-                    gateway.gbps(p),
-                    p.occupancy.bound().0.to_string(),
-                )
-            })
+            .map(|p| (p.label(), gateway.gbps(p)))
             .collect(),
         fig12a: (1..=cfg.service.max_cores)
             .map(|n| {

@@ -210,7 +210,7 @@ impl Gateway {
     pub fn best(&self) -> &Placement {
         self.placements
             .iter()
-            .min_by(|a, b| rank(b, a).then(a.latency_ns.total_cmp(&b.latency_ns)))
+            .min_by(|a, b| ranked(b, a))
             .expect("every gateway run has placements")
     }
 
@@ -218,7 +218,7 @@ impl Gateway {
     pub fn worst(&self) -> &Placement {
         self.placements
             .iter()
-            .min_by(|a, b| rank(a, b).then(b.latency_ns.total_cmp(&a.latency_ns)))
+            .min_by(|a, b| ranked(a, b))
             .expect("every gateway run has placements")
     }
 
@@ -228,9 +228,11 @@ impl Gateway {
     }
 }
 
-/// Orders placements by rate.
-fn rank(a: &Placement, b: &Placement) -> std::cmp::Ordering {
-    a.rate().total_cmp(&b.rate())
+/// Orders placements from worst to best: by rate, then by latency, the longer first.
+fn ranked(a: &Placement, b: &Placement) -> std::cmp::Ordering {
+    a.rate()
+        .total_cmp(&b.rate())
+        .then(b.latency_ns.total_cmp(&a.latency_ns))
 }
 
 /// Runs the gateway under every placement of its packet's fields, each message traced by
