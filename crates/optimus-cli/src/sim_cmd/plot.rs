@@ -36,11 +36,24 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(23, 190, 207),
 ];
 
-/// One curve of model points (lines with markers) or of paper points (black markers).
+/// What a series shows, and so how it is drawn.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// Model points: a coloured line with markers.
+    Model,
+    /// Published points: black markers.
+    Paper,
+    /// One published value that holds over a range of x (an average over the messages, a
+    /// ratio at loads the paper does not give): a dashed black line between its two points,
+    /// with the series' marker at each end.
+    PaperLevel,
+}
+
+/// One curve of model points or paper values.
 struct Series {
     name: String,
     points: Vec<(f64, f64)>,
-    paper: bool,
+    kind: Kind,
 }
 
 impl Series {
@@ -58,7 +71,7 @@ fn model(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
     Series {
         name: name.into(),
         points,
-        paper: false,
+        kind: Kind::Model,
     }
 }
 
@@ -66,7 +79,16 @@ fn paper(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
     Series {
         name: name.into(),
         points,
-        paper: true,
+        kind: Kind::Paper,
+    }
+}
+
+/// The paper's value `y` over x from `xs.start` to `xs.end`.
+fn paper_level(name: impl Into<String>, y: f64, xs: Range<f64>) -> Series {
+    Series {
+        name: name.into(),
+        points: vec![(xs.start, y), (xs.end, y)],
+        kind: Kind::PaperLevel,
     }
 }
 
@@ -151,6 +173,15 @@ fn paper_value(rows: &[Row], id: &str) -> Option<f64> {
     rows.iter().find(|r| r.id == id).map(|r| r.paper)
 }
 
+/// The model's value of target `id` for a legend beside the paper's: `model 2.26`, or
+/// `model -` where it computed none.
+fn model_note(rows: &[Row], id: &str) -> String {
+    match rows.iter().find(|r| r.id == id).and_then(|r| r.model) {
+        Some(m) if m.is_finite() => format!("model {}", tick(m)),
+        _ => "model -".to_string(),
+    }
+}
+
 fn register_font() -> Result<()> {
     plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
         .map_err(|_| anyhow!("embedded font rejected"))
@@ -204,8 +235,8 @@ fn place_legend(
     for s in series {
         let pts: Vec<(f64, f64)> = s.drawable().collect();
         samples.extend(&pts);
-        if !s.paper {
-            // Model series are lines: sample them between their points too.
+        if s.kind != Kind::Paper {
+            // Lines (model curves, paper levels): sample them between their points too.
             for p in pts.windows(2) {
                 samples.extend((1..8).map(|k| {
                     let t = f64::from(k) / 8.0;
@@ -318,15 +349,38 @@ where
     let mut paper_series = 0;
     for s in &f.series {
         let pts: Vec<(f64, f64)> = s.drawable().collect();
-        if s.paper {
+        if s.kind != Kind::Model {
             // Each paper series has its own black marker: a cross, a triangle, a ring.
             let shape = PaperMarker::ALL[paper_series % PaperMarker::ALL.len()];
             paper_series += 1;
+            let dashed = s.kind == Kind::PaperLevel;
+            if dashed {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        pts.iter().copied(),
+                        8,
+                        5,
+                        BLACK.stroke_width(2),
+                    ))
+                    .map_err(err)?;
+            }
             chart
                 .draw_series(pts.iter().map(|&p| shape.at(p, 7)))
                 .map_err(err)?
                 .label(s.name.as_str())
-                .legend(move |(x, y)| shape.at((x + 10, y), 5));
+                .legend(move |(x, y)| {
+                    // A level's legend is two dashes with the marker between them; a
+                    // point's, the marker alone (its dashes shrink to the marker's centre).
+                    let (from, to) = if dashed { (0, 20) } else { (10, 10) };
+                    let third = (to - from) / 3;
+                    let dash = |a: i32, b: i32| {
+                        PathElement::new(vec![(a, 0), (b, 0)], BLACK.stroke_width(2))
+                    };
+                    EmptyElement::at((x, y))
+                        + dash(from, from + third)
+                        + dash(to - third, to)
+                        + shape.at((10, 0), 5)
+                });
         } else {
             let c = PALETTE[colour % PALETTE.len()];
             colour += 1;
@@ -473,9 +527,13 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
     }
     if let Some(v) = paper_value(rows, "op.sec6_4.dt_latency_reduction_max.x") {
         let last = figs.fig10.len().saturating_sub(1) as f64;
-        fig10.series.push(paper(
-            format!("paper, up to {v}x"),
-            vec![(0.0, v), (last, v)],
+        fig10.series.push(paper_level(
+            format!(
+                "paper, up to {v}x ({})",
+                model_note(rows, "op.sec6_4.dt_latency_reduction_max.x")
+            ),
+            v,
+            0.0..last,
         ));
     }
     write(dir, &fig10)
@@ -518,17 +576,18 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
     fig5.series.push(model("model, per message", pts.clone()));
     let lo = pts.first().map_or(0.0, |p| p.0);
     let hi = pts.last().map_or(1.0, |p| p.0);
-    if let Some(v) = paper_value(rows, "rpcacc.fig5.oneshot_deser_speedup.avg.x") {
-        fig5.series.push(paper(
-            "paper average",
-            vec![(lo, v), ((lo + hi) / 2.0, v), (hi, v)],
-        ));
-    }
-    if let Some(v) = paper_value(rows, "rpcacc.fig5.oneshot_deser_speedup.small_fields.x") {
-        fig5.series.push(paper(
-            "paper, fields < 1 KB",
-            vec![(lo, v), (10.0_f64.min(hi), v)],
-        ));
+    for (id, what, xs) in [
+        ("rpcacc.fig5.oneshot_deser_speedup.avg.x", "average", lo..hi),
+        (
+            "rpcacc.fig5.oneshot_deser_speedup.small_fields.x",
+            "average, fields < 1 KB",
+            lo..10.0_f64.min(hi),
+        ),
+    ] {
+        if let Some(v) = paper_value(rows, id) {
+            let label = format!("paper {what}: {v}x ({})", model_note(rows, id));
+            fig5.series.push(paper_level(label, v, xs));
+        }
     }
     write(dir, &fig5)?;
     let mut fig7 = Figure {
@@ -560,8 +619,8 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         ),
     ] {
         if let Some(v) = paper_value(rows, id) {
-            fig7.series
-                .push(paper(label, vec![(0.0, v), (n / 2.0, v), (n, v)]));
+            let label = format!("{label}: {v}x ({})", model_note(rows, id));
+            fig7.series.push(paper_level(label, v, 0.0..n));
         }
     }
     write(dir, &fig7)?;
@@ -698,9 +757,10 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         ("rpcacc.sec1.img.p99_latency_reduction.x", "99th percentile"),
     ] {
         if let Some(v) = paper_value(rows, id) {
-            fig12b_load.series.push(paper(
+            fig12b_load.series.push(paper_level(
                 format!("paper, {what}: {v}x"),
-                vec![(ends[0], v), ((ends[0] + ends[1]) / 2.0, v), (ends[1], v)],
+                v,
+                ends[0]..ends[1],
             ));
         }
     }
@@ -725,26 +785,33 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         .filter(|b| b.0.starts_with("bench"))
         .count() as f64;
     let last = figs.fig6.len().saturating_sub(1) as f64;
-    for (id, (x0, x1)) in [
+    let hpb_benches = 0.0..hpb - 1.0;
+    let dsb_services = hpb..last;
+    for (id, label, xs) in [
         (
             "rpcacc.fig6.memcpy_offload_cycles.hpb.pct",
-            (0.0, hpb - 1.0),
+            "memcpy offload, HyperProtoBench",
+            hpb_benches.clone(),
         ),
         (
             "rpcacc.fig6.memcpy_encoding_offload_cycles.hpb.pct",
-            (0.0, hpb - 1.0),
+            "memcpy + encoding offload, HyperProtoBench",
+            hpb_benches,
         ),
-        ("rpcacc.fig6.memcpy_offload_cycles.dsb.pct", (hpb, last)),
+        (
+            "rpcacc.fig6.memcpy_offload_cycles.dsb.pct",
+            "memcpy offload, DeathStarBench",
+            dsb_services.clone(),
+        ),
         (
             "rpcacc.fig6.memcpy_encoding_offload_cycles.dsb.pct",
-            (hpb, last),
+            "memcpy + encoding offload, DeathStarBench",
+            dsb_services,
         ),
     ] {
         if let Some(v) = paper_value(rows, id) {
-            fig6.series.push(paper(
-                format!("paper average {v} %"),
-                vec![(x0, v), (x1, v)],
-            ));
+            let label = format!("paper average, {label}: {v} % ({} %)", model_note(rows, id));
+            fig6.series.push(paper_level(label, v, xs));
         }
     }
     write(dir, &fig6)?;
@@ -755,12 +822,12 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
                 y_label,
                 bars: &[(String, f64, f64)],
                 designs: [&str; 2],
-                average: Option<(&str, f64)>|
+                average: Option<(String, f64)>|
      -> Result<()> {
         let pts = |k: usize| -> Vec<(f64, f64)> { categories(bars.iter().map(|b| [b.1, b.2][k])) };
         let last = bars.len().saturating_sub(1) as f64;
         let mut series = vec![model(designs[0], pts(0)), model(designs[1], pts(1))];
-        series.extend(average.map(|(label, v)| paper(label, vec![(0.0, v), (last, v)])));
+        series.extend(average.map(|(label, v)| paper_level(label, v, 0.0..last)));
         write(
             dir,
             &Figure {
@@ -779,8 +846,16 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         "normalized time",
         &figs.fig8a,
         ["BF3-MemoryAffinity", "BF3-DSA"],
-        paper_value(rows, "rpcacc.fig8a.bf3_preser_reduction.x")
-            .map(|v| ("paper average, BF3-MemoryAffinity", 1.0 / v)),
+        paper_value(rows, "rpcacc.fig8a.bf3_preser_reduction.x").map(|v| {
+            let id = "rpcacc.fig8a.bf3_preser_reduction.x";
+            (
+                format!(
+                    "paper average, BF3-MemoryAffinity: BF3 / {v} ({})",
+                    model_note(rows, id).replace("model ", "model: BF3 / ")
+                ),
+                1.0 / v,
+            )
+        }),
     )?;
     fig8(
         "rpcacc_fig8b",
@@ -788,8 +863,15 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         "normalized throughput",
         &figs.fig8b,
         ["BF3-Oneshot", "RPCAcc"],
-        paper_value(rows, "rpcacc.fig8b.bf3_oneshot_deser_gain.x")
-            .map(|v| ("paper average, BF3-Oneshot", v)),
+        paper_value(rows, "rpcacc.fig8b.bf3_oneshot_deser_gain.x").map(|v| {
+            (
+                format!(
+                    "paper average, BF3-Oneshot: {v}x ({})",
+                    model_note(rows, "rpcacc.fig8b.bf3_oneshot_deser_gain.x")
+                ),
+                v,
+            )
+        }),
     )?;
     // Figs. 9 and 10 publish mean ratios over the suite's messages; each bench's paper
     // point is the model's design the ratio is taken against, scaled by it.
@@ -907,14 +989,15 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
     let best = figs.c3.iter().map(|p| p.1).fold(f64::NAN, f64::max);
     let last = figs.c3.len().saturating_sub(1) as f64;
     let mut series = vec![model("RPCAcc", categories(figs.c3.iter().map(|p| p.1)))];
-    series.extend(
-        paper_value(rows, "rpcacc.c3.placement_worst_vs_best.x").map(|v| {
-            paper(
-                format!("paper: worst = best / {v}"),
-                vec![(0.0, best / v), (last, best / v)],
-            )
-        }),
-    );
+    let id = "rpcacc.c3.placement_worst_vs_best.x";
+    series.extend(paper_value(rows, id).map(|v| {
+        let note = model_note(rows, id).replace("model ", "model: best / ");
+        paper_level(
+            format!("paper: worst = best / {v} ({note})"),
+            best / v,
+            0.0..last,
+        )
+    }));
     write(
         dir,
         &Figure {
