@@ -684,6 +684,33 @@ fn reproduce_draws_every_figure_with_its_title() {
             None => format!("Fig. {}:", fig.trim_start_matches("fig")),
         };
         assert!(svg.contains(&title), "{fig}");
+        // The figure's data beside it: the same title, and every series with points.
+        let json = std::fs::read_to_string(dir.join(format!("rpcacc_{fig}.json"))).unwrap();
+        let data: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert!(data["title"].as_str().unwrap().starts_with(&title), "{fig}");
+        let series = data["series"].as_array().unwrap();
+        assert!(!series.is_empty(), "{fig}");
+        for s in series {
+            assert!(!s["points"].as_array().unwrap().is_empty(), "{fig}: {s}");
+        }
+    }
+    // Fig. 7's published geometric means are levels across the messages, each legend
+    // giving the model's value beside the paper's.
+    let fig7: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("rpcacc_fig7.json")).unwrap())
+            .unwrap();
+    let levels: Vec<&serde_json::Value> = fig7["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "paper_level")
+        .collect();
+    assert_eq!(levels.len(), 2);
+    for l in levels {
+        assert!(l["name"].as_str().unwrap().contains("(model "), "{l}");
+        let p = l["points"].as_array().unwrap();
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0][1], p[1][1]);
     }
     // Categories are named on the axis, not numbered.
     let fig6 = std::fs::read_to_string(dir.join("rpcacc_fig6.svg")).unwrap();

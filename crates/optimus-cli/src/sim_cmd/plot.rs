@@ -1,9 +1,10 @@
 //! The papers' figures drawn from a reproduction, with the published points overlaid, and
 //! the figure of a parameter sweep (`optimus sim --vary ... --plot DIR`).
 //!
-//! Each figure is written twice, `NAME.png` and `NAME.svg`. Text uses DejaVu Sans compiled
-//! into the binary (no fontconfig). Paper values come from the target rows, never from
-//! constants here.
+//! Each figure is written as `NAME.png` and `NAME.svg`, and its data as `NAME.json` (the
+//! axes and every series' points, to plot with other tools or compare between runs). Text
+//! uses DejaVu Sans compiled into the binary (no fontconfig). Paper values come from the
+//! target rows, never from constants here.
 
 use std::ops::Range;
 use std::path::Path;
@@ -413,7 +414,34 @@ fn write(dir: &Path, f: &Figure) -> Result<()> {
     let svg = dir.join(format!("{}.svg", f.name));
     draw(BitMapBackend::new(&png, size(f)).into_drawing_area(), f)?;
     draw(SVGBackend::new(&svg, size(f)).into_drawing_area(), f)?;
-    Ok(())
+    let json = dir.join(format!("{}.json", f.name));
+    let text = serde_json::to_string(&data(f))?;
+    std::fs::write(&json, text + "\n").with_context(|| json.display().to_string())
+}
+
+/// A figure's data: its title and axes, and each series' name, kind (`model`, `paper` or
+/// `paper_level`) and points; points the model could not compute are `null`.
+fn data(f: &Figure) -> serde_json::Value {
+    let series: Vec<serde_json::Value> = f
+        .series
+        .iter()
+        .map(|s| {
+            let kind = match s.kind {
+                Kind::Model => "model",
+                Kind::Paper => "paper",
+                Kind::PaperLevel => "paper_level",
+            };
+            serde_json::json!({ "name": s.name, "kind": kind, "points": s.points })
+        })
+        .collect();
+    serde_json::json!({
+        "name": f.name,
+        "title": f.title,
+        "x_label": f.x_label,
+        "y_label": f.y_label,
+        "x_names": f.x_names,
+        "series": series,
+    })
 }
 
 fn prepare(dir: &Path) -> Result<()> {
