@@ -183,6 +183,12 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
         }
         _ => {}
     }
+    if args.accel == Accel::Op && [IMAGE_SERVICE, GATEWAY].contains(&workload_name(&args)) {
+        bail!(
+            "sim: workload {} is RPCAcc's; run it with --accel rpcacc",
+            workload_name(&args)
+        );
+    }
     let image_service = args.accel == Accel::Rpcacc && workload_name(&args) == IMAGE_SERVICE;
     if (args.cores.is_some() || args.rate.is_some()) && !image_service {
         bail!("sim: --cores and --rate apply to --accel rpcacc --workload {IMAGE_SERVICE}");

@@ -428,6 +428,12 @@ fn acc_field_labels_reach_the_model_from_a_trace_file_or_a_workload() {
         &["sim", "--accel", "op", "--acc-field", "bench.Mixed.note"],
         "apply to --accel rpcacc",
     );
+    for workload in ["gateway", "image-service"] {
+        refused(
+            &["sim", "--workload", workload],
+            "is RPCAcc's; run it with --accel rpcacc",
+        );
+    }
     refused(
         &[
             "sim",
