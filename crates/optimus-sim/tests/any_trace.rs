@@ -1,9 +1,10 @@
-//! Any well-formed trace file runs on both models: no panic, every message completes, and
-//! every reported number is finite.
+//! Any well-formed trace file runs on both models, or the view refuses it by name for its
+//! size: no panic, every message completes, and every reported number is finite.
 
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::{report, RpcAccConfig};
 use optimus_sim::workload::{accelerator_view, MemoryView, ViewConfig, MAX_BUFFER_OFFSET};
+use optimus_sim::SimError;
 use optimus_trace::{Direction, Event, Format, Region};
 use proptest::prelude::*;
 
@@ -111,6 +112,9 @@ fn trace() -> impl Strategy<Value = Vec<Event>> {
     })
 }
 
+/// Largest message the property replays: 16 MiB read and written.
+const TRACED_BYTES: u64 = 16 << 20;
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
@@ -125,9 +129,22 @@ proptest! {
         let events = optimus_trace::decode(&file).unwrap();
         let view = ViewConfig {
             memory: if engine_layout { MemoryView::Engine } else { MemoryView::Arena },
+            // Far below the default: a message this size already takes the models a while.
+            max_traced_bytes: TRACED_BYTES,
             ..ViewConfig::default()
         };
-        let messages = accelerator_view("any", &events, &view).unwrap();
+        // A serialized-buffer offset a little past the previous one claims every byte
+        // between them (the view widens the access back to it): now and then two of the
+        // drawn offsets land within 2 GiB of each other, and the message claims more bytes
+        // than the view takes, which it must refuse by name.
+        let messages = match accelerator_view("any", &events, &view) {
+            Err(SimError::Workload { why, .. })
+                if why.contains("over the limit") && why.contains("max_traced_bytes") =>
+            {
+                return Ok(());
+            }
+            r => r.unwrap(),
+        };
 
         let mut cfg = OpConfig::paper_4x4(pipelines, interleave);
         cfg.warmup_cycles = 200;
