@@ -174,12 +174,12 @@ fn paper_value(rows: &[Row], id: &str) -> Option<f64> {
     rows.iter().find(|r| r.id == id).map(|r| r.paper)
 }
 
-/// The model's value of target `id` for a legend beside the paper's: `model 2.26`, or
-/// `model -` where it computed none.
-fn model_note(rows: &[Row], id: &str) -> String {
+/// The model's value of target `id` for a legend beside the paper's (`2.26`), or `-` where
+/// it computed none.
+fn model_value(rows: &[Row], id: &str) -> String {
     match rows.iter().find(|r| r.id == id).and_then(|r| r.model) {
-        Some(m) if m.is_finite() => format!("model {}", tick(m)),
-        _ => "model -".to_string(),
+        Some(m) if m.is_finite() => tick(m),
+        _ => "-".to_string(),
     }
 }
 
@@ -557,8 +557,8 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
         let last = figs.fig10.len().saturating_sub(1) as f64;
         fig10.series.push(paper_level(
             format!(
-                "paper, up to {v}x ({})",
-                model_note(rows, "op.sec6_4.dt_latency_reduction_max.x")
+                "paper, up to {v}x (model {})",
+                model_value(rows, "op.sec6_4.dt_latency_reduction_max.x")
             ),
             v,
             0.0..last,
@@ -613,7 +613,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         ),
     ] {
         if let Some(v) = paper_value(rows, id) {
-            let label = format!("paper {what}: {v}x ({})", model_note(rows, id));
+            let label = format!("paper {what}: {v}x (model {})", model_value(rows, id));
             fig5.series.push(paper_level(label, v, xs));
         }
     }
@@ -647,7 +647,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         ),
     ] {
         if let Some(v) = paper_value(rows, id) {
-            let label = format!("{label}: {v}x ({})", model_note(rows, id));
+            let label = format!("{label}: {v}x (model {})", model_value(rows, id));
             fig7.series.push(paper_level(label, v, 0.0..n));
         }
     }
@@ -838,7 +838,10 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         ),
     ] {
         if let Some(v) = paper_value(rows, id) {
-            let label = format!("paper average, {label}: {v} % ({} %)", model_note(rows, id));
+            let label = format!(
+                "paper average, {label}: {v} % (model {} %)",
+                model_value(rows, id)
+            );
             fig6.series.push(paper_level(label, v, xs));
         }
     }
@@ -878,8 +881,8 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
             let id = "rpcacc.fig8a.bf3_preser_reduction.x";
             (
                 format!(
-                    "paper average, BF3-MemoryAffinity: BF3 / {v} ({})",
-                    model_note(rows, id).replace("model ", "model: BF3 / ")
+                    "paper average, BF3-MemoryAffinity: BF3 / {v} (model: BF3 / {})",
+                    model_value(rows, id)
                 ),
                 1.0 / v,
             )
@@ -894,8 +897,8 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         paper_value(rows, "rpcacc.fig8b.bf3_oneshot_deser_gain.x").map(|v| {
             (
                 format!(
-                    "paper average, BF3-Oneshot: {v}x ({})",
-                    model_note(rows, "rpcacc.fig8b.bf3_oneshot_deser_gain.x")
+                    "paper average, BF3-Oneshot: {v}x (model {})",
+                    model_value(rows, "rpcacc.fig8b.bf3_oneshot_deser_gain.x")
                 ),
                 v,
             )
@@ -1019,9 +1022,9 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
     let mut series = vec![model("RPCAcc", categories(figs.c3.iter().map(|p| p.1)))];
     let id = "rpcacc.c3.placement_worst_vs_best.x";
     series.extend(paper_value(rows, id).map(|v| {
-        let note = model_note(rows, id).replace("model ", "model: best / ");
+        let m = model_value(rows, id);
         paper_level(
-            format!("paper: worst = best / {v} ({note})"),
+            format!("paper: worst = best / {v} (model: best / {m})"),
             best / v,
             0.0..last,
         )
