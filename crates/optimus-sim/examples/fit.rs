@@ -19,9 +19,10 @@
 //! the fitted values, as a config file for `optimus sim reproduce --config`.
 //!
 //! `--sensitivity` prints, per parameter, the targets met at each end of its range and a
-//! Markdown table of every computed target that moves by more than 2 % at either end: the
-//! model at the low end, the default and the high end, the elasticity (d ln model / d ln
-//! parameter over the range) and the status at each end where it differs from the default's.
+//! Markdown table of every computed target that moves by more than 2 % or changes status at
+//! either end: the model at the low end, the default and the high end, the elasticity
+//! (d ln model / d ln parameter over the range) and the status at each end where it differs
+//! from the default's.
 
 use optimus_core::binary::EngineTraces;
 use optimus_sim::calibrate::{self, Row, Status};
@@ -165,14 +166,16 @@ fn report_sensitivity(paper: &str, defaults: &Value, p: &Param, base: &[Row]) {
             continue;
         };
         let moved = |x: f64| (x - m).abs() > 0.02 * m.abs();
-        if !matches!(b.status, Status::Met | Status::Missed) || !(moved(ml) || moved(mh)) {
+        let flipped = l.status != b.status || h.status != b.status;
+        if !matches!(b.status, Status::Met | Status::Missed) || !(moved(ml) || moved(mh) || flipped)
+        {
             continue;
         }
         let elasticity = match (mh / ml).ln() / (high / low).ln() {
             e if e.is_finite() => format!("{e:+.2}"),
             _ => "—".to_string(),
         };
-        let flips = if l.status == b.status && h.status == b.status {
+        let flips = if !flipped {
             status(b).to_string()
         } else {
             format!("{} / {} / {}", status(l), status(b), status(h))

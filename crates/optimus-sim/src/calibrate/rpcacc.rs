@@ -293,7 +293,10 @@ pub fn reproduce_rpcacc_with(
         .collect();
     let pre: Vec<f64> = ms
         .iter()
-        .map(|m| rpcacc::preser_ns(&cfg, m, true).0 / rpcacc::cpu_ser_ns(&cfg, m))
+        .map(|m| {
+            let h = rpcacc::host_cycles(&cfg, m);
+            h.memcpy_encoding_offload / h.software
+        })
         .collect();
     // §IV-C: memory-affinity serialization "trades a few CPU cycles for the large decrease in
     // the overall serialization time": the design that spends no CPU cycles is accelerator-only
@@ -418,7 +421,7 @@ pub fn reproduce_rpcacc_with(
             "rpcacc.c1.cross_pcie_deser_loss.x" => Eval::Model(geomean(d.iter().map(|x| x.fbf_local_rate / x.fbf_host_rate)), "field-by-field into card memory / into host memory"),
             "rpcacc.fig2.ser_time_increase_70ns_to_1250ns.x" => Eval::Model(fig2, "serializer time at 1250 ns / 70 ns, Bench2, geomean"),
             "rpcacc.sec1.pcie_ser_slowdown_vs_onchip.x" => Eval::Model(suite_latency, "serializer time at 1250 ns / 70 ns (Fig. 2's experiment), whole suite, geomean"),
-            "rpcacc.sec4c.preser_cpu_cycles_vs_cpu_ser.pct" => Eval::Model(100.0 * geomean(pre.iter().copied()), "host pre-serialization / software serialization, geomean"),
+            "rpcacc.sec4c.preser_cpu_cycles_vs_cpu_ser.pct" => Eval::Model(100.0 * geomean(pre.iter().copied()), "host pre-serialization, until the memcpy engine's copies are done, / software serialization, geomean"),
             "rpcacc.sec4c.overall_ser_time_decrease.pct" => Eval::Model(100.0 * (1.0 - geomean(overall.iter().copied())), "1 - memory-affinity / ProtoACC-PCIe time, geomean"),
             "rpcacc.fig10.onchip_tx_advantage.250mhz.x" => Eval::Model(mean(st.iter().map(|s| s.rpcacc / s.protoacc_onchip)), "RPCAcc TX / ProtoACC-OnChip TX, mean, 250 MHz"),
             "rpcacc.fig10.onchip_tx_advantage.2ghz.x" => Eval::Model(mean(st2.iter().map(|s| s.rpcacc / s.protoacc_onchip)), "same at 2 GHz"),
