@@ -6,7 +6,12 @@
 //! parent's entry (its address field points at the sub-schema). A field read of message or
 //! accelerator memory depends on the entry just read (or on the previous read of the same
 //! field: pointer chasing). Reads of the serialized buffer depend on nothing: its base is in
-//! the request and it is read in order.
+//! the request and it is read in order. Each element of a repeated sub-message hangs from the
+//! field's entry.
+//!
+//! An engine that walks the objects themselves (ProtoACC's, RPCAcc's baselines) instead of
+//! Optimus Prime's instance schema must also load a sub-message's pointer from its parent's
+//! record before it can reach the sub-message: [`Access::pointer`] marks where.
 
 use optimus_trace::{Direction, Event, Region};
 
@@ -32,6 +37,10 @@ pub struct Access {
     pub item: u32,
     /// Bytes of this access that the trace asked for (within the line).
     pub bytes: u32,
+    /// On a sub-message's first access: the memory of the parent's record, which holds the
+    /// sub-message's pointer (an object-walking engine loads it first; Optimus Prime's schema
+    /// entry carries the address instead).
+    pub pointer: Option<Region>,
 }
 
 /// One field's worth of work.
@@ -78,6 +87,10 @@ impl Program {
         let mut cur = Item::default();
         let mut last_access_in_item: Option<u32> = None;
         let mut last_entry: Option<u32> = None;
+        // Per open message: where its record lives, learnt as it is walked.
+        let mut records = vec![Record::default()];
+        // Set between a sub-message's `Enter` and its first access.
+        let mut awaiting_first = false;
         let mut has_work = false;
         let flush = |p: &mut Program, cur: &mut Item, has_work: &mut bool, depth: u8| {
             cur.end_access = p.accesses.len() as u32;
@@ -97,6 +110,7 @@ impl Program {
                     }
                     let dep = parent.last().copied().flatten();
                     let idx = push_lines(&mut p, addr, size, Region::Message, dep, true, depth);
+                    note_first(&mut records, idx, &mut awaiting_first);
                     last_entry = idx;
                     last_access_in_item = idx;
                 }
@@ -115,8 +129,12 @@ impl Program {
                         last_access_in_item.or_else(|| parent.last().copied().flatten())
                     };
                     let idx = push_lines(&mut p, addr, bytes, region, dep, false, depth);
+                    note_first(&mut records, idx, &mut awaiting_first);
                     if region != Region::Buffer {
                         last_access_in_item = idx.or(last_access_in_item);
+                        if let Some(r) = records.last_mut() {
+                            r.read(region);
+                        }
                     }
                 }
                 Event::Convert { op, bytes } => {
@@ -134,13 +152,25 @@ impl Program {
                 Event::Enter { .. } => {
                     flush(&mut p, &mut cur, &mut has_work, depth);
                     parent.push(last_entry);
+                    records.push(Record::default());
+                    awaiting_first = true;
                     depth = depth.saturating_add(1);
                     p.max_depth = p.max_depth.max(depth);
                     last_access_in_item = None;
                 }
                 Event::Leave => {
                     flush(&mut p, &mut cur, &mut has_work, depth);
-                    parent.pop();
+                    // The next sibling (another element of a repeated field) hangs from the
+                    // same entry.
+                    last_entry = parent.pop().flatten();
+                    if records.len() > 1 {
+                        let done = records.pop().unwrap_or_default();
+                        if let Some(r) = records.last_mut() {
+                            r.absorb(&done);
+                        }
+                        done.close(&mut p);
+                    }
+                    awaiting_first = false;
                     depth = depth.saturating_sub(1);
                     last_access_in_item = None;
                 }
@@ -148,6 +178,15 @@ impl Program {
             }
         }
         flush(&mut p, &mut cur, &mut has_work, depth);
+        // Messages left open by a cut-off trace close here; the top-level record is in host
+        // memory whatever its fields' data.
+        while let Some(r) = records.pop() {
+            if records.is_empty() {
+                r.close_as(Region::Message, &mut p);
+            } else {
+                r.close(&mut p);
+            }
+        }
         for (i, it) in p.items.iter().enumerate() {
             for a in &mut p.accesses[it.first_access as usize..it.end_access as usize] {
                 a.item = i as u32;
@@ -222,10 +261,79 @@ fn push_lines(
             depth,
             item: 0,
             bytes: (hi - lo) as u32,
+            pointer: None,
         });
         idx.get_or_insert(p.accesses.len() as u32 - 1);
     }
     idx
+}
+
+/// What the walk has learnt of one message's record: which of its sub-messages' first
+/// accesses wait for a pointer in it, and where its data lies. A sub-message whose data all
+/// lies in accelerator memory (RPCAcc's "Acc" label, which covers everything inside a labelled
+/// message) has its record there too; any other record is in host memory.
+#[derive(Debug)]
+struct Record {
+    /// First accesses of its sub-messages.
+    children: Vec<u32>,
+    /// Some data of it (sub-messages included) was read.
+    read_any: bool,
+    /// All of that data lies in accelerator memory.
+    all_accel: bool,
+}
+
+impl Default for Record {
+    fn default() -> Self {
+        Record {
+            children: Vec::new(),
+            read_any: false,
+            all_accel: true,
+        }
+    }
+}
+
+impl Record {
+    fn read(&mut self, region: Region) {
+        self.read_any = true;
+        self.all_accel &= region == Region::Accel;
+    }
+
+    fn absorb(&mut self, child: &Record) {
+        if child.read_any {
+            self.read(if child.all_accel {
+                Region::Accel
+            } else {
+                Region::Message
+            });
+        }
+    }
+
+    fn close(self, p: &mut Program) {
+        let region = if self.read_any && self.all_accel {
+            Region::Accel
+        } else {
+            Region::Message
+        };
+        self.close_as(region, p);
+    }
+
+    fn close_as(self, region: Region, p: &mut Program) {
+        for c in self.children {
+            p.accesses[c as usize].pointer = Some(region);
+        }
+    }
+}
+
+/// Notes the access `idx` as the first of the sub-message just entered, if one is awaited:
+/// its pointer is in the parent's record, the one below the top of `records`.
+fn note_first(records: &mut [Record], idx: Option<u32>, awaiting_first: &mut bool) {
+    let (Some(i), true) = (idx, *awaiting_first) else {
+        return;
+    };
+    *awaiting_first = false;
+    if let [.., parent, _] = records {
+        parent.children.push(i);
+    }
 }
 
 /// A one-field message for the models' unit tests: a varint whose schema entry is at
@@ -313,6 +421,68 @@ pub(crate) fn one_large_field(bytes: u32) -> MessageTrace {
     }
 }
 
+/// One step of [`nested_trace`]'s walk.
+#[cfg(test)]
+#[derive(Clone, Copy)]
+pub(crate) enum Walk {
+    /// A 4-byte field in this memory: a 16-byte schema entry, the read, op 5 into 2 bytes.
+    Field(Region),
+    /// A sub-message field: its entry, then the sub-message is entered.
+    Sub,
+    /// The next element of the repeated sub-message field just left: entered again.
+    Element,
+    /// The sub-message ends.
+    Leave,
+}
+
+/// A message of nested records for tests, walked as `walk` says.
+#[cfg(test)]
+pub(crate) fn nested_trace(walk: &[Walk]) -> MessageTrace {
+    use optimus_trace::Format;
+    let mut events = vec![Event::MessageBegin {
+        direction: Direction::Encode,
+        format: Format::Protobuf,
+        type_id: 0,
+    }];
+    let mut out = 0;
+    for (k, step) in walk.iter().enumerate() {
+        let entry = Event::SchemaRead {
+            kind: 5,
+            addr: 0x1000 + 16 * k as u64,
+            size: 16,
+        };
+        let enter = Event::Enter { type_id: 1 };
+        match *step {
+            Walk::Sub => events.extend([entry, enter]),
+            Walk::Element => events.push(enter),
+            Walk::Leave => events.push(Event::Leave),
+            Walk::Field(region) => {
+                events.extend([
+                    entry,
+                    Event::FieldRead {
+                        region,
+                        addr: 0x10_0000 + 64 * k as u64,
+                        bytes: 4,
+                    },
+                    Event::Convert { op: 5, bytes: 4 },
+                    Event::FieldWrite {
+                        region: Region::Buffer,
+                        addr: out,
+                        bytes: 2,
+                    },
+                ]);
+                out += 2;
+            }
+        }
+    }
+    events.push(Event::MessageEnd { wire_bytes: out });
+    MessageTrace {
+        events,
+        wire_bytes: out,
+        direction: Direction::Encode,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,6 +509,48 @@ mod tests {
             .filter(|a| a.depth == 0 && a.is_schema)
             .all(|a| a.dep.is_none()));
         assert_eq!(p.bytes_written(Region::Buffer), 232);
+    }
+
+    #[test]
+    fn sub_messages_wait_for_pointers_in_their_parents_records() {
+        use Region::{Accel, Message};
+        use Walk::{Element, Field, Leave, Sub};
+        // A repeated sub-message of two elements, then a sub-message whose data is all in
+        // card memory, with a sub-message of its own.
+        let t = nested_trace(&[
+            Sub,
+            Field(Message),
+            Leave,
+            Element,
+            Field(Message),
+            Leave,
+            Sub,
+            Field(Accel),
+            Sub,
+            Field(Accel),
+            Leave,
+            Leave,
+        ]);
+        let p = Program::from_trace(&t);
+        let entries: Vec<usize> = (0..p.accesses.len())
+            .filter(|&i| p.accesses[i].is_schema)
+            .collect();
+        assert_eq!(entries, [0, 1, 3, 5, 6, 8, 9]);
+        // Both elements hang from the repeated field's entry.
+        assert_eq!(p.accesses[1].dep, Some(0));
+        assert_eq!(p.accesses[3].dep, Some(0));
+        // Each sub-message's first access waits for a pointer: the elements' and the labelled
+        // sub-message's in the top-level record, the inner one's in the labelled record.
+        let pointers: Vec<(usize, Region)> = p
+            .accesses
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| a.pointer.map(|r| (i, r)))
+            .collect();
+        assert_eq!(
+            pointers,
+            [(1, Message), (3, Message), (6, Message), (9, Accel)]
+        );
     }
 
     #[test]

@@ -78,7 +78,7 @@ const MET_RPCACC: &[&str] = &[
     "rpcacc.fig13.dsb_exec_time_vs_cpu_only.x",
     "rpcacc.sec1.pcie_ser_slowdown_vs_onchip.x",
     "rpcacc.fig6.memcpy_encoding_offload_cycles.dsb.pct",
-    "rpcacc.fig8a.bf3_preser_reduction.x",
+    "rpcacc.fig6.memcpy_encoding_offload_cycles.hpb.pct",
     "rpcacc.fig8b.bf3_oneshot_deser_gain.x",
     "rpcacc.fig8b.rpcacc_vs_bf3_oneshot_deser.x",
     "rpcacc.c3.placement_worst_vs_best.x",

@@ -198,14 +198,14 @@ pub fn reproduce_rpcacc_with(
     };
     let cyc = 1000.0 / cfg.clock_mhz;
     let at = |l: f64| {
-        move |_: optimus_trace::Region| rpcacc::LinkConfig {
+        rpcacc::Reach::One(rpcacc::LinkConfig {
             latency_ns: l,
             bw_gbytes_s: cfg.pcie.bw_gbytes_s,
-        }
+        })
     };
     let ratio = |m: &rpcacc::RpcMessage, l: f64| {
-        rpcacc::serializer_ns(&cfg, &m.ser, &at(l), cyc)
-            / rpcacc::serializer_ns(&cfg, &m.ser, &at(70.0), cyc)
+        rpcacc::serializer_ns(&cfg, &m.ser, at(l), cyc)
+            / rpcacc::serializer_ns(&cfg, &m.ser, at(70.0), cyc)
     };
     let bench2: Vec<&rpcacc::RpcMessage> = ms.iter().filter(|m| m.bench == "bench1").collect();
     let fig2 = geomean(bench2.iter().map(|m| ratio(m, 1250.0)));
@@ -277,7 +277,7 @@ pub fn reproduce_rpcacc_with(
                 mmio_ns: upi.latency_ns / 2.0,
                 ..cfg.clone()
             };
-            let proto = c.mmio_ns + rpcacc::serializer_ns(&c, &m.ser, &|_| upi, 0.5);
+            let proto = c.mmio_ns + rpcacc::serializer_ns(&c, &m.ser, rpcacc::Reach::One(upi), 0.5);
             (proto, rpcacc::ser_times(&c, m, 2000.0).rpcacc)
         })
         .collect();

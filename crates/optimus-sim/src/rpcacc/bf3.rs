@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::deserializer::{item_spans, DmaQueue};
 use super::host::{preser_bytes, preser_ns};
-use super::serializer::{field_reads, serializer_ns};
+use super::serializer::{field_reads, serializer_ns, Reach};
 use super::{LinkConfig, RpcAccConfig, RpcMessage};
 use crate::cpu::CpuConfig;
 
@@ -95,7 +95,7 @@ fn bf3_stages(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Stages {
     Bf3Stages {
         arm: bf3.arm.message_ns(&m.ser_trace),
         // Without per-field work: the copy precedes the serializer.
-        reads: serializer_ns(cfg, &m.ser, &|_| bf3.pcie, 0.0)
+        reads: serializer_ns(cfg, &m.ser, Reach::One(bf3.pcie), 0.0)
             + field_reads(&m.ser) as f64 * bf3.dma_job_ns,
         fetch: bf3.dma_job_ns + bf3.pcie.latency_ns + preser_bytes(m) / bf3.pcie.bw_gbytes_s,
         pre,
@@ -107,10 +107,12 @@ fn bf3_stages(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Stages {
 /// [`Bf3Ser`] of `m`: from the host's notification to the last encoded byte.
 pub fn bf3_ser(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Ser {
     let s = bf3_stages(cfg, m);
+    // The host's doorbell crosses the DPU's PCIe one way.
+    let doorbell = cfg.bf3.pcie.latency_ns / 2.0;
     Bf3Ser {
-        naive: cfg.mmio_ns + s.reads + s.arm,
-        memory_affinity: s.pre + cfg.mmio_ns + s.fetch + s.arm,
-        dsa: s.pre_dsa.max(s.dsa) + cfg.mmio_ns + s.fetch + s.arm,
+        naive: doorbell + s.reads + s.arm,
+        memory_affinity: s.pre + doorbell + s.fetch + s.arm,
+        dsa: s.pre_dsa.max(s.dsa) + doorbell + s.fetch + s.arm,
     }
 }
 

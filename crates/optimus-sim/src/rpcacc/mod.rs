@@ -4,8 +4,10 @@
 //!
 //! Every design replays the same message programs (see [`crate::program`]):
 //! - **Serializer engine** (ProtoACC-style, used by ProtoACC-PCIe/-OnChip and Dagger-ProtoACC):
-//!   walks fields in order, issuing each field's memory read once its address is known (the
-//!   dependence chain of sub-messages and strings) and up to `read_window_fields` ahead, with at
+//!   walks the objects field by field, issuing each field's memory read once its address is
+//!   known (a sub-message's fields once its pointer has been loaded from the parent's record,
+//!   a string's bytes once its header has been read) for the `read_window_fields` fields from
+//!   the one being encoded on, with at
 //!   most `max_outstanding_reads` in flight; each read costs the interconnect latency plus
 //!   bytes over bandwidth; each field costs `cycles_per_field` at the accelerator clock, and
 //!   its bytes move at `engine_bits_per_cycle`.
@@ -33,7 +35,9 @@ pub mod service;
 pub use bf3::{bf3_deser, bf3_ser, bf3_ser_occupancy, Bf3Config, Bf3Deser, Bf3Ser};
 pub use deserializer::{chunk_use, deser_times, ChunkUse, DeserLink, DeserTimes};
 pub use host::{cpu_ser_ns, host_cycles, preser_ns, HostCycles};
-pub use serializer::{memaff_card_occupancy, ser_occupancy, ser_times, serializer_ns, SerTimes};
+pub use serializer::{
+    memaff_card_occupancy, ser_occupancy, ser_times, serializer_ns, Reach, SerTimes,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -76,8 +80,9 @@ pub struct RpcAccConfig {
     pub upi: LinkConfig,
     /// Outstanding reads of the serializer's memory interface. Default 16.
     pub max_outstanding_reads: u32,
-    /// Fields ahead of the one being encoded whose reads may be in flight. Default 6 (fitted
-    /// to Fig. 2's 3.4× and Fig. 9's 2.9×, which 5 and 7 miss, see docs/simulator.md).
+    /// Fields whose reads may be in flight, the one being encoded included. Default 32 (assumed;
+    /// on the calibrated messages the pointers a sub-message's reads wait for and the
+    /// outstanding reads bind first: from 16 fields on it moves no target by 2 %).
     pub read_window_fields: u32,
     /// Cycles per field in the (de)serializer pipelines. Default 2.
     pub cycles_per_field: f64,
@@ -110,9 +115,8 @@ pub struct RpcAccConfig {
     pub cpu: CpuConfig,
     /// The BlueField-3 SmartNIC of the Fig. 8 baselines.
     pub bf3: Bf3Config,
-    /// Host instructions per field of pre-serialization (no encoding). Default 8 (calibrated
-    /// to Fig. 6's 74 % saving on DeathStarBench, within the range that keeps Fig. 9's 2.9×,
-    /// see docs/simulator.md).
+    /// Host instructions per field of pre-serialization (no encoding). Default 16 (calibrated
+    /// to Fig. 6's 74 % saving on DeathStarBench, see docs/simulator.md).
     pub preser_per_field: f64,
     /// Fields at least this large are copied by the memcpy engine (DSA). Default 1024.
     pub dsa_threshold_bytes: u32,
@@ -174,7 +178,7 @@ impl Default for RpcAccConfig {
                 bw_gbytes_s: 19.2,
             },
             max_outstanding_reads: 16,
-            read_window_fields: 6,
+            read_window_fields: 32,
             cycles_per_field: 2.0,
             encode_bits_per_cycle: 512.0,
             engine_bits_per_cycle: 512.0,
@@ -186,7 +190,7 @@ impl Default for RpcAccConfig {
             mmio_ns: 625.0,
             cpu: CpuConfig::default(),
             bf3: Bf3Config::default(),
-            preser_per_field: 8.0,
+            preser_per_field: 16.0,
             dsa_threshold_bytes: 1024,
             dsa_submit_ns: 100.0,
             dsa_bw_gbytes_s: 30.0,

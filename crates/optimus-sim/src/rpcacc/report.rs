@@ -6,6 +6,7 @@ use serde::Serialize;
 use optimus_trace::{Direction, Region};
 
 use super::host::host_field_bytes;
+use super::serializer::field_reads;
 use super::{
     bf3_deser, bf3_ser, bf3_ser_occupancy, chunk_use, cpu_ser_ns, deser_layer_of, deser_times,
     prepare, prepare_sets, preser_ns, ser_occupancy, ser_times, DeserLink, RpcAccConfig,
@@ -129,7 +130,7 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
             }
             let reads = m.ser.accesses.iter().filter(|a| !a.is_schema);
             add("serializer", "fields", m.ser.items.len() as f64);
-            add("serializer", "field_reads", reads.clone().count() as f64);
+            add("serializer", "field_reads", field_reads(&m.ser) as f64);
             add(
                 "serializer",
                 "field_read_bytes",

@@ -18,10 +18,13 @@ struct Req {
     bytes: u32,
     region: Region,
     is_schema: bool,
+    /// The first request of a sub-message: the memory of the parent's record, from which the
+    /// engine loads the sub-message's pointer before it can issue this.
+    pointer: Option<Region>,
 }
 
 /// Merges a program's line accesses into one request per (item, dependence, region).
-fn requests(p: &Program) -> (Vec<Req>, Vec<usize>) {
+fn requests(p: &Program) -> Vec<Req> {
     let mut reqs: Vec<Req> = Vec::new();
     let mut map = vec![0usize; p.accesses.len()];
     for (i, a) in p.accesses.iter().enumerate() {
@@ -31,54 +34,119 @@ fn requests(p: &Program) -> (Vec<Req>, Vec<usize>) {
                 if r.item == a.item as usize
                     && r.dep == dep
                     && r.region == a.region
-                    && !a.is_schema =>
+                    && !a.is_schema
+                    && a.pointer.is_none() =>
             {
                 r.bytes += a.bytes;
-                map[i] = reqs.len() - 1;
             }
-            _ => {
-                reqs.push(Req {
-                    item: a.item as usize,
-                    dep,
-                    bytes: a.bytes,
-                    region: a.region,
-                    is_schema: a.is_schema,
-                });
-                map[i] = reqs.len() - 1;
-            }
+            _ => reqs.push(Req {
+                item: a.item as usize,
+                dep,
+                bytes: a.bytes,
+                region: a.region,
+                is_schema: a.is_schema,
+                pointer: a.pointer,
+            }),
         }
+        map[i] = reqs.len() - 1;
     }
-    (reqs, map)
+    reqs
 }
 
 /// Memory reads of `p` at field granularity (a field's lines in one region, schema reads
-/// excluded): the objects a serializer fetches one request each.
+/// excluded) and the sub-messages' pointer loads: the objects a serializer fetches one
+/// request each.
 pub(super) fn field_reads(p: &Program) -> usize {
-    requests(p).0.iter().filter(|r| !r.is_schema).count()
+    requests(p)
+        .iter()
+        .map(|r| usize::from(!r.is_schema) + usize::from(r.pointer.is_some()))
+        .sum()
 }
 
-/// Time in ns for a ProtoACC-style serializer to encode `p`, with `link(region)` giving the
-/// latency and bandwidth of each memory. Schema reads are served from the on-card schema
-/// table (RPCAcc §III-B) and cost nothing; the data they point to still waits for the parent
-/// field's pointer.
-pub fn serializer_ns(
-    cfg: &RpcAccConfig,
-    p: &Program,
-    link: &dyn Fn(Region) -> LinkConfig,
-    cycle_ns: f64,
-) -> f64 {
-    let (reqs, _) = requests(p);
+/// The links a serializer engine reads memory over.
+#[derive(Clone, Copy, Debug)]
+pub enum Reach {
+    /// Every memory over one link (a DMA engine's, a coherent interconnect's, or memory
+    /// itself): concurrent reads share its bandwidth whatever they read.
+    One(LinkConfig),
+    /// Host memory (the message's records and data) over one link, accelerator memory over
+    /// another, each with its own bandwidth.
+    Split {
+        /// Host memory.
+        host: LinkConfig,
+        /// Accelerator memory.
+        accel: LinkConfig,
+    },
+}
+
+impl Reach {
+    /// The link `region` is read over and its index among this reach's links.
+    fn link(self, region: Region) -> (usize, LinkConfig) {
+        match self {
+            Reach::One(l) => (0, l),
+            Reach::Split { accel, .. } if region == Region::Accel => (1, accel),
+            Reach::Split { host, .. } => (0, host),
+        }
+    }
+}
+
+/// A completion time in ns, ordered for the heap of reads in flight.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Ns(f64);
+
+impl Eq for Ns {}
+
+impl PartialOrd for Ns {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ns {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// Bytes of a pointer in a message's record.
+const POINTER_BYTES: u32 = 8;
+
+/// Time in ns for a ProtoACC-style serializer to encode `p`, reading memory over `reach`.
+/// Schema reads are served from the on-card schema table (RPCAcc §III-B) and cost nothing.
+/// The engine walks the objects: a sub-message's fields wait for its pointer, loaded from the
+/// parent's record, and a field's data for its address.
+pub fn serializer_ns(cfg: &RpcAccConfig, p: &Program, reach: Reach, cycle_ns: f64) -> f64 {
+    let reqs = requests(p);
     let mut done = vec![0.0f64; reqs.len()];
-    let mut inflight: std::collections::BinaryHeap<std::cmp::Reverse<u64>> = Default::default();
+    // Per request a sub-message hangs from: when the current sub-message's pointer arrived.
+    let mut pointer_done = vec![0.0f64; reqs.len()];
+    let mut inflight: std::collections::BinaryHeap<std::cmp::Reverse<Ns>> = Default::default();
     let mut item_done = vec![0.0f64; p.items.len()];
     // Per item, when the last of its requests returns (all are issued before it is encoded).
     let mut item_ready = vec![0.0f64; p.items.len()];
-    let mut link_busy: Vec<(Region, f64)> = Vec::new();
+    // Per link, when it has delivered every read issued so far.
+    let mut link_free = [0.0f64; 2];
+    let mut read = |at: f64, region: Region, bytes: u32| {
+        let mut at = at;
+        while inflight.len() >= cfg.max_outstanding_reads as usize {
+            let Some(std::cmp::Reverse(Ns(t))) = inflight.pop() else {
+                break;
+            };
+            at = at.max(t);
+        }
+        // Concurrent reads share the link's bandwidth: data returns after the latency, once
+        // the link has finished delivering earlier reads.
+        let (i, l) = reach.link(region);
+        let fin = (at + l.latency_ns).max(link_free[i]) + f64::from(bytes) / l.bw_gbytes_s;
+        link_free[i] = fin;
+        inflight.push(std::cmp::Reverse(Ns(fin)));
+        fin
+    };
     let w = cfg.read_window_fields as usize;
     let mut t_item = 0.0f64;
     let mut next_req = 0usize;
     for (i, it) in p.items.iter().enumerate() {
-        // Issue every request of items up to i + w whose address is known.
+        // Issue every request of the fields up to i + w - 1 whose address is known.
         while next_req < reqs.len() && reqs[next_req].item < i + w {
             let r = reqs[next_req];
             let window_open = if r.item >= w {
@@ -87,26 +155,17 @@ pub fn serializer_ns(
                 0.0
             };
             let mut at = window_open.max(r.dep.map_or(0.0, |d| done[d]));
-            if r.is_schema {
-                done[next_req] = at;
-            } else {
-                while inflight.len() >= cfg.max_outstanding_reads as usize {
-                    let std::cmp::Reverse(t) = inflight.pop().unwrap_or(std::cmp::Reverse(0));
-                    at = at.max(t as f64 / 1000.0);
+            if let Some(d) = r.dep {
+                if let Some(record) = r.pointer {
+                    pointer_done[d] = read(at, record, POINTER_BYTES);
                 }
-                let l = link(r.region);
-                // Concurrent reads share the link's bandwidth: data returns after the
-                // latency, once the link has finished delivering earlier reads.
-                let busy = link_busy.iter_mut().find(|(g, _)| *g == r.region);
-                let free = busy.as_ref().map_or(0.0, |(_, t)| *t);
-                let fin = (at + l.latency_ns).max(free) + f64::from(r.bytes) / l.bw_gbytes_s;
-                match busy {
-                    Some((_, t)) => *t = fin,
-                    None => link_busy.push((r.region, fin)),
-                }
-                done[next_req] = fin;
-                inflight.push(std::cmp::Reverse((fin * 1000.0) as u64));
+                at = at.max(pointer_done[d]);
             }
+            done[next_req] = if r.is_schema {
+                at
+            } else {
+                read(at, r.region, r.bytes)
+            };
             if let Some(ready) = item_ready.get_mut(r.item) {
                 *ready = ready.max(done[next_req]);
             }
@@ -168,9 +227,14 @@ fn ser_stages(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerStages {
     let wire = m.ser.wire_bytes as f64;
     let pcie = cfg.pcie;
     let acc = cfg.accel_mem;
-    let over_pcie = |r: Region| if r == Region::Accel { acc } else { pcie };
-    let host = cfg.host_mem;
-    let on_chip = |r: Region| if r == Region::Accel { pcie } else { host };
+    let over_pcie = Reach::Split {
+        host: pcie,
+        accel: acc,
+    };
+    let on_chip = Reach::Split {
+        host: cfg.host_mem,
+        accel: pcie,
+    };
     let (pre, dsa) = preser_ns(cfg, m, true);
     let pre_bytes = preser_bytes(m);
     let acc_bytes: f64 = m
@@ -194,8 +258,8 @@ fn ser_stages(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerStages {
         software: cpu_ser_ns(cfg, m),
         to_nic: pcie.latency_ns + wire / pcie.bw_gbytes_s,
         to_nic_stream: wire / pcie.bw_gbytes_s,
-        engine_over_pcie: serializer_ns(cfg, &m.ser, &over_pcie, cyc),
-        engine_on_chip: serializer_ns(cfg, &m.ser, &on_chip, cyc),
+        engine_over_pcie: serializer_ns(cfg, &m.ser, over_pcie, cyc),
+        engine_on_chip: serializer_ns(cfg, &m.ser, on_chip, cyc),
         pre,
         dsa,
         fetch: pcie.latency_ns + fetch_stream,
@@ -256,6 +320,71 @@ mod tests {
     use super::*;
     use crate::rpcacc::{prepare, suite};
     use optimus_core::binary::EngineTraces as Engine;
+    use optimus_trace::Event;
+    #[test]
+    fn each_level_of_nesting_waits_for_its_pointer() {
+        use crate::program::{nested_trace, Walk::*};
+        let cfg = RpcAccConfig::default();
+        let link = LinkConfig {
+            latency_ns: 1e6,
+            bw_gbytes_s: 12.8,
+        };
+        let at_depth = |depth: usize| {
+            let mut walk = vec![Sub; depth];
+            walk.push(Field(Region::Message));
+            walk.extend(vec![Leave; depth]);
+            let p = Program::from_trace(&nested_trace(&walk));
+            serializer_ns(&cfg, &p, Reach::One(link), 4.0) / link.latency_ns
+        };
+        // The field's read, after one pointer load per level above it, each a round trip.
+        for depth in 0..4 {
+            let round_trips = at_depth(depth);
+            assert!(
+                (round_trips - (depth + 1) as f64).abs() < 1e-3,
+                "{depth}: {round_trips}"
+            );
+        }
+    }
+
+    #[test]
+    fn reads_over_one_link_share_its_bandwidth_whatever_memory_they_read() {
+        let cfg = RpcAccConfig::default();
+        let mib = 1 << 20;
+        let mut t = crate::program::one_large_field(mib);
+        let end = t.events.pop();
+        t.events.extend([
+            Event::SchemaRead {
+                kind: 9,
+                addr: 0x1010,
+                size: 16,
+            },
+            Event::FieldRead {
+                region: Region::Accel,
+                addr: 0x100_0000,
+                bytes: mib,
+            },
+        ]);
+        t.events.extend(end);
+        let p = Program::from_trace(&t);
+        let link = LinkConfig {
+            latency_ns: 0.0,
+            bw_gbytes_s: 1.0,
+        };
+        let one = serializer_ns(&cfg, &p, Reach::One(link), 0.0);
+        let split = serializer_ns(
+            &cfg,
+            &p,
+            Reach::Split {
+                host: link,
+                accel: link,
+            },
+            0.0,
+        );
+        // Two MiB through one link at 1 GB/s; a MiB through each of two.
+        assert!((one - 2.0 * f64::from(mib)).abs() < 1.0, "{one}");
+        assert!((split - f64::from(mib)).abs() < 1.0, "{split}");
+    }
+
     #[test]
     fn pcie_latency_slows_nested_serialization() {
         let cfg = RpcAccConfig::default();
@@ -267,19 +396,19 @@ mod tests {
         let fast = serializer_ns(
             &cfg,
             &m.ser,
-            &|_| LinkConfig {
+            Reach::One(LinkConfig {
                 latency_ns: 70.0,
                 bw_gbytes_s: 12.8,
-            },
+            }),
             4.0,
         );
         let slow = serializer_ns(
             &cfg,
             &m.ser,
-            &|_| LinkConfig {
+            Reach::One(LinkConfig {
                 latency_ns: 1250.0,
                 bw_gbytes_s: 12.8,
-            },
+            }),
             4.0,
         );
         assert!(slow > 3.0 * fast, "{slow} vs {fast}");
@@ -308,7 +437,7 @@ mod tests {
         let cfg = crate::rpcacc::worked_example_config();
         let trace = crate::program::one_large_field(64 * 1024);
         let m = prepare("t", 0, trace.clone(), trace, 0.0);
-        let engine = serializer_ns(&cfg, &m.ser, &|_| cfg.host_mem, 4.0);
+        let engine = serializer_ns(&cfg, &m.ser, Reach::One(cfg.host_mem), 4.0);
         let crossing = m.ser.wire_bytes as f64 / cfg.pcie.bw_gbytes_s;
         // The engine's work and the output's bytes across PCIe take microseconds each; they
         // overlap, and the crossing adds its latency once.

@@ -40,7 +40,8 @@ use serde::{Deserialize, Serialize};
 use optimus_trace::Direction;
 
 use super::{
-    deser_times, prepare, preser_ns, rpc_layer, ser_times, DeserLink, RpcAccConfig, RpcMessage,
+    deser_times, host::preser_bytes, prepare, preser_ns, rpc_layer, ser_times, DeserLink,
+    RpcAccConfig, RpcMessage,
 };
 use crate::error::{check_non_negative, check_positive, config_err, Result};
 use crate::program::Program;
@@ -547,7 +548,8 @@ fn rpcacc_request(
     // The card's part of memory-affinity serialization, after the doorbell.
     let card_ser = ser_times(cfg, resp, cfg.clock_mhz).rpcacc - pre.max(dsa);
     let host = t.auth + move_ns + compress + preser;
-    let to_card = if moved && cu_available { t.avatar } else { 0.0 };
+    // Host to card: the avatar moved for the compute unit, and the pre-serialized response.
+    let to_card = preser_bytes(resp) + if moved && cu_available { t.avatar } else { 0.0 };
     let to_host = out_h
         + if moved && !cu_available {
             t.avatar
