@@ -5,8 +5,9 @@
 //! traces (`optimus-core`'s [`EngineTraces`]) and hands them to it.
 
 use std::io::{self, Write};
+use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use optimus_core::binary::EngineTraces;
 use optimus_sim::calibrate::{self, Row, Status};
@@ -16,6 +17,9 @@ use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::service::{self, Load};
 use optimus_sim::rpcacc::{gateway, report, RpcAccConfig, RpcMessage};
 use optimus_sim::workload::{self, MessageTrace, ViewConfig};
+use optimus_sim::SimError;
+
+use crate::trace_cmd::read_at_most;
 
 mod plot;
 mod sweep;
@@ -95,7 +99,8 @@ pub struct SimArgs {
     #[arg(long)]
     cores: Option<u32>,
     /// `--workload image-service`: also run a Poisson stream of this many requests per
-    /// second, and give each design's average and 99th-percentile latency under it.
+    /// second (1e-9 to 1e12), and give each design's average and 99th-percentile latency
+    /// under it.
     #[arg(long, value_name = "PER_S")]
     rate: Option<f64>,
     /// Print one JSON document instead of a table (with `--vary`, one line per point:
@@ -246,13 +251,19 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                 return Ok(());
             }
             let traces = load(&args)?;
+            let run = |cfg: &OpConfig| {
+                op::run(cfg, &traces).map_err(|e| model_error(args.trace.as_deref(), e))
+            };
             if !axes.is_empty() {
-                return sweep::sweep(&mut out, &options, |values| {
-                    let cfg = config_file::with_values(&cfg, values)?;
-                    sweep::op_outcome(&op::run(&cfg, &traces)?)
-                });
+                return sweep::sweep(
+                    &mut out,
+                    &options,
+                    sweep::OP_COLUMNS,
+                    |values| validated(config_file::with_values(&cfg, values), OpConfig::validate),
+                    |cfg| sweep::op_outcome(&run(&cfg)?),
+                );
             }
-            let r = op::run(&cfg, &traces).context("sim")?;
+            let r = run(&cfg).context("sim")?;
             if args.json {
                 writeln!(out, "{}", serde_json::to_string(&r)?)?;
             } else {
@@ -281,20 +292,24 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
             // A trace file's messages are the same at every point; a workload's are built
             // under each point's configuration.
             let from_trace: Option<Vec<RpcMessage>> = match &args.trace {
-                Some(path) => Some(
-                    load_trace(path)?
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, t)| report::one_direction("trace", i, t))
-                        .collect(),
-                ),
+                Some(path) => {
+                    let name = path.display().to_string();
+                    Some(
+                        load_trace(path)?
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, t)| report::one_direction(&name, i, t))
+                            .collect(),
+                    )
+                }
                 None => None,
             };
             let labels: Vec<&str> = args.acc_field.iter().map(String::as_str).collect();
             let report_for = |cfg: &RpcAccConfig| -> Result<report::RpcAccReport> {
                 cfg.validate()?;
                 Ok(match &from_trace {
-                    Some(messages) => report::run(cfg, messages)?,
+                    Some(messages) => report::run(cfg, messages)
+                        .map_err(|e| model_error(args.trace.as_deref(), e))?,
                     None => {
                         let messages = report::workload(
                             cfg,
@@ -307,9 +322,18 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                 })
             };
             if !axes.is_empty() {
-                return sweep::sweep(&mut out, &options, |values| {
-                    sweep::rpcacc_outcome(&report_for(&config_file::with_values(&cfg, values)?)?)
-                });
+                return sweep::sweep(
+                    &mut out,
+                    &options,
+                    sweep::RPCACC_COLUMNS,
+                    |values| {
+                        validated(
+                            config_file::with_values(&cfg, values),
+                            RpcAccConfig::validate,
+                        )
+                    },
+                    |cfg| sweep::rpcacc_outcome(&report_for(&cfg)?),
+                );
             }
             let r = report_for(&cfg).context("sim")?;
             if args.json {
@@ -369,21 +393,35 @@ fn image_service_run(
     let cores = checked_cores(u64::from(args.cores.unwrap_or(1))).context("sim")?;
     args.rate.map(checked_rate).transpose().context("sim")?;
     if !options.axes.is_empty() {
-        return sweep::sweep(out, options, |values| {
-            // `rate` and `cores` are the service's own flags; the rest are config paths.
-            let (mut rate, mut cores, mut params) = (args.rate, cores, Vec::new());
-            for (path, v) in values {
-                match *path {
-                    sweep::RATE => rate = Some(checked_rate(v.as_f64().unwrap_or(f64::NAN))?),
-                    sweep::CORES => cores = checked_cores(v.as_u64().unwrap_or(0))?,
-                    _ => params.push((*path, v.clone())),
+        let under_load = args.rate.is_some() || options.axes.iter().any(|a| a.path == sweep::RATE);
+        return sweep::sweep(
+            out,
+            options,
+            service_columns(under_load),
+            |values| {
+                // `rate` and `cores` are the service's own flags; the rest are config paths.
+                let (mut rate, mut cores, mut params) = (args.rate, cores, Vec::new());
+                for (path, v) in values {
+                    match *path {
+                        sweep::RATE => rate = Some(checked_rate(v.as_f64().unwrap_or(f64::NAN))?),
+                        sweep::CORES => cores = checked_cores(v.as_u64().unwrap_or(0))?,
+                        _ => params.push((*path, v.clone())),
+                    }
                 }
-            }
-            let cfg = config_file::with_values(cfg, &params)?;
-            cfg.validate()?;
-            let designs = service_designs(&cfg, cores, rate)?;
-            service_outcome(cores, rate, &designs)
-        });
+                Ok((
+                    validated(
+                        config_file::with_values(cfg, &params),
+                        RpcAccConfig::validate,
+                    )?,
+                    cores,
+                    rate,
+                ))
+            },
+            |(cfg, cores, rate)| {
+                let designs = service_designs(&cfg, cores, rate)?;
+                service_outcome(cores, rate, &designs)
+            },
+        );
     }
     let designs = service_designs(cfg, cores, args.rate).context("sim")?;
     if args.json {
@@ -398,13 +436,23 @@ fn image_service_run(
     Ok(())
 }
 
-/// The image service's `--rate` (or a varied `rate`): a positive number of requests per
-/// second.
+/// Fewest requests per second `--rate` takes: the smallest positive rate a config takes
+/// (docs/simulator.md), far below one request in the age of the universe, and far above the
+/// rates whose mean gap between requests, 1e9 / rate ns, overflows to infinity.
+const MIN_RATE_PER_S: f64 = 1e-9;
+/// Most requests per second `--rate` takes, the largest rate a config takes.
+const MAX_RATE_PER_S: f64 = 1e12;
+
+/// The image service's `--rate` (or a varied `rate`): requests per second, from
+/// [`MIN_RATE_PER_S`] to [`MAX_RATE_PER_S`].
 fn checked_rate(rate: f64) -> Result<f64> {
-    if rate.is_finite() && rate > 0.0 {
+    if (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&rate) {
         Ok(rate)
     } else {
-        bail!("--rate must be a positive number of requests per second, not {rate}")
+        bail!(
+            "--rate must be a number of requests per second from {MIN_RATE_PER_S:e} to \
+             {MAX_RATE_PER_S:e}, not {rate:e}"
+        )
     }
 }
 
@@ -453,6 +501,25 @@ fn service_designs(
     .collect())
 }
 
+/// The image service's headline columns, as [`service_outcome`] fills them; the last two,
+/// the latency under load, only with a rate.
+const SERVICE_COLUMNS: &[sweep::Column] = &[
+    sweep::Column::new("host_ns", 1),
+    sweep::Column::new("latency_ns", 1),
+    sweep::Column::new("requests_per_s", 0),
+    sweep::Column::new("load_mean_ns", 1),
+    sweep::Column::new("load_p99_ns", 1),
+];
+
+/// [`SERVICE_COLUMNS`], with the load's or without.
+fn service_columns(under_load: bool) -> &'static [sweep::Column] {
+    if under_load {
+        SERVICE_COLUMNS
+    } else {
+        &SERVICE_COLUMNS[..3]
+    }
+}
+
 /// The image service's JSON document (each design's own fields, `service::Design`, with its
 /// name, rate and load) and its headline rows.
 fn service_outcome(
@@ -473,26 +540,18 @@ fn service_outcome(
     let rows = designs
         .iter()
         .map(|d| {
-            let mut metrics = vec![
-                sweep::Metric::new("host_ns", Some(d.costs.host_ns), 1),
-                sweep::Metric::new("latency_ns", Some(d.costs.latency_ns), 1),
-                sweep::Metric::new("requests_per_s", Some(d.requests_per_s), 0),
+            let mut values = vec![
+                Some(d.costs.host_ns),
+                Some(d.costs.latency_ns),
+                Some(d.requests_per_s),
             ];
             if rate.is_some() {
-                metrics.push(sweep::Metric::new(
-                    "load_mean_ns",
-                    d.under_load.map(|l| l.mean_ns),
-                    1,
-                ));
-                metrics.push(sweep::Metric::new(
-                    "load_p99_ns",
-                    d.under_load.map(|l| l.p99_ns),
-                    1,
-                ));
+                values.push(d.under_load.map(|l| l.mean_ns));
+                values.push(d.under_load.map(|l| l.p99_ns));
             }
             sweep::Headline {
                 label: d.design.to_string(),
-                metrics,
+                values,
             }
         })
         .collect();
@@ -551,10 +610,18 @@ fn gateway_run(
     options: &sweep::SweepOptions,
 ) -> Result<()> {
     if !options.axes.is_empty() {
-        return sweep::sweep(out, options, |values| {
-            let cfg = config_file::with_values(cfg, values)?;
-            gateway_outcome(&gateway::run(&cfg, &mut EngineTraces)?)
-        });
+        return sweep::sweep(
+            out,
+            options,
+            GATEWAY_COLUMNS,
+            |values| {
+                validated(
+                    config_file::with_values(cfg, values),
+                    RpcAccConfig::validate,
+                )
+            },
+            |cfg| gateway_outcome(&gateway::run(&cfg, &mut EngineTraces)?),
+        );
     }
     let g = gateway::run(cfg, &mut EngineTraces).context("sim")?;
     if args.json {
@@ -593,6 +660,13 @@ fn gateway_run(
     Ok(())
 }
 
+/// The gateway's headline columns, as [`gateway_outcome`] fills them.
+const GATEWAY_COLUMNS: &[sweep::Column] = &[
+    sweep::Column::new("gbps", 2),
+    sweep::Column::new("requests_per_s", 0),
+    sweep::Column::new("latency_ns", 1),
+];
+
 /// The gateway's JSON document (`gateway::Gateway` with each placement's rate, throughput
 /// and bound) and a headline row per placement.
 fn gateway_outcome(g: &gateway::Gateway) -> Result<sweep::Outcome> {
@@ -613,11 +687,7 @@ fn gateway_outcome(g: &gateway::Gateway) -> Result<sweep::Outcome> {
         .iter()
         .map(|p| sweep::Headline {
             label: p.label(),
-            metrics: vec![
-                sweep::Metric::new("gbps", Some(g.gbps(p)), 2),
-                sweep::Metric::new("requests_per_s", Some(p.rate()), 0),
-                sweep::Metric::new("latency_ns", Some(p.latency_ns), 1),
-            ],
+            values: vec![Some(g.gbps(p)), Some(p.rate()), Some(p.latency_ns)],
         })
         .collect();
     Ok(sweep::Outcome { report, rows })
@@ -678,16 +748,44 @@ fn config_from<T: Default>(
     parse(&text).with_context(|| format!("sim: {}", path.display()))
 }
 
+/// A sweep point's configuration, `cfg` (the base with the point's values, from
+/// [`config_file::with_values`]), checked by `validate` before anything runs.
+fn validated<T>(
+    cfg: optimus_sim::Result<T>,
+    validate: fn(&T) -> optimus_sim::Result<()>,
+) -> Result<T> {
+    let cfg = cfg?;
+    validate(&cfg)?;
+    Ok(cfg)
+}
+
+/// A model's error on a run, naming the `--trace` file where there is one rather than the
+/// model's own name for its messages (`workload op: ...`).
+fn model_error(trace: Option<&Path>, e: SimError) -> anyhow::Error {
+    match (trace, e) {
+        (Some(path), SimError::Workload { why, .. }) => anyhow!("{}: {why}", path.display()),
+        (_, e) => e.into(),
+    }
+}
+
 fn workload_name(args: &SimArgs) -> &str {
     args.workload.as_deref().unwrap_or("mixed")
 }
 
-fn load_trace(path: &std::path::Path) -> Result<Vec<MessageTrace>> {
-    let bytes = std::fs::read(path).with_context(|| format!("sim: {}", path.display()))?;
-    let events =
-        optimus_trace::decode(&bytes).with_context(|| format!("sim: {}", path.display()))?;
+/// Most bytes of a `--trace` file `optimus sim` reads: 16 bytes for each event the default
+/// view takes ([`ViewConfig::max_events`], 4 Mi), where the engine's traces take about 4.
+const MAX_TRACE_FILE_BYTES: u64 = 64 << 20;
+
+/// Reads, decodes and views a `--trace` file, refusing one larger than
+/// [`MAX_TRACE_FILE_BYTES`] or of more events than the view takes before keeping them.
+fn load_trace(path: &Path) -> Result<Vec<MessageTrace>> {
     let name = path.display().to_string();
-    workload::accelerator_view(&name, &events, &ViewConfig::default()).context("sim")
+    let file = std::fs::File::open(path).with_context(|| format!("sim: {name}"))?;
+    let bytes = read_at_most(file, MAX_TRACE_FILE_BYTES, &name).context("sim")?;
+    let view = ViewConfig::default();
+    let events = optimus_trace::decode_limited(&bytes, view.max_events())
+        .with_context(|| format!("sim: {name}"))?;
+    workload::accelerator_view(&name, &events, &view).context("sim")
 }
 
 fn load(args: &SimArgs) -> Result<Vec<MessageTrace>> {
@@ -810,4 +908,58 @@ fn markdown(out: &mut impl Write, paper: Accel, rows: &[Row]) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rate_is_taken_from_its_minimum_to_its_maximum() {
+        for rate in [MIN_RATE_PER_S, 1e-8, 150_000.0, MAX_RATE_PER_S] {
+            assert_eq!(checked_rate(rate).unwrap(), rate);
+        }
+        // Out of the range, as a config's rates; at 1e-300, 1e9 / rate, the mean gap between
+        // requests, is infinite.
+        for rate in [0.0, -1.0, 1e-10, 1e-300, 2e12, f64::INFINITY, f64::NAN] {
+            let err = checked_rate(rate).unwrap_err().to_string();
+            assert!(
+                err.contains("--rate must be a number of requests per second from 1e-9 to 1e12"),
+                "{rate}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_slow_stream_waits_for_nothing() {
+        // One request every 3 years (1e-8 a second) or 32 (1e-9): each finds every core and
+        // the shared resource free, so its latency is the low-load one, however large the
+        // arrival times grow (past 1e21 ns, where a double's step exceeds the latency).
+        let design = service::Design {
+            host_ns: 5_000.0,
+            latency_ns: 16_384.0,
+            cap_ns: 1_000.0,
+        };
+        for rate in [MIN_RATE_PER_S, 1e-8, 1e-6, 1.0] {
+            let load = design.under_load(1, rate, LOAD_REQUESTS, 7).unwrap();
+            assert_eq!((load.mean_ns, load.p99_ns), (16_384.0, 16_384.0), "{rate}");
+        }
+    }
+
+    #[test]
+    fn a_model_error_on_a_trace_names_the_file() {
+        let workload = || SimError::Workload {
+            name: "op".into(),
+            why: "no message completed".into(),
+        };
+        let path = Path::new("big.trace");
+        assert_eq!(
+            model_error(Some(path), workload()).to_string(),
+            "big.trace: no message completed"
+        );
+        assert_eq!(
+            model_error(None, workload()).to_string(),
+            "workload op: no message completed"
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! `optimus trace`: record the accelerator events of encoding or decoding messages, as the
 //! compact trace file that `optimus sim --trace` replays.
 
-use std::io::{self, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
@@ -50,8 +50,10 @@ pub struct TraceArgs {
     /// stdin holds varint-length-delimited protobuf messages rather than one message.
     #[arg(long)]
     delimited: bool,
-    /// Trace each message this many times (a longer steady-state trace) [default: 1].
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    /// Trace each message this many times (a longer steady-state trace), at least once
+    /// [default: 1].
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
     /// RPCAcc's "Acc" label: record this field's data in accelerator memory (repeatable;
     /// `full.message.Name.field`, a string, bytes, repeated, map or message field).
@@ -59,7 +61,29 @@ pub struct TraceArgs {
     acc_field: Vec<String>,
 }
 
-/// Runs `optimus trace`: protobuf messages in (stdin or an embedded workload), trace file out.
+/// Most bytes `optimus trace` reads from stdin: four times protobuf's default limit on one
+/// message (64 MiB). The engine's memory while tracing grows with its input.
+pub(crate) const MAX_INPUT_BYTES: u64 = 256 << 20;
+
+/// Reads all of `input`, or fails naming `what` once it holds more than `limit` bytes, having
+/// read no more than one byte past them.
+///
+/// # Errors
+/// A read error, or input over `limit`.
+pub(crate) fn read_at_most(input: impl Read, limit: u64, what: &str) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    input
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {what}"))?;
+    if bytes.len() as u64 > limit {
+        anyhow::bail!("{what} is larger than the limit of {limit} bytes");
+    }
+    Ok(bytes)
+}
+
+/// Runs `optimus trace`: protobuf messages in (stdin or an embedded workload), trace file out,
+/// written message by message.
 pub fn run(args: TraceArgs) -> Result<()> {
     let (schema, id, messages): (SchemaSet, _, Vec<Vec<u8>>) = match &args.workload {
         Some(name) => {
@@ -77,11 +101,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
             };
             let schema = source.load()?;
             let id = find_type(&schema, args.type_name.as_deref().unwrap_or_default())?;
-            let mut input = Vec::new();
-            io::stdin()
-                .lock()
-                .read_to_end(&mut input)
-                .context("reading stdin")?;
+            let input = read_at_most(io::stdin().lock(), MAX_INPUT_BYTES, "stdin")?;
             let messages = if args.delimited {
                 split_delimited(&input)?
             } else {
@@ -92,20 +112,24 @@ pub fn run(args: TraceArgs) -> Result<()> {
     };
     let labels = AccelLabels::resolve(&schema, &args.acc_field).context("trace")?;
     let opts = DecodeOptions::default();
-    let mut writer = Labelled::new(&labels, TraceWriter::new());
+    let direction = match args.op {
+        Operation::Decode => Direction::Decode,
+        Operation::Encode => Direction::Encode,
+    };
+    let mut writer = TraceWriter::new();
+    let mut out = BufWriter::new(io::stdout().lock());
     for _ in 0..args.repeat {
         for (i, bytes) in messages.iter().enumerate() {
-            let direction = match args.op {
-                Operation::Decode => Direction::Decode,
-                Operation::Encode => Direction::Encode,
-            };
-            binary::trace_message(&schema, id, bytes, direction, &opts, &mut writer)
+            // The labels' state starts again at each message.
+            let mut labelled = Labelled::new(&labels, &mut writer);
+            binary::trace_message(&schema, id, bytes, direction, &opts, &mut labelled)
                 .with_context(|| format!("message {i}"))?;
+            writer.write_pending(&mut out)?;
         }
     }
-    let mut stdout = io::stdout().lock();
-    stdout.write_all(&writer.into_inner().finish())?;
-    Ok(stdout.flush()?)
+    // The header, where no message was traced.
+    writer.write_pending(&mut out)?;
+    Ok(out.flush()?)
 }
 
 fn split_delimited(input: &[u8]) -> Result<Vec<Vec<u8>>> {

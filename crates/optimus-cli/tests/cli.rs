@@ -884,6 +884,48 @@ fn a_sweep_runs_each_point_as_a_single_run_would() {
             ][..],
             "--metric speed",
         ),
+        // Every point, the metric and the plotted axis are checked before anything runs:
+        // these fail at once rather than after 64 runs of the HyperProtoBench suite.
+        (
+            &["sim", "--workload", "hpb", "--vary", "pipelines=1..64,100"][..],
+            "sim --vary pipelines=100: config op.pipelines: 100",
+        ),
+        (
+            &[
+                "sim",
+                "--workload",
+                "hpb",
+                "--vary",
+                "pipelines=1..64",
+                "--plot",
+                "/tmp",
+                "--metric",
+                "throughput",
+            ][..],
+            "--metric throughput: the runs report throughput_gbps",
+        ),
+        (
+            &[
+                "sim",
+                "--workload",
+                "hpb",
+                "--vary",
+                "prefetch=true,false",
+                "--vary",
+                "pipelines=1..64",
+                "--plot",
+                "/tmp",
+            ][..],
+            "the first --vary (prefetch) must be numeric",
+        ),
+        (
+            &[
+                "sim",
+                "--vary",
+                "pipelines=-5000000000000000000..5000000000000000000",
+            ][..],
+            "at most 1024 values",
+        ),
     ] {
         let out = optimus(args, b"");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -894,4 +936,238 @@ fn a_sweep_runs_each_point_as_a_single_run_would() {
             "{args:?}: {err}"
         );
     }
+}
+
+/// `path` in the temporary directory, named for this process and `name`.
+fn temp_path(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("optimus-{}-{name}", std::process::id()))
+}
+
+/// Runs `optimus sim` on a trace file holding `bytes`, and gives its stderr once it fails.
+fn sim_trace_error(name: &str, bytes: &[u8], extra: &[&str]) -> String {
+    let path = temp_path(name);
+    std::fs::write(&path, bytes).unwrap();
+    let out = optimus(
+        &[&["sim", "--trace", path.to_str().unwrap()][..], extra].concat(),
+        b"",
+    );
+    std::fs::remove_file(&path).ok();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+    assert!(
+        out.stdout.is_empty() && err.lines().count() == 1,
+        "{name}: {err}"
+    );
+    err
+}
+
+#[test]
+fn sim_bounds_what_a_trace_file_may_cost() {
+    use optimus_trace::{Direction, Event, Format};
+    // A file with no end is refused at the size limit rather than read whole.
+    let out = optimus(&["sim", "--trace", "/dev/zero"], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("/dev/zero is larger than the limit of 67108864 bytes"),
+        "{err}"
+    );
+    // Events that read and write nothing still count: many empty messages, a few bytes
+    // each, are refused by the trace's limit...
+    let begin = Event::MessageBegin {
+        direction: Direction::Decode,
+        format: Format::Protobuf,
+        type_id: 0,
+    };
+    let empty = [begin, Event::MessageEnd { wire_bytes: 0 }];
+    let many: Vec<Event> = empty.iter().copied().cycle().take(2 * 262_145).collect();
+    let err = sim_trace_error("many", &optimus_trace::encode(&many), &[]);
+    assert!(
+        err.contains("message 262144 (events 524288..=524289)")
+            && err.contains("max_workload_bytes; each event counts at least 256 bytes"),
+        "{err}"
+    );
+    // ... deep nesting by a message's...
+    let mut deep = vec![begin];
+    deep.extend((0..600_000).map(|_| Event::Enter { type_id: 1 }));
+    deep.extend((0..600_000).map(|_| Event::Leave));
+    deep.push(Event::MessageEnd { wire_bytes: 0 });
+    let err = sim_trace_error("deep", &optimus_trace::encode(&deep), &[]);
+    assert!(
+        err.contains("message 0 (events 0..=1200001) reads and writes")
+            && err.contains("max_traced_bytes"),
+        "{err}"
+    );
+    // ... and more events than the view could take by the decoder, before it keeps them:
+    // the 4,194,305th is the last three-byte converter op, before the two-byte end.
+    let mut flat = vec![begin];
+    flat.extend((0..(1 << 22)).map(|_| Event::Convert { op: 1, bytes: 0 }));
+    flat.push(Event::MessageEnd { wire_bytes: 0 });
+    let file = optimus_trace::encode(&flat);
+    let err = sim_trace_error("flat", &file, &[]);
+    assert!(
+        err.contains(&format!(
+            "at byte {}: more than 4194304 events",
+            file.len() - 5
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn sim_errors_name_the_trace_file_and_the_byte() {
+    let flat = optimus(&["trace", "--workload", "flat"], b"").stdout;
+    // The reserved header bytes, a region and the nesting each have their own words.
+    let mut reserved = flat.clone();
+    reserved[11] = 1;
+    let err = sim_trace_error("reserved", &reserved, &[]);
+    assert!(
+        err.contains("-reserved: at byte 11: reserved header byte is 0x01, expected 0"),
+        "{err}"
+    );
+    let mut region = flat[..12].to_vec();
+    region.extend_from_slice(&[0x00, 0, 0, 0, 0x33, 0, 0]);
+    let err = sim_trace_error("region", &region, &[]);
+    assert!(err.contains("at byte 16: unknown region 0x03"), "{err}");
+    let mut leave = flat[..12].to_vec();
+    leave.extend_from_slice(&[0x00, 0, 0, 0, 0x07]);
+    let err = sim_trace_error("leave", &leave, &[]);
+    assert!(
+        err.contains("at byte 16 (event 1): Leave without Enter"),
+        "{err}"
+    );
+    // A model's error names the file, not the model.
+    let config = temp_path("short.json");
+    std::fs::write(
+        &config,
+        br#"{"max_cycles": 100, "warmup_cycles": 10, "measure_cycles": 10}"#,
+    )
+    .unwrap();
+    let err = sim_trace_error("model", &flat, &["--config", config.to_str().unwrap()]);
+    std::fs::remove_file(&config).ok();
+    assert!(
+        err.contains("-model: no message completed") && !err.contains("workload op"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_message_of_empty_sub_messages_is_written_whole() {
+    // 2,000 empty `subs`: 4,000 wire bytes, and no value the engine writes.
+    let proto = temp_path("esub.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\"; package t; message Sub { int32 a = 1; } \
+         message M { repeated Sub subs = 2; }",
+    )
+    .unwrap();
+    let trace = optimus(
+        &[
+            "trace",
+            "--proto",
+            proto.to_str().unwrap(),
+            "--type",
+            "t.M",
+            "--op",
+            "encode",
+        ],
+        &b"\x12\x00".repeat(2000),
+    );
+    std::fs::remove_file(&proto).ok();
+    assert!(trace.status.success());
+    let path = temp_path("esub.trace");
+    std::fs::write(&path, &trace.stdout).unwrap();
+    let r = json_of(&["sim", "--trace", path.to_str().unwrap(), "--json"]);
+    std::fs::remove_file(&path).ok();
+    let written = r["stats"]["pipeline0.writer.bytes"].as_f64().unwrap();
+    assert!(written > 0.0 && written % 4000.0 == 0.0, "{written}");
+}
+
+#[test]
+fn the_image_service_takes_a_rate_from_1e_9_to_1e12() {
+    // At one request every three years, each is served as at low load.
+    let r = json_of(&[
+        "sim",
+        "--accel",
+        "rpcacc",
+        "--workload",
+        "image-service",
+        "--rate",
+        "1e-8",
+        "--json",
+    ]);
+    for d in r["designs"].as_array().unwrap() {
+        let low_load = d["latency_ns"].as_f64().unwrap();
+        let mean = d["under_load"]["mean_ns"].as_f64().unwrap();
+        assert_eq!(d["under_load"]["p99_ns"], d["latency_ns"], "{d}");
+        assert!((mean - low_load).abs() < 1e-6 * low_load, "{d}");
+    }
+    for rate in ["1e-300", "0", "2e12"] {
+        let out = optimus(
+            &[
+                "sim",
+                "--accel",
+                "rpcacc",
+                "--workload",
+                "image-service",
+                "--rate",
+                rate,
+            ],
+            b"",
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("from 1e-9 to 1e12"), "{rate}: {err}");
+    }
+}
+
+#[test]
+fn trace_streams_its_output_and_bounds_its_input() {
+    use std::io::Read;
+    // Four billion repeats: the file streams out as it is made, and a closed pipe ends it
+    // quietly.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_optimus"))
+        .args(["trace", "--workload", "flat", "--repeat", "4294967295"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = vec![0; 1 << 20];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(head.starts_with(&optimus_trace::MAGIC));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Endless stdin is refused at the limit.
+    let out = Command::new(env!("CARGO_BIN_EXE_optimus"))
+        .args(["trace", "--proto", PEERS, "--type", "bench.Flat"])
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("stdin is larger than the limit of 268435456 bytes"),
+        "{err}"
+    );
+    // A stream of no message is a trace of none: the header alone.
+    let none = optimus(
+        &[
+            "trace",
+            "--proto",
+            PEERS,
+            "--type",
+            "bench.Flat",
+            "--delimited",
+        ],
+        b"",
+    );
+    assert_eq!(none.stdout, optimus_trace::encode(&[]));
+    // No repeat is a usage error.
+    let out = optimus(&["trace", "--workload", "flat", "--repeat", "0"], b"");
+    assert_eq!(out.status.code(), Some(2));
 }

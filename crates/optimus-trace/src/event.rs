@@ -142,52 +142,74 @@ pub enum Event {
 /// # Errors
 /// [`TraceError::Structure`] naming the index of the first offending event.
 pub fn check_structure(events: &[Event]) -> Result<(), TraceError> {
-    let mut in_message = false;
-    let mut depth: u32 = 0;
+    let mut nesting = Nesting::default();
+    let at = |index, why| TraceError::Structure {
+        index,
+        offset: None,
+        why,
+    };
     for (i, ev) in events.iter().enumerate() {
-        let bad = |why: &'static str| Err(TraceError::Structure { index: i, why });
+        nesting.push(ev).map_err(|why| at(i, why))?;
+    }
+    nesting.finish().map_err(|why| at(events.len(), why))
+}
+
+/// Where a trace stands, event by event: inside a message or not, and how deep. What
+/// [`check_structure`] checks over a slice, the file decoder checks as it reads, so that it
+/// can name the byte offset of the offending event.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Nesting {
+    in_message: bool,
+    depth: u64,
+}
+
+impl Nesting {
+    /// Takes the next event, or says why it cannot come here.
+    pub(crate) fn push(&mut self, ev: &Event) -> Result<(), &'static str> {
         match ev {
             Event::MessageBegin { .. } => {
-                if in_message {
-                    return bad("MessageBegin inside a message");
+                if self.in_message {
+                    return Err("MessageBegin inside a message");
                 }
-                in_message = true;
+                self.in_message = true;
             }
             Event::MessageEnd { .. } => {
-                if !in_message {
-                    return bad("MessageEnd outside a message");
+                if !self.in_message {
+                    return Err("MessageEnd outside a message");
                 }
-                if depth != 0 {
-                    return bad("MessageEnd with unclosed Enter");
+                if self.depth != 0 {
+                    return Err("MessageEnd with unclosed Enter");
                 }
-                in_message = false;
+                self.in_message = false;
             }
             Event::Enter { .. } => {
-                if !in_message {
-                    return bad("Enter outside a message");
+                if !self.in_message {
+                    return Err("Enter outside a message");
                 }
-                depth += 1;
+                self.depth += 1;
             }
             Event::Leave => {
-                if !in_message || depth == 0 {
-                    return bad("Leave without Enter");
+                if !self.in_message || self.depth == 0 {
+                    return Err("Leave without Enter");
                 }
-                depth -= 1;
+                self.depth -= 1;
             }
             _ => {
-                if !in_message {
-                    return bad("event outside a message");
+                if !self.in_message {
+                    return Err("event outside a message");
                 }
             }
         }
+        Ok(())
     }
-    if in_message {
-        return Err(TraceError::Structure {
-            index: events.len(),
-            why: "trace ends inside a message",
-        });
+
+    /// Whether the trace may end here.
+    pub(crate) fn finish(&self) -> Result<(), &'static str> {
+        if self.in_message {
+            return Err("trace ends inside a message");
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -7,9 +7,10 @@
 //! entries, and one stream per region), so sequential walks cost one or two bytes per address.
 //!
 //! The reader never panics on bad input: every length is checked before use and every varint
-//! is bounded to ten bytes; errors name the byte offset.
+//! is bounded to ten bytes; errors name the byte offset. [`decode_limited`] also bounds the
+//! events it collects, and checks their nesting as it reads.
 
-use crate::event::{Direction, Event, Format, Region};
+use crate::event::{Direction, Event, Format, Nesting, Region};
 use crate::tracer::{replay_one, Tracer};
 
 /// First eight bytes of every trace file.
@@ -44,6 +45,14 @@ pub enum TraceError {
         /// Version this reader understands.
         expected: u16,
     },
+    /// One of the header's two reserved bytes, which this version writes as zero, is not.
+    #[error("at byte {offset}: reserved header byte is {value:#04x}, expected 0")]
+    Reserved {
+        /// Byte offset of the first nonzero reserved byte (10 or 11).
+        offset: usize,
+        /// The byte found.
+        value: u8,
+    },
     /// The file ends in the middle of the header or of an event.
     #[error("at byte {offset}: file ends inside {what}")]
     Truncated {
@@ -71,21 +80,41 @@ pub enum TraceError {
     /// An event tag, region, direction or format this version does not know.
     #[error("at byte {offset}: unknown {what} {value:#04x}")]
     BadTag {
-        /// Byte offset of the tag.
+        /// Byte offset of the byte that holds it.
         offset: usize,
         /// Which kind of tag.
         what: &'static str,
-        /// The byte found.
+        /// The value found (for a region, bits 4–5 of the event tag, shifted down).
         value: u8,
     },
+    /// The file holds more events than the caller of [`decode_limited`] allows.
+    #[error("at byte {offset}: more than {limit} events, the most this reader takes")]
+    TooManyEvents {
+        /// Byte offset of the first event past the limit.
+        offset: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// The events do not form well-nested messages (see [`crate::check_structure`]).
-    #[error("event {index}: {why}")]
+    #[error("{}: {why}", event_place(.index, .offset))]
     Structure {
-        /// Index of the offending event.
+        /// Index of the offending event (the number of events, for a trace that ends inside
+        /// a message).
         index: usize,
+        /// Byte offset of that event in the file (of the file's end), where the events were
+        /// read from one.
+        offset: Option<usize>,
         /// What is wrong.
         why: &'static str,
     },
+}
+
+/// `at byte 40 (event 3)`, or `event 3` where the events came from no file.
+fn event_place(index: &usize, offset: &Option<usize>) -> String {
+    match offset {
+        Some(offset) => format!("at byte {offset} (event {index})"),
+        None => format!("event {index}"),
+    }
 }
 
 /// Previous address of each delta stream.
@@ -142,7 +171,19 @@ impl TraceWriter {
         replay_one(ev, self);
     }
 
-    /// The file bytes written so far.
+    /// Writes the file bytes produced so far (the header, on the first call) to `out` and
+    /// drops them, so that a long trace streams out in pieces rather than growing in memory;
+    /// the events pushed later continue the same file.
+    ///
+    /// # Errors
+    /// What `out` reports; the bytes stay pending then.
+    pub fn write_pending(&mut self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        out.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// The file bytes produced so far and not yet written out by [`Self::write_pending`].
     pub fn finish(self) -> Vec<u8> {
         self.buf
     }
@@ -205,13 +246,45 @@ pub fn encode(events: &[Event]) -> Vec<u8> {
     w.finish()
 }
 
-/// Decodes a complete trace file and checks its message structure.
+/// Decodes a complete trace file and checks its message structure. It keeps at most one
+/// event per byte of `bytes`; [`decode_limited`] bounds them further.
 ///
 /// # Errors
 /// Any [`TraceError`]: bad header, truncated or malformed event, or ill-nested messages.
 pub fn decode(bytes: &[u8]) -> Result<Vec<Event>, TraceError> {
-    let events = TraceReader::new(bytes)?.collect::<Result<Vec<_>, _>>()?;
-    crate::check_structure(&events)?;
+    decode_limited(bytes, usize::MAX)
+}
+
+/// [`decode`], refusing a file of more than `max_events` events before it keeps more. Errors
+/// name the byte offset of the offending event, structure errors its index too.
+///
+/// # Errors
+/// Those of [`decode`], and [`TraceError::TooManyEvents`].
+pub fn decode_limited(bytes: &[u8], max_events: usize) -> Result<Vec<Event>, TraceError> {
+    let mut reader = TraceReader::new(bytes)?;
+    let mut nesting = Nesting::default();
+    let mut events = Vec::new();
+    while reader.pos < bytes.len() {
+        let offset = reader.pos;
+        if events.len() >= max_events {
+            return Err(TraceError::TooManyEvents {
+                offset,
+                limit: max_events,
+            });
+        }
+        let ev = reader.next_event()?;
+        nesting.push(&ev).map_err(|why| TraceError::Structure {
+            index: events.len(),
+            offset: Some(offset),
+            why,
+        })?;
+        events.push(ev);
+    }
+    nesting.finish().map_err(|why| TraceError::Structure {
+        index: events.len(),
+        offset: Some(bytes.len()),
+        why,
+    })?;
     Ok(events)
 }
 
@@ -228,7 +301,8 @@ impl<'a> TraceReader<'a> {
     /// Checks the header and positions the reader at the first event.
     ///
     /// # Errors
-    /// [`TraceError::Truncated`], [`TraceError::BadMagic`] or [`TraceError::Version`].
+    /// [`TraceError::Truncated`], [`TraceError::BadMagic`], [`TraceError::Version`] or
+    /// [`TraceError::Reserved`].
     pub fn new(bytes: &'a [u8]) -> Result<Self, TraceError> {
         let Some(header) = bytes.get(..HEADER_LEN) else {
             let n = bytes.len().min(MAGIC.len());
@@ -244,10 +318,16 @@ impl<'a> TraceReader<'a> {
             return Err(TraceError::BadMagic);
         }
         let version = u16::from_le_bytes([header[8], header[9]]);
-        if version != VERSION || header[10] != 0 || header[11] != 0 {
+        if version != VERSION {
             return Err(TraceError::Version {
                 found: version,
                 expected: VERSION,
+            });
+        }
+        if let Some(k) = (10..HEADER_LEN).find(|&k| header[k] != 0) {
+            return Err(TraceError::Reserved {
+                offset: k,
+                value: header[k],
             });
         }
         Ok(Self {
@@ -361,7 +441,7 @@ impl<'a> TraceReader<'a> {
                 let region = Region::from_u8(hi).ok_or(TraceError::BadTag {
                     offset: at,
                     what: "region",
-                    value: tag,
+                    value: hi,
                 })?;
                 let addr = self.addr(self.prev.region[region as usize])?;
                 self.prev.region[region as usize] = addr;
@@ -554,6 +634,78 @@ mod tests {
                 expected: VERSION
             }
         );
+        // The reserved bytes have an error of their own, naming the first nonzero one.
+        for (k, value) in [(10, 0x01), (11, 0x80)] {
+            let mut bad = encode(&[]);
+            bad[k] = value;
+            let err = decode(&bad).unwrap_err();
+            assert_eq!(err, TraceError::Reserved { offset: k, value });
+            assert_eq!(
+                err.to_string(),
+                format!("at byte {k}: reserved header byte is {value:#04x}, expected 0")
+            );
+        }
+    }
+
+    #[test]
+    fn structure_errors_name_the_byte_offset_and_the_event() {
+        let begin = sample()[0];
+        // Begin is four bytes at 12, so the Leave is event 1 at byte 16.
+        let err = decode(&encode(&[begin, Event::Leave])).unwrap_err();
+        assert_eq!(
+            err,
+            TraceError::Structure {
+                index: 1,
+                offset: Some(16),
+                why: "Leave without Enter"
+            }
+        );
+        assert_eq!(err.to_string(), "at byte 16 (event 1): Leave without Enter");
+        let unclosed = encode(&[begin, Event::Enter { type_id: 1 }]);
+        assert_eq!(
+            decode(&unclosed).unwrap_err().to_string(),
+            format!(
+                "at byte {} (event 2): trace ends inside a message",
+                unclosed.len()
+            )
+        );
+        // Events checked in memory have no offset.
+        assert_eq!(
+            crate::check_structure(&[Event::Leave])
+                .unwrap_err()
+                .to_string(),
+            "event 0: Leave without Enter"
+        );
+    }
+
+    #[test]
+    fn decode_limited_stops_at_the_event_limit() {
+        let evs = sample();
+        let bytes = encode(&evs);
+        assert_eq!(decode_limited(&bytes, evs.len()).unwrap(), evs);
+        // The first event past the limit is named by its offset: event 3 follows the
+        // header and three events.
+        let offset = encode(&evs[..3]).len();
+        let err = decode_limited(&bytes, 3).unwrap_err();
+        assert_eq!(err, TraceError::TooManyEvents { offset, limit: 3 });
+        assert_eq!(
+            err.to_string(),
+            format!("at byte {offset}: more than 3 events, the most this reader takes")
+        );
+        assert_eq!(decode_limited(&encode(&[]), 0).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn a_writer_streams_the_same_file_in_pieces() {
+        let evs = sample();
+        let mut w = TraceWriter::new();
+        let mut out = Vec::new();
+        for ev in &evs {
+            w.push(*ev);
+            w.write_pending(&mut out).unwrap();
+        }
+        out.extend_from_slice(&w.finish());
+        assert_eq!(out, encode(&evs));
     }
 
     #[test]
@@ -582,10 +734,17 @@ mod tests {
             with(&[0x08]),
             Err(TraceError::BadTag { offset: 12, .. })
         ));
-        assert!(matches!(
-            with(&[0x13 | 0x30, 0, 0]),
-            Err(TraceError::BadTag { what: "region", .. })
-        ));
+        // A region is named by its value, not by the tag byte that holds it.
+        let region = with(&[TAG_READ | 0x30, 0, 0]).unwrap_err();
+        assert_eq!(
+            region,
+            TraceError::BadTag {
+                offset: 12,
+                what: "region",
+                value: 3
+            }
+        );
+        assert_eq!(region.to_string(), "at byte 12: unknown region 0x03");
         assert!(matches!(
             with(&[0x10]),
             Err(TraceError::BadTag {

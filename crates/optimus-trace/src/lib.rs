@@ -18,6 +18,8 @@ pub mod kind;
 mod tracer;
 
 pub use event::{check_structure, Direction, Event, Format, Region};
-pub use file::{decode, encode, TraceError, TraceReader, TraceWriter, MAGIC, VERSION};
+pub use file::{
+    decode, decode_limited, encode, TraceError, TraceReader, TraceWriter, MAGIC, VERSION,
+};
 pub use kind::{class_of, ConvClass};
 pub use tracer::{NoTrace, Recorder, TraceSource, Tracer};

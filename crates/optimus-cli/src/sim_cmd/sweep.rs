@@ -17,7 +17,7 @@ use super::plot;
 pub const MAX_POINTS: usize = 4096;
 
 /// Values a range `LO..HI` may expand to.
-const MAX_RANGE_VALUES: i64 = 1024;
+const MAX_RANGE_VALUES: u64 = 1024;
 
 /// The name `--vary` takes for the PCIe round trip, moved with the MMIO (half of it) as the
 /// `--pcie-ns` flag moves it.
@@ -59,7 +59,7 @@ pub fn parse_axis(arg: &str) -> Result<Axis> {
                 (Ok(lo), Ok(hi)) => (lo, hi),
                 _ => bail!("--vary {arg}: a range `{item}` takes integers, LO..HI"),
             };
-            if hi < lo || hi - lo >= MAX_RANGE_VALUES {
+            if hi < lo || hi.abs_diff(lo) >= MAX_RANGE_VALUES {
                 bail!(
                     "--vary {arg}: the range `{item}` must run upwards over at most \
                      {MAX_RANGE_VALUES} values"
@@ -109,30 +109,26 @@ pub fn grid(axes: &[Axis]) -> Result<Vec<Vec<&Value>>> {
     Ok(points)
 }
 
-/// One number of a run's result and the decimals it is printed with.
+/// One headline number of a model's runs: its name and the decimals it is printed with.
 #[derive(Debug, Clone, Copy)]
-pub struct Metric {
+pub struct Column {
     pub name: &'static str,
-    /// `None` where the model sets no value (an unbounded rate, a load past capacity).
-    pub value: Option<f64>,
     pub digits: usize,
 }
 
-impl Metric {
-    pub fn new(name: &'static str, value: Option<f64>, digits: usize) -> Self {
-        Self {
-            name,
-            value,
-            digits,
-        }
+impl Column {
+    pub const fn new(name: &'static str, digits: usize) -> Self {
+        Self { name, digits }
     }
 }
 
-/// A run's headline numbers for one design (an empty label for Optimus Prime's one design).
+/// A run's headline numbers for one design, one per column of its model (an empty label for
+/// Optimus Prime's one design); `None` where the model sets no value (an unbounded rate, a
+/// load past capacity).
 #[derive(Debug, Clone)]
 pub struct Headline {
     pub label: String,
-    pub metrics: Vec<Metric>,
+    pub values: Vec<Option<f64>>,
 }
 
 /// One run: its whole report as JSON and its headline rows.
@@ -141,24 +137,42 @@ pub struct Outcome {
     pub rows: Vec<Headline>,
 }
 
+/// Optimus Prime's headline columns, as [`op_outcome`] fills them.
+pub const OP_COLUMNS: &[Column] = &[
+    Column::new("throughput_gbps", 2),
+    Column::new("messages_per_s", 0),
+    Column::new("latency_ns", 1),
+    Column::new("field_read_cycles", 1),
+    Column::new("amat_cycles", 1),
+    Column::new("port_gbps", 1),
+    Column::new("link_utilization", 3),
+];
+
 /// Optimus Prime's headline: throughput, latency and the memory system's figures.
 pub fn op_outcome(r: &OpReport) -> Result<Outcome> {
     Ok(Outcome {
         report: serde_json::to_value(r)?,
         rows: vec![Headline {
             label: String::new(),
-            metrics: vec![
-                Metric::new("throughput_gbps", Some(r.throughput_gbps), 2),
-                Metric::new("messages_per_s", Some(r.messages_per_s), 0),
-                Metric::new("latency_ns", Some(r.latency_ns), 1),
-                Metric::new("field_read_cycles", Some(r.field_read_latency_cycles), 1),
-                Metric::new("amat_cycles", Some(r.amat_cycles), 1),
-                Metric::new("port_gbps", Some(r.port_gbps), 1),
-                Metric::new("link_utilization", Some(r.mesh_link_utilization), 3),
+            values: vec![
+                Some(r.throughput_gbps),
+                Some(r.messages_per_s),
+                Some(r.latency_ns),
+                Some(r.field_read_latency_cycles),
+                Some(r.amat_cycles),
+                Some(r.port_gbps),
+                Some(r.mesh_link_utilization),
             ],
         }],
     })
 }
+
+/// RPCAcc's headline columns, as [`rpcacc_outcome`] fills them.
+pub const RPCACC_COLUMNS: &[Column] = &[
+    Column::new("latency_ns", 1),
+    Column::new("messages_per_s", 0),
+    Column::new("gbps", 2),
+];
 
 /// RPCAcc's headline: per direction and design (`ser/rpcacc`), latency and rate.
 pub fn rpcacc_outcome(r: &RpcAccReport) -> Result<Outcome> {
@@ -167,11 +181,7 @@ pub fn rpcacc_outcome(r: &RpcAccReport) -> Result<Outcome> {
         .flat_map(|(direction, runs)| {
             runs.iter().map(move |d| Headline {
                 label: format!("{direction}/{}", d.design),
-                metrics: vec![
-                    Metric::new("latency_ns", Some(d.latency_ns), 1),
-                    Metric::new("messages_per_s", d.messages_per_s, 0),
-                    Metric::new("gbps", d.gbps, 2),
-                ],
+                values: vec![Some(d.latency_ns), d.messages_per_s, d.gbps],
             })
         })
         .collect();
@@ -189,16 +199,22 @@ pub struct SweepOptions<'a> {
     pub plot: Option<(&'a Path, Option<&'a str>)>,
 }
 
-/// Calls `run` with each point of the axes' grid, as the parameter values it sets (for
-/// [`optimus_sim::config_file::with_values`]), and prints the results.
+/// Runs a sweep: for each point of the axes' grid, `prepare` reads the parameter values it
+/// sets (for [`optimus_sim::config_file::with_values`]) into what `run` needs, then `run`
+/// gives the point's outcome, whose rows hold a value per column of `columns`; prints the
+/// results. Every point is prepared, and the plot's metric and first axis checked, before
+/// any point runs, so that a bad point or option fails at once.
 ///
 /// # Errors
 /// A bad grid, a point whose configuration cannot be read or run (named by its values), a
-/// plot that cannot be drawn, or a closed output.
-pub fn sweep(
+/// metric the runs do not report, a first axis that is not numeric under `--plot`, a plot
+/// that cannot be drawn, or a closed output.
+pub fn sweep<P>(
     out: &mut impl Write,
     options: &SweepOptions,
-    mut run: impl FnMut(&[(&str, Value)]) -> Result<Outcome>,
+    columns: &[Column],
+    mut prepare: impl FnMut(&[(&str, Value)]) -> Result<P>,
+    mut run: impl FnMut(P) -> Result<Outcome>,
 ) -> Result<()> {
     let axes = options.axes;
     if let Some((_, a)) = axes
@@ -209,7 +225,11 @@ pub fn sweep(
         bail!("--vary: {} is given by more than one --vary", a.path);
     }
     let points = grid(axes)?;
-    let mut results: Vec<(Vec<&Value>, Outcome)> = Vec::with_capacity(points.len());
+    let plotted = match options.plot {
+        Some((dir, metric)) => Some((dir, plotted_column(axes, columns, metric)?)),
+        None => None,
+    };
+    let mut prepared: Vec<(Vec<&Value>, P)> = Vec::with_capacity(points.len());
     for point in points {
         let name = point_name(axes, &point);
         let mut values: Vec<(&str, Value)> = Vec::new();
@@ -224,14 +244,14 @@ pub fn sweep(
                 values.push((axis.path.as_str(), (*v).clone()));
             }
         }
-        let outcome = run(&values).with_context(|| format!("sim --vary {name}"))?;
+        let p = prepare(&values).with_context(|| format!("sim --vary {name}"))?;
+        prepared.push((point, p));
+    }
+    let mut results: Vec<(Vec<&Value>, Outcome)> = Vec::with_capacity(prepared.len());
+    for (point, p) in prepared {
+        let outcome = run(p).with_context(|| format!("sim --vary {}", point_name(axes, &point)))?;
         results.push((point, outcome));
     }
-    // The figure's curves first, so that a metric the runs lack stops before any output.
-    let figure = match options.plot {
-        Some((dir, metric)) => Some((dir, curves(axes, &results, metric)?)),
-        None => None,
-    };
     if options.json {
         for (point, outcome) in &results {
             let point: serde_json::Map<String, Value> = axes
@@ -246,12 +266,36 @@ pub fn sweep(
             )?;
         }
     } else {
-        table(out, axes, &results)?;
+        table(out, axes, columns, &results)?;
     }
-    if let Some((dir, figure)) = figure {
-        plot::sweep_figure(dir, &figure)?;
+    if let Some((dir, column)) = plotted {
+        plot::sweep_figure(dir, &curves(axes, &results, columns, column))?;
     }
     Ok(())
+}
+
+/// The index in `columns` of `metric` (default: the first), checked with the first axis
+/// before anything runs.
+///
+/// # Errors
+/// Nothing varied, a first axis with a value that is not a number, or a metric not among
+/// `columns`.
+fn plotted_column(axes: &[Axis], columns: &[Column], metric: Option<&str>) -> Result<usize> {
+    let Some(x_axis) = axes.first() else {
+        bail!("--plot: nothing varied");
+    };
+    if let Some(v) = x_axis.values.iter().find(|v| v.as_f64().is_none()) {
+        bail!(
+            "--plot: the first --vary ({}) must be numeric, not {v}",
+            x_axis.path
+        );
+    }
+    let names: Vec<&str> = columns.iter().map(|c| c.name).collect();
+    let metric = metric.or(names.first().copied()).unwrap_or_default();
+    names
+        .iter()
+        .position(|&n| n == metric)
+        .with_context(|| format!("--metric {metric}: the runs report {}", names.join(", ")))
 }
 
 /// `path=value path=value ...` of a point, as the user wrote the axes.
@@ -264,7 +308,12 @@ fn point_name(axes: &[Axis], point: &[&Value]) -> String {
 }
 
 /// The results as a table: a column per axis, the design, then each metric.
-fn table(out: &mut impl Write, axes: &[Axis], results: &[(Vec<&Value>, Outcome)]) -> Result<()> {
+fn table(
+    out: &mut impl Write,
+    axes: &[Axis],
+    columns: &[Column],
+    results: &[(Vec<&Value>, Outcome)],
+) -> Result<()> {
     let labelled = results
         .iter()
         .any(|(_, o)| o.rows.iter().any(|r| !r.label.is_empty()));
@@ -273,9 +322,7 @@ fn table(out: &mut impl Write, axes: &[Axis], results: &[(Vec<&Value>, Outcome)]
     if labelled {
         header.push("design".into());
     }
-    if let Some(first) = results.first().and_then(|(_, o)| o.rows.first()) {
-        header.extend(first.metrics.iter().map(|m| m.name.to_string()));
-    }
+    header.extend(columns.iter().map(|c| c.name.to_string()));
     lines.push(header);
     for (point, outcome) in results {
         for row in &outcome.rows {
@@ -283,10 +330,11 @@ fn table(out: &mut impl Write, axes: &[Axis], results: &[(Vec<&Value>, Outcome)]
             if labelled {
                 line.push(row.label.clone());
             }
-            line.extend(row.metrics.iter().map(|m| {
-                m.value
-                    .map_or("-".to_string(), |v| format!("{v:.*}", m.digits))
-            }));
+            line.extend(
+                row.values.iter().zip(columns).map(|(value, c)| {
+                    value.map_or("-".to_string(), |v| format!("{v:.*}", c.digits))
+                }),
+            );
             lines.push(line);
         }
     }
@@ -334,32 +382,18 @@ pub struct SweepPlot {
     pub curves: Vec<Curve>,
 }
 
-/// The curves of `metric` (default: the first) against the first axis.
-///
-/// # Errors
-/// A first axis that is not numeric, or a metric the runs do not report.
+/// The curves of `columns[column]` against the first axis, whose values
+/// [`plotted_column`] has found numeric.
 fn curves(
     axes: &[Axis],
     results: &[(Vec<&Value>, Outcome)],
-    metric: Option<&str>,
-) -> Result<SweepPlot> {
-    let Some(x_axis) = axes.first() else {
-        bail!("--plot: nothing varied");
-    };
-    let Some(first) = results.first().and_then(|(_, o)| o.rows.first()) else {
-        bail!("--plot: no results");
-    };
-    let names: Vec<&str> = first.metrics.iter().map(|m| m.name).collect();
-    let metric = metric.unwrap_or(names[0]);
-    let index = names
-        .iter()
-        .position(|&n| n == metric)
-        .with_context(|| format!("--metric {metric}: the runs report {}", names.join(", ")))?;
+    columns: &[Column],
+    column: usize,
+) -> SweepPlot {
+    let metric = columns[column].name;
     let mut curves: Vec<Curve> = Vec::new();
     for (point, outcome) in results {
-        let x = point[0].as_f64().with_context(|| {
-            format!("--plot: the first --vary ({}) must be numeric", x_axis.path)
-        })?;
+        let x = point[0].as_f64().unwrap_or(f64::NAN);
         let others = point_name(&axes[1..], &point[1..]);
         for row in &outcome.rows {
             let name = [row.label.as_str(), others.as_str()]
@@ -367,7 +401,12 @@ fn curves(
                 .filter(|s| !s.is_empty())
                 .collect::<Vec<_>>()
                 .join(", ");
-            let y = row.metrics[index].value.unwrap_or(f64::NAN);
+            let y = row
+                .values
+                .get(column)
+                .copied()
+                .flatten()
+                .unwrap_or(f64::NAN);
             match curves.iter_mut().find(|c| c.name == name) {
                 Some(c) => c.points.push((x, y)),
                 None => curves.push(Curve {
@@ -381,11 +420,11 @@ fn curves(
             }
         }
     }
-    Ok(SweepPlot {
-        x_label: x_axis.path.clone(),
+    SweepPlot {
+        x_label: axes[0].path.clone(),
         y_label: metric.to_string(),
         curves,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -422,6 +461,94 @@ mod tests {
         ] {
             assert!(parse_axis(bad).is_err(), "{bad}");
         }
+        // A range whose length overflows an i64 is refused, not expanded.
+        for huge in [
+            "pipelines=-5000000000000000000..5000000000000000000",
+            "pipelines=-9223372036854775808..9223372036854775807",
+        ] {
+            let err = parse_axis(huge).unwrap_err().to_string();
+            assert!(err.contains("at most 1024 values"), "{err}");
+        }
+        let edge = parse_axis("pipelines=9223372036854775807..9223372036854775807").unwrap();
+        assert_eq!(edge.values, vec![json!(i64::MAX)]);
+        assert_eq!(parse_axis("a=1..1024").unwrap().values.len(), 1024);
+        assert!(parse_axis("a=1..1025").is_err());
+    }
+
+    const COLUMNS: &[Column] = &[Column::new("gbps", 2), Column::new("latency_ns", 1)];
+
+    /// Sweeps `axes` with `plot`, preparing each point with `prepare` and counting the runs.
+    fn sweep_counting(
+        axes: &[Axis],
+        plot: Option<(&Path, Option<&str>)>,
+        prepare: impl FnMut(&[(&str, Value)]) -> Result<()>,
+    ) -> (Result<()>, usize, Vec<u8>) {
+        let mut runs = 0;
+        let mut out = Vec::new();
+        let options = SweepOptions {
+            axes,
+            json: false,
+            plot,
+        };
+        let r = sweep(&mut out, &options, COLUMNS, prepare, |()| {
+            runs += 1;
+            Ok(Outcome {
+                report: Value::Null,
+                rows: vec![Headline {
+                    label: String::new(),
+                    values: vec![Some(1.0), None],
+                }],
+            })
+        });
+        (r, runs, out)
+    }
+
+    #[test]
+    fn a_sweep_checks_every_point_and_option_before_it_runs_any() {
+        let axes = [parse_axis("pipelines=1..64,100").unwrap()];
+        // The last point's configuration is bad: nothing runs, nothing is printed.
+        let (r, runs, out) = sweep_counting(&axes, None, |values| match &values[0].1 {
+            v if v.as_u64() == Some(100) => bail!("pipelines must be at most 64"),
+            _ => Ok(()),
+        });
+        let err = format!("{:#}", r.unwrap_err());
+        assert!(
+            err.starts_with("sim --vary pipelines=100: pipelines"),
+            "{err}"
+        );
+        assert_eq!((runs, out.len()), (0, 0));
+        // An unknown metric and a first axis that is not numeric are refused before any
+        // point is even prepared.
+        let dir = Path::new("/nonexistent");
+        for (axes, metric, says) in [
+            (
+                &axes[..],
+                Some("throughput"),
+                "--metric throughput: the runs report gbps, latency_ns",
+            ),
+            (
+                &[parse_axis("flag=1,true").unwrap()][..],
+                None,
+                "the first --vary (flag) must be numeric, not true",
+            ),
+        ] {
+            let mut prepared = 0;
+            let (r, runs, out) = sweep_counting(axes, Some((dir, metric)), |_| {
+                prepared += 1;
+                Ok(())
+            });
+            let err = r.unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+            assert_eq!((prepared, runs, out.len()), (0, 0, 0));
+        }
+        // A good sweep runs every point once, in a table of the columns.
+        let (r, runs, out) = sweep_counting(&[parse_axis("a=1,2").unwrap()], None, |_| Ok(()));
+        r.unwrap();
+        assert_eq!(runs, 2);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "a  gbps  latency_ns\n1  1.00           -\n2  1.00           -\n"
+        );
     }
 
     #[test]

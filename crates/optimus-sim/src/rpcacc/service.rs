@@ -240,7 +240,7 @@ impl Design {
             let shared = shared_free.max(start);
             shared_free = shared + self.cap_ns;
             if i >= warm {
-                latency.push(self.latency_ns + shared - arrival);
+                latency.push(self.latency_ns + (shared - arrival));
             }
         }
         latency.sort_by(f64::total_cmp);

@@ -24,7 +24,8 @@
 //! - **Tags and length prefixes.** The engine reports the bytes of each value it writes
 //!   (encode) or reads (decode); the tag and length bytes before it are written or read in the
 //!   same run. Each serialized-buffer access is widened back to the end of the previous one,
-//!   so the accesses tile the whole message and sum to its wire size.
+//!   so the accesses tile the whole message and sum to its wire size; a message that has
+//!   none (every field empty) gets one access of its whole wire size.
 
 use std::collections::HashMap;
 
@@ -80,13 +81,24 @@ pub struct ViewConfig {
     pub heap_string_min_bytes: u32,
     /// Largest sum of bytes one message's events may read and write (schema entries, fields,
     /// serialized buffer), as the trace claims them and as the accelerator sees them (its
-    /// serialized-buffer accesses widened to whole runs); also the largest sum of bytes its
-    /// converter ops may take in, and the largest wire size. A message over it is an error.
-    /// Default [`MAX_TRACED_BYTES`].
+    /// serialized-buffer accesses widened to whole runs), each event counting at least
+    /// [`EVENT_BYTES`] and the message at least [`MESSAGE_BYTES`]; also the largest sum of
+    /// bytes its converter ops may take in, and the largest wire size. A message over it is
+    /// an error. Default [`MAX_TRACED_BYTES`].
     pub max_traced_bytes: u64,
     /// Largest sum of the same over a whole trace; a trace over it is an error. Default
     /// [`MAX_WORKLOAD_BYTES`].
     pub max_workload_bytes: u64,
+}
+
+impl ViewConfig {
+    /// The most events a trace the view accepts can hold, each counting at least
+    /// [`EVENT_BYTES`] against [`Self::max_workload_bytes`]: a bound for the decoder of a
+    /// trace file (`optimus_trace::decode_limited`), so that it stops before keeping events
+    /// the view would refuse.
+    pub fn max_events(&self) -> usize {
+        usize::try_from(self.max_workload_bytes / EVENT_BYTES).unwrap_or(usize::MAX)
+    }
 }
 
 /// Default [`ViewConfig::max_traced_bytes`]: 256 MiB. A model keeps a 32-byte access per
@@ -98,6 +110,19 @@ pub const MAX_TRACED_BYTES: u64 = 256 << 20;
 /// Default [`ViewConfig::max_workload_bytes`]: 1 GiB, so that a trace file's messages, each
 /// under [`MAX_TRACED_BYTES`], keep a model's accesses to ~512 MB all told.
 pub const MAX_WORKLOAD_BYTES: u64 = 1 << 30;
+
+/// Least bytes an event counts for against the limits, however few it reads or writes (a
+/// converter op, `Enter` and `Leave` read and write none). The decoded event, its view and a
+/// model's state for it take up to ~120 bytes, about half of this, as a model keeps about
+/// half the bytes an access claims; so a trace of many small events, at the limits, takes
+/// about the memory of one of a few large accesses (~500 MB). Without it, a trace file of
+/// two to four bytes an event could ask for 30 to 60 times its size in memory.
+pub const EVENT_BYTES: u64 = 256;
+
+/// Least bytes a message counts for against the limits, however few its events claim: the
+/// view and the models keep 500 bytes to 1.5 KB for a message of no or a few fields, about
+/// a third of this, so a trace of many small messages at the limits also stays near ~500 MB.
+pub const MESSAGE_BYTES: u64 = 4096;
 
 /// Largest end of a serialized-buffer access the view accepts: 2^48 bytes (256 TiB) into the
 /// buffer, far past any message or stream of messages, so that the models' line arithmetic
@@ -199,9 +224,11 @@ impl PageMap {
 /// [`SimError::Trace`] for an ill-formed stream, [`SimError::Workload`] when it holds no
 /// message, when a message reads and writes more than [`ViewConfig::max_traced_bytes`] (as
 /// its events claim, or once its serialized-buffer accesses are widened: an offset far past
-/// the previous one claims every byte between them), converts more or has a larger wire size,
-/// when the messages together read and write more than [`ViewConfig::max_workload_bytes`],
-/// or when a serialized-buffer access ends past [`MAX_BUFFER_OFFSET`].
+/// the previous one claims every byte between them; each event counts at least
+/// [`EVENT_BYTES`], the message at least [`MESSAGE_BYTES`]), converts more or has a larger
+/// wire size, when the messages together read and write more than
+/// [`ViewConfig::max_workload_bytes`], or when a serialized-buffer access ends past
+/// [`MAX_BUFFER_OFFSET`].
 pub fn accelerator_view(
     name: &str,
     events: &[Event],
@@ -221,12 +248,15 @@ pub fn accelerator_view(
     let mut out = Vec::new();
     let mut start = 0;
     let mut workload_bytes = 0u64;
+    // How a count of reads and writes is made, where the floors may be most of it.
+    let counted =
+        format!("; each event counts at least {EVENT_BYTES} bytes, each message {MESSAGE_BYTES}");
     for (i, e) in events.iter().enumerate() {
         match e {
             Event::MessageBegin { .. } => start = i,
             Event::MessageEnd { .. } => {
                 let message = &events[start..=i];
-                let check = |what: &str, bytes: u64, limit: u64, knob: &str| {
+                let check = |what: &str, bytes: u64, limit: u64, knob: &str, note: &str| {
                     if bytes <= limit {
                         return Ok(());
                     }
@@ -234,13 +264,13 @@ pub fn accelerator_view(
                         name: name.to_string(),
                         why: format!(
                             "message {} (events {start}..={i}) {what} {bytes} bytes, over the \
-                             limit of {limit} (ViewConfig::{knob})",
+                             limit of {limit} (ViewConfig::{knob}{note})",
                             out.len()
                         ),
                     })
                 };
-                let per_message = |what: &str, bytes: u64| {
-                    check(what, bytes, cfg.max_traced_bytes, "max_traced_bytes")
+                let per_message = |what: &str, bytes: u64, note: &str| {
+                    check(what, bytes, cfg.max_traced_bytes, "max_traced_bytes", note)
                 };
                 if let Some((k, addr, bytes)) = buffer_access_past_bound(message) {
                     return Err(SimError::Workload {
@@ -254,19 +284,20 @@ pub fn accelerator_view(
                     });
                 }
                 // Checked before the view too: mapping an extent walks its pages.
-                per_message("reads and writes", traced_bytes(message))?;
-                per_message("converts", converted_bytes(message))?;
+                per_message("reads and writes", traced_bytes(message), &counted)?;
+                per_message("converts", converted_bytes(message), "")?;
                 st.reuse_regions();
                 let viewed = st.view_one(message);
-                per_message("has a wire size of", viewed.wire_bytes)?;
+                per_message("has a wire size of", viewed.wire_bytes, "")?;
                 let traced = traced_bytes(&viewed.events);
-                per_message("reads and writes", traced)?;
-                workload_bytes += traced;
+                per_message("reads and writes", traced, &counted)?;
+                workload_bytes = workload_bytes.saturating_add(traced);
                 check(
                     "brings the trace's reads and writes to",
                     workload_bytes,
                     cfg.max_workload_bytes,
                     "max_workload_bytes",
+                    &counted,
                 )?;
                 out.push(viewed);
             }
@@ -282,7 +313,8 @@ pub fn accelerator_view(
     Ok(out)
 }
 
-/// Bytes a message's events read and write.
+/// Bytes a message's events read and write, each event counting at least [`EVENT_BYTES`] and
+/// the message at least [`MESSAGE_BYTES`].
 fn traced_bytes(events: &[Event]) -> u64 {
     events
         .iter()
@@ -291,7 +323,10 @@ fn traced_bytes(events: &[Event]) -> u64 {
             Event::FieldRead { bytes, .. } | Event::FieldWrite { bytes, .. } => u64::from(bytes),
             _ => 0,
         })
-        .sum()
+        .fold(0u64, |sum, bytes| {
+            sum.saturating_add(bytes.max(EVENT_BYTES))
+        })
+        .max(MESSAGE_BYTES)
 }
 
 /// The first serialized-buffer access of `events` that ends past [`MAX_BUFFER_OFFSET`]: its
@@ -561,13 +596,39 @@ impl State {
                     with_extent(*e, region, at, bytes)
                 }
                 Event::MessageEnd { wire_bytes } => {
-                    // Trailing bytes (e.g. the tag and length of a final empty sub-message).
-                    if let (Some(k), true) = (last_buffer, wire_bytes > buffer_end) {
-                        let extra = u32::try_from(wire_bytes - buffer_end).unwrap_or(u32::MAX);
-                        if let Event::FieldRead { bytes, .. } | Event::FieldWrite { bytes, .. } =
-                            &mut ev[k]
-                        {
-                            *bytes = bytes.saturating_add(extra);
+                    let extra =
+                        u32::try_from(wire_bytes.saturating_sub(buffer_end)).unwrap_or(u32::MAX);
+                    match (last_buffer, extra) {
+                        (_, 0) => {}
+                        // Trailing bytes (e.g. the tag and length of a final empty
+                        // sub-message) join the last access.
+                        (Some(k), _) => {
+                            if let Event::FieldRead { bytes, .. }
+                            | Event::FieldWrite { bytes, .. } = &mut ev[k]
+                            {
+                                *bytes = bytes.saturating_add(extra);
+                            }
+                        }
+                        // No access at all (only empty sub-messages, say): the whole wire
+                        // form, read before the fields are written, or written after they
+                        // are read.
+                        (None, bytes) => {
+                            let region = Region::Buffer;
+                            match direction {
+                                Direction::Decode => ev.insert(
+                                    1,
+                                    Event::FieldRead {
+                                        region,
+                                        addr: 0,
+                                        bytes,
+                                    },
+                                ),
+                                Direction::Encode => ev.push(Event::FieldWrite {
+                                    region,
+                                    addr: 0,
+                                    bytes,
+                                }),
+                            }
                         }
                     }
                     *e
@@ -660,17 +721,15 @@ fn with_extent(e: Event, region: Region, addr: u64, bytes: u32) -> Event {
 }
 
 /// Widens a serialized-buffer access `[addr, addr + bytes)` back to `*end` (the end of the
-/// previous one), so the tag and length bytes before a value are part of its access. A run
-/// too long for a `u32` saturates; [`accelerator_view`] refuses it.
+/// previous one), however far before it that is, so the tag and length bytes before a value
+/// are part of its access; an access before `*end` keeps its start. A run too long for a
+/// `u32` saturates at `u32::MAX`, over any [`ViewConfig::max_traced_bytes`] below 4 GiB, so
+/// [`accelerator_view`] refuses it.
 fn widen(addr: u64, bytes: u32, end: &mut u64) -> (u64, u32) {
-    let start = if addr >= *end && addr - *end < u64::from(u32::MAX / 2) {
-        *end
-    } else {
-        addr
-    };
-    let b = ((addr - start) as u32).saturating_add(bytes);
+    let start = if addr >= *end { *end } else { addr };
+    let run = (addr - start).saturating_add(u64::from(bytes));
     *end = (*end).max(addr.saturating_add(u64::from(bytes)));
-    (start, b)
+    (start, u32::try_from(run).unwrap_or(u32::MAX))
 }
 
 #[cfg(test)]
@@ -742,12 +801,15 @@ mod tests {
     fn a_message_the_view_widens_over_the_limit_is_an_error() {
         let cfg = ViewConfig::default();
         // A write 1 GiB into the buffer claims 8 bytes, but the accelerator writes the run
-        // from the buffer's start to it: 1 GiB + 8, with the schema entry and the read 32.
+        // from the buffer's start to it: 1 GiB + 8, with the five other events (schema entry,
+        // read, converter op, begin and end) counting 256 each.
         let err = accelerator_view("far", &one_write_at(1 << 30, 8), &cfg).unwrap_err();
         let msg = err.to_string();
         assert!(
-            msg.contains("message 0 (events 0..=5) reads and writes 1073741856 bytes")
-                && msg.contains("max_traced_bytes"),
+            msg.contains(&format!(
+                "message 0 (events 0..=5) reads and writes {} bytes",
+                (1 << 30) + 8 + 5 * EVENT_BYTES
+            )) && msg.contains("max_traced_bytes; each event counts at least 256 bytes"),
             "{msg}"
         );
         // So is a wire size over the limit, with or without a buffer access to extend.
@@ -794,8 +856,151 @@ mod tests {
     }
 
     #[test]
-    fn a_buffer_access_past_the_offset_bound_is_an_error() {
+    fn a_far_buffer_gap_is_refused_however_far() {
+        // The run from the buffer's start to a write 1 GiB, 3 GiB or 1 TiB in claims every
+        // byte of the gap (past 4 GiB, the most one access holds), over the limit.
         let cfg = ViewConfig::default();
+        for offset in [1 << 30, 3 << 30, 1 << 40, MAX_BUFFER_OFFSET - 8] {
+            let err = accelerator_view("far", &one_write_at(offset, 8), &cfg).unwrap_err();
+            assert!(
+                err.to_string().contains("over the limit of 268435456"),
+                "{offset}: {err}"
+            );
+        }
+        // A gap just under the limit is one whole run.
+        let near = accelerator_view("near", &one_write_at(200 << 20, 8), &cfg).unwrap();
+        assert!(near[0].events.contains(&Event::FieldWrite {
+            region: Region::Buffer,
+            addr: 0,
+            bytes: (200 << 20) + 8
+        }));
+        // An access before the end of the previous one keeps its start.
+        let mut end = 100;
+        assert_eq!(widen(40, 8, &mut end), (40, 8));
+        assert_eq!(end, 100);
+        assert_eq!(widen(u64::MAX - 8, 8, &mut end), (100, u32::MAX));
+    }
+
+    #[test]
+    fn a_message_without_a_buffer_access_reads_or_writes_its_wire_size() {
+        // Only empty sub-messages: 20 tags and lengths on the wire, no value of their own.
+        for direction in [Direction::Encode, Direction::Decode] {
+            let mut evs = vec![begin(direction)];
+            for _ in 0..20 {
+                evs.push(Event::SchemaRead {
+                    kind: 11,
+                    addr: 0x1000,
+                    size: 16,
+                });
+                evs.extend([Event::Enter { type_id: 1 }, Event::Leave]);
+            }
+            evs.push(Event::MessageEnd { wire_bytes: 40 });
+            let t = accelerator_view("esub", &evs, &ViewConfig::default())
+                .unwrap()
+                .remove(0);
+            let buffer: Vec<(usize, Event)> = t
+                .events
+                .iter()
+                .copied()
+                .enumerate()
+                .filter(|(_, e)| {
+                    matches!(
+                        e,
+                        Event::FieldRead {
+                            region: Region::Buffer,
+                            ..
+                        } | Event::FieldWrite {
+                            region: Region::Buffer,
+                            ..
+                        }
+                    )
+                })
+                .collect();
+            // Decoding reads the bytes first; encoding writes them last.
+            let (at, whole) = match direction {
+                Direction::Decode => (
+                    1,
+                    Event::FieldRead {
+                        region: Region::Buffer,
+                        addr: 0,
+                        bytes: 40,
+                    },
+                ),
+                Direction::Encode => (
+                    t.events.len() - 2,
+                    Event::FieldWrite {
+                        region: Region::Buffer,
+                        addr: 0,
+                        bytes: 40,
+                    },
+                ),
+            };
+            assert_eq!(buffer, vec![(at, whole)], "{direction:?}");
+        }
+        // A message with no wire bytes gets no access.
+        let empty = [
+            begin(Direction::Encode),
+            Event::MessageEnd { wire_bytes: 0 },
+        ];
+        let t = accelerator_view("empty", &empty, &ViewConfig::default()).unwrap();
+        assert_eq!(t[0].events, empty);
+    }
+
+    #[test]
+    fn every_event_and_message_counts_at_least_its_floor() {
+        let cfg = ViewConfig {
+            max_traced_bytes: 1 << 20,
+            max_workload_bytes: 1 << 22,
+            ..ViewConfig::default()
+        };
+        assert_eq!(cfg.max_events(), (1 << 22) / 256);
+        // 2,047 Enter/Leave pairs read and write nothing, but count 256 bytes an event: with
+        // begin and end, 4,096 events are 1 MiB, the limit; one pair more is over it.
+        let nested = |pairs: usize| {
+            let mut evs = vec![begin(Direction::Encode)];
+            evs.extend((0..pairs).map(|_| Event::Enter { type_id: 1 }));
+            evs.extend((0..pairs).map(|_| Event::Leave));
+            evs.push(Event::MessageEnd { wire_bytes: 0 });
+            evs
+        };
+        assert!(accelerator_view("deep", &nested(2047), &cfg).is_ok());
+        let err = accelerator_view("deep", &nested(2048), &cfg).unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "message 0 (events 0..=4097) reads and writes 1049088 bytes, over the limit of \
+                 1048576 (ViewConfig::max_traced_bytes; each event counts at least 256 bytes, \
+                 each message 4096)"
+            ),
+            "{err}"
+        );
+        // Empty messages count 4 KiB each: 1,024 make the trace's 4 MiB, one more is over.
+        let empty = [
+            begin(Direction::Decode),
+            Event::MessageEnd { wire_bytes: 0 },
+        ];
+        let many = |n: usize| -> Vec<Event> { empty.iter().copied().cycle().take(2 * n).collect() };
+        assert_eq!(
+            accelerator_view("many", &many(1024), &cfg).unwrap().len(),
+            1024
+        );
+        let err = accelerator_view("many", &many(1025), &cfg).unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "message 1024 (events 2048..=2049) brings the trace's reads and writes to \
+                 4198400 bytes"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_buffer_access_past_the_offset_bound_is_an_error() {
+        // Under the default limits, the run back to the buffer's start is refused first.
+        let cfg = ViewConfig {
+            max_traced_bytes: u64::MAX,
+            max_workload_bytes: u64::MAX,
+            ..ViewConfig::default()
+        };
         let at_bound = accelerator_view("edge", &one_write_at(MAX_BUFFER_OFFSET - 8, 8), &cfg);
         assert!(at_bound.is_ok());
         for offset in [MAX_BUFFER_OFFSET - 4, u64::MAX - 3] {
