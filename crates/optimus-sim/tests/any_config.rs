@@ -131,24 +131,38 @@ fn picks() -> impl Strategy<Value = Vec<(usize, usize)>> {
     prop::collection::vec((any::<usize>(), any::<usize>()), 1..6)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+/// The short-window OP{1,1} the properties vary.
+fn short_op() -> OpConfig {
+    let mut base = OpConfig::paper_4x4(1, 1);
+    base.warmup_cycles = 200;
+    base.measure_cycles = 2_000;
+    base.max_cycles = 200_000;
+    base
+}
 
-    #[test]
-    fn any_optimus_prime_config_runs_or_is_refused(
-        picks in picks(),
-        class in 0usize..3,
-        encode in any::<bool>(),
-    ) {
-        let mut base = OpConfig::paper_4x4(1, 1);
-        base.warmup_cycles = 200;
-        base.measure_cycles = 2_000;
-        base.max_cycles = 200_000;
-        let Some(cfg) = vary(&base, &picks) else { return Ok(()) };
-        let direction = if encode { Direction::Encode } else { Direction::Decode };
-        let trace = MessageClass::ALL[class].trace(&mut Engine, direction).unwrap();
-        let Ok(r) = op::run(&cfg, &[trace]) else { return Ok(()) };
-        finite("op", &[
+/// Runs OP with `picks` on message class `class`: refused, or every number finite.
+fn op_runs_or_is_refused(
+    picks: &[(usize, usize)],
+    class: usize,
+    encode: bool,
+) -> Result<(), TestCaseError> {
+    let Some(cfg) = vary(&short_op(), picks) else {
+        return Ok(());
+    };
+    let direction = if encode {
+        Direction::Encode
+    } else {
+        Direction::Decode
+    };
+    let trace = MessageClass::ALL[class]
+        .trace(&mut Engine, direction)
+        .unwrap();
+    let Ok(r) = op::run(&cfg, &[trace]) else {
+        return Ok(());
+    };
+    finite(
+        "op",
+        &[
             r.throughput_gbps,
             r.messages_per_s,
             r.latency_ns,
@@ -159,8 +173,36 @@ proptest! {
             r.port_gbps,
             r.mesh_link_utilization,
             r.reader_stall_fraction,
-        ])?;
-        finite_stats(&r.stats)?;
+        ],
+    )?;
+    finite_stats(&r.stats)
+}
+
+#[test]
+fn every_optimus_prime_parameter_alone_at_every_drawn_value_runs_or_is_refused() {
+    // The property draws several parameters at once; here each whole-number parameter takes
+    // each edge value alone, so every one meets u32::MAX and u64::MAX in every run.
+    let mut params = Vec::new();
+    parameters(&serde_json::to_value(short_op()).unwrap(), "", &mut params);
+    for (i, (_, kind)) in params.iter().enumerate() {
+        if matches!(kind, Kind::Whole) {
+            for pick in 0..WHOLES.len() {
+                op_runs_or_is_refused(&[(i, pick)], 1, true).unwrap();
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn any_optimus_prime_config_runs_or_is_refused(
+        picks in picks(),
+        class in 0usize..3,
+        encode in any::<bool>(),
+    ) {
+        op_runs_or_is_refused(&picks, class, encode)?;
     }
 
     #[test]

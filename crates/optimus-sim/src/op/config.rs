@@ -7,6 +7,21 @@ use serde::{Deserialize, Serialize};
 use super::mem::{BlockBufferConfig, MemoryConfig, NocConfig};
 use crate::error::{check_positive, config_err, Result};
 
+/// Most cycles a run may simulate (`max_cycles`, which bounds warm-up plus measurement): 10^9,
+/// half a second at the default 2 GHz and fifty times the default `max_cycles`. The model steps
+/// through every cycle, about ten million a second for OP{1,1} (fewer with more pipelines and
+/// contexts), so the bound keeps a run to minutes or hours, where `u64::MAX` cycles would take
+/// millennia.
+pub const MAX_CYCLES: u64 = 1_000_000_000;
+
+/// Slowest clock a configuration may ask for, in GHz: 10 MHz, below any FPGA prototype's.
+pub const MIN_CLOCK_GHZ: f64 = 0.01;
+
+/// Fastest clock a configuration may ask for, in GHz: 100 GHz, far past any CMOS logic's.
+/// Times and rates are cycles scaled by the clock, so beyond these bounds they would report
+/// no plausible machine (with a zero memory latency, an unbounded clock made them infinite).
+pub const MAX_CLOCK_GHZ: f64 = 100.0;
+
 /// Dispatcher and requesting cores (§4.1, §5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -48,7 +63,8 @@ pub struct ReaderConfig {
     /// Memory requests a Reader issues per cycle. Default 2: the Block Buffer's two read/write
     /// ports (Table 1), which the Writer's line writes and the other pipelines share.
     pub issue_per_cycle: u32,
-    /// Cycles to rotate to another time-sharing context. Default 1 (§4.6: "rotated in one cycle").
+    /// Cycles to rotate to another time-sharing context; 0 lets the new context emit in the
+    /// cycle the Reader rotates to it. Default 1 (§4.6: "rotated in one cycle").
     pub context_switch_cycles: u32,
     /// Chunk queue between Reader and Converter. Default 16.
     pub chunk_queue: u32,
@@ -78,7 +94,8 @@ impl Default for ReaderConfig {
 pub struct ConverterConfig {
     /// Instruction memory entries. Default 128 (§4.4).
     pub imem_entries: u32,
-    /// Pipeline stages (fetch, decode+RF, execute, writeback). Default 4 (§4.4).
+    /// Pipeline stages (fetch, decode+RF, execute, writeback), at least 1: a Chunk spends a
+    /// cycle in each, and the Writer may take it in the cycle after the last. Default 4 (§4.4).
     pub stages: u32,
     /// Instructions per Chunk for each converter op id; ops not listed take
     /// `default_instructions` (specialized: one instruction, §4.4 "for common data types (e.g.
@@ -133,7 +150,8 @@ impl Default for WriterConfig {
 pub struct OpConfig {
     /// Seed of the model's `ChaCha8Rng` (LLC/forwarding draws).
     pub seed: u64,
-    /// Clock in GHz. Default 2 (Table 1: cores and OP at 2GHz).
+    /// Clock in GHz, from [`MIN_CLOCK_GHZ`] to [`MAX_CLOCK_GHZ`]. Default 2 (Table 1: cores and
+    /// OP at 2GHz).
     pub clock_ghz: f64,
     /// Transformation pipelines `n` of OP{n,j}. Default 1.
     pub pipelines: u32,
@@ -154,8 +172,9 @@ pub struct OpConfig {
     /// keep that under ~6 %. Messages longer than `measure_cycles / 16` extend the window;
     /// a non-zero warm-up likewise lasts until a message has completed. Default 16.
     pub min_window_latencies: u64,
-    /// Cycles simulated at most, warm-up included; a run that reaches it is reported over the
-    /// window it has, or fails if no message completed. Default 20 000 000 (10 ms at 2 GHz).
+    /// Cycles simulated at most, warm-up included, at most [`MAX_CYCLES`]; a run that reaches it
+    /// is reported over the window it has, or fails if no message completed. Default
+    /// 20 000 000 (10 ms at 2 GHz).
     pub max_cycles: u64,
     /// Dispatcher and cores.
     pub dispatcher: DispatcherConfig,
@@ -264,9 +283,37 @@ impl OpConfig {
                 format!("{} (1..=16 contexts)", self.interleave),
             ));
         }
-        check_positive("op", &[(self.clock_ghz, "clock_ghz")])?;
+        let clock = self.clock_ghz;
+        if !(MIN_CLOCK_GHZ..=MAX_CLOCK_GHZ).contains(&clock) {
+            let shown = if (1e-4..1e6).contains(&clock.abs()) {
+                format!("{clock}")
+            } else {
+                format!("{clock:e}")
+            };
+            return Err(config_err(
+                "op",
+                "clock_ghz",
+                format!("{shown} GHz is outside {MIN_CLOCK_GHZ} to {MAX_CLOCK_GHZ} GHz"),
+            ));
+        }
         if self.measure_cycles == 0 {
             return Err(config_err("op", "measure_cycles", "must be positive"));
+        }
+        for (cycles, field) in [
+            (self.warmup_cycles, "warmup_cycles"),
+            (self.measure_cycles, "measure_cycles"),
+            (self.max_cycles, "max_cycles"),
+        ] {
+            if cycles > MAX_CYCLES {
+                return Err(config_err(
+                    "op",
+                    field,
+                    format!(
+                        "{cycles} cycles is more than {MAX_CYCLES} (the model steps through \
+                         every cycle)"
+                    ),
+                ));
+            }
         }
         if self.max_cycles < self.warmup_cycles.saturating_add(self.measure_cycles) {
             return Err(config_err(
@@ -289,15 +336,30 @@ impl OpConfig {
                 (f64::from(r.chunk_queue), "chunk_queue"),
             ],
         )?;
-        let imem: u32 = self.converter.programs.values().sum();
-        if imem > self.converter.imem_entries {
+        let imem_entries = self.converter.imem_entries;
+        if let Some((op, n)) = self
+            .converter
+            .programs
+            .iter()
+            .find(|&(_, &n)| n > imem_entries)
+        {
             return Err(config_err(
                 "op.converter",
                 "programs",
-                format!(
-                    "{imem} instructions do not fit {} I-Mem entries",
-                    self.converter.imem_entries
-                ),
+                format!("op {op}'s {n} instructions do not fit {imem_entries} I-Mem entries"),
+            ));
+        }
+        let imem: u64 = self
+            .converter
+            .programs
+            .values()
+            .map(|&n| u64::from(n))
+            .sum();
+        if imem > u64::from(imem_entries) {
+            return Err(config_err(
+                "op.converter",
+                "programs",
+                format!("{imem} instructions together do not fit {imem_entries} I-Mem entries"),
             ));
         }
         if self.converter.stages == 0 {
@@ -340,7 +402,7 @@ impl OpConfig {
     /// Bandwidth of OP's NoC port in Gbps, both directions together (§5: 32 B/cycle =
     /// 512 Gbps at 2 GHz).
     pub fn port_gbps(&self) -> f64 {
-        f64::from(self.noc.attach_links * self.noc.link_bytes) * 8.0 * self.clock_ghz
+        f64::from(self.noc.attach_links) * f64::from(self.noc.link_bytes) * 8.0 * self.clock_ghz
     }
 
     /// Memory latency in cycles.
@@ -372,6 +434,45 @@ mod tests {
             |c| c.memory.mem_latency_ns = 1e300,
             "op.memory.mem_latency_ns",
         );
+        // No run is endless, nor reports times and rates of no plausible machine.
+        refused(
+            |c| (c.max_cycles, c.measure_cycles) = (u64::MAX, u64::MAX - 615),
+            "op.measure_cycles: 18446744073709551000 cycles is more than 1000000000",
+        );
+        refused(|c| c.max_cycles = u64::MAX, "op.max_cycles");
+        refused(|c| c.warmup_cycles = MAX_CYCLES + 1, "op.warmup_cycles");
+        refused(
+            |c| {
+                c.max_cycles = MAX_CYCLES + 1;
+                c.measure_cycles = MAX_CYCLES;
+            },
+            "op.max_cycles: 1000000001 cycles",
+        );
+        for clock_ghz in [1e300, 1e12, 100.5, 0.005, 0.0, -2.0, f64::NAN] {
+            let mut cfg = OpConfig {
+                clock_ghz,
+                ..OpConfig::default()
+            };
+            cfg.memory.mem_latency_ns = 0.0;
+            let err = cfg.validate().unwrap_err().to_string();
+            assert!(err.contains("op.clock_ghz"), "{clock_ghz}: {err}");
+        }
+        let mut longest = OpConfig::default();
+        (longest.max_cycles, longest.measure_cycles) = (MAX_CYCLES, MAX_CYCLES);
+        longest.warmup_cycles = 0;
+        longest.validate().unwrap();
+        for clock_ghz in [MIN_CLOCK_GHZ, 0.25, MAX_CLOCK_GHZ] {
+            let clocked = OpConfig {
+                clock_ghz,
+                ..OpConfig::default()
+            };
+            clocked.validate().unwrap();
+        }
+        let mut wide = OpConfig::default();
+        wide.noc.attach_links = 255;
+        wide.noc.link_bytes = 64;
+        wide.validate().unwrap();
+        assert_eq!(wide.port_gbps(), 255.0 * 64.0 * 8.0 * 2.0);
         OpConfig::paper_8x8(12, 1).validate().unwrap();
     }
 }

@@ -27,9 +27,12 @@ pub(super) struct Converter {
 }
 
 impl Converter {
-    /// One cycle: takes the next Chunk from `input` when idle and issues one instruction;
-    /// a Chunk whose last instruction issued leaves the last stage `stages - 1` cycles later,
-    /// into `output` as `(cycle it is there, chunk)`.
+    /// One cycle: takes the next Chunk from `input` when idle and issues one instruction.
+    /// A Chunk whose last instruction issued in cycle `t` passes the `stages` stages in
+    /// cycles `t..t + stages` and is the Writer's to take from cycle `t + stages`: it goes
+    /// into `output` as `(t + stages, chunk)`. `output` holds the Chunks in the stages and
+    /// those the Writer has not taken yet; while it holds `stages` of them, the Converter
+    /// starts no other Chunk (a stalled Writer stalls the Converter, and so the Reader).
     pub(super) fn tick(
         &mut self,
         now: u64,
@@ -38,7 +41,7 @@ impl Converter {
         output: &mut VecDeque<(u64, Chunk)>,
         measuring: bool,
     ) {
-        if self.current.is_none() {
+        if self.current.is_none() && (output.len() as u64) < u64::from(cfg.stages) {
             if let Some(c) = input.pop_front() {
                 self.current = Some((c, cfg.instructions(c.op)));
             }
@@ -53,7 +56,7 @@ impl Converter {
         if *left == 0 {
             let c = *c;
             self.current = None;
-            output.push_back((now + u64::from(cfg.stages.saturating_sub(1)), c));
+            output.push_back((now + u64::from(cfg.stages), c));
             if measuring {
                 self.stats.chunks += 1;
             }
@@ -72,23 +75,29 @@ mod tests {
         }
     }
 
-    /// Runs the Converter from cycle 0 until `input` drains; returns when each Chunk leaves.
-    fn leave_cycles(cfg: &ConverterConfig, ops: &[u16]) -> (Vec<u64>, ConverterStats) {
+    /// Runs the Converter from cycle 0 until `input` drains, a Writer that ticks before it
+    /// taking each Chunk as soon as it may; returns the cycles it took each in.
+    fn take_cycles(cfg: &ConverterConfig, ops: &[u16]) -> (Vec<u64>, ConverterStats) {
         let mut conv = Converter::default();
         let mut input: VecDeque<Chunk> = ops.iter().map(|&op| chunk(op)).collect();
         let mut output = VecDeque::new();
+        let mut taken = Vec::new();
         for now in 0..100 {
+            while let Some(&(at, _)) = output.front().filter(|(at, _)| *at <= now) {
+                taken.push(at);
+                output.pop_front();
+            }
             conv.tick(now, cfg, &mut input, &mut output, true);
         }
-        (output.iter().map(|(t, _)| *t).collect(), conv.stats)
+        (taken, conv.stats)
     }
 
     #[test]
     fn specialized_ops_take_one_cycle_and_the_pipeline_depth() {
-        // Four stages: a Chunk issued in cycle t is out of writeback at t + 3; one Chunk
-        // issues per cycle.
-        let (out, stats) = leave_cycles(&ConverterConfig::default(), &[5, 5, 9]);
-        assert_eq!(out, vec![3, 4, 5]);
+        // Four stages: a Chunk issued in cycle t is in them in t..=t + 3 and the Writer's
+        // from t + 4; one Chunk issues per cycle.
+        let (out, stats) = take_cycles(&ConverterConfig::default(), &[5, 5, 9]);
+        assert_eq!(out, vec![4, 5, 6]);
         assert_eq!((stats.chunks, stats.busy_cycles), (3, 3));
     }
 
@@ -100,11 +109,34 @@ mod tests {
             programs: [(7, 3)].into_iter().collect(),
             ..ConverterConfig::default()
         };
-        let (out, stats) = leave_cycles(&cfg, &[7, 5, 7]);
-        assert_eq!(out, vec![2 + 3, 3 + 3, 6 + 3]);
+        let (out, stats) = take_cycles(&cfg, &[7, 5, 7]);
+        assert_eq!(out, vec![2 + 4, 3 + 4, 6 + 4]);
         assert_eq!((stats.chunks, stats.busy_cycles), (3, 7));
-        // A shallower pipeline only moves the exits.
-        let two = ConverterConfig { stages: 2, ..cfg };
-        assert_eq!(leave_cycles(&two, &[7, 5]).0, vec![3, 4]);
+        // A shallower pipeline only moves the exits, one cycle a stage, down to one stage.
+        let two = ConverterConfig {
+            stages: 2,
+            ..cfg.clone()
+        };
+        assert_eq!(take_cycles(&two, &[7, 5]).0, vec![4, 5]);
+        let one = ConverterConfig { stages: 1, ..cfg };
+        assert_eq!(take_cycles(&one, &[7, 5]).0, vec![3, 4]);
+    }
+
+    #[test]
+    fn a_writer_that_takes_nothing_stalls_the_converter_once_its_stages_are_full() {
+        // Four stages hold four Chunks; the rest stay in the Chunk queue.
+        let cfg = ConverterConfig::default();
+        let mut conv = Converter::default();
+        let mut input: VecDeque<Chunk> = (0..10).map(|_| chunk(5)).collect();
+        let mut output = VecDeque::new();
+        for now in 0..20 {
+            conv.tick(now, &cfg, &mut input, &mut output, true);
+        }
+        assert_eq!((output.len(), input.len()), (4, 6));
+        assert_eq!(conv.stats.busy_cycles, 4);
+        // Once the Writer takes one, the next Chunk goes in.
+        output.pop_front();
+        conv.tick(20, &cfg, &mut input, &mut output, true);
+        assert_eq!((output.len(), input.len()), (4, 5));
     }
 }

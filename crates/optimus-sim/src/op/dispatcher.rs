@@ -9,7 +9,8 @@ use crate::stats::counters;
 counters!(
     /// Dispatcher counters.
     DispatcherStats {
-        /// Requests received (in the measured window, when run by the model).
+        /// Requests the cores wrote to OP (in the measured window, when run by the model),
+        /// counted when written: each joins the queue once it has crossed OP's port.
         requests,
         /// Requests completed in the measured window.
         completed,

@@ -120,9 +120,10 @@ pub struct NocConfig {
     pub link_bytes: u32,
     /// Router+link latency per hop in cycles. Default 3 (Table 1: 3 cycles/hop).
     pub hop_cycles: u32,
-    /// Links of OP's corner tile. Default 2 (§5: "access to two NoC links").
+    /// Links of OP's corner tile: flits its port carries per cycle, 1 to 255 (the port's
+    /// calendar counts a cycle's flits in a byte). Default 2 (§5: "access to two NoC links").
     pub attach_links: u32,
-    /// Header flits per packet. Default 1.
+    /// Header flits per packet, at most [`MAX_HEADER_FLITS`]. Default 1.
     pub header_flits: u32,
     /// A line write waits in the Block Buffer while OP's port is booked more than this many
     /// cycles ahead: the write path's queue is bounded. Default 1024 (an assumption: the paper
@@ -143,6 +144,10 @@ impl Default for NocConfig {
     }
 }
 
+/// Most header flits a packet may have: as many as a 64-byte line's payload at one byte a
+/// flit. The bound keeps a packet's flit count far from `u32`'s range.
+pub const MAX_HEADER_FLITS: u32 = 64;
+
 impl NocConfig {
     pub(crate) fn validate(&self) -> Result<()> {
         if !(2..=16).contains(&self.mesh) {
@@ -159,8 +164,22 @@ impl NocConfig {
                 format!("{} does not divide a 64 B line", self.link_bytes),
             ));
         }
-        if self.attach_links == 0 {
-            return Err(config_err("op.noc", "attach_links", "at least one link"));
+        if !(1..=u32::from(u8::MAX)).contains(&self.attach_links) {
+            return Err(config_err(
+                "op.noc",
+                "attach_links",
+                format!(
+                    "{} (1..=255: the port's calendar counts a cycle's flits in a byte)",
+                    self.attach_links
+                ),
+            ));
+        }
+        if self.header_flits > MAX_HEADER_FLITS {
+            return Err(config_err(
+                "op.noc",
+                "header_flits",
+                format!("{} (at most {MAX_HEADER_FLITS})", self.header_flits),
+            ));
         }
         if u64::from(self.write_backlog_cycles) >= HORIZON / 2 {
             return Err(config_err(
@@ -179,7 +198,8 @@ impl NocConfig {
 
     /// Flits of a packet carrying `bytes` of payload.
     pub fn flits(&self, bytes: u32) -> u32 {
-        self.header_flits + bytes.div_ceil(self.link_bytes)
+        self.header_flits
+            .saturating_add(bytes.div_ceil(self.link_bytes))
     }
 }
 
@@ -325,9 +345,16 @@ const HORIZON: u64 = 1 << 14;
 
 impl Port {
     /// A port moving `flits_per_cycle` flits per cycle.
+    ///
+    /// # Panics
+    /// If `flits_per_cycle` is not in 1..=255 ([`NocConfig::attach_links`]' bounds).
     pub fn new(flits_per_cycle: u32) -> Self {
+        let capacity = u8::try_from(flits_per_cycle)
+            .ok()
+            .filter(|&c| c > 0)
+            .expect("a port carries 1..=255 flits a cycle (NocConfig::validate)");
         Self {
-            capacity: flits_per_cycle.clamp(1, 255) as u8,
+            capacity,
             slots: vec![0; HORIZON as usize],
             base: 0,
             free_from: 0,

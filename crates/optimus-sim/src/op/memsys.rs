@@ -13,6 +13,15 @@ use crate::program::LINE_BYTES;
 /// OP's tile.
 pub(super) const OP_TILE: u32 = 0;
 
+/// What a line write that cannot issue this cycle waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WriteWait {
+    /// A Block Buffer port: every one is taken this cycle.
+    BlockBufferPort,
+    /// OP's NoC port: it is booked more than `noc.write_backlog_cycles` ahead.
+    WriteBacklog,
+}
+
 /// The Block Buffer, OP's port, the mesh and the LLC/memory behind them.
 pub(super) struct MemorySystem {
     pub(super) mesh: Mesh,
@@ -115,27 +124,30 @@ impl MemorySystem {
     }
 
     /// Writes one output line through a Block Buffer port, out of OP's port to its home bank,
-    /// which acknowledges it; false if no Block Buffer port is free this cycle or OP's port
-    /// is booked more than `write_backlog_cycles` ahead.
-    pub(super) fn write_line(&mut self, now: u64) -> bool {
+    /// which acknowledges it once the line has crossed the port and reached it.
+    ///
+    /// # Errors
+    /// What the line waits for: a Block Buffer port (none free this cycle), or OP's port
+    /// (booked more than `write_backlog_cycles` ahead).
+    pub(super) fn write_line(&mut self, now: u64) -> Result<(), WriteWait> {
         // The write path's queue to the port is bounded: a line waits in the Block Buffer
         // while the port is booked too far ahead.
         if self.port.backlog(now + 1) > u64::from(self.noc.write_backlog_cycles) {
-            return false;
+            return Err(WriteWait::WriteBacklog);
         }
         if !self.bb.write(now) {
-            return false;
+            return Err(WriteWait::BlockBufferPort);
         }
         let flits = self.noc.flits(LINE_BYTES as u32);
         // Output buffers are spread over the banks like any data.
         let home = ((now.wrapping_mul(0x9e37_79b9) >> 7) % u64::from(self.mesh.tiles())) as u32;
-        self.port.send(now + 1, flits, false);
+        let sent = self.port.send(now + 1, flits, false);
         self.mesh.route(OP_TILE, home, flits);
         let ack = self.noc.header_flits;
         self.port
-            .send(now + 1 + 2 * self.hop_cycles(OP_TILE, home), ack, true);
+            .send(sent + 2 * self.hop_cycles(OP_TILE, home), ack, true);
         self.mesh.route(home, OP_TILE, ack);
-        true
+        Ok(())
     }
 
     /// A core on `tile` writes `bytes` to OP's request register at `now`: the cycle the write
@@ -222,15 +234,32 @@ mod tests {
     #[test]
     fn line_writes_wait_while_the_port_is_booked_past_the_write_backlog() {
         let mut m = system(1.0, 1.0);
-        assert!(m.write_line(10));
+        assert_eq!(m.write_line(10), Ok(()));
         // A line and its header leave through OP's port; an acknowledgement comes back.
         assert_eq!((m.port.stats.flits_out, m.port.stats.flits_in), (5, 1));
         // From cycle 20 the port's two links are booked for 1026 cycles, past the 1024-cycle
         // bound on the write path's queue.
         m.port.advance(20);
         m.port.send(20, 2 * 1026, false);
-        assert!(!m.write_line(20));
+        assert_eq!(m.write_line(20), Err(WriteWait::WriteBacklog));
         assert_eq!(m.bb.stats.writes, 1);
-        assert!(m.write_line(1100));
+        assert_eq!(m.write_line(1100), Ok(()));
+        // The Block Buffer's two ports take two writes a cycle.
+        assert_eq!(m.write_line(1100), Ok(()));
+        assert_eq!(m.write_line(1100), Err(WriteWait::BlockBufferPort));
+    }
+
+    #[test]
+    fn a_write_is_acknowledged_after_it_has_crossed_the_port() {
+        // OP's port is booked full for cycles 101..=120, so a line written at cycle 100 crosses
+        // in 121..=123 (five flits over two links) instead of 101..=103. Its home is tile 8,
+        // (0, 2), two hops away: the acknowledgement is back 2 x 6 cycles after the line has
+        // crossed, at 136, not 12 cycles after the cycle the write was due to leave.
+        let mut m = system(1.0, 1.0);
+        m.port.send(101, 40, false);
+        assert_eq!(m.write_line(100), Ok(()));
+        assert_eq!(m.port.carried_before(124), 45);
+        assert_eq!(m.port.carried_before(136), 45);
+        assert_eq!(m.port.carried_before(137), 46);
     }
 }

@@ -34,7 +34,8 @@ pub(super) struct Pipeline {
     /// Chunks the Reader emitted, waiting for the Converter.
     chunks: VecDeque<Chunk>,
     pub(super) converter: Converter,
-    /// Converted Chunks with the cycle they leave the Converter.
+    /// Chunks in the Converter's stages or waiting for the Writer, each with the first cycle
+    /// the Writer may take it; at most `converter.stages` of them.
     converted: VecDeque<(u64, Chunk)>,
     pub(super) writer: Writer,
 }
@@ -50,19 +51,21 @@ impl Pipeline {
         }
     }
 
-    /// The Writer's cycle: the transformation it completed, if any.
+    /// The Writer's cycle; the transformations it completes are then in
+    /// [`Writer::completed`].
     pub(super) fn tick_writer(
         &mut self,
         now: u64,
         cfg: &OpConfig,
         mem: &mut MemorySystem,
         measuring: bool,
-    ) -> Option<u64> {
-        let c = self
+    ) {
+        if let Some(c) = self
             .writer
-            .tick(now, &cfg.writer, mem, &mut self.converted, measuring)?;
-        self.reader.chunk_left_pipeline(c.slot as usize);
-        c.last.then_some(c.txn)
+            .tick(now, &cfg.writer, mem, &mut self.converted, measuring)
+        {
+            self.reader.chunk_left_pipeline(c.slot as usize);
+        }
     }
 
     /// The Converter's cycle.

@@ -4,9 +4,10 @@
 //! level plus first-level sub-message schemata (§6.1); then it emits one Chunk of the active
 //! context's field once its data is in, or rotates to a context whose field is ready. A field
 //! whose data spans lines streams: a Chunk leaves once its lines are in, and the field's lines
-//! are requested at most `field_window_lines` ahead of its Chunks.
+//! are requested at most `field_window_lines` ahead of its Chunks. Every cycle is counted once,
+//! under what it went to ([`ReaderCycle`]).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::rc::Rc;
 
 use optimus_trace::Region;
@@ -25,21 +26,21 @@ const NOT_ISSUED: u64 = u64::MAX;
 thread_local! {
     /// Tests turn the skips of known waits off to check that they change nothing.
     static SKIP_KNOWN_WAITS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// Accesses the issue scans have looked at, for tests that bound a cycle's cost.
+    static SCAN_STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Whether work known to find nothing is skipped: an issue pass before its `quiet_until`, a
-/// streaming field's readiness check before its `stream_wait` (always, but for tests that
-/// compare against checking on every cycle).
+/// streaming field's readiness check before its `stream_wait`, the accesses a pass cannot
+/// issue (waiting with one that waits, or not fetched by the prefetcher) and, once its
+/// requests are spent, those it cannot serve (always, but for tests that compare against
+/// checking every access on every cycle).
 fn skip_known_waits() -> bool {
     #[cfg(test)]
     return SKIP_KNOWN_WAITS.get();
     #[cfg(not(test))]
     true
 }
-
-/// Longest run of waiting accesses the issue scan skips in one step
-/// ([`ProgramTables::blocked_run_end`]).
-const BLOCKED_RUN: usize = 64;
 
 /// What the Reader reads of a message with no fields: nothing to fetch, convert or write. Its
 /// one Chunk carries the message's completion through the Converter and Writer.
@@ -65,17 +66,54 @@ fn item_at(prog: &Program, cursor: usize) -> &Item {
     prog.items.get(cursor).unwrap_or(&NO_FIELDS)
 }
 
+/// Chunks of one converter op's `bytes` of input: one per `chunk_bytes`, at least one.
+fn op_chunks(bytes: u32, chunk_bytes: u32) -> u32 {
+    bytes.div_ceil(chunk_bytes).max(1)
+}
+
+/// What one Reader cycle went to; each has its counter in [`ReaderStats`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReaderCycle {
+    /// A Chunk left for the Converter (`busy_cycles`).
+    Emit,
+    /// Rotating to another context (`switch_cycles`).
+    Switch,
+    /// No context's next Chunk has its data in, and one of them waits on memory
+    /// (`stall_cycles`).
+    MemoryStall,
+    /// Every context holding a message waits for its previous field's Chunks to leave the
+    /// Converter and Writer, without pipelining (`drain_wait_cycles`).
+    DrainWait,
+    /// A Chunk is ready but the Chunk queue to the Converter is full (`queue_full_cycles`).
+    QueueFull,
+    /// No context holds a message (`idle_cycles`).
+    Idle,
+}
+
 counters!(
-    /// Reader counters.
+    /// Reader counters. The `*_cycles` counters split every cycle between them: they add up
+    /// to the cycles measured.
     ReaderStats {
         /// Chunks sent to the Converter.
         chunks,
-        /// Fields (items) completed.
+        /// Fields (items) completed: their last Chunk sent to the Converter.
         fields,
-        /// Cycles with no ready field in any context.
+        /// Cycles stalled on memory: a message in a context, but no context's next Chunk has
+        /// its data in (counted here, not under `drain_wait_cycles`, when any context waits on
+        /// memory).
         stall_cycles,
         /// Cycles spent emitting Chunks.
         busy_cycles,
+        /// Cycles spent rotating to another context (`context_switch_cycles` per rotation).
+        switch_cycles,
+        /// Cycles every context holding a message waited for its previous field's Chunks to
+        /// leave the Converter and Writer (without pipelining).
+        drain_wait_cycles,
+        /// Cycles a Chunk was ready but the Chunk queue to the Converter was full: the
+        /// Converter and Writer hold the Reader back.
+        queue_full_cycles,
+        /// Cycles no context held a message.
+        idle_cycles,
         /// Context rotations.
         context_switches,
         /// Accesses issued on demand.
@@ -171,9 +209,37 @@ impl Stream {
     /// lines they used up free the window, and Chunk `k`'s own lines are always allowed (a
     /// field may read more lines per Chunk than the window holds).
     fn issue_limit(&self, k: u32) -> usize {
-        let window = (self.run_from + self.window + self.share(self.run_lines, k)) as usize;
+        let window =
+            self.run_from as usize + self.window as usize + self.share(self.run_lines, k) as usize;
         window.max(self.needs(k))
     }
+}
+
+/// Per access `a`: one past the run of accesses after it that wait whenever it waits on its
+/// dependence, however long: those that depend on the same access (the lines of one read) or
+/// on an access of the run (a chain of pointers). While `a` waits, each of them waits on `a`'s
+/// dependence or on an access of the run, none of which can have been issued.
+///
+/// The run of an access `c` in `a`'s run lies in `a`'s run too, so the walk from `a` steps
+/// over it at once. The runs are found from the last access back, in fewer than two steps per
+/// access: the accesses a walk may still visit form a stack, onto which each access is pushed
+/// once and from which a walk takes those it steps over.
+fn blocked_run_ends(p: &Program) -> Vec<u32> {
+    let n = p.accesses.len();
+    let mut run_end = vec![n as u32; n];
+    for a in (0..n).rev() {
+        let own = p.accesses[a].dep;
+        let waits_with_a = |c: usize| {
+            let dep = p.accesses[c].dep;
+            dep == own || dep.is_some_and(|d| (a..c).contains(&(d as usize)))
+        };
+        let mut c = a + 1;
+        while c < n && waits_with_a(c) {
+            c = run_end[c] as usize;
+        }
+        run_end[a] = c as u32;
+    }
+    run_end
 }
 
 /// What the Reader derives once per workload message (relocation moves whole lines, so it
@@ -182,37 +248,63 @@ impl Stream {
 pub(super) struct ProgramTables {
     /// Per access: [`line_mates`].
     mates: Vec<Option<u32>>,
-    /// The accesses that have a line mate, in order: all a cycle's issue scan still has to
-    /// visit once its request budget is spent.
-    mated: Vec<u32>,
+    /// Per access (and one past the last): where the entries whose line mate it is start in
+    /// `mates_of`.
+    mates_from: Vec<u32>,
+    /// Grouped by their line mate, in order: the schema entries that its request brings in.
+    mates_of: Vec<u32>,
+    /// Per item (and one past the last): where its ops start in `op_chunk_ends`.
+    ops_from: Vec<u32>,
+    /// Per converter op of each item: the item's Chunks up to the end of the op's input.
+    op_chunk_ends: Vec<u32>,
     /// Per item: the line writes its output causes ([`line_writes`]).
     line_writes: Vec<u32>,
     /// Per item: its Chunks, one per `chunk_bytes` of each op's input, at least one.
     chunks: Vec<u32>,
     /// Per item: how it streams, if its data spans several lines.
     streams: Vec<Option<Stream>>,
-    /// Per access: one past the run of up to [`BLOCKED_RUN`] accesses after it that wait
-    /// whenever it waits on its dependence: those that depend on the same access (the lines of
-    /// one read) or on an access of the run (a chain of pointers). The issue scan skips them.
+    /// Per access: one past the run of accesses after it that wait whenever it waits on its
+    /// dependence ([`blocked_run_ends`]). The issue scan skips them in one step.
     blocked_run_end: Vec<u32>,
-    /// Per access: the first access from it on that the prefetcher fetches.
-    next_prefetchable: Vec<u32>,
 }
 
 impl ProgramTables {
     /// The tables of `p` under `cfg` (its Chunk size and the Reader's window).
     pub(super) fn new(p: &Program, cfg: &OpConfig) -> Self {
         let mates = line_mates(p);
-        let mated = (0..mates.len() as u32)
-            .filter(|&a| mates[a as usize].is_some())
-            .collect();
+        // Counting sort of the accesses by their line mate.
+        let mut mates_from = vec![0u32; mates.len() + 1];
+        for &m in mates.iter().flatten() {
+            mates_from[m as usize + 1] += 1;
+        }
+        for a in 0..mates.len() {
+            mates_from[a + 1] += mates_from[a];
+        }
+        let mut filled = mates_from.clone();
+        let mut mates_of = vec![0u32; mates_from[mates.len()] as usize];
+        for (a, m) in mates.iter().enumerate() {
+            if let Some(&m) = m.as_ref() {
+                mates_of[filled[m as usize] as usize] = a as u32;
+                filled[m as usize] += 1;
+            }
+        }
+        let mut ops_from = vec![0u32];
+        let mut op_chunk_ends = Vec::new();
+        for it in &p.items {
+            let mut end = 0u32;
+            op_chunk_ends.extend(it.converts.iter().map(|&(_, bytes)| {
+                end = end.saturating_add(op_chunks(bytes, cfg.reader.chunk_bytes));
+                end
+            }));
+            ops_from.push(op_chunk_ends.len() as u32);
+        }
         let chunks: Vec<u32> = p
             .items
             .iter()
             .map(|it| {
                 it.converts
                     .iter()
-                    .map(|(_, b)| b.div_ceil(cfg.reader.chunk_bytes).max(1))
+                    .map(|&(_, b)| op_chunks(b, cfg.reader.chunk_bytes))
                     .sum::<u32>()
                     .max(1)
             })
@@ -224,34 +316,17 @@ impl ProgramTables {
             .zip(&chunks)
             .map(|(it, &c)| Stream::of(p, it, c, window))
             .collect();
-        let n = p.accesses.len();
-        let blocked_run_end = (0..n)
-            .map(|a| {
-                let waits_with_a = |b: usize| {
-                    let dep = p.accesses[b].dep;
-                    dep == p.accesses[a].dep || dep.is_some_and(|d| (a..b).contains(&(d as usize)))
-                };
-                (a + 1..n.min(a + 1 + BLOCKED_RUN))
-                    .find(|&b| !waits_with_a(b))
-                    .unwrap_or(n.min(a + 1 + BLOCKED_RUN)) as u32
-            })
-            .collect();
-        let mut next_prefetchable = vec![n as u32; n];
-        for a in (0..n).rev() {
-            next_prefetchable[a] = if is_prefetchable(&p.accesses[a]) {
-                a as u32
-            } else {
-                next_prefetchable.get(a + 1).copied().unwrap_or(n as u32)
-            };
-        }
+        let blocked_run_end = blocked_run_ends(p);
         Self {
             mates,
-            mated,
+            mates_from,
+            mates_of,
+            ops_from,
+            op_chunk_ends,
             line_writes: line_writes(p),
             chunks,
             streams,
             blocked_run_end,
-            next_prefetchable,
         }
     }
 
@@ -264,6 +339,27 @@ impl ProgramTables {
     fn stream(&self, i: usize) -> Option<Stream> {
         self.streams.get(i).copied().flatten()
     }
+
+    /// The schema entries whose line mate `a` is: those its request brings in.
+    fn mates_of(&self, a: usize) -> &[u32] {
+        &self.mates_of[self.mates_from[a] as usize..self.mates_from[a + 1] as usize]
+    }
+
+    /// The converter op whose input Chunk `k` of item `i` (`it`) carries: each op's input
+    /// leaves as its own [`op_chunks`], in the item's order (0 for an item without ops, such
+    /// as a sub-message's schema entry). A search, not a walk over the ops, so that an item of
+    /// many ops costs no more per Chunk than one of a few.
+    fn op_of_chunk(&self, i: usize, it: &Item, k: u32) -> u16 {
+        let ends = match (self.ops_from.get(i), self.ops_from.get(i + 1)) {
+            (Some(&from), Some(&to)) => &self.op_chunk_ends[from as usize..to as usize],
+            _ => &[],
+        };
+        let op = ends.partition_point(|&end| end <= k);
+        it.converts
+            .get(op)
+            .or(it.converts.last())
+            .map_or(0, |&(op, _)| op)
+    }
 }
 
 /// One message being read.
@@ -275,11 +371,17 @@ pub(super) struct Context {
     prog: Rc<Program>,
     /// Per access: the cycle its data is in the Block Buffer.
     ready_at: Vec<u64>,
-    /// Per access (and one past the last): itself while not issued, else a later access no
-    /// further than the next one not issued ([`Context::next_unissued`]).
-    unissued_link: Vec<u32>,
+    /// Per issue pass (demand, prefetch), per access (and one past the last): itself while the
+    /// pass may still issue it (not issued; for the prefetch pass, one the prefetcher fetches),
+    /// else a later access no further than the next such ([`Context::next_candidate`]).
+    candidate_link: [Vec<u32>; 2],
     /// Per item: its accesses issued so far, and the latest cycle their data is in.
     item_issued: Vec<(u32, u64)>,
+    /// Per issue pass (demand, prefetch): the schema entries not issued yet whose line mate
+    /// has been (for the prefetch pass, those the prefetcher fetches). Once a pass's requests
+    /// are spent they are all it can still serve, so it visits them alone: a cycle costs what
+    /// it serves, however many other entries share the lines still to be requested.
+    pending_mates: [BTreeSet<u32>; 2],
     prefetched: Vec<bool>,
     tables: Rc<ProgramTables>,
     /// Field (item) being read.
@@ -328,8 +430,17 @@ impl Context {
             txn,
             owner_tile,
             ready_at: vec![NOT_ISSUED; n],
-            unissued_link: (0..=n as u32).collect(),
+            candidate_link: [
+                (0..=n as u32).collect(),
+                (0..=n)
+                    .map(|a| match prog.accesses.get(a) {
+                        Some(acc) if !is_prefetchable(acc) => a as u32 + 1,
+                        _ => a as u32,
+                    })
+                    .collect(),
+            ],
             item_issued: vec![(0, 0); prog.items.len()],
+            pending_mates: Default::default(),
             prefetched: vec![false; n],
             tables,
             cursor: 0,
@@ -352,10 +463,26 @@ impl Context {
         self.cursor < self.items && !self.drain_wait
     }
 
-    /// Access `a` has been issued; its data is in at `ready`.
+    /// Access `a` has been issued; its data is in at `ready`. The entries whose line mate it
+    /// is wait for nothing else to be served.
     fn issued(&mut self, a: usize, ready: u64) {
         self.ready_at[a] = ready;
-        self.unissued_link[a] = a as u32 + 1;
+        if self.tables.mates[a].is_some() {
+            for pending in &mut self.pending_mates {
+                pending.remove(&(a as u32));
+            }
+        }
+        for &m in self.tables.mates_of(a) {
+            if self.ready_at[m as usize] == NOT_ISSUED {
+                self.pending_mates[0].insert(m);
+                if is_prefetchable(&self.prog.accesses[m as usize]) {
+                    self.pending_mates[1].insert(m);
+                }
+            }
+        }
+        for link in &mut self.candidate_link {
+            link[a] = a as u32 + 1;
+        }
         self.quiet_until = [0; 2];
         self.stream_wait = 0;
         let (count, latest) = &mut self.item_issued[self.prog.accesses[a].item as usize];
@@ -363,11 +490,12 @@ impl Context {
         *latest = (*latest).max(ready);
     }
 
-    /// The first access from `a` on not issued yet (the access count if none): the issue
-    /// scan steps over issued accesses in one go. The links are shortened as they are followed
-    /// (path halving), so a long issued run costs little after its first crossing.
-    fn next_unissued(&mut self, mut a: usize) -> usize {
-        let link = &mut self.unissued_link;
+    /// The first access from `a` on that issue pass `pass` may still issue (the access count
+    /// if none): not issued, and for the prefetch pass one the prefetcher fetches. The issue
+    /// scan steps over the others in one go. The links are shortened as they are followed
+    /// (path halving), so a long run of them costs little after its first crossing.
+    fn next_candidate(&mut self, pass: usize, mut a: usize) -> usize {
+        let link = &mut self.candidate_link[pass];
         while link[a] as usize != a {
             let skip = link[link[a] as usize];
             link[a] = skip;
@@ -474,7 +602,30 @@ impl Reader {
             }
         }
         self.issue(now, cfg, mem, measuring);
-        self.emit(now, cfg, out, measuring);
+        let spent = self.emit(now, cfg, out, measuring);
+        if measuring {
+            let s = &mut self.stats;
+            *match spent {
+                ReaderCycle::Emit => &mut s.busy_cycles,
+                ReaderCycle::Switch => &mut s.switch_cycles,
+                ReaderCycle::MemoryStall => &mut s.stall_cycles,
+                ReaderCycle::DrainWait => &mut s.drain_wait_cycles,
+                ReaderCycle::QueueFull => &mut s.queue_full_cycles,
+                ReaderCycle::Idle => &mut s.idle_cycles,
+            } += 1;
+        }
+    }
+
+    /// What a cycle in which no context can emit goes to.
+    fn waiting(&self) -> ReaderCycle {
+        let mut holding = self.contexts.iter().flatten().peekable();
+        if holding.peek().is_none() {
+            ReaderCycle::Idle
+        } else if holding.all(|c| c.drain_wait) {
+            ReaderCycle::DrainWait
+        } else {
+            ReaderCycle::MemoryStall
+        }
     }
 
     /// Demand accesses of each context's current field, then prefetches, up to
@@ -508,8 +659,9 @@ impl Reader {
                 let cur_first = prog.items[ctx.cursor].first_access as usize;
                 let mut next = ctx.scan;
                 // Once the requests are spent, only a schema entry whose line is already
-                // requested can still be served this cycle: the scan visits those alone.
-                let mut mated_from: Option<usize> = None;
+                // requested can still be served this cycle: the scan visits those alone, from
+                // `mated_from` on.
+                let mut mated_from: Option<u32> = None;
                 // The item whose window was last looked up, and the window.
                 let mut limit: (u32, Option<usize>) = (u32::MAX, None);
                 // Whether this pass tried a request or started with none left (the budget only
@@ -518,20 +670,25 @@ impl Reader {
                 let mut tried = budget == 0;
                 let mut first_arrival = NOT_ISSUED;
                 while next < hi {
-                    if budget == 0 {
-                        let i = *mated_from.get_or_insert_with(|| {
-                            tables.mated.partition_point(|&m| (m as usize) < next)
-                        });
-                        match tables.mated.get(i) {
-                            Some(&m) if (m as usize) < hi => {
+                    if budget == 0 && skip_known_waits() {
+                        let from = *mated_from.get_or_insert(next as u32);
+                        match ctx.pending_mates[pass].range(from..hi as u32).next() {
+                            Some(&m) => {
                                 next = m as usize;
-                                mated_from = Some(i + 1);
+                                mated_from = Some(m + 1);
                             }
-                            _ => break,
+                            None => break,
+                        }
+                    } else {
+                        next = ctx.next_candidate(if skip_known_waits() { pass } else { 0 }, next);
+                        if next >= hi {
+                            break;
                         }
                     }
                     let a = next;
                     next += 1;
+                    #[cfg(test)]
+                    SCAN_STEPS.set(SCAN_STEPS.get() + 1);
                     let acc = prog.accesses[a];
                     // A streaming field's lines past its window wait for its Chunks.
                     if limit.0 != acc.item {
@@ -541,10 +698,7 @@ impl Reader {
                         next = prog.items[acc.item as usize].end_access as usize;
                         continue;
                     }
-                    if ctx.ready_at[a] != NOT_ISSUED {
-                        next = ctx.next_unissued(a);
-                        continue;
-                    }
+                    debug_assert_eq!(ctx.ready_at[a], NOT_ISSUED);
                     // Accesses after it that wait whenever it waits are skipped with it.
                     if let Some(arrival) = acc
                         .dep
@@ -552,15 +706,15 @@ impl Reader {
                         .filter(|&r| r > now)
                     {
                         first_arrival = first_arrival.min(arrival);
-                        next = next.max(tables.blocked_run_end[a] as usize);
+                        if skip_known_waits() {
+                            next = next.max(tables.blocked_run_end[a] as usize);
+                        }
                         continue;
                     }
                     let demand = acc.item as usize == ctx.cursor;
-                    if pass == 0 && !(demand && a >= cur_first) {
-                        continue;
-                    }
-                    if pass == 1 && !is_prefetchable(&acc) {
-                        next = next.max(tables.next_prefetchable[a] as usize);
+                    if (pass == 0 && !(demand && a >= cur_first))
+                        || (pass == 1 && !is_prefetchable(&acc))
+                    {
                         continue;
                     }
                     // A schema entry whose line an earlier entry already requested arrives in
@@ -595,7 +749,7 @@ impl Reader {
                         }
                     }
                 }
-                ctx.scan = ctx.next_unissued(ctx.scan);
+                ctx.scan = ctx.next_candidate(0, ctx.scan);
                 if !tried {
                     ctx.quiet_until[pass] = first_arrival;
                 }
@@ -603,50 +757,55 @@ impl Reader {
         }
     }
 
-    /// Emits one Chunk from the active context, or rotates to a ready one.
-    fn emit(&mut self, now: u64, cfg: &OpConfig, out: &mut VecDeque<Chunk>, measuring: bool) {
+    /// Emits one Chunk from the active context, or rotates to a ready one (and emits from it
+    /// in the same cycle if a rotation takes no cycles); returns what the cycle went to.
+    fn emit(
+        &mut self,
+        now: u64,
+        cfg: &OpConfig,
+        out: &mut VecDeque<Chunk>,
+        measuring: bool,
+    ) -> ReaderCycle {
         if self.switch_until > now {
-            return;
+            return ReaderCycle::Switch;
         }
         let j = self.contexts.len();
         let ready =
             |r: &mut Self, s: usize| r.contexts[s].as_mut().is_some_and(|c| c.chunk_ready(now));
-        let act = self.active;
-        if !ready(self, act) {
-            if let Some(k) = (1..j).map(|k| wrap(act + k, j)).find(|&s| ready(self, s)) {
-                self.active = k;
-                self.switch_until = now + u64::from(cfg.reader.context_switch_cycles);
-                if measuring {
-                    self.stats.context_switches += 1;
-                }
-            } else if measuring && self.busy_contexts() > 0 {
-                self.stats.stall_cycles += 1;
+        if !ready(self, self.active) {
+            let from = self.active;
+            let Some(k) = (1..j).map(|k| wrap(from + k, j)).find(|&s| ready(self, s)) else {
+                return self.waiting();
+            };
+            self.active = k;
+            self.switch_until = now + u64::from(cfg.reader.context_switch_cycles);
+            if measuring {
+                self.stats.context_switches += 1;
             }
-            return;
+            if self.switch_until > now {
+                return ReaderCycle::Switch;
+            }
         }
         if out.len() >= cfg.reader.chunk_queue as usize {
-            return;
+            return ReaderCycle::QueueFull;
         }
+        let act = self.active;
         let ctx = self.contexts[act].as_mut().expect("ready context is live");
         let it = item_at(&ctx.prog, ctx.cursor);
         let chunks = ctx.tables.chunks(ctx.cursor);
         let stream = ctx.cursor_stream;
-        if ctx.chunk == 0 && measuring {
-            self.stats.fields += u64::from(!ctx.prog.items.is_empty());
-        }
         let k = ctx.chunk;
         ctx.chunk += 1;
         ctx.quiet_until = [0; 2];
         let mut chunk = Chunk {
             txn: ctx.txn,
-            // The op the Chunk belongs to selects the Converter's program.
-            op: it.converts.first().map_or(0, |c| c.0),
+            // The op whose bytes the Chunk carries selects the Converter's program.
+            op: ctx.tables.op_of_chunk(ctx.cursor, it, k),
             slot: act as u32,
             ..Chunk::default()
         };
         if measuring {
             self.stats.chunks += 1;
-            self.stats.busy_cycles += 1;
         }
         let last_of_field = ctx.chunk == chunks;
         if stream.is_some() || last_of_field {
@@ -663,6 +822,7 @@ impl Reader {
         }
         if last_of_field {
             if measuring {
+                self.stats.fields += u64::from(!ctx.prog.items.is_empty());
                 // A field read brings a value to convert; a sub-message's entry only leads
                 // to its schema and is not one. Its latency runs to its last line's arrival.
                 if !it.converts.is_empty() {
@@ -710,6 +870,7 @@ impl Reader {
             // Reading done: the context is free for the next request (§4.6).
             self.contexts[act] = None;
         }
+        ReaderCycle::Emit
     }
 }
 
@@ -721,8 +882,9 @@ mod tests {
     use super::*;
     use crate::op::sim::run;
     use crate::program::{flat_trace, one_large_field};
-    use crate::workload::{named, SUITE_SEED};
+    use crate::workload::{named, MessageTrace, SUITE_SEED};
     use optimus_core::binary::EngineTraces as Engine;
+    use optimus_trace::{Direction, Event, Format};
 
     /// Six fields: schema entries 0..4 share the first schema line, 4 and 5 the second; each
     /// field's data has a line of its own.
@@ -754,6 +916,16 @@ mod tests {
         progs: &[Program],
         hold: u64,
     ) -> (Vec<u64>, ReaderStats) {
+        let (emitted, stats) = emit_chunks(cfg, progs, hold);
+        (emitted.iter().map(|&(at, _)| at).collect(), stats)
+    }
+
+    /// As [`emit_cycles_holding`], with the Chunks emitted.
+    fn emit_chunks(
+        cfg: &OpConfig,
+        progs: &[Program],
+        hold: u64,
+    ) -> (Vec<(u64, Chunk)>, ReaderStats) {
         let mut reader = Reader::new(cfg.interleave as usize);
         let mut mem = MemorySystem::new(cfg, ChaCha8Rng::seed_from_u64(1));
         for (k, p) in progs.iter().enumerate() {
@@ -769,7 +941,7 @@ mod tests {
             reader.tick(now, cfg, &mut mem, &mut out, true);
             for c in out.drain(..) {
                 downstream.push_back((now + hold, c.slot as usize));
-                emitted.push(now);
+                emitted.push((now, c));
             }
             while let Some(&(_, slot)) = downstream.front().filter(|(at, _)| *at <= now) {
                 reader.chunk_left_pipeline(slot);
@@ -927,6 +1099,27 @@ mod tests {
         // queueing behind the first message's responses, and the rotation 1.
         let (alone, _) = emit_cycles(&config(1, true), &progs[1..]);
         assert_eq!(alone, vec![26]);
+        // A rotation costs `context_switch_cycles`: none at all, or two.
+        for (switch, second) in [(0, 29), (1, 30), (2, 31)] {
+            let mut cfg = config(2, true);
+            cfg.reader.context_switch_cycles = switch;
+            let (emitted, stats) = emit_cycles(&cfg, &progs);
+            assert_eq!(emitted, vec![27, second], "{switch} cycles a rotation");
+            assert_eq!(
+                (stats.context_switches, stats.switch_cycles),
+                (1, u64::from(switch))
+            );
+        }
+    }
+
+    #[test]
+    fn each_chunk_runs_the_program_of_the_op_whose_bytes_it_carries() {
+        // A field converted by op 7 (16 bytes: two Chunks), then op 9 (8 bytes: one).
+        let mut p = Program::from_trace(&crate::program::one_field_trace(0x1000, 0x8000));
+        p.items[0].converts = vec![(7, 16), (9, 8)];
+        let (emitted, _) = emit_chunks(&config(1, true), &[p], 0);
+        let ops: Vec<u16> = emitted.iter().map(|(_, c)| c.op).collect();
+        assert_eq!(ops, vec![7, 7, 9]);
     }
 
     #[test]
@@ -947,15 +1140,17 @@ mod tests {
     #[test]
     fn skipping_known_waits_changes_nothing() {
         // The three classes (Mixed deserialized), some of the HyperProtoBench and
-        // DeathStarBench messages and a streaming field, on OP_Base, OP{1,1}, a time-shared 8x8 OP and a
-        // port-bound OP{8,4}: every statistic agrees with the Reader that scans every context
-        // and checks every streaming field on every cycle.
+        // DeathStarBench messages, a streaming field and fields of many accesses, on OP_Base,
+        // OP{1,1}, a time-shared 8x8 OP and a port-bound OP{8,4}: every statistic agrees with
+        // the Reader that scans every context, checks every streaming field and looks at every
+        // access not issued on every cycle.
         let mut workload = Vec::new();
         for name in ["flat", "mixed-deser", "nested", "hpb", "socialnet-deser"] {
             let traces = named(&mut Engine, name, SUITE_SEED).unwrap();
             workload.extend(traces.into_iter().step_by(12));
         }
         workload.push(one_large_field(6000));
+        workload.extend(long_fields(300, 8000));
         let configs = [
             OpConfig::op_base(),
             OpConfig::paper_4x4(1, 1),
@@ -970,6 +1165,146 @@ mod tests {
             let scanning = run(&cfg, &workload).unwrap();
             SKIP_KNOWN_WAITS.set(true);
             assert_eq!(skipping, scanning, "{cfg:?}");
+        }
+    }
+
+    /// A message of `events` between its begin and end, with no output.
+    fn message(events: impl IntoIterator<Item = Event>) -> MessageTrace {
+        let mut all = vec![Event::MessageBegin {
+            direction: Direction::Encode,
+            format: Format::Protobuf,
+            type_id: 0,
+        }];
+        all.extend(events);
+        all.push(Event::MessageEnd { wire_bytes: 0 });
+        MessageTrace {
+            events: all,
+            wire_bytes: 0,
+            direction: Direction::Encode,
+        }
+    }
+
+    /// Messages whose field holds about `m` accesses or ops, as a trace file may ask for: a
+    /// new item starts only after a field's work (a conversion or a write), so whatever comes
+    /// before is one field; and a field of `field_bytes` converted bytes.
+    fn long_fields(m: u64, field_bytes: u32) -> Vec<MessageTrace> {
+        let entry = |k: u64| Event::SchemaRead {
+            kind: 5,
+            addr: 0x1000 + 16 * k,
+            size: 16,
+        };
+        let read = |k: u64, bytes: u32| Event::FieldRead {
+            region: Region::Message,
+            addr: 0x10_0000 + 128 * k,
+            bytes,
+        };
+        let work = |bytes: u32| {
+            [
+                Event::Convert { op: 1, bytes },
+                Event::FieldWrite {
+                    region: Region::Buffer,
+                    addr: 0,
+                    bytes: 4,
+                },
+            ]
+        };
+        vec![
+            // Schema entries alone, four to a line.
+            message((0..m).map(entry)),
+            // A pointer chase of two-line reads.
+            message(std::iter::once(entry(0)).chain((0..m).map(|k| read(k, 128)))),
+            // Entries, each with a read that hangs from it, and no conversion.
+            message((0..m).flat_map(|k| [entry(k), read(k, 8)])),
+            // A long field, then a sub-message of entries and reads that the prefetcher passes
+            // over (it fetches no sub-message data) while the field's Chunks leave.
+            message(
+                [entry(0), read(0, 4)]
+                    .into_iter()
+                    .chain(work(field_bytes))
+                    .chain([entry(1), Event::Enter { type_id: 1 }])
+                    .chain((2..m).flat_map(|k| [entry(k), read(k, 8)]))
+                    .chain([Event::Leave]),
+            ),
+            // A field converted by `m` ops, a Chunk each.
+            message(
+                [entry(0), read(0, 4)]
+                    .into_iter()
+                    .chain(
+                        (0..m)
+                            .flat_map(|_| work(8))
+                            .filter(|e| matches!(e, Event::Convert { .. })),
+                    )
+                    .chain(work(8)),
+            ),
+        ]
+    }
+
+    /// Runs one Reader context on `p` until its last Chunk has left, each Chunk taken at
+    /// once; returns the cycles that took and the accesses the issue scans looked at.
+    fn read_whole(cfg: &OpConfig, p: Program) -> (u64, u64) {
+        let tables = Rc::new(ProgramTables::new(&p, cfg));
+        let mut reader = Reader::new(1);
+        let mut mem = MemorySystem::new(cfg, ChaCha8Rng::seed_from_u64(1));
+        reader.start(0, Context::new(1, 1, Rc::new(p), tables, 0, false));
+        let mut out = VecDeque::new();
+        SCAN_STEPS.set(0);
+        for now in 0..10_000_000 {
+            reader.tick(now, cfg, &mut mem, &mut out, true);
+            while let Some(c) = out.pop_front() {
+                reader.chunk_left_pipeline(0);
+                if c.last {
+                    return (now + 1, SCAN_STEPS.get());
+                }
+            }
+        }
+        panic!("the message never finished");
+    }
+
+    #[test]
+    fn a_cycle_costs_what_it_does_not_the_length_of_its_field() {
+        // Each message's field holds 50 000 accesses (or ops). The issue scans look at a few
+        // accesses per access, and per cycle at most about one per miss in flight (the reads
+        // of the third message each wait on their own entry), however long the field: 67 000
+        // to 1.3 million steps. Before, once a cycle's requests were spent, the scan went on
+        // over every schema entry to the end of the field whose line another entry shared
+        // (37 500 a cycle for the first message: about 10^9 steps); it stepped over a chain of
+        // waiting accesses 64 at a time, and on every cycle of the long field's Chunks over the
+        // sub-message the prefetcher passes by one access at a time; and each Chunk walked its
+        // field's ops to find its own. The messages took minutes to hours; now seconds.
+        let cfg = OpConfig::paper_4x4(1, 1);
+        let in_flight = u64::from(cfg.block_buffer.mshrs);
+        for (k, t) in long_fields(50_000, 400_000).iter().enumerate() {
+            let p = Program::from_trace(t);
+            let accesses = p.accesses.len() as u64;
+            let (cycles, steps) = read_whole(&cfg, p);
+            assert!(
+                steps <= 4 * accesses + in_flight * cycles,
+                "message {k}: {steps} steps for {accesses} accesses in {cycles} cycles"
+            );
+        }
+    }
+
+    #[test]
+    fn blocked_runs_hold_every_access_that_waits_with_their_first() {
+        let mut progs: Vec<Program> = long_fields(300, 800)
+            .iter()
+            .map(Program::from_trace)
+            .collect();
+        for name in ["mixed", "nested", "hpb", "socialnet"] {
+            let traces = named(&mut Engine, name, SUITE_SEED).unwrap();
+            progs.extend(traces.iter().step_by(5).map(Program::from_trace));
+        }
+        for (k, p) in progs.iter().enumerate() {
+            let ends = blocked_run_ends(p);
+            let n = p.accesses.len();
+            for (a, &run_end) in ends.iter().enumerate() {
+                let waits_with_a = |c: usize| {
+                    let dep = p.accesses[c].dep;
+                    dep == p.accesses[a].dep || dep.is_some_and(|d| (a..c).contains(&(d as usize)))
+                };
+                let end = (a + 1..n).find(|&c| !waits_with_a(c)).unwrap_or(n);
+                assert_eq!(run_end as usize, end, "program {k}, access {a}");
+            }
         }
     }
 }

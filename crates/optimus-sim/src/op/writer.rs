@@ -1,13 +1,13 @@
 //! The Writer (§4.5): takes converted Chunks into its write buffer, which assembles a cache
 //! line of output at a time, and writes each line through the Block Buffer once it is full or
-//! the output moves on to another line; a message completes with its last write.
+//! the output moves on to another line; a message completes once its last write has issued.
 
 use std::collections::VecDeque;
 
 use optimus_trace::Region;
 
 use super::config::WriterConfig;
-use super::memsys::MemorySystem;
+use super::memsys::{MemorySystem, WriteWait};
 use super::pipeline::Chunk;
 use crate::program::{Program, LINE_BYTES};
 use crate::stats::counters;
@@ -24,8 +24,11 @@ counters!(
         lines,
         /// Bytes of output.
         bytes,
-        /// Cycles stalled on a Block Buffer port.
+        /// Cycles a waiting line write found every Block Buffer port taken.
         port_stall_cycles,
+        /// Cycles a waiting line write found OP's NoC port booked more than
+        /// `noc.write_backlog_cycles` ahead.
+        write_backlog_stall_cycles,
     }
 );
 
@@ -76,8 +79,13 @@ pub(super) fn line_writes(p: &Program) -> Vec<u32> {
 /// One pipeline's Writer.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Writer {
-    /// Line writes waiting for a Block Buffer port.
+    /// Line writes waiting to issue, in the order they were taken.
     backlog: u32,
+    /// Line writes issued since cycle 0.
+    issued: u64,
+    /// Messages whose last Chunk the Writer has taken, oldest first, each with the count of
+    /// `issued` by which its last line write has issued: it completes then (§4.5).
+    finishing: VecDeque<(u64, u64)>,
     /// First cycle the Writer can take another Chunk.
     free_at: u64,
     pub(super) stats: WriterStats,
@@ -86,7 +94,8 @@ pub(super) struct Writer {
 impl Writer {
     /// One cycle: issues waiting line writes while a port is free, then takes the next
     /// converted Chunk that has left the Converter, unless too many writes wait. Returns the
-    /// Chunk taken.
+    /// Chunk taken; a message whose last Chunk it is completes once its writes have issued
+    /// ([`Writer::completed`]).
     pub(super) fn tick(
         &mut self,
         now: u64,
@@ -96,13 +105,17 @@ impl Writer {
         measuring: bool,
     ) -> Option<Chunk> {
         while self.backlog > 0 {
-            if !mem.write_line(now) {
+            if let Err(wait) = mem.write_line(now) {
                 if measuring {
-                    self.stats.port_stall_cycles += 1;
+                    match wait {
+                        WriteWait::BlockBufferPort => self.stats.port_stall_cycles += 1,
+                        WriteWait::WriteBacklog => self.stats.write_backlog_stall_cycles += 1,
+                    }
                 }
                 break;
             }
             self.backlog -= 1;
+            self.issued += 1;
             if measuring {
                 self.stats.lines += 1;
             }
@@ -118,7 +131,22 @@ impl Writer {
             self.stats.bytes += u64::from(c.out_bytes);
         }
         self.backlog += c.out_lines;
+        if c.last {
+            // Its writes are the last of those waiting.
+            self.finishing
+                .push_back((c.txn, self.issued + u64::from(self.backlog)));
+        }
         Some(c)
+    }
+
+    /// The next message whose writes have all issued, oldest first: "once the Writer issues
+    /// all the writes for a request, it notifies the Dispatcher of completion" (§4.5).
+    pub(super) fn completed(&mut self) -> Option<u64> {
+        let &(txn, done_at) = self.finishing.front()?;
+        (self.issued >= done_at).then(|| {
+            self.finishing.pop_front();
+            txn
+        })
     }
 }
 
@@ -178,21 +206,39 @@ mod tests {
         assert_eq!(line_writes(&same), vec![0, 2]);
     }
 
-    /// Runs a Writer from cycle 0 on `chunks` (each there at its cycle); returns the cycles
-    /// it took each in, its counters, and the Block Buffer's line writes.
-    fn take_cycles(cfg: &WriterConfig, chunks: &[(u64, Chunk)]) -> (Vec<u64>, WriterStats, u64) {
+    /// What a Writer did from cycle 0 on some Chunks.
+    struct Run {
+        /// Cycles it took each Chunk in.
+        taken: Vec<u64>,
+        /// Cycles messages completed in, with their transformation.
+        completed: Vec<(u64, u64)>,
+        stats: WriterStats,
+        /// The Block Buffer's line writes.
+        writes: u64,
+    }
+
+    /// Runs a Writer from cycle 0 on `chunks` (each there at its cycle).
+    fn run(cfg: &WriterConfig, chunks: &[(u64, Chunk)]) -> Run {
         let mut op = OpConfig::paper_4x4(1, 1);
         op.noc.mesh = 2;
         let mut mem = MemorySystem::new(&op, ChaCha8Rng::seed_from_u64(1));
         let mut w = Writer::default();
         let mut input: VecDeque<(u64, Chunk)> = chunks.iter().copied().collect();
-        let mut taken = Vec::new();
+        let (mut taken, mut completed) = (Vec::new(), Vec::new());
         for now in 0..50 {
             if w.tick(now, cfg, &mut mem, &mut input, true).is_some() {
                 taken.push(now);
             }
+            while let Some(txn) = w.completed() {
+                completed.push((now, txn));
+            }
         }
-        (taken, w.stats, mem.bb.stats.writes)
+        Run {
+            taken,
+            completed,
+            stats: w.stats,
+            writes: mem.bb.stats.writes,
+        }
     }
 
     #[test]
@@ -203,17 +249,17 @@ mod tests {
             ..Chunk::default()
         };
         let chunks = [(0, chunk(0)), (0, chunk(1)), (5, chunk(0)), (5, chunk(2))];
-        let (taken, stats, writes) = take_cycles(&WriterConfig::default(), &chunks);
-        assert_eq!(taken, vec![0, 1, 5, 6]);
+        let r = run(&WriterConfig::default(), &chunks);
+        assert_eq!(r.taken, vec![0, 1, 5, 6]);
         assert_eq!(
-            (stats.chunks, stats.bytes, stats.lines, writes),
+            (r.stats.chunks, r.stats.bytes, r.stats.lines, r.writes),
             (4, 32, 3, 3)
         );
         // A Writer that needs three cycles per Chunk.
         let slow = WriterConfig {
             cycles_per_chunk: 3,
         };
-        assert_eq!(take_cycles(&slow, &chunks).0, vec![0, 3, 6, 9]);
+        assert_eq!(run(&slow, &chunks).taken, vec![0, 3, 6, 9]);
     }
 
     #[test]
@@ -225,9 +271,33 @@ mod tests {
             out_lines: 5,
             ..Chunk::default()
         };
-        let chunks = [(0, five), (0, Chunk::default())];
-        let (taken, stats, writes) = take_cycles(&WriterConfig::default(), &chunks);
-        assert_eq!(taken, vec![0, 2]);
-        assert_eq!((stats.lines, stats.port_stall_cycles, writes), (5, 2, 5));
+        let r = run(
+            &WriterConfig::default(),
+            &[(0, five), (0, Chunk::default())],
+        );
+        assert_eq!(r.taken, vec![0, 2]);
+        assert_eq!(
+            (r.stats.lines, r.stats.port_stall_cycles, r.writes),
+            (5, 2, 5)
+        );
+        assert_eq!(r.stats.write_backlog_stall_cycles, 0);
+    }
+
+    #[test]
+    fn a_message_completes_when_its_last_write_has_issued() {
+        // Message 1 ends with a Chunk of three line writes taken at cycle 0: two issue at
+        // cycle 1, the third at 2, and the message completes then. Message 2's last Chunk
+        // writes nothing but is taken behind them (cycle 1): it completes with them, at 2.
+        // Message 3's, taken at 10 with no write waiting, completes at once.
+        let last = |txn, out_lines| Chunk {
+            txn,
+            out_lines,
+            last: true,
+            ..Chunk::default()
+        };
+        let chunks = [(0, last(1, 3)), (0, last(2, 0)), (10, last(3, 0))];
+        let r = run(&WriterConfig::default(), &chunks);
+        assert_eq!(r.taken, vec![0, 1, 10]);
+        assert_eq!(r.completed, vec![(2, 1), (2, 2), (10, 3)]);
     }
 }
