@@ -298,22 +298,23 @@ impl Record {
         self.all_accel &= region == Region::Accel;
     }
 
+    /// Where the record lies, as far as its data says.
+    fn region(&self) -> Region {
+        if self.read_any && self.all_accel {
+            Region::Accel
+        } else {
+            Region::Message
+        }
+    }
+
     fn absorb(&mut self, child: &Record) {
         if child.read_any {
-            self.read(if child.all_accel {
-                Region::Accel
-            } else {
-                Region::Message
-            });
+            self.read(child.region());
         }
     }
 
     fn close(self, p: &mut Program) {
-        let region = if self.read_any && self.all_accel {
-            Region::Accel
-        } else {
-            Region::Message
-        };
+        let region = self.region();
         self.close_as(region, p);
     }
 

@@ -229,7 +229,7 @@ pub fn sweep<P>(
         Some((dir, metric)) => Some((dir, plotted_column(axes, columns, metric)?)),
         None => None,
     };
-    let mut prepared: Vec<(Vec<&Value>, P)> = Vec::with_capacity(points.len());
+    let mut prepared: Vec<(Vec<&Value>, String, P)> = Vec::with_capacity(points.len());
     for point in points {
         let name = point_name(axes, &point);
         let mut values: Vec<(&str, Value)> = Vec::new();
@@ -245,11 +245,11 @@ pub fn sweep<P>(
             }
         }
         let p = prepare(&values).with_context(|| format!("sim --vary {name}"))?;
-        prepared.push((point, p));
+        prepared.push((point, name, p));
     }
     let mut results: Vec<(Vec<&Value>, Outcome)> = Vec::with_capacity(prepared.len());
-    for (point, p) in prepared {
-        let outcome = run(p).with_context(|| format!("sim --vary {}", point_name(axes, &point)))?;
+    for (point, name, p) in prepared {
+        let outcome = run(p).with_context(|| format!("sim --vary {name}"))?;
         results.push((point, outcome));
     }
     if options.json {
