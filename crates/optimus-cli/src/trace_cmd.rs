@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::placement::{AccelLabels, Labelled};
-use optimus_schema::SchemaSet;
-use optimus_trace::{Direction, TraceWriter};
+use optimus_schema::{MessageId, SchemaSet};
+use optimus_trace::{Direction, Format, Region, TraceWriter, Tracer};
 
 use crate::bench::embedded_workload;
 use crate::source::{find_type, SchemaSource};
@@ -118,13 +118,17 @@ pub fn run(args: TraceArgs) -> Result<()> {
     };
     let mut writer = TraceWriter::new();
     let mut out = BufWriter::new(io::stdout().lock());
+    let job = Job {
+        schema: &schema,
+        id,
+        direction,
+        opts: &opts,
+        labels: &labels,
+    };
     for _ in 0..args.repeat {
         for (i, bytes) in messages.iter().enumerate() {
-            // The labels' state starts again at each message.
-            let mut labelled = Labelled::new(&labels, &mut writer);
-            binary::trace_message(&schema, id, bytes, direction, &opts, &mut labelled)
+            job.trace(bytes, &mut writer, &mut out)
                 .with_context(|| format!("message {i}"))?;
-            writer.write_pending(&mut out)?;
         }
     }
     // The header, where no message was traced.
@@ -132,8 +136,160 @@ pub fn run(args: TraceArgs) -> Result<()> {
     Ok(out.flush()?)
 }
 
+/// Pending trace bytes past which a message's trace is written out before the message ends,
+/// so that one large message (say 32 MiB of packed bools) streams out in pieces.
+const FLUSH_BYTES: usize = 1 << 20;
+
+/// What every message of one `optimus trace` run is traced with.
+struct Job<'a> {
+    schema: &'a SchemaSet,
+    id: MessageId,
+    direction: Direction,
+    opts: &'a DecodeOptions,
+    labels: &'a AccelLabels,
+}
+
+impl Job<'_> {
+    /// Traces one message into `writer`, writing the trace to `out` as it grows past
+    /// [`FLUSH_BYTES`] and whole at the message's end.
+    fn trace(&self, bytes: &[u8], writer: &mut TraceWriter, out: &mut impl Write) -> Result<()> {
+        let mut streaming = Streaming {
+            writer,
+            out,
+            error: None,
+        };
+        // The labels' state starts again at each message.
+        let mut labelled = Labelled::new(self.labels, &mut streaming);
+        binary::trace_message(
+            self.schema,
+            self.id,
+            bytes,
+            self.direction,
+            self.opts,
+            &mut labelled,
+        )?;
+        Ok(streaming.finish()?)
+    }
+}
+
+/// A [`TraceWriter`] that writes its pending bytes to `out` whenever they pass
+/// [`FLUSH_BYTES`]; the first write error is kept for [`Streaming::finish`].
+struct Streaming<'a, W: Write> {
+    writer: &'a mut TraceWriter,
+    out: &'a mut W,
+    error: Option<io::Error>,
+}
+
+impl<W: Write> Streaming<'_, W> {
+    /// Writes the pending bytes out once they pass [`FLUSH_BYTES`] (none after an error).
+    fn spill(&mut self) {
+        if self.error.is_none() && self.writer.pending_len() >= FLUSH_BYTES {
+            self.error = self.writer.write_pending(self.out).err();
+        }
+    }
+
+    /// Writes out what is pending, or reports the first write error.
+    fn finish(self) -> io::Result<()> {
+        match self.error {
+            Some(e) => Err(e),
+            None => self.writer.write_pending(self.out),
+        }
+    }
+}
+
+impl<W: Write> Tracer for Streaming<'_, W> {
+    const ENABLED: bool = true;
+    fn message_begin(&mut self, direction: Direction, format: Format, type_id: u32) {
+        self.writer.message_begin(direction, format, type_id);
+    }
+    fn message_end(&mut self, wire_bytes: u64) {
+        self.writer.message_end(wire_bytes);
+    }
+    fn schema_read(&mut self, kind: u16, addr: u64, size: u32) {
+        self.writer.schema_read(kind, addr, size);
+        self.spill();
+    }
+    fn field_read(&mut self, region: Region, addr: u64, bytes: u32) {
+        self.writer.field_read(region, addr, bytes);
+        self.spill();
+    }
+    fn field_write(&mut self, region: Region, addr: u64, bytes: u32) {
+        self.writer.field_write(region, addr, bytes);
+        self.spill();
+    }
+    fn convert(&mut self, op: u16, bytes: u32) {
+        self.writer.convert(op, bytes);
+        self.spill();
+    }
+    fn enter(&mut self, type_id: u32) {
+        self.writer.enter(type_id);
+        self.spill();
+    }
+    fn leave(&mut self) {
+        self.writer.leave();
+        self.spill();
+    }
+}
+
 fn split_delimited(input: &[u8]) -> Result<Vec<Vec<u8>>> {
     binary::delimited(input)
         .map(|r| Ok(r?.1.to_vec()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink that keeps the size of each piece written to it, and the bytes.
+    #[derive(Default)]
+    struct Pieces {
+        sizes: Vec<usize>,
+        bytes: Vec<u8>,
+    }
+
+    impl Write for Pieces {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.sizes.push(buf.len());
+            self.bytes.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn one_large_message_streams_out_in_bounded_pieces() {
+        let schema =
+            SchemaSet::from_source("syntax = \"proto3\"; message B { repeated bool b = 1; }")
+                .unwrap();
+        let id = schema.message_by_name("B").unwrap();
+        // 400,000 packed bools: a trace of several MiB for one message.
+        let n = 400_000;
+        let mut bytes = vec![10];
+        binary::write_length_prefix(&mut bytes, n);
+        bytes.resize(bytes.len() + n, 1);
+        let labels = AccelLabels::default();
+        let opts = DecodeOptions::default();
+        let job = Job {
+            schema: &schema,
+            id,
+            direction: Direction::Decode,
+            opts: &opts,
+            labels: &labels,
+        };
+        let mut writer = TraceWriter::new();
+        let mut out = Pieces::default();
+        job.trace(&bytes, &mut writer, &mut out).unwrap();
+        assert_eq!(writer.pending_len(), 0);
+        assert!(out.bytes.len() > 3 * FLUSH_BYTES, "{}", out.bytes.len());
+        let largest = out.sizes.iter().max().copied().unwrap();
+        assert!(largest < FLUSH_BYTES + 64, "a piece of {largest} bytes");
+        // The pieces make the same file as one trace held whole.
+        let mut whole = optimus_trace::Recorder::new();
+        binary::trace_message(&schema, id, &bytes, Direction::Decode, &opts, &mut whole).unwrap();
+        let events = optimus_trace::decode(&out.bytes).unwrap();
+        assert_eq!(events.len(), whole.events.len());
+    }
 }

@@ -183,6 +183,11 @@ impl TraceWriter {
         Ok(())
     }
 
+    /// Number of file bytes produced and not yet written out by [`Self::write_pending`].
+    pub fn pending_len(&self) -> usize {
+        self.buf.len()
+    }
+
     /// The file bytes produced so far and not yet written out by [`Self::write_pending`].
     pub fn finish(self) -> Vec<u8> {
         self.buf

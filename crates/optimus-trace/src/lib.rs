@@ -7,8 +7,12 @@
 //! [`TraceWriter`] streams them into the compact binary file that [`TraceReader`] reads back.
 //!
 //! The timing models in `optimus-sim` consume these traces only; they never look at engine
-//! internals. Addresses are `u64`: the engine reports record base + slot offsets for message
-//! memory and buffer offsets for serialized bytes, tagged with a [`Region`].
+//! internals. Addresses are `u64`, tagged with a [`Region`]: offsets into the serialized
+//! buffer for its bytes, and for message memory and schema entries the real addresses of the
+//! engine's own allocations. Those depend on the process (ASLR, earlier allocations), so two
+//! traces of the same input differ in them; an empty string or bytes value is a zero-byte
+//! access, at a dangling address such as `0x1` where it has no buffer. The simulator's view
+//! of a trace remaps message and schema addresses onto a layout of its own.
 #![forbid(unsafe_code, unused_must_use)]
 #![deny(missing_docs)]
 

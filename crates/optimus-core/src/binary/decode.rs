@@ -1,10 +1,13 @@
 //! Protobuf wire-format decoder: a per-field lookup in the type's table, then one `match`
 //! on the field's kind. Unknown fields and wire-type mismatches are kept as unknown bytes.
+//!
+//! Tracing reports each value after it is stored, at the address it is stored at: its slot in
+//! the record, its list element, its map entry, or the message's unknown bytes.
 
 use optimus_schema::{Cardinality, Field, Kind, SchemaSet, WireType};
 
 use super::varint::{read_fixed, read_length, read_varint, unzigzag32, unzigzag64};
-use optimus_trace::{Region, Tracer};
+use optimus_trace::{Event, Recorder, Region, Tracer};
 
 use super::DecodeOptions;
 use super::{fail, within, Fail};
@@ -47,6 +50,9 @@ impl<T: Tracer> Decoder<'_, T> {
             let known = ty.field_index_by_number(number);
             let handled = match known {
                 Some(index) => {
+                    // The entry is read before the wire type can be checked against it, so a
+                    // known field that arrives with another wire type keeps its schema read
+                    // and is then reported as the unknown bytes it is kept as.
                     let field = &ty.fields[index];
                     if T::ENABLED {
                         self.t.schema_read(
@@ -62,7 +68,15 @@ impl<T: Tracer> Decoder<'_, T> {
             };
             if !handled {
                 self.skip_field(number, wire, tag_start, pos, end, depth)?;
-                msg.push_unknown(&self.buf[tag_start..*pos]);
+                if ty.is_map_entry {
+                    // A map keeps only an entry's key and value: the rest is read and dropped.
+                    if T::ENABLED {
+                        trace_input(self.t, tag_start, *pos);
+                    }
+                } else {
+                    let buf = self.buf;
+                    self.keep_unknown(msg, tag_start, *pos, &buf[tag_start..*pos]);
+                }
             }
         }
         match group {
@@ -103,13 +117,7 @@ impl<T: Tracer> Decoder<'_, T> {
                             l.push(sub);
                         }
                     } else {
-                        let value = self.read_scalar(field.kind, pos, end)?;
-                        if self.is_unknown_closed_enum(field, &value) {
-                            msg.push_unknown(&self.buf[tag_start..*pos]);
-                        } else {
-                            // The list was made for this kind, so the push cannot fail.
-                            let _ = msg.list_mut(self.schema, index).push(value);
-                        }
+                        self.merge_element(msg, field, index, Some(tag_start), pos, end)?;
                     }
                 } else {
                     return Ok(false);
@@ -126,37 +134,102 @@ impl<T: Tracer> Decoder<'_, T> {
                     }
                     let sub = msg.message_mut(self.schema, index);
                     self.merge_sub_message(sub, field, wire, pos, end, depth)?;
-                } else if matches!(field.kind, Kind::String | Kind::Bytes) {
-                    // Into the slot's own buffer: a cleared message's string is reused.
-                    let at = *pos;
-                    if field.kind == Kind::String {
-                        let text = read_str(self.buf, pos, end)?;
-                        msg.put_str(self.schema, field, index, text);
-                    } else {
-                        let bytes = read_bytes(self.buf, pos, end)?;
-                        msg.put_bytes(self.schema, field, index, bytes);
-                    }
-                    if T::ENABLED {
-                        let value = msg.get(index).expect("just stored");
-                        trace_read(self.t, field.kind, at, *pos, value);
-                    }
-                    if field.cardinality == Cardinality::Singular {
-                        msg.drop_if_zero(index);
-                    }
                 } else {
-                    let value = self.read_scalar(field.kind, pos, end)?;
-                    if self.is_unknown_closed_enum(field, &value) {
-                        msg.push_unknown(&self.buf[tag_start..*pos]);
-                    } else {
-                        msg.put(self.schema, field, index, value);
+                    let at = *pos;
+                    if self.store_singular(msg, field, index, pos, end)? {
+                        if T::ENABLED {
+                            trace_value(self.t, field.kind, at, *pos, msg.get(index));
+                        }
                         if field.cardinality == Cardinality::Singular {
                             msg.drop_if_zero(index);
                         }
+                    } else {
+                        let buf = self.buf;
+                        self.keep_unknown(msg, tag_start, *pos, &buf[tag_start..*pos]);
                     }
                 }
             }
         }
         Ok(true)
+    }
+
+    /// Reads one value of the singular non-message `field` into its slot; `false` (nothing
+    /// stored) for a closed enum's unknown value, which the caller keeps as unknown bytes. In
+    /// a map entry such a value is stored, and the map keeps the whole entry as unknown.
+    fn store_singular(
+        &mut self,
+        msg: &mut Message,
+        field: &Field,
+        index: usize,
+        pos: &mut usize,
+        end: usize,
+    ) -> Result<bool, Fail> {
+        // Strings and bytes go into the slot's own buffer: a cleared message's is reused.
+        match field.kind {
+            Kind::String => msg.put_str(self.schema, field, index, read_str(self.buf, pos, end)?),
+            Kind::Bytes => {
+                msg.put_bytes(self.schema, field, index, read_bytes(self.buf, pos, end)?)
+            }
+            kind => {
+                let value = self.read_scalar(kind, pos, end)?;
+                if self.is_unknown_closed_enum(field, &value)
+                    && !self.schema.message(msg.type_id()).is_map_entry
+                {
+                    return Ok(false);
+                }
+                msg.put(self.schema, field, index, value);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Reads one element of the repeated non-message `field` and appends it to its list. A
+    /// closed enum's unknown value is kept as unknown bytes instead: with its own tag
+    /// (`tag_start`), or, from a packed run (`None`), behind a tag made for it.
+    fn merge_element(
+        &mut self,
+        msg: &mut Message,
+        field: &Field,
+        index: usize,
+        tag_start: Option<usize>,
+        pos: &mut usize,
+        end: usize,
+    ) -> Result<(), Fail> {
+        let at = *pos;
+        let value = self.read_scalar(field.kind, pos, end)?;
+        if self.is_unknown_closed_enum(field, &value) {
+            let buf = self.buf;
+            match tag_start {
+                Some(start) => self.keep_unknown(msg, start, *pos, &buf[start..*pos]),
+                None => {
+                    let mut raw = Vec::new();
+                    super::varint::write_varint(&mut raw, u64::from(field.number << 3));
+                    raw.extend_from_slice(&buf[at..*pos]);
+                    self.keep_unknown(msg, at, *pos, &raw);
+                }
+            }
+            return Ok(());
+        }
+        let list = msg.list_mut(self.schema, index);
+        // The list was made for this kind, so the push cannot fail.
+        let _ = list.push(value);
+        if T::ENABLED {
+            trace_write(self.t, field.kind, at, *pos, last_element(list));
+        }
+        Ok(())
+    }
+
+    /// Appends `bytes`, read from the input at `from..to`, to `msg`'s unknown fields, and
+    /// reports the read and the write into the unknown bytes.
+    fn keep_unknown(&mut self, msg: &mut Message, from: usize, to: usize, bytes: &[u8]) {
+        let stored = msg.unknown_fields().len();
+        msg.push_unknown(bytes);
+        if T::ENABLED {
+            trace_input(self.t, from, to);
+            let addr = msg.unknown_fields()[stored..].as_ptr() as u64;
+            self.t
+                .field_write(Region::Message, addr, bytes.len() as u32);
+        }
     }
 
     /// Charges the record of a new sub-message of type `id` against the memory budget.
@@ -224,6 +297,9 @@ impl<T: Tracer> Decoder<'_, T> {
         Ok(())
     }
 
+    /// Decodes one map entry (a sub-message of key and value) into the map at `index`. When
+    /// tracing, the entry's events are held back until the map holds the key and value, then
+    /// reported with their writes at the map's addresses.
     #[allow(clippy::too_many_arguments)]
     fn merge_map_entry(
         &mut self,
@@ -235,26 +311,56 @@ impl<T: Tracer> Decoder<'_, T> {
         end: usize,
         depth: u32,
     ) -> Result<(), Fail> {
-        let entry = self.decode_sub_message(field, WireType::LengthDelimited, pos, end, depth)?;
+        let mut rec = Recorder::new();
+        let wire = WireType::LengthDelimited;
+        let mut entry = if T::ENABLED {
+            self.reporting_to(&mut rec, |d| {
+                d.decode_sub_message(field, wire, pos, end, depth)
+            })?
+        } else {
+            self.decode_sub_message(field, wire, pos, end, depth)?
+        };
         let (key_field, value_field) = self.schema.map_entry_fields(field);
-        let key = entry
-            .get(0)
-            .cloned()
-            .unwrap_or_else(|| Value::default_scalar(self.schema, key_field));
-        let value = entry
-            .get(1)
-            .cloned()
-            .unwrap_or_else(|| Value::default_scalar(self.schema, value_field));
+        let key = take_part(self.schema, &mut entry, 0, key_field);
+        let value = take_part(self.schema, &mut entry, 1, value_field);
         if self.is_unknown_closed_enum(value_field, &value) {
             // As Google protobuf: an entry whose closed-enum value is unknown stays unknown.
-            msg.push_unknown(&self.buf[tag_start..*pos]);
+            let buf = self.buf;
+            self.keep_unknown(msg, tag_start, *pos, &buf[tag_start..*pos]);
             return Ok(());
         }
         let key = key
             .into_map_key()
             .ok_or_else(|| fail(tag_start, DecodeErrorKind::Json("bad map key".into())))?;
-        msg.map_mut(self.schema, index).insert(key, value);
+        let probe = T::ENABLED.then(|| key.clone());
+        let map = msg.map_mut(self.schema, index);
+        map.insert(key, value);
+        if let Some(probe) = probe {
+            let (k, v) = map.get_key_value(&probe).expect("just inserted");
+            let to = [Some(k.scalar().1), v.scalar().map(|(_, addr)| addr)];
+            move_entry_writes(&mut rec.events, [key_field, value_field], to);
+            rec.replay(self.t);
+        }
         Ok(())
+    }
+
+    /// Runs `f` on a decoder of the same input that reports to `t`, sharing this one's
+    /// memory budget.
+    fn reporting_to<U: Tracer, R>(
+        &mut self,
+        t: &mut U,
+        f: impl FnOnce(&mut Decoder<'_, U>) -> R,
+    ) -> R {
+        let mut d = Decoder {
+            schema: self.schema,
+            buf: self.buf,
+            opts: self.opts,
+            t,
+            budget: self.budget,
+        };
+        let r = f(&mut d);
+        self.budget = d.budget;
+        r
     }
 
     fn merge_packed(
@@ -284,17 +390,7 @@ impl<T: Tracer> Decoder<'_, T> {
         // empty list, which then reads as unset).
         msg.list_mut(self.schema, index);
         while *pos < packed_end {
-            let at = *pos;
-            let value = self.read_scalar(field.kind, pos, packed_end)?;
-            if self.is_unknown_closed_enum(field, &value) {
-                // Unknown closed-enum values of a packed run are kept one by one, unpacked.
-                let mut raw = Vec::new();
-                super::varint::write_varint(&mut raw, u64::from(field.number << 3));
-                raw.extend_from_slice(&self.buf[at..*pos]);
-                msg.push_unknown(&raw);
-            } else {
-                let _ = msg.list_mut(self.schema, index).push(value);
-            }
+            self.merge_element(msg, field, index, None, pos, packed_end)?;
         }
         if msg.get(index).is_some_and(Value::is_zero) {
             msg.clear(index);
@@ -302,24 +398,9 @@ impl<T: Tracer> Decoder<'_, T> {
         Ok(())
     }
 
-    /// Reads one non-message value of `kind`.
+    /// Reads one non-message value of `kind` (untraced: the caller reports it once stored).
     #[inline]
     fn read_scalar(&mut self, kind: Kind, pos: &mut usize, end: usize) -> Result<Value, Fail> {
-        let at = *pos;
-        let value = self.read_scalar_untraced(kind, pos, end)?;
-        if T::ENABLED {
-            trace_read(self.t, kind, at, *pos, &value);
-        }
-        Ok(value)
-    }
-
-    #[inline]
-    fn read_scalar_untraced(
-        &mut self,
-        kind: Kind,
-        pos: &mut usize,
-        end: usize,
-    ) -> Result<Value, Fail> {
         let buf = self.buf;
         Ok(match kind {
             Kind::Int32 => Value::I32(read_varint(buf, pos, end)? as i32),
@@ -414,14 +495,92 @@ fn read_str<'b>(buf: &'b [u8], pos: &mut usize, end: usize) -> Result<&'b str, F
         .map_err(|_| fail(at, DecodeErrorKind::InvalidUtf8))
 }
 
-/// Reports the read of one value of `kind` from the input's bytes `at..end`: the bytes read,
-/// the conversion and the value written into the message.
-fn trace_read<T: Tracer>(t: &mut T, kind: Kind, at: usize, end: usize, value: &Value) {
-    let n = (end - at) as u32;
-    t.field_read(Region::Buffer, at as u64, n);
-    t.convert(kind as u16, n);
-    if let Some((x, addr)) = value.scalar() {
-        t.field_write(Region::Message, addr, x.width());
+/// Reports the read of the input's bytes `at..end`.
+fn trace_input<T: Tracer>(t: &mut T, at: usize, end: usize) {
+    t.field_read(Region::Buffer, at as u64, (end - at) as u32);
+}
+
+/// Reports one value of `kind` read from the input's bytes `at..end`, converted, and stored
+/// in `stored` (its address and width in the message).
+fn trace_write<T: Tracer>(
+    t: &mut T,
+    kind: Kind,
+    at: usize,
+    end: usize,
+    stored: Option<(u64, u32)>,
+) {
+    trace_input(t, at, end);
+    t.convert(kind as u16, (end - at) as u32);
+    if let Some((addr, width)) = stored {
+        t.field_write(Region::Message, addr, width);
+    }
+}
+
+/// [`trace_write`] of a value stored in a field's slot.
+fn trace_value<T: Tracer>(t: &mut T, kind: Kind, at: usize, end: usize, stored: Option<&Value>) {
+    let slot = stored
+        .and_then(Value::scalar)
+        .map(|(x, addr)| (addr, x.width()));
+    trace_write(t, kind, at, end, slot);
+}
+
+/// The address and width of the last element of a non-message list.
+fn last_element(list: &List) -> Option<(u64, u32)> {
+    /// The last element of `v`, `width` bytes wide.
+    fn last<X>(v: &[X], width: u32) -> Option<(u64, u32)> {
+        v.last().map(|x| (x as *const X as u64, width))
+    }
+    match list {
+        List::Bool(v) => last(v, 1),
+        List::I32(v) | List::Enum(v) => last(v, 4),
+        List::U32(v) => last(v, 4),
+        List::F32(v) => last(v, 4),
+        List::I64(v) => last(v, 8),
+        List::U64(v) => last(v, 8),
+        List::F64(v) => last(v, 8),
+        List::String(v) => v.last().map(|s| (s.as_ptr() as u64, s.len() as u32)),
+        List::Bytes(v) => v.last().map(|b| (b.as_ptr() as u64, b.len() as u32)),
+        List::Message(_) => None,
+    }
+}
+
+/// Moves the value of the map entry's part `index` (0: key, 1: value) out of `entry`, its
+/// heap data staying where it was decoded; the default of `field` where the part is unset.
+fn take_part(schema: &SchemaSet, entry: &mut Message, index: usize, field: &Field) -> Value {
+    if !entry.has(index) {
+        return Value::default_scalar(schema, field);
+    }
+    let part = std::mem::replace(entry.get_or_insert(schema, index), Value::Bool(false));
+    entry.clear(index);
+    part
+}
+
+/// Points the writes of a map entry's key and value (`parts`), recorded while the entry was
+/// decoded as a message of its own, at where the map holds them (`to`; `None` keeps them).
+/// The entry's own fields are those at depth 1 of `events`, which open with its `Enter`.
+fn move_entry_writes(events: &mut [Event], parts: [&Field; 2], to: [Option<u64>; 2]) {
+    let mut depth = 0u32;
+    let mut part = None;
+    for ev in events {
+        match ev {
+            Event::Enter { .. } => depth += 1,
+            Event::Leave => depth = depth.saturating_sub(1),
+            Event::SchemaRead { addr, .. } if depth == 1 => {
+                part = parts
+                    .iter()
+                    .position(|f| *f as *const Field as u64 == *addr);
+            }
+            Event::FieldWrite {
+                region: Region::Message,
+                addr,
+                ..
+            } if depth == 1 => {
+                if let Some(moved) = part.and_then(|p| to[p]) {
+                    *addr = moved;
+                }
+            }
+            _ => {}
+        }
     }
 }
 

@@ -217,13 +217,7 @@ impl<T: Tracer> Writer<'_, T> {
             let Some(value) = msg.get(index) else {
                 continue;
             };
-            if T::ENABLED {
-                self.t.schema_read(
-                    field.kind as u16,
-                    addr_of(field),
-                    std::mem::size_of::<Field>() as u32,
-                );
-            }
+            self.schema_read(field);
             self.field(field, value);
         }
         if T::ENABLED && !msg.unknown_fields().is_empty() {
@@ -233,6 +227,17 @@ impl<T: Tracer> Writer<'_, T> {
             self.t.field_write(Region::Buffer, self.out.len() as u64, n);
         }
         self.out.extend_from_slice(msg.unknown_fields());
+    }
+
+    /// Reports the read of `field`'s schema entry.
+    fn schema_read(&mut self, field: &Field) {
+        if T::ENABLED {
+            self.t.schema_read(
+                field.kind as u16,
+                addr_of(field),
+                std::mem::size_of::<Field>() as u32,
+            );
+        }
     }
 
     fn tag(&mut self, number: u32, wire: WireType) {
@@ -247,18 +252,25 @@ impl<T: Tracer> Writer<'_, T> {
         }
     }
 
-    /// Map entries, in key order (kept out of line: singular fields are the hot path).
+    /// Map entries, in key order (kept out of line: singular fields are the hot path). Each
+    /// entry is the sub-message it is on the wire, traced as the decoder traces it: entered,
+    /// its key's and value's schema entries read, left.
     #[inline(never)]
     fn map(&mut self, field: &Field, map: &crate::Map) {
         let (kf, vf) = self.schema.map_entry_fields(field);
+        let entry = field.message.expect("map field has an entry type");
         for (key, v) in map {
+            self.t.enter(entry.0);
             self.tag(field.number, WireType::LengthDelimited);
             let len = self.sizes.take();
             write_varint(self.out, len as u64);
+            self.schema_read(kf);
             self.tag(1, kf.kind.wire_type());
             let (x, at) = key.scalar();
             self.scalar(kf.kind, x, at);
+            self.schema_read(vf);
             self.element(vf, v);
+            self.t.leave();
         }
     }
 

@@ -4,7 +4,9 @@
 use optimus_schema::SchemaSet;
 
 use super::*;
+use crate::value::List;
 use crate::Value;
+use optimus_trace::Region;
 
 const PEERS: &str = include_str!("../../../../testdata/peers.proto");
 
@@ -293,4 +295,280 @@ fn delimited_streams_split_with_offsets() {
     ));
     assert!(delimited(&[]).next().is_none());
     assert!(delimited(&[0x80]).next().unwrap().is_err());
+}
+
+/// The events of decoding `bytes` as a message of type `name`, and the message.
+fn decode_events(s: &SchemaSet, name: &str, bytes: &[u8]) -> (Message, Vec<Event>) {
+    let id = s.message_by_name(name).unwrap();
+    let mut rec = Recorder::new();
+    let m = decode_traced(s, id, bytes, &DecodeOptions::default(), &mut rec).unwrap();
+    (m, rec.events)
+}
+
+/// The events of encoding `m`.
+fn encode_events(s: &SchemaSet, m: &Message) -> Vec<Event> {
+    let mut rec = Recorder::new();
+    encode_traced(s, m, &mut Vec::new(), &mut rec);
+    rec.events
+}
+
+/// The schema read of field `index` of type `name`, as the codecs report it.
+fn schema_read_of(s: &SchemaSet, name: &str, index: usize) -> Event {
+    let f = &s.message(s.message_by_name(name).unwrap()).fields[index];
+    Event::SchemaRead {
+        kind: f.kind as u16,
+        addr: f as *const optimus_schema::Field as u64,
+        size: std::mem::size_of::<optimus_schema::Field>() as u32,
+    }
+}
+
+/// `(address, bytes)` of every access of `events` in message memory that `pick` selects.
+fn message_accesses(events: &[Event], pick: fn(&Event) -> Option<(u64, u32)>) -> Vec<(u64, u32)> {
+    events.iter().filter_map(pick).collect()
+}
+
+/// A write into message memory.
+fn message_write(e: &Event) -> Option<(u64, u32)> {
+    match *e {
+        Event::FieldWrite {
+            region: Region::Message,
+            addr,
+            bytes,
+        } => Some((addr, bytes)),
+        _ => None,
+    }
+}
+
+/// A read of message memory.
+fn message_read(e: &Event) -> Option<(u64, u32)> {
+    match *e {
+        Event::FieldRead {
+            region: Region::Message,
+            addr,
+            bytes,
+        } => Some((addr, bytes)),
+        _ => None,
+    }
+}
+
+const STORED: &str = r#"syntax = "proto3";
+    message Sub { int32 x = 1; string y = 2; }
+    message S {
+      int32 i = 1;
+      double d = 2;
+      oneof pick { int32 o1 = 3; string o2 = 4; }
+      repeated int32 packed = 5;
+      repeated sint64 loose = 6 [packed = false];
+      map<int32, int32> ints = 7;
+      map<string, Sub> subs = 8;
+      string s = 9;
+      Sub sub = 10;
+    }"#;
+
+#[test]
+fn decode_writes_each_value_where_the_message_keeps_it() {
+    let s = SchemaSet::from_source(STORED).unwrap();
+    let id = s.message_by_name("S").unwrap();
+    let json = r#"{"i": 7, "d": 2.5, "o1": 9, "packed": [1, 300, 3], "loose": ["-4"],
+        "ints": {"1": 10, "2": 20}, "subs": {"a": {"x": 1, "y": "p"}, "b": {"x": 2}},
+        "s": "text", "sub": {"x": 5, "y": "q"}}"#;
+    let built = crate::json::decode(&s, id, json, &crate::json::JsonOptions::default()).unwrap();
+    let mut bytes = encode(&s, &built);
+    // An unknown field: field 99, varint 1.
+    bytes.extend_from_slice(&[152, 6, 1]);
+    let (m, events) = decode_events(&s, "S", &bytes);
+    // The int32 is written at its slot, not at a temporary's address.
+    let slot = m.get(0).unwrap().scalar().unwrap().1;
+    assert_eq!(message_accesses(&events, message_write)[0], (slot, 4));
+    // Encoding reads each value where the message keeps it: every write of the decode lies
+    // within one of those reads. (The lists and maps here are small enough that their
+    // storage does not move while they fill.)
+    let reads = message_accesses(&encode_events(&s, &m), message_read);
+    let writes = message_accesses(&events, message_write);
+    assert_eq!(writes.len(), 20, "{writes:x?}");
+    for (addr, bytes) in writes {
+        let end = addr + u64::from(bytes);
+        assert!(
+            reads
+                .iter()
+                .any(|&(a, n)| a <= addr && end <= a + u64::from(n)),
+            "write at {addr:#x} ({bytes} bytes) is outside the message: {reads:x?}"
+        );
+    }
+}
+
+/// The events of each map entry of `events` (its `Enter` of `entry` to its `Leave`), with
+/// addresses, sizes and regions left out.
+fn entry_shapes(events: &[Event], entry: u32) -> Vec<Vec<std::mem::Discriminant<Event>>> {
+    let mut entries = Vec::new();
+    let mut open: Option<(usize, Vec<_>)> = None;
+    let mut depth = 0usize;
+    for e in events {
+        match e {
+            Event::Enter { type_id } => {
+                depth += 1;
+                if *type_id == entry && open.is_none() {
+                    open = Some((depth, Vec::new()));
+                }
+            }
+            Event::Leave => depth -= 1,
+            _ => {}
+        }
+        if let Some((at, shape)) = &mut open {
+            shape.push(std::mem::discriminant(e));
+            if depth < *at {
+                entries.push(open.take().unwrap().1);
+            }
+        }
+    }
+    entries
+}
+
+#[test]
+fn map_entries_are_traced_alike_in_both_directions() {
+    let s = SchemaSet::from_source(STORED).unwrap();
+    let id = s.message_by_name("S").unwrap();
+    let json = r#"{"subs": {"a": {"x": 1, "y": "p"}, "bb": {"x": 2, "y": "qq"}}}"#;
+    let built = crate::json::decode(&s, id, json, &crate::json::JsonOptions::default()).unwrap();
+    let (m, decoded) = decode_events(&s, "S", &encode(&s, &built));
+    let encoded = encode_events(&s, &m);
+    let entry = s.message(id).fields[7].message.unwrap().0;
+    let d = entry_shapes(&decoded, entry);
+    let e = entry_shapes(&encoded, entry);
+    assert_eq!(d.len(), 2);
+    assert_eq!(d, e);
+    // Enter, key entry, its read, convert, write, value entry, the sub-message (Enter, two
+    // fields of four events each, Leave), Leave.
+    assert_eq!(d[0].len(), 1 + 4 + 1 + (1 + 8 + 1) + 1);
+    let key = schema_read_of(&s, "S.SubsEntry", 0);
+    let value = schema_read_of(&s, "S.SubsEntry", 1);
+    for events in [&decoded, &encoded] {
+        assert_eq!(events.iter().filter(|e| **e == key).count(), 2);
+        assert_eq!(events.iter().filter(|e| **e == value).count(), 2);
+    }
+}
+
+#[test]
+fn unknown_bytes_are_traced_as_read_and_kept() {
+    let s = zoo();
+    let begin = Event::MessageBegin {
+        direction: Direction::Decode,
+        format: Format::Protobuf,
+        type_id: s.message_by_name("Z").unwrap().0,
+    };
+    let buf = |addr: u64, bytes: u32| Event::FieldRead {
+        region: Region::Buffer,
+        addr,
+        bytes,
+    };
+    let kept = |addr: u64, bytes: u32| Event::FieldWrite {
+        region: Region::Message,
+        addr,
+        bytes,
+    };
+    let int32 = optimus_schema::Kind::Int32 as u16;
+    let end = |wire_bytes| Event::MessageEnd { wire_bytes };
+
+    // a = 1, then field 99 = 1: the unknown field is read and stored, unconverted.
+    let (m, events) = decode_events(&s, "Z", &[8, 1, 152, 6, 1]);
+    let slot = m.get(0).unwrap().scalar().unwrap().1;
+    let unknown = m.unknown_fields().as_ptr() as u64;
+    let expected = [
+        begin,
+        schema_read_of(&s, "Z", 0),
+        buf(1, 1),
+        Event::Convert {
+            op: int32,
+            bytes: 1,
+        },
+        kept(slot, 4),
+        buf(2, 3),
+        kept(unknown, 3),
+        end(5),
+    ];
+    assert_eq!(events, expected);
+
+    // a as a fixed32: the decoder reads a's entry to learn that the wire type does not fit,
+    // so that read stays; the field's bytes are then kept, and traced, as unknown.
+    let (m, events) = decode_events(&s, "Z", &[13, 1, 0, 0, 0]);
+    assert!(!m.has(0));
+    let unknown = m.unknown_fields().as_ptr() as u64;
+    let expected = [
+        begin,
+        schema_read_of(&s, "Z", 0),
+        buf(0, 5),
+        kept(unknown, 5),
+        end(5),
+    ];
+    assert_eq!(events, expected);
+
+    // (Z's fields by index: a, sub, packed, loose, G, m, e, es, s.)
+    // e = 5, a value the closed enum lacks: unknown bytes, not a write of the field.
+    let (m, events) = decode_events(&s, "Z", &[64, 5]);
+    assert_eq!(m.unknown_fields(), [64, 5]);
+    let unknown = m.unknown_fields().as_ptr() as u64;
+    let expected = [
+        begin,
+        schema_read_of(&s, "Z", 6),
+        buf(0, 2),
+        kept(unknown, 2),
+        end(2),
+    ];
+    assert_eq!(events, expected);
+
+    // es packed [1, 7]: 1 is an element; 7 is kept unknown behind a tag of its own.
+    let (m, events) = decode_events(&s, "Z", &[74, 2, 1, 7]);
+    assert_eq!(m.unknown_fields(), [72, 7]);
+    let element = m.get(7).unwrap().as_list().unwrap();
+    let List::Enum(element) = element else {
+        panic!("{element:?}")
+    };
+    let expected = [
+        begin,
+        schema_read_of(&s, "Z", 7),
+        buf(2, 1),
+        Event::Convert {
+            op: optimus_schema::Kind::Enum as u16,
+            bytes: 1,
+        },
+        kept(element.as_ptr() as u64, 4),
+        buf(3, 1),
+        kept(m.unknown_fields().as_ptr() as u64, 2),
+        end(4),
+    ];
+    assert_eq!(events, expected);
+}
+
+#[test]
+fn a_map_entry_with_an_unknown_closed_enum_value_is_kept_unknown() {
+    let s = SchemaSet::from_source(
+        r#"syntax = "proto2"; enum E { A = 0; B = 1; } message M { map<int32, E> m = 1; }"#,
+    )
+    .unwrap();
+    // {1: 5}, then {2: B}.
+    let input = [10, 4, 8, 1, 16, 5, 10, 4, 8, 2, 16, 1];
+    let (m, events) = decode_events(&s, "M", &input);
+    assert_eq!(m.unknown_fields(), &input[..6]);
+    let map = m.get(0).unwrap().as_map().unwrap();
+    assert_eq!(map.len(), 1);
+    assert_eq!(map.values().next(), Some(&Value::Enum(1)));
+    // The first entry: the map field's entry, then its bytes read and kept as unknown.
+    assert_eq!(
+        &events[1..4],
+        [
+            schema_read_of(&s, "M", 0),
+            Event::FieldRead {
+                region: Region::Buffer,
+                addr: 0,
+                bytes: 6
+            },
+            Event::FieldWrite {
+                region: Region::Message,
+                addr: m.unknown_fields().as_ptr() as u64,
+                bytes: 6
+            },
+        ]
+    );
+    assert!(matches!(events[5], Event::Enter { .. }));
+    assert_eq!(encode(&s, &m), [10, 4, 8, 2, 16, 1, 10, 4, 8, 1, 16, 5]);
 }
