@@ -99,10 +99,10 @@ pub struct SimArgs {
     #[arg(long)]
     cores: Option<u32>,
     /// `--workload image-service`: also run a Poisson stream of this many requests per
-    /// second (1e-9 to 1e12), and give each design's average and 99th-percentile latency
-    /// under it.
-    #[arg(long, value_name = "PER_S")]
-    rate: Option<f64>,
+    /// second (1e-9 to 1e12), and give each design's offered utilisation (rho) and average
+    /// and 99th-percentile latency under it.
+    #[arg(long, value_name = "PER_S", value_parser = given_number)]
+    rate: Option<GivenNumber>,
     /// Print one JSON document instead of a table (with `--vary`, one line per point:
     /// `{"point": {PATH: value, ...}, "report": ...}`).
     #[arg(long)]
@@ -125,6 +125,21 @@ pub struct SimArgs {
     /// `latency_ns`, `gbps`, `requests_per_s`, ...) [default: the first].
     #[arg(long, requires = "plot")]
     metric: Option<String>,
+}
+
+/// A number as given on the command line: its value and its text.
+#[derive(Clone, Debug)]
+struct GivenNumber {
+    value: f64,
+    text: String,
+}
+
+/// Reads a [`GivenNumber`].
+fn given_number(text: &str) -> Result<GivenNumber, std::num::ParseFloatError> {
+    Ok(GivenNumber {
+        value: text.parse()?,
+        text: text.to_owned(),
+    })
 }
 
 /// The image-compression service's workload name.
@@ -391,19 +406,24 @@ fn image_service_run(
     options: &sweep::SweepOptions,
 ) -> Result<()> {
     let cores = checked_cores(u64::from(args.cores.unwrap_or(1))).context("sim")?;
-    args.rate.map(checked_rate).transpose().context("sim")?;
+    let rate = args
+        .rate
+        .as_ref()
+        .map(|r| checked_rate(Some(r.value), &r.text))
+        .transpose()
+        .context("sim")?;
     if !options.axes.is_empty() {
-        let under_load = args.rate.is_some() || options.axes.iter().any(|a| a.path == sweep::RATE);
+        let under_load = rate.is_some() || options.axes.iter().any(|a| a.path == sweep::RATE);
         return sweep::sweep(
             out,
             options,
             service_columns(under_load),
             |values| {
                 // `rate` and `cores` are the service's own flags; the rest are config paths.
-                let (mut rate, mut cores, mut params) = (args.rate, cores, Vec::new());
+                let (mut rate, mut cores, mut params) = (rate, cores, Vec::new());
                 for (path, v) in values {
                     match *path {
-                        sweep::RATE => rate = Some(checked_rate(v.as_f64().unwrap_or(f64::NAN))?),
+                        sweep::RATE => rate = Some(checked_rate(v.as_f64(), v)?),
                         sweep::CORES => cores = checked_cores(v.as_u64().unwrap_or(0))?,
                         _ => params.push((*path, v.clone())),
                     }
@@ -423,15 +443,11 @@ fn image_service_run(
             },
         );
     }
-    let designs = service_designs(cfg, cores, args.rate).context("sim")?;
+    let designs = service_designs(cfg, cores, rate).context("sim")?;
     if args.json {
-        writeln!(
-            out,
-            "{}",
-            service_outcome(cores, args.rate, &designs)?.report
-        )?;
+        writeln!(out, "{}", service_outcome(cores, rate, &designs)?.report)?;
     } else {
-        print_image_service(out, cfg, cores, args.rate, &designs)?;
+        print_image_service(out, cfg, cores, rate, &designs)?;
     }
     Ok(())
 }
@@ -444,15 +460,15 @@ const MIN_RATE_PER_S: f64 = 1e-9;
 const MAX_RATE_PER_S: f64 = 1e12;
 
 /// The image service's `--rate` (or a varied `rate`): requests per second, from
-/// [`MIN_RATE_PER_S`] to [`MAX_RATE_PER_S`].
-fn checked_rate(rate: f64) -> Result<f64> {
-    if (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&rate) {
-        Ok(rate)
-    } else {
-        bail!(
+/// [`MIN_RATE_PER_S`] to [`MAX_RATE_PER_S`]; `rate` is `None` for a value that is not a
+/// number, and `written` the value as given, which an error repeats.
+fn checked_rate(rate: Option<f64>, written: &dyn std::fmt::Display) -> Result<f64> {
+    match rate {
+        Some(r) if (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&r) => Ok(r),
+        _ => bail!(
             "--rate must be a number of requests per second from {MIN_RATE_PER_S:e} to \
-             {MAX_RATE_PER_S:e}, not {rate:e}"
-        )
+             {MAX_RATE_PER_S:e}, not {written}"
+        ),
     }
 }
 
@@ -468,17 +484,21 @@ fn checked_cores(cores: u64) -> Result<u32> {
     }
 }
 
-/// One design of the image service: its costs per request and, under `--rate`, its latency
-/// (`None` without `--rate`, or at or past the design's capacity).
+/// One design of the image service: its costs per request, its capacity and what bounds it
+/// and, under `--rate`, the stream's offered utilisation and its latency (`None` without
+/// `--rate`; the latency also at or past the design's capacity).
 struct ServiceDesign {
     design: &'static str,
     costs: service::Design,
     requests_per_s: f64,
+    bound: &'static str,
+    rho: Option<f64>,
     under_load: Option<Load>,
 }
 
 /// The image service's designs: each one's host time, low-load latency, capacity with
-/// `cores` and, with a `rate`, latency under a Poisson stream.
+/// `cores` and, with a `rate`, offered utilisation and latency under a Poisson stream; warns
+/// on stderr of a stream that loads a design near its capacity ([`near_capacity`]).
 fn service_designs(
     cfg: &RpcAccConfig,
     cores: u32,
@@ -486,7 +506,7 @@ fn service_designs(
 ) -> Result<Vec<ServiceDesign>> {
     let msgs = service::messages(cfg, &mut EngineTraces)?;
     let svc = service::run(cfg, &msgs);
-    Ok([
+    let designs: Vec<ServiceDesign> = [
         ("cpu_only", svc.cpu_only),
         ("protoacc_pcie", svc.protoacc_pcie),
         ("rpcacc", svc.rpcacc),
@@ -496,17 +516,46 @@ fn service_designs(
         design,
         costs: d,
         requests_per_s: d.rate(cores),
+        bound: d.bound(cores),
+        rho: rate.map(|r| d.utilisation(cores, r)),
         under_load: rate.and_then(|r| d.under_load(cores, r, LOAD_REQUESTS, cfg.seed)),
     })
-    .collect())
+    .collect();
+    if let Some(r) = rate {
+        for warning in near_capacity(cores, r, &designs) {
+            eprintln!("{warning}");
+        }
+    }
+    Ok(designs)
 }
 
-/// The image service's headline columns, as [`service_outcome`] fills them; the last two,
-/// the latency under load, only with a rate.
+/// A warning for each design that a stream of `rate` requests a second on `cores` cores
+/// loads past [`service::NEAR_CAPACITY_RHO`] and below its capacity.
+fn near_capacity(cores: u32, rate: f64, designs: &[ServiceDesign]) -> Vec<String> {
+    designs
+        .iter()
+        .filter_map(|d| {
+            let rho = d
+                .rho
+                .filter(|&rho| rho > service::NEAR_CAPACITY_RHO && rho < 1.0)?;
+            Some(format!(
+                "warning: {rate} requests/s on {cores} core(s) loads {} to rho = {rho:.3} of \
+                 its capacity ({:.0} requests/s, {}): its mean and 99th percentile over \
+                 {LOAD_REQUESTS} requests are not steady-state values (its queues have not \
+                 settled; they fall short and move with the seed)",
+                d.design, d.requests_per_s, d.bound
+            ))
+        })
+        .collect()
+}
+
+/// The image service's headline columns, as [`service_outcome`] fills them; the last three,
+/// the offered utilisation and the latency under load, only with a rate.
 const SERVICE_COLUMNS: &[sweep::Column] = &[
     sweep::Column::new("host_ns", 1),
     sweep::Column::new("latency_ns", 1),
     sweep::Column::new("requests_per_s", 0),
+    sweep::Column::new("rho", 3),
     sweep::Column::new("load_mean_ns", 1),
     sweep::Column::new("load_p99_ns", 1),
 ];
@@ -521,7 +570,7 @@ fn service_columns(under_load: bool) -> &'static [sweep::Column] {
 }
 
 /// The image service's JSON document (each design's own fields, `service::Design`, with its
-/// name, rate and load) and its headline rows.
+/// name, rate, bound, offered utilisation and load) and its headline rows.
 fn service_outcome(
     cores: u32,
     rate: Option<f64>,
@@ -533,6 +582,8 @@ fn service_outcome(
             let mut v = serde_json::to_value(d.costs)?;
             v["design"] = d.design.into();
             v["requests_per_s"] = d.requests_per_s.into();
+            v["bound"] = d.bound.into();
+            v["rho"] = d.rho.into();
             v["under_load"] = serde_json::to_value(d.under_load)?;
             Ok(v)
         })
@@ -546,6 +597,7 @@ fn service_outcome(
                 Some(d.requests_per_s),
             ];
             if rate.is_some() {
+                values.push(d.rho);
                 values.push(d.under_load.map(|l| l.mean_ns));
                 values.push(d.under_load.map(|l| l.p99_ns));
             }
@@ -577,10 +629,15 @@ fn print_image_service(
     if let Some(r) = rate {
         writeln!(out, "under load: a Poisson stream of {r} requests/s")?;
     }
-    let load = rate.map(|_| format!("   {:>12} {:>12}", "load_mean_ns", "load_p99_ns"));
+    let load = rate.map(|_| {
+        format!(
+            " {:>7}   {:>12} {:>12}",
+            "rho", "load_mean_ns", "load_p99_ns"
+        )
+    });
     writeln!(
         out,
-        "  {:<14} {:>10} {:>12} {:>16}{}",
+        "  {:<14} {:>10} {:>12} {:>16}{}  bound",
         "design",
         "host_ns",
         "latency_ns",
@@ -588,15 +645,15 @@ fn print_image_service(
         load.unwrap_or_default()
     )?;
     for d in designs {
-        let under = match (rate, d.under_load) {
+        let under = match (d.rho, d.under_load) {
             (None, _) => String::new(),
-            (Some(_), Some(l)) => format!("   {:>12.1} {:>12.1}", l.mean_ns, l.p99_ns),
-            (Some(_), None) => "   past capacity".to_string(),
+            (Some(rho), Some(l)) => format!(" {rho:>7.3}   {:>12.1} {:>12.1}", l.mean_ns, l.p99_ns),
+            (Some(rho), None) => format!(" {rho:>7.3}   {:>25}", "past capacity"),
         };
         writeln!(
             out,
-            "  {:<14} {:>10.1} {:>12.1} {:>16.0}{under}",
-            d.design, d.costs.host_ns, d.costs.latency_ns, d.requests_per_s
+            "  {:<14} {:>10.1} {:>12.1} {:>16.0}{under}  {}",
+            d.design, d.costs.host_ns, d.costs.latency_ns, d.requests_per_s, d.bound
         )?;
     }
     Ok(())
@@ -917,17 +974,65 @@ mod tests {
     #[test]
     fn a_rate_is_taken_from_its_minimum_to_its_maximum() {
         for rate in [MIN_RATE_PER_S, 1e-8, 150_000.0, MAX_RATE_PER_S] {
-            assert_eq!(checked_rate(rate).unwrap(), rate);
+            assert_eq!(checked_rate(Some(rate), &rate).unwrap(), rate);
         }
         // Out of the range, as a config's rates; at 1e-300, 1e9 / rate, the mean gap between
         // requests, is infinite.
         for rate in [0.0, -1.0, 1e-10, 1e-300, 2e12, f64::INFINITY, f64::NAN] {
-            let err = checked_rate(rate).unwrap_err().to_string();
+            let err = checked_rate(Some(rate), &rate).unwrap_err().to_string();
             assert!(
                 err.contains("--rate must be a number of requests per second from 1e-9 to 1e12"),
                 "{rate}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn a_refused_rate_is_echoed_as_written() {
+        let given = given_number("2.0e12").unwrap();
+        let err = checked_rate(Some(given.value), &given.text).unwrap_err();
+        assert!(err.to_string().ends_with(", not 2.0e12"), "{err}");
+        // A varied `rate` that is not a number.
+        let v = serde_json::Value::Bool(true);
+        let err = checked_rate(v.as_f64(), &v).unwrap_err();
+        assert!(err.to_string().ends_with(", not true"), "{err}");
+        assert!(given_number("fast").is_err());
+    }
+
+    /// The image service's designs on 16 cores, under `rate` requests a second.
+    fn sixteen_cores(rate: Option<f64>) -> Vec<ServiceDesign> {
+        service_designs(&RpcAccConfig::default(), 16, rate).unwrap()
+    }
+
+    #[test]
+    fn a_load_gives_its_utilisation_and_warns_near_capacity() {
+        let idle = sixteen_cores(None);
+        assert!(idle.iter().all(|d| d.rho.is_none()));
+        assert!(idle.iter().all(|d| !d.bound.is_empty()));
+        // Just under ProtoACC-PCIe's capacity: past CPU-only's, light for RPCAcc.
+        let rate = 0.99 * idle[1].requests_per_s;
+        let loaded = sixteen_cores(Some(rate));
+        let rho: Vec<f64> = loaded.iter().map(|d| d.rho.unwrap()).collect();
+        assert!(
+            rho[0] > 1.0 && (rho[1] - 0.99).abs() < 1e-9 && rho[2] < 0.6,
+            "{rho:?}"
+        );
+        assert_eq!(loaded[1].under_load.unwrap().rho, rho[1]);
+        let warnings = near_capacity(16, rate, &loaded);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("protoacc_pcie") && warnings[0].contains("not steady-state"),
+            "{warnings:?}"
+        );
+        let half = 0.5 * idle[1].requests_per_s;
+        assert!(near_capacity(16, half, &sixteen_cores(Some(half))).is_empty());
+        // The JSON gives each design's utilisation and bound.
+        let doc = service_outcome(16, Some(rate), &loaded).unwrap().report;
+        let pcie = &doc["designs"][1];
+        assert_eq!(pcie["rho"].as_f64(), Some(rho[1]));
+        assert_eq!(pcie["under_load"]["rho"].as_f64(), Some(rho[1]));
+        assert_eq!(pcie["bound"], loaded[1].bound);
+        assert!(doc["designs"][0]["under_load"].is_null());
     }
 
     #[test]
@@ -939,6 +1044,7 @@ mod tests {
             host_ns: 5_000.0,
             latency_ns: 16_384.0,
             cap_ns: 1_000.0,
+            ..service::Design::default()
         };
         for rate in [MIN_RATE_PER_S, 1e-8, 1e-6, 1.0] {
             let load = design.under_load(1, rate, LOAD_REQUESTS, 7).unwrap();

@@ -1171,3 +1171,59 @@ fn trace_streams_its_output_and_bounds_its_input() {
     let out = optimus(&["trace", "--workload", "flat", "--repeat", "0"], b"");
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn the_image_service_gives_its_load_and_warns_near_capacity() {
+    let service = |extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            "--accel",
+            "rpcacc",
+            "--workload",
+            "image-service",
+            "--cores",
+            "16",
+        ];
+        args.extend(extra);
+        optimus(&args, b"")
+    };
+    // A table names what bounds each design and, under load, the offered utilisation.
+    let idle = service(&[]);
+    let text = String::from_utf8(idle.stdout).unwrap();
+    assert!(
+        text.lines().nth(1).unwrap().ends_with("bound") && text.contains("host cores"),
+        "{text}"
+    );
+    let pcie = |r: &serde_json::Value| r["designs"][1]["requests_per_s"].as_f64().unwrap();
+    let json = |out: Output| -> serde_json::Value { serde_json::from_slice(&out.stdout).unwrap() };
+    let capacity = pcie(&json(service(&["--json"])));
+    // Just under ProtoACC-PCIe's capacity: a warning on stderr, the numbers on stdout.
+    let near = format!("{}", (0.99 * capacity).round());
+    let out = service(&["--rate", &near, "--json"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        err.contains("protoacc_pcie") && err.contains("rho = 0.990") && err.contains("steady"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let r = json(out);
+    let rho = r["designs"][1]["rho"].as_f64().unwrap();
+    assert!((rho - 0.99).abs() < 1e-3, "{r}");
+    assert_eq!(r["designs"][1]["under_load"]["rho"].as_f64(), Some(rho));
+    // Far from every design's capacity, no warning.
+    let calm = service(&["--rate", "20000"]);
+    assert!(
+        calm.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&calm.stderr)
+    );
+    assert!(String::from_utf8(calm.stdout).unwrap().contains("rho"));
+    // A varied rate that is not a number is echoed as written.
+    let bad = service(&["--vary", "rate=true"]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(1), "{err}");
+    assert!(err.contains("not true") && !err.contains("NaN"), "{err}");
+    let flag = service(&["--rate", "2.5e12"]);
+    assert!(String::from_utf8_lossy(&flag.stderr).contains("not 2.5e12"));
+}

@@ -70,33 +70,45 @@ impl CpuConfig {
     /// Instructions to transform one message.
     pub fn instructions(&self, t: &MessageTrace) -> f64 {
         let mut n = 0.0;
-        let mut last = ConvClass::Other;
+        // The class of the conversion the next field write belongs to, if any.
+        let mut pending = None;
         for e in &t.events {
             match e {
                 Event::SchemaRead { .. } => n += self.per_field,
                 Event::Enter { .. } => n += self.per_submessage,
                 Event::Convert { op, bytes } => {
-                    last = class_of(*op);
-                    let varint = matches!(last, ConvClass::Varint | ConvClass::Zigzag);
-                    if matches!(last, ConvClass::Bytes | ConvClass::Fixed) {
+                    let class = class_of(*op);
+                    pending = Some(class);
+                    let varint = matches!(class, ConvClass::Varint | ConvClass::Zigzag);
+                    if matches!(class, ConvClass::Bytes | ConvClass::Fixed) {
                         n += self.per_copy_byte * f64::from(*bytes);
                     } else if varint && t.direction == Direction::Decode {
                         // Decode: the op consumed the varint's wire bytes.
                         n += self.per_varint_byte * f64::from(*bytes);
                     }
                 }
-                // Encode: the varint's output bytes, tag included.
-                Event::FieldWrite {
-                    region: Region::Buffer,
-                    bytes,
-                    ..
-                } if matches!(last, ConvClass::Varint | ConvClass::Zigzag) => {
-                    n += self.per_varint_byte * f64::from(*bytes);
+                Event::FieldWrite { region, bytes, .. } => {
+                    let class = pending.take();
+                    if *region == Region::Buffer {
+                        n += self.buffer_write(class, f64::from(*bytes));
+                    }
                 }
                 _ => {}
             }
         }
         n
+    }
+
+    /// Instructions of an encode's write of `bytes` output bytes after a conversion of
+    /// `class` (`None`: no conversion, as the unknown fields copied through).
+    fn buffer_write(&self, class: Option<ConvClass>, bytes: f64) -> f64 {
+        match class {
+            // The varint's output bytes; its tag, written before, is in `per_field`.
+            Some(ConvClass::Varint | ConvClass::Zigzag) => self.per_varint_byte * bytes,
+            // Copies are priced at their conversion.
+            Some(_) => 0.0,
+            None => self.per_copy_byte * bytes,
+        }
     }
 
     /// Nanoseconds to transform one message.
@@ -186,6 +198,31 @@ mod tests {
             assert!((cpu.message_ns(&t) - expected / 2.4).abs() < 1e-9);
             assert!((cpu.gbps(&t) - 109.0 * 8.0 / (expected / 2.4)).abs() < 1e-9);
         }
+    }
+
+    #[test]
+    fn unknown_fields_are_copied_whatever_field_came_before() {
+        // Encode copies a message's unknown fields through after its last field, a read and
+        // a write with no conversion; after the trace's sint32 (a varint) they are still a
+        // copy.
+        let cpu = CpuConfig::default();
+        let mut t = trace(Direction::Encode);
+        let known = cpu.instructions(&t);
+        let unknown = [
+            Event::FieldRead {
+                region: Region::Message,
+                addr: 0,
+                bytes: 40,
+            },
+            Event::FieldWrite {
+                region: Region::Buffer,
+                addr: 109,
+                bytes: 40,
+            },
+        ];
+        let leave = t.events.iter().position(|e| *e == Event::Leave).unwrap();
+        t.events.splice(leave..leave, unknown);
+        assert_eq!(cpu.instructions(&t), known + 40.0 * cpu.per_copy_byte);
     }
 
     #[test]

@@ -54,7 +54,8 @@ pub struct RpcFigures {
 }
 
 /// Fig. 12b under load: ProtoACC-PCIe and RPCAcc fed a Poisson stream at offered rates
-/// evenly spaced below ProtoACC-PCIe's capacity. Only the figure needs it, so the sweep
+/// evenly spaced up to [`service::NEAR_CAPACITY_RHO`] of ProtoACC-PCIe's capacity, past which
+/// a run's queues have not settled. Only the figure needs it, so the sweep
 /// runs when [`LoadSweep::points`] is called, not with every reproduction.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct LoadSweep {
@@ -79,10 +80,10 @@ impl LoadSweep {
     /// either design cannot sustain is left out.
     pub fn points(&self) -> Vec<(f64, [service::Load; 2])> {
         let [pcie, rpcacc] = &self.designs;
-        let top = pcie.rate(self.cores);
+        let top = service::NEAR_CAPACITY_RHO * pcie.rate(self.cores);
         (1..=LOAD_POINTS)
             .filter_map(|k| {
-                let per_s = top * k as f64 / (LOAD_POINTS + 1) as f64;
+                let per_s = top * k as f64 / LOAD_POINTS as f64;
                 let at =
                     |d: &service::Design| d.under_load(self.cores, per_s, LOAD_REQUESTS, self.seed);
                 Some((per_s, [at(pcie)?, at(rpcacc)?]))

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use optimus_trace::Direction;
 
 use super::host::preser_bytes;
-use super::service::MAX_HOST_CORES;
+use super::service::{busiest, HOST_CORES, MAX_HOST_CORES};
 use super::{
     deser_times, memaff_card_occupancy, prepare, preser_ns, ser_times, DeserLink, RpcAccConfig,
     RpcMessage,
@@ -131,7 +131,7 @@ impl Occupancy {
     /// Every resource with its name.
     pub fn named(&self) -> [(&'static str, f64); 9] {
         [
-            ("host cores", self.host_cores),
+            (HOST_CORES, self.host_cores),
             ("memcpy engine", self.memcpy_engine),
             ("line in", self.line_in),
             ("line out", self.line_out),
@@ -145,15 +145,7 @@ impl Occupancy {
 
     /// The busiest resource and its time per request (ns); the first named on a tie.
     pub fn bound(&self) -> (&'static str, f64) {
-        self.named()
-            .into_iter()
-            .fold(("host cores", f64::NEG_INFINITY), |best, r| {
-                if r.1 > best.1 {
-                    r
-                } else {
-                    best
-                }
-            })
+        busiest(self.named())
     }
 }
 
@@ -319,9 +311,9 @@ fn place(
         serializer: memaff_card_occupancy(cfg, m, cfg.clock_mhz),
     };
 
-    // Latency: the stages in turn. The compute unit's task crosses to the card, it reads
-    // its fields (host and card reads in parallel), runs the kernels, writes the fields back
-    // and its completion crosses to the host.
+    // Latency: the stages in turn. The compute unit's task crosses to the card (an MMIO),
+    // it reads its fields (host and card reads in parallel), runs the kernels, writes the
+    // fields back and its completion crosses to the host.
     let host_read = if in_host > 0.0 {
         pcie.latency_ns + host_txns + in_host / bw
     } else {
@@ -333,7 +325,7 @@ fn place(
         0.0
     };
     let write_back = (in_host / bw).max(in_card / acc.bw_gbytes_s);
-    let cu = one_way + host_read.max(card_read) + kernel_bytes / line + write_back + one_way;
+    let cu = cfg.mmio_ns + host_read.max(card_read) + kernel_bytes / line + write_back + one_way;
     let card_ser = ser_times(cfg, m, cfg.clock_mhz).rpcacc - pre.max(dsa);
     let latency_ns = occupancy.line_in
         + d.oneshot_latency_ns
@@ -401,6 +393,24 @@ mod tests {
         // The kernels see the same bytes wherever they lie.
         let cu = |p: &Placement| p.occupancy.compute_unit;
         assert!((cu(all_host) - cu(payload_in_card)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_task_and_the_doorbell_each_cross_as_an_mmio() {
+        let base = RpcAccConfig::default();
+        let mut far = base.clone();
+        far.mmio_ns += 1000.0;
+        let (a, b) = (
+            run(&base, &mut Engine).unwrap(),
+            run(&far, &mut Engine).unwrap(),
+        );
+        for (x, y) in a.placements.iter().zip(&b.placements) {
+            // The compute unit's task and the serializer's doorbell: the core posts both and
+            // does not wait.
+            let later = y.latency_ns - x.latency_ns;
+            assert!((later - 2000.0).abs() < 1e-6, "{}: {later}", x.label());
+            assert_eq!(x.host_ns, y.host_ns);
+        }
     }
 
     #[test]

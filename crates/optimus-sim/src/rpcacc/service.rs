@@ -28,10 +28,19 @@
 //! and automatic field updating moves the field's placement bit with it.
 //!
 //! The core is busy from the handler's start to its last doorbell; that time bounds a core's
-//! request rate (Fig. 12a), and each design's rate is also capped by the NIC line rate, the
-//! compute unit and PCIe bandwidth per direction. A request's latency at low load is the sum
-//! of its stages; [`Design::under_load`] adds the queueing of a Poisson stream of requests,
-//! and [`Service::under_same_load`] offers one stream to all three designs (Fig. 12b).
+//! request rate (Fig. 12a). Each design's rate is also capped by the busiest of the shared
+//! resources it uses, each taking one request at a time as the gateway's
+//! ([`super::gateway::Occupancy`]): the NIC's line in each direction, PCIe in each direction,
+//! and on the accelerators the deserializer (field by field on ProtoACC-PCIe, one-shot on
+//! RPCAcc), the compute unit, the serializer (ProtoACC-PCIe's engine reading the response
+//! across PCIe, RPCAcc's fetch of the pre-serialized buffer and reads of card memory) and
+//! RPCAcc's memcpy engine; [`Design::cap_by`] names it. A request's latency at low load is
+//! the sum of its stages; [`Design::under_load`] adds the queueing of a Poisson stream of
+//! requests and gives the stream's offered utilisation, and [`Service::under_same_load`]
+//! offers one stream to all three designs (Fig. 12b).
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -40,8 +49,8 @@ use serde::{Deserialize, Serialize};
 use optimus_trace::Direction;
 
 use super::{
-    deser_times, host::preser_bytes, prepare, preser_ns, rpc_layer, ser_times, DeserLink,
-    RpcAccConfig, RpcMessage,
+    deser_times, host::preser_bytes, memaff_card_occupancy, prepare, preser_ns, rpc_layer,
+    ser_occupancy, ser_times, DeserLink, RpcAccConfig, RpcMessage,
 };
 use crate::error::{check_non_negative, check_positive, config_err, Result};
 use crate::program::Program;
@@ -115,8 +124,7 @@ impl Default for ServiceConfig {
 }
 
 /// The most host cores the service runs on: 1,024, past the largest servers' core counts. A
-/// load run keeps a clock per core and looks through them for each request, so this bounds
-/// its memory and time.
+/// load run keeps a clock per core, so this bounds its memory.
 pub const MAX_HOST_CORES: u32 = 1024;
 
 impl ServiceConfig {
@@ -199,15 +207,55 @@ pub struct Design {
     pub host_ns: f64,
     /// Request latency at low load (ns): request on the wire to response on the wire.
     pub latency_ns: f64,
-    /// Smallest time between requests any shared resource allows (ns): line rate, compute
-    /// unit, PCIe per direction.
+    /// Smallest time between requests any shared resource allows (ns): the busiest of those
+    /// the design uses (the line and PCIe per direction, and on the accelerators the
+    /// deserializer, the compute unit, the serializer and the memcpy engine).
     pub cap_ns: f64,
+    /// The shared resource that takes `cap_ns`, named as [`super::gateway::Occupancy`] names
+    /// it.
+    pub cap_by: &'static str,
 }
 
+/// Offered utilisation ([`Load::rho`]) past which a load run of some 10^5 requests is not a
+/// steady-state value: near 1 the queues take longer than that to settle.
+pub const NEAR_CAPACITY_RHO: f64 = 0.95;
+
+/// What [`Design::bound`] names when the host cores bound the rate.
+pub const HOST_CORES: &str = "host cores";
+
 impl Design {
+    /// A design whose shared resources take `shared` (name, ns per request) each, capped by
+    /// the busiest ([`busiest`]).
+    fn new(host_ns: f64, latency_ns: f64, shared: &[(&'static str, f64)]) -> Self {
+        let (cap_by, cap_ns) = busiest(shared.iter().copied());
+        Self {
+            host_ns,
+            latency_ns,
+            cap_ns,
+            cap_by,
+        }
+    }
+
     /// Requests per second with `cores` host cores.
     pub fn rate(&self, cores: u32) -> f64 {
         (f64::from(cores) / self.host_ns).min(1.0 / self.cap_ns) * 1e9
+    }
+
+    /// What bounds [`Design::rate`] with `cores` host cores: [`HOST_CORES`], or the shared
+    /// resource [`Design::cap_by`]; the host cores on a tie.
+    pub fn bound(&self, cores: u32) -> &'static str {
+        if self.host_ns / f64::from(cores) >= self.cap_ns {
+            HOST_CORES
+        } else {
+            self.cap_by
+        }
+    }
+
+    /// Offered utilisation of a stream of `per_s` requests a second with `cores` host cores:
+    /// the rate times the time its bottleneck spends on a request, `per_s` over
+    /// [`Design::rate`]. At 1 or more the queues grow without bound.
+    pub fn utilisation(&self, cores: u32, per_s: f64) -> f64 {
+        per_s / self.rate(cores)
     }
 
     /// Request latency when requests arrive as a Poisson stream of `per_s` a second to
@@ -217,7 +265,9 @@ impl Design {
     /// drawn from `seed`; the first tenth warm the queues up and are not counted. `None`
     /// when the stream is at or above the design's rate, where the queues grow without
     /// bound, when there are no requests to count, or when `cores` is not 1 to
-    /// [`MAX_HOST_CORES`].
+    /// [`MAX_HOST_CORES`]. Near the rate (a [`Load::rho`] close to 1) the queues take far
+    /// longer than `requests` arrivals to settle, and the result is not a steady-state
+    /// value: it falls short of it and moves with `seed`.
     pub fn under_load(&self, cores: u32, per_s: f64, requests: usize, seed: u64) -> Option<Load> {
         let warm = requests / 10;
         let runs = (1..=MAX_HOST_CORES).contains(&cores) && per_s > 0.0;
@@ -226,17 +276,19 @@ impl Design {
         }
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mean_gap_ns = 1e9 / per_s;
-        let mut core_free = vec![0.0f64; cores as usize];
+        // Each core's next free time, the earliest on top. Cores are alike, so which of
+        // those free at the same time takes a request changes nothing.
+        let mut core_free: BinaryHeap<Reverse<Ns>> = (0..cores).map(|_| Reverse(Ns(0.0))).collect();
         let (mut arrival, mut shared_free) = (0.0f64, 0.0f64);
         let mut latency = Vec::with_capacity(requests - warm);
         for i in 0..requests {
             // An exponential gap: -ln(1 - u) with u uniform in [0, 1).
             arrival += -(1.0 - crate::uniform(&mut rng)).ln() * mean_gap_ns;
-            let core = (0..core_free.len())
-                .min_by(|&a, &b| core_free[a].total_cmp(&core_free[b]))
-                .expect("at least one core");
-            let start = core_free[core].max(arrival);
-            core_free[core] = start + self.host_ns;
+            let mut first = core_free.peek_mut().expect("at least one core");
+            let Reverse(Ns(free)) = *first;
+            let start = free.max(arrival);
+            *first = Reverse(Ns(start + self.host_ns));
+            drop(first);
             let shared = shared_free.max(start);
             shared_free = shared + self.cap_ns;
             if i >= warm {
@@ -248,7 +300,42 @@ impl Design {
         Some(Load {
             mean_ns: latency.iter().sum::<f64>() / n as f64,
             p99_ns: latency[(n * 99).div_ceil(100) - 1],
+            rho: self.utilisation(cores, per_s),
         })
+    }
+}
+
+/// The busiest of `resources` (name, ns per request) and its time; the first named on a tie.
+pub(crate) fn busiest(
+    resources: impl IntoIterator<Item = (&'static str, f64)>,
+) -> (&'static str, f64) {
+    resources.into_iter().fold(
+        ("", f64::NEG_INFINITY),
+        |best, r| if r.1 > best.1 { r } else { best },
+    )
+}
+
+/// A time (ns) ordered by [`f64::total_cmp`], as a heap needs.
+#[derive(Clone, Copy, Debug)]
+struct Ns(f64);
+
+impl PartialEq for Ns {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Ns {}
+
+impl PartialOrd for Ns {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ns {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
     }
 }
 
@@ -259,6 +346,10 @@ pub struct Load {
     pub mean_ns: f64,
     /// 99th percentile.
     pub p99_ns: f64,
+    /// Offered utilisation ([`Design::utilisation`]): the stream's rate times the time the
+    /// design's bottleneck spends on a request. Near 1 the mean and percentile of a finite
+    /// run are not steady-state values.
+    pub rho: f64,
 }
 
 /// The service on the three designs.
@@ -373,9 +464,10 @@ struct Terms {
     wr: f64,
     auth: f64,
     mmio: f64,
+    /// The request and the response on the line, each what the line spends on it.
     wire_in: f64,
     wire_out: f64,
-    line_cap: f64,
+    /// The compute unit's kernels on one avatar.
     cu_cap: f64,
     /// The compute unit from its task's MMIO to the end of its kernels.
     cu_run: f64,
@@ -402,11 +494,10 @@ fn terms(cfg: &RpcAccConfig, m: &Messages) -> Terms {
         mmio: svc.mmio_core_ns,
         wire_in: wq / line,
         wire_out: wr / line,
-        line_cap: wq.max(wr) / line,
         cu_cap: s / line,
         // Compute unit (§III-D): the task's MMIO write reaches the card's descriptor ring;
         // the CU decrypts, compresses and encrypts streaming at line rate from card memory.
-        cu_run: one_way + cfg.accel_mem.latency_ns + s / line,
+        cu_run: cfg.mmio_ns + cfg.accel_mem.latency_ns + s / line,
         cpu_kernels: aes(s) + s / (svc.cpu_compress_mbytes_s * 1e-3) + aes(c),
     }
 }
@@ -427,14 +518,16 @@ pub fn run(cfg: &RpcAccConfig, m: &Messages) -> Service {
         + cfg.cpu_rpc_stack_ns
         + handler
         + cfg.cpu.message_ns(&m.response.ser_trace);
-    let cpu_only = Design {
-        host_ns: sw,
-        latency_ns: t.wire_in + layer.cpu_only + handler + t.wire_out,
-        cap_ns: t
-            .line_cap
-            .max(wq / pcie.bw_gbytes_s)
-            .max(wr / pcie.bw_gbytes_s),
-    };
+    let cpu_only = Design::new(
+        sw,
+        t.wire_in + layer.cpu_only + handler + t.wire_out,
+        &[
+            ("line in", t.wire_in),
+            ("line out", t.wire_out),
+            ("PCIe card to host", wq / pcie.bw_gbytes_s),
+            ("PCIe host to card", wr / pcie.bw_gbytes_s),
+        ],
+    );
 
     // ProtoACC-PCIe: the RPC layer's field-by-field deserialization of every field into host
     // memory and accelerator-only serialization (§IV-A: ProtoACC-PCIe's "serialization
@@ -451,18 +544,29 @@ pub fn run(cfg: &RpcAccConfig, m: &Messages) -> Service {
     } else {
         0.0
     };
-    let deserialized: f64 = m.request.deser.write_sizes().map(f64::from).sum();
-    let protoacc_pcie = Design {
-        host_ns: pp_handler + pp_ser_wait,
-        latency_ns: t.wire_in + layer.protoacc_pcie + pp_handler + t.wire_out,
+    let deser = deser_times(cfg, &m.request, DeserLink::pcie(cfg), cfg.clock_mhz);
+    let protoacc_pcie = Design::new(
+        pp_handler + pp_ser_wait,
+        t.wire_in + layer.protoacc_pcie + pp_handler + t.wire_out,
         // Card to host: the deserialized request, the compute unit's result; host to card:
-        // the avatar moved back, the response.
-        cap_ns: t
-            .line_cap
-            .max(t.cu_cap)
-            .max((deserialized + c) / pcie.bw_gbytes_s)
-            .max((s + wr) / pcie.bw_gbytes_s),
-    };
+        // the avatar moved back, the response. The serializer engine reads the response
+        // across PCIe one message at a time.
+        &[
+            ("line in", t.wire_in),
+            ("line out", t.wire_out),
+            ("deserializer", 1000.0 / deser.fbf_host_rate),
+            (
+                "PCIe card to host",
+                (deser.output_bytes + c) / pcie.bw_gbytes_s,
+            ),
+            ("PCIe host to card", (s + wr) / pcie.bw_gbytes_s),
+            ("compute unit", t.cu_cap),
+            (
+                "serializer",
+                ser_occupancy(cfg, &m.response, cfg.clock_mhz).protoacc_pcie,
+            ),
+        ],
+    );
 
     let rpcacc = rpcacc_request(cfg, m, &t, true, true);
     // Without skipping: moveToCPU of the image (an MMIO, then the card's DMA write, waited
@@ -482,13 +586,13 @@ pub fn run(cfg: &RpcAccConfig, m: &Messages) -> Service {
 /// `moveToAcc` of the avatar (Listing 1 L6): the MMIO reaches the card, which reads the
 /// avatar across PCIe and writes its completion back to host memory; the core waits.
 fn move_to_acc(cfg: &RpcAccConfig, t: &Terms) -> f64 {
-    t.mmio + t.one_way + cfg.pcie.latency_ns + t.avatar / cfg.pcie.bw_gbytes_s + t.one_way
+    t.mmio + cfg.mmio_ns + cfg.pcie.latency_ns + t.avatar / cfg.pcie.bw_gbytes_s + t.one_way
 }
 
 /// `moveToCPU` of `bytes` (Listing 1 L14): the MMIO reaches the card, which writes the field
 /// to host memory and then its completion; the core waits.
 fn move_to_cpu(cfg: &RpcAccConfig, t: &Terms, bytes: f64) -> f64 {
-    t.mmio + t.one_way + bytes / cfg.pcie.bw_gbytes_s + t.one_way
+    t.mmio + cfg.mmio_ns + bytes / cfg.pcie.bw_gbytes_s + t.one_way
 }
 
 /// One RPCAcc request of the service.
@@ -557,15 +661,23 @@ fn rpcacc_request(
             0.0
         };
     RpcAccRequest {
-        design: Design {
-            host_ns: host,
-            latency_ns: t.wire_in + deser.oneshot_latency_ns + host + card_ser + t.wire_out,
-            cap_ns: t
-                .line_cap
-                .max(if cu_available { t.cu_cap } else { 0.0 })
-                .max(to_host / pcie.bw_gbytes_s)
-                .max(to_card / pcie.bw_gbytes_s),
-        },
+        design: Design::new(
+            host,
+            t.wire_in + deser.oneshot_latency_ns + host + card_ser + t.wire_out,
+            &[
+                ("memcpy engine", dsa),
+                ("line in", t.wire_in),
+                ("line out", t.wire_out),
+                ("deserializer", 1000.0 / deser.oneshot_host_rate),
+                ("PCIe card to host", to_host / pcie.bw_gbytes_s),
+                ("PCIe host to card", to_card / pcie.bw_gbytes_s),
+                ("compute unit", if cu_available { t.cu_cap } else { 0.0 }),
+                (
+                    "serializer",
+                    memaff_card_occupancy(cfg, resp, cfg.clock_mhz),
+                ),
+            ],
+        ),
         preser_ns: preser,
         moved,
     }
@@ -642,6 +754,7 @@ mod tests {
             host_ns: 1000.0,
             latency_ns: 10_000.0,
             cap_ns: 1e-3,
+            ..Design::default()
         };
         let l = d.under_load(1, 0.5e6, 200_000, 7).unwrap();
         assert!((l.mean_ns - 10_500.0).abs() < 25.0, "{l:?}");
@@ -663,6 +776,7 @@ mod tests {
             host_ns,
             latency_ns: host_ns,
             cap_ns: 1e-3,
+            ..Design::default()
         };
         let svc = Service {
             cpu_only: design(8000.0),
@@ -697,6 +811,7 @@ mod tests {
             host_ns: 4000.0,
             latency_ns: 0.0,
             cap_ns: 1000.0,
+            ..Design::default()
         };
         let uncapped = Design {
             cap_ns: 1e-3,
@@ -705,6 +820,123 @@ mod tests {
         let a = capped.under_load(4, 0.9e6, 100_000, 3).unwrap();
         let b = uncapped.under_load(4, 0.9e6, 100_000, 3).unwrap();
         assert!(a.mean_ns > b.mean_ns + 300.0, "{a:?} {b:?}");
+    }
+
+    #[test]
+    fn the_serializer_and_deserializer_cap_the_rate() {
+        // ProtoACC-PCIe's serializer engine reads each response across PCIe, one at a time.
+        let mut cfg = RpcAccConfig::default();
+        cfg.service.wait_for_accel_serializer = true;
+        let m = messages(&cfg, &mut Engine).unwrap();
+        let pp = run(&cfg, &m).protoacc_pcie;
+        let engine = ser_occupancy(&cfg, &m.response, cfg.clock_mhz).protoacc_pcie;
+        assert!(pp.cap_ns >= engine, "{pp:?} {engine}");
+        assert!(pp.rate(MAX_HOST_CORES) <= 1e9 / engine, "{pp:?}");
+        // Its field-by-field deserializer takes one request at a time too.
+        let d = deser_times(&cfg, &m.request, DeserLink::pcie(&cfg), cfg.clock_mhz);
+        assert!(pp.cap_ns >= 1000.0 / d.fbf_host_rate, "{pp:?}");
+        // At 10 MHz RPCAcc's serializer takes tens of microseconds to encode the image: it
+        // binds, where at 250 MHz it does not.
+        let fast = run(&cfg, &m).rpcacc;
+        cfg.clock_mhz = 10.0;
+        let m = messages(&cfg, &mut Engine).unwrap();
+        let slow = run(&cfg, &m).rpcacc;
+        let card = memaff_card_occupancy(&cfg, &m.response_accel, cfg.clock_mhz);
+        assert!(card > 40_000.0, "{card}");
+        assert_eq!((slow.cap_ns, slow.cap_by), (card, "serializer"));
+        assert_eq!(slow.bound(16), "serializer");
+        assert!(slow.rate(16) < 0.5 * fast.rate(16), "{slow:?} {fast:?}");
+        // Every design names what caps it.
+        let svc = run(&RpcAccConfig::default(), &m);
+        assert!(
+            svc.designs().iter().all(|d| !d.cap_by.is_empty()),
+            "{svc:?}"
+        );
+    }
+
+    #[test]
+    fn every_mmio_to_the_card_takes_mmio_ns() {
+        let base = RpcAccConfig::default();
+        let mut far = base.clone();
+        far.mmio_ns += 1000.0;
+        let m = messages(&base, &mut Engine).unwrap();
+        let (a, b) = (run(&base, &m), run(&far, &m));
+        let host = |f: fn(&Service) -> Design| f(&b).host_ns - f(&a).host_ns;
+        // ProtoACC-PCIe's core waits on `moveToAcc`'s MMIO and the compute unit's task;
+        // RPCAcc's on the task; CPU-only crosses to no card.
+        assert!((host(|s| s.protoacc_pcie) - 2000.0).abs() < 1e-6);
+        assert!((host(|s| s.rpcacc) - 1000.0).abs() < 1e-6);
+        assert_eq!(host(|s| s.cpu_only), 0.0);
+        // `moveToCPU` and `moveToAcc` of a misplaced avatar each add one more.
+        let moved = |cfg: &RpcAccConfig, cu: bool| {
+            field_update_sequence(cfg, &m, &[cu], !cu, false)[0]
+                .request
+                .design
+                .host_ns
+        };
+        assert!((moved(&far, true) - moved(&base, true) - 2000.0).abs() < 1e-6);
+        assert!((moved(&far, false) - moved(&base, false) - 1000.0).abs() < 1e-6);
+        assert!((b.preser_noskip_ns - a.preser_noskip_ns - 1000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_load_gives_its_offered_utilisation() {
+        // Two cores of 4 µs each (500 k/s) behind a resource of 1 µs (1 M/s): the cores bind.
+        let d = Design {
+            host_ns: 4000.0,
+            latency_ns: 0.0,
+            cap_ns: 1000.0,
+            cap_by: "serializer",
+        };
+        assert_eq!(d.bound(2), HOST_CORES);
+        assert_eq!(d.bound(8), "serializer");
+        let l = d.under_load(2, 400e3, 10_000, 1).unwrap();
+        assert!((l.rho - 0.8).abs() < 1e-12, "{l:?}");
+        assert!((d.utilisation(8, 400e3) - 0.4).abs() < 1e-12);
+        assert!(d.utilisation(2, 500e3) >= 1.0);
+    }
+
+    /// [`Design::under_load`] as it scanned every core per request, the lowest-numbered of
+    /// the earliest free taking it.
+    fn under_load_by_scan(d: &Design, cores: u32, per_s: f64, requests: usize, seed: u64) -> Load {
+        let (warm, mean_gap_ns) = (requests / 10, 1e9 / per_s);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut core_free = vec![0.0f64; cores as usize];
+        let (mut arrival, mut shared_free) = (0.0f64, 0.0f64);
+        let mut latency = Vec::new();
+        for i in 0..requests {
+            arrival += -(1.0 - crate::uniform(&mut rng)).ln() * mean_gap_ns;
+            let core = (0..core_free.len())
+                .min_by(|&a, &b| core_free[a].total_cmp(&core_free[b]))
+                .unwrap();
+            let start = core_free[core].max(arrival);
+            core_free[core] = start + d.host_ns;
+            let shared = shared_free.max(start);
+            shared_free = shared + d.cap_ns;
+            if i >= warm {
+                latency.push(d.latency_ns + (shared - arrival));
+            }
+        }
+        latency.sort_by(f64::total_cmp);
+        let n = latency.len();
+        Load {
+            mean_ns: latency.iter().sum::<f64>() / n as f64,
+            p99_ns: latency[(n * 99).div_ceil(100) - 1],
+            rho: d.utilisation(cores, per_s),
+        }
+    }
+
+    #[test]
+    fn the_earliest_free_core_takes_each_request_as_a_scan_would() {
+        let cfg = RpcAccConfig::default();
+        let svc = run(&cfg, &messages(&cfg, &mut Engine).unwrap());
+        for d in svc.designs() {
+            for (cores, share) in [(1, 0.5), (3, 0.9), (16, 0.7), (16, 0.99), (1024, 0.8)] {
+                let per_s = share * d.rate(cores);
+                let heap = d.under_load(cores, per_s, 20_000, 11).unwrap();
+                assert_eq!(heap, under_load_by_scan(&d, cores, per_s, 20_000, 11));
+            }
+        }
     }
 
     #[test]
