@@ -97,15 +97,7 @@ fn call_bytes(s: Service, k: usize, g: &mut Gen) -> [(&'static str, Vec<u8>); 2]
             resp.int(1, post_id);
             g.named(&mut resp, 2);
             resp.int(3, g.id());
-            let mut text = g.chars(256);
-            for _ in 0..k {
-                text.push_str(&format!(" @username_{}", g.user()));
-            }
-            for _ in 0..k {
-                text.push(' ');
-                text.push_str(&g.short_url());
-            }
-            resp.bytes(4, text.as_bytes());
+            resp.bytes(4, g.post_text(k, true).as_bytes());
             for _ in 0..k {
                 g.named(&mut resp, 5);
             }

@@ -70,6 +70,25 @@ impl Gen {
     pub(crate) fn short_url(&mut self) -> String {
         format!("http://short-url/{}", self.chars(10))
     }
+    /// A post's text as `compose-post.lua` writes it: 256 characters, then `k` mentions
+    /// (` @username_N`) and `k` URLs (` http://` + 64 characters), or, once the post is
+    /// stored, those URLs shortened.
+    pub(crate) fn post_text(&mut self, k: usize, shortened: bool) -> String {
+        let mut text = self.chars(256);
+        for _ in 0..k {
+            text.push_str(&format!(" @username_{}", self.user()));
+        }
+        for _ in 0..k {
+            text.push(' ');
+            let url = if shortened {
+                self.short_url()
+            } else {
+                format!("http://{}", self.chars(64))
+            };
+            text.push_str(&url);
+        }
+        text
+    }
     /// A `Url {shortened_url, expanded_url}` as field `field`.
     pub(crate) fn url(&mut self, w: &mut Wire, field: u32) {
         let mut u = Wire::default();

@@ -50,7 +50,7 @@ pub fn calls(service: &str, seed: u64) -> Vec<CallBytes> {
             req.int(1, g.id());
             match service {
                 "unique-id" => {
-                    req.int(2, 0);
+                    // post_type POST (0): proto3 leaves a zero off the wire.
                     g.carrier(&mut req, 3);
                     resp.int(1, g.id());
                     (
@@ -95,7 +95,7 @@ pub fn calls(service: &str, seed: u64) -> Vec<CallBytes> {
                     let n = g.user();
                     req.bytes(2, format!("username_{n}").as_bytes());
                     req.int(3, n);
-                    req.bytes(4, g.chars(256).as_bytes());
+                    req.bytes(4, g.post_text(k, false).as_bytes());
                     let media = k.min(5);
                     let mut ids = Wire::default();
                     for _ in 0..media {
@@ -105,7 +105,7 @@ pub fn calls(service: &str, seed: u64) -> Vec<CallBytes> {
                     for _ in 0..media {
                         req.bytes(6, b"png");
                     }
-                    req.int(7, 0);
+                    // post_type POST (0) stays off the wire.
                     g.carrier(&mut req, 8);
                     (("sn.ComposePostArgs", req.0), None)
                 }

@@ -7,8 +7,9 @@
 //! - **Schema entries.** The engine reads its compiled field descriptor (a static table
 //!   shared by all instances). Optimus Prime's setters instead fill a per-instance schema,
 //!   one `{type, address}` entry per set field (§3.2, Fig. 4), which the Reader walks. With
-//!   [`SchemaView::Instance`] every `SchemaRead` becomes entry *k* of its (sub-)message's
-//!   instance schema; instance schemata are laid out contiguously in a schema pool of the
+//!   [`SchemaView::Instance`] each field's `SchemaRead` becomes entry *k* of its
+//!   (sub-)message's instance schema (a decoder looks a repeated field up again at each
+//!   element's tag: those reads read the field's one entry again); instance schemata are laid out contiguously in a schema pool of the
 //!   core's arena, in creation (pre-)order. [`SchemaView::Engine`] keeps the engine's reads.
 //! - **Message memory.** The engine's addresses are its process's heap, which depends on
 //!   ASLR and on what was allocated and freed before (two traces of one message in one
@@ -403,7 +404,6 @@ impl FieldFacts {
 struct Laid {
     schema: u64,
     slots: Vec<u64>,
-    next_entry: usize,
 }
 
 impl State {
@@ -428,33 +428,48 @@ impl State {
         let mut wire_bytes = 0;
         // Pass 1: per (sub-)message instance in pre-order, its set fields.
         let mut insts: Vec<Vec<FieldFacts>> = Vec::new();
+        // Per instance, the engine's address of its last schema read; per schema read, the
+        // (instance, entry) it reads. A decoder looks a field up at each of its tags, so the
+        // elements of a repeated field read its entry again: one entry and one record slot.
+        let mut last_read: Vec<Option<u64>> = Vec::new();
+        let mut entries: Vec<(usize, usize)> = Vec::new();
         let mut stack: Vec<usize> = Vec::new();
+        // The field whose data the accesses belong to.
+        let mut current: Option<(usize, usize)> = None;
         for e in events {
             match *e {
                 Event::MessageBegin { .. } | Event::Enter { .. } => {
                     direction = d_of(e).unwrap_or(direction);
                     insts.push(Vec::new());
+                    last_read.push(None);
                     stack.push(insts.len() - 1);
+                    current = None;
                 }
                 Event::MessageEnd { wire_bytes: w } => wire_bytes = w,
                 Event::Leave => {
                     stack.pop();
+                    current = None;
                 }
-                Event::SchemaRead { kind, .. } => {
+                Event::SchemaRead { kind, addr, .. } => {
                     if let Some(&k) = stack.last() {
-                        insts[k].push(FieldFacts {
-                            class: class_of(kind),
-                            accesses: 0,
-                            bytes: 0,
-                            first: 0,
-                        });
+                        if last_read[k] != Some(addr) {
+                            insts[k].push(FieldFacts {
+                                class: class_of(kind),
+                                accesses: 0,
+                                bytes: 0,
+                                first: 0,
+                            });
+                            last_read[k] = Some(addr);
+                        }
+                        current = Some((k, insts[k].len() - 1));
                     }
+                    entries.push(current.unwrap_or((0, 0)));
                 }
                 Event::FieldRead { region, bytes, .. }
                 | Event::FieldWrite { region, bytes, .. }
                     if region != Region::Buffer =>
                 {
-                    if let Some(f) = stack.last().and_then(|&k| insts[k].last_mut()) {
+                    if let Some(f) = current.map(|(k, i)| &mut insts[k][i]) {
                         if f.accesses == 0 {
                             f.first = bytes;
                         }
@@ -475,12 +490,11 @@ impl State {
             .map(|f| Laid {
                 schema: self.schema_pool.take(f.len() as u64 * entry_bytes),
                 slots: Vec::new(),
-                next_entry: 0,
             })
             .collect();
         // Pass 2: rewrite.
-        let mut stack: Vec<usize> = Vec::new();
         let mut opened = 0usize;
+        let mut schema_reads = 0usize;
         // The field whose data is being accessed: (instance, index), and its payload cursor.
         let mut field: Option<(usize, usize)> = None;
         let mut payload: Option<(Region, u64)> = None;
@@ -509,7 +523,6 @@ impl State {
                 Event::MessageBegin { .. } | Event::Enter { .. } => {
                     let k = opened;
                     opened += 1;
-                    stack.push(k);
                     // The record: presence word, then naturally aligned slots.
                     let mut off = 8u64;
                     let mut slots = Vec::with_capacity(insts[k].len());
@@ -529,16 +542,17 @@ impl State {
                     *e
                 }
                 Event::Leave => {
-                    stack.pop();
                     field = None;
                     *e
                 }
                 Event::SchemaRead { kind, addr, size } => {
-                    let k = stack.last().copied().unwrap_or(0);
-                    let idx = laid[k].next_entry;
-                    laid[k].next_entry += 1;
+                    let (k, idx) = entries[schema_reads];
+                    schema_reads += 1;
+                    // Another element of the same field goes on with the field's payload.
+                    if field != Some((k, idx)) {
+                        payload = None;
+                    }
                     field = Some((k, idx));
-                    payload = None;
                     match self.cfg.schema {
                         SchemaView::Instance { entry_bytes } => Event::SchemaRead {
                             kind,
@@ -1167,6 +1181,62 @@ mod tests {
         assert_eq!(
             written.iter().map(|w| u64::from(w.1)).sum::<u64>(),
             t.wire_bytes
+        );
+    }
+
+    #[test]
+    fn a_decoded_repeated_field_keeps_one_entry_and_one_array() {
+        // Three elements of one unpacked repeated int32: the decoder reads the field's entry
+        // at each tag, then the element from the buffer, then writes it to the message.
+        let mut evs = vec![begin(Direction::Decode)];
+        for k in 0..3u64 {
+            evs.push(Event::SchemaRead {
+                kind: 5,
+                addr: 0xdead_0000,
+                size: 128,
+            });
+            evs.push(Event::FieldRead {
+                region: Region::Buffer,
+                addr: 2 * k + 1,
+                bytes: 1,
+            });
+            evs.push(Event::FieldWrite {
+                region: Region::Message,
+                addr: 0x7000_0000 + 0x100 * k,
+                bytes: 4,
+            });
+        }
+        evs.push(Event::MessageEnd { wire_bytes: 6 });
+        let t = accelerator_view("t", &evs, &ViewConfig::default())
+            .unwrap()
+            .remove(0);
+        let pool = ARENA_BASE + SCHEMA_POOL_OFFSET;
+        let schema: Vec<u64> = t
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::SchemaRead { addr, .. } => Some(*addr),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(schema, vec![pool; 3]);
+        let written: Vec<u64> = t
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::FieldWrite {
+                    region: Region::Message,
+                    addr,
+                    ..
+                } => Some(*addr),
+                _ => None,
+            })
+            .collect();
+        // Record: presence word and one pointer slot (16 B); the elements follow it as one
+        // array of three.
+        assert_eq!(
+            written,
+            vec![ARENA_BASE + 16, ARENA_BASE + 20, ARENA_BASE + 24]
         );
     }
 
