@@ -55,8 +55,8 @@ fn usage() -> ! {
 fn parse_param(arg: &str) -> Option<Param> {
     let (path, range) = arg.split_once('=')?;
     let (low, high) = range.split_once("..")?;
-    let (low, high) = (low.parse().ok()?, high.parse().ok()?);
-    (low > 0.0 && high >= low).then(|| Param {
+    let (low, high): (f64, f64) = (low.parse().ok()?, high.parse().ok()?);
+    (low > 0.0 && high >= low && high.is_finite()).then(|| Param {
         path: path.to_string(),
         low,
         high,

@@ -7,9 +7,9 @@
 //! the host's 1.2, and a [`crate::rpcacc::LinkConfig`] has no default at all. So the file is
 //! merged into the serialized default, object by object, and the result is read.
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-use serde_json::Value;
+use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::error::{Result, SimError};
 
@@ -21,8 +21,12 @@ use crate::error::{Result, SimError};
 /// # Errors
 /// [`SimError::ConfigFile`] as above.
 pub fn from_json<T: Serialize + DeserializeOwned + Default>(text: &str) -> Result<T> {
-    let over: Value =
-        serde_json::from_str(text).map_err(|e| SimError::ConfigFile(e.to_string()))?;
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let Unique(over) = serde_path_to_error::deserialize(&mut reader)
+        .map_err(|e| SimError::ConfigFile(e.to_string()))?;
+    reader
+        .end()
+        .map_err(|e| SimError::ConfigFile(e.to_string()))?;
     if !over.is_object() {
         return Err(SimError::ConfigFile(
             "a config file is one JSON object of parameters".into(),
@@ -53,6 +57,63 @@ pub fn with_values<T: Serialize + DeserializeOwned>(
         merge(&mut merged, over);
     }
     serde_path_to_error::deserialize(merged).map_err(|e| SimError::ConfigFile(e.to_string()))
+}
+
+/// A JSON value whose objects name each key once: a key given twice is an error, where
+/// `serde_json::Value` would keep the last and drop the first without a word.
+struct Unique(Value);
+
+impl<'de> Deserialize<'de> for Unique {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(UniqueVisitor).map(Unique)
+    }
+}
+
+/// Builds a [`Unique`]'s value.
+struct UniqueVisitor;
+
+impl<'de> Visitor<'de> for UniqueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Unique(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(de::Error::custom(format!("`{key}` is given twice")));
+            }
+            let Unique(v) = map.next_value()?;
+            object.insert(key, v);
+        }
+        Ok(Value::Object(object))
+    }
 }
 
 /// Merges `over` into `base`: object members recursively, anything else by replacement.
@@ -105,6 +166,28 @@ mod tests {
         assert_eq!(from_json::<RpcAccConfig>("{}").unwrap(), paper);
         let full = serde_json::to_string(&cfg).unwrap();
         assert_eq!(from_json::<RpcAccConfig>(&full).unwrap(), cfg);
+    }
+
+    #[test]
+    fn a_key_given_twice_is_an_error_naming_its_place() {
+        let err = from_json::<OpConfig>(r#"{"noc": {"mesh": 8}, "noc": {"hop_cycles": 4}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`noc` is given twice"), "{err}");
+        let err = from_json::<OpConfig>(r#"{"noc": {"mesh": 8, "mesh": 4}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("noc") && err.contains("`mesh` is given twice"),
+            "{err}"
+        );
+        // Malformed JSON and trailing characters still name their line and column.
+        let err = from_json::<OpConfig>("{\"pipelines\": 2} x")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 1 column"), "{err}");
+        let op: OpConfig = from_json(r#"{"noc": {"mesh": 8}, "pipelines": 3}"#).unwrap();
+        assert_eq!((op.noc.mesh, op.pipelines), (8, 3));
     }
 
     #[test]

@@ -103,7 +103,10 @@ impl CpuConfig {
     /// `class` (`None`: no conversion, as the unknown fields copied through).
     fn buffer_write(&self, class: Option<ConvClass>, bytes: f64) -> f64 {
         match class {
-            // The varint's output bytes; its tag, written before, is in `per_field`.
+            // The varint's output bytes. The accelerator view widens each write back over the
+            // tag and length bytes before it, so on encode a varint field's tag (and a
+            // sub-message's header, when its first field is a varint) is priced here too,
+            // where decode prices the value's bytes alone; `per_field` was fitted so.
             Some(ConvClass::Varint | ConvClass::Zigzag) => self.per_varint_byte * bytes,
             // Copies are priced at their conversion.
             Some(_) => 0.0,

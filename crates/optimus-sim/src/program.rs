@@ -13,7 +13,7 @@
 //! Optimus Prime's instance schema must also load a sub-message's pointer from its parent's
 //! record before it can reach the sub-message: [`Access::pointer`] marks where.
 
-use optimus_trace::{Direction, Event, Region};
+use optimus_trace::{class_of, ConvClass, Direction, Event, Region};
 
 use crate::workload::MessageTrace;
 
@@ -81,7 +81,8 @@ impl Program {
             wire_bytes: t.wire_bytes,
             ..Default::default()
         };
-        let mut depth: u8 = 0;
+        // Nesting depth; accesses and items keep it clamped to a `u8`.
+        let mut depth: u32 = 0;
         // Per depth: the schema access the next level hangs from.
         let mut parent: Vec<Option<u32>> = vec![None];
         let mut cur = Item::default();
@@ -92,10 +93,13 @@ impl Program {
         // Set between a sub-message's `Enter` and its first access.
         let mut awaiting_first = false;
         let mut has_work = false;
-        let flush = |p: &mut Program, cur: &mut Item, has_work: &mut bool, depth: u8| {
+        // A read of message or accelerator memory whose conversion has not been seen yet:
+        // a payload's (bytes class) says nothing of where its record lies.
+        let mut unplaced_read: Option<Region> = None;
+        let flush = |p: &mut Program, cur: &mut Item, has_work: &mut bool, depth: u32| {
             cur.end_access = p.accesses.len() as u32;
             if *has_work || cur.end_access > cur.first_access {
-                cur.depth = depth;
+                cur.depth = clamp_depth(depth);
                 p.items.push(std::mem::take(cur));
             }
             cur.first_access = p.accesses.len() as u32;
@@ -103,13 +107,24 @@ impl Program {
         };
         cur.first_access = 0;
         for ev in &t.events {
+            if !matches!(ev, Event::Convert { .. }) {
+                place_record(&mut records, unplaced_read.take());
+            }
             match *ev {
                 Event::SchemaRead { addr, size, .. } => {
                     if has_work {
                         flush(&mut p, &mut cur, &mut has_work, depth);
                     }
                     let dep = parent.last().copied().flatten();
-                    let idx = push_lines(&mut p, addr, size, Region::Message, dep, true, depth);
+                    let idx = push_lines(
+                        &mut p,
+                        addr,
+                        size,
+                        Region::Message,
+                        dep,
+                        true,
+                        clamp_depth(depth),
+                    );
                     note_first(&mut records, idx, &mut awaiting_first);
                     last_entry = idx;
                     last_access_in_item = idx;
@@ -123,21 +138,27 @@ impl Program {
                         flush(&mut p, &mut cur, &mut has_work, depth);
                         last_access_in_item = None;
                     }
+                    // Another element of a repeated field hangs from the field's entry.
                     let dep = if region == Region::Buffer {
                         None
                     } else {
-                        last_access_in_item.or_else(|| parent.last().copied().flatten())
+                        last_access_in_item
+                            .or(last_entry)
+                            .or_else(|| parent.last().copied().flatten())
                     };
-                    let idx = push_lines(&mut p, addr, bytes, region, dep, false, depth);
+                    let idx =
+                        push_lines(&mut p, addr, bytes, region, dep, false, clamp_depth(depth));
                     note_first(&mut records, idx, &mut awaiting_first);
                     if region != Region::Buffer {
                         last_access_in_item = idx.or(last_access_in_item);
-                        if let Some(r) = records.last_mut() {
-                            r.read(region);
-                        }
+                        unplaced_read = Some(region);
                     }
                 }
                 Event::Convert { op, bytes } => {
+                    let read = unplaced_read.take();
+                    if class_of(op) != ConvClass::Bytes {
+                        place_record(&mut records, read);
+                    }
                     cur.converts.push((op, bytes));
                     has_work = true;
                 }
@@ -155,7 +176,7 @@ impl Program {
                     records.push(Record::default());
                     awaiting_first = true;
                     depth = depth.saturating_add(1);
-                    p.max_depth = p.max_depth.max(depth);
+                    p.max_depth = p.max_depth.max(clamp_depth(depth));
                     last_access_in_item = None;
                 }
                 Event::Leave => {
@@ -177,6 +198,7 @@ impl Program {
                 Event::MessageBegin { .. } | Event::MessageEnd { .. } => {}
             }
         }
+        place_record(&mut records, unplaced_read);
         flush(&mut p, &mut cur, &mut has_work, depth);
         // Messages left open by a cut-off trace close here; the top-level record is in host
         // memory whatever its fields' data.
@@ -268,10 +290,24 @@ fn push_lines(
     idx
 }
 
+/// The depth an access or item records: nesting deeper than 255 counts as 255.
+fn clamp_depth(depth: u32) -> u8 {
+    depth.min(u32::from(u8::MAX)) as u8
+}
+
+/// Notes a read of the current message's own data (not a payload's) in `region`, if any.
+fn place_record(records: &mut [Record], region: Option<Region>) {
+    if let (Some(region), Some(r)) = (region, records.last_mut()) {
+        r.read(region);
+    }
+}
+
 /// What the walk has learnt of one message's record: which of its sub-messages' first
 /// accesses wait for a pointer in it, and where its data lies. A sub-message whose data all
 /// lies in accelerator memory (RPCAcc's "Acc" label, which covers everything inside a labelled
-/// message) has its record there too; any other record is in host memory.
+/// message) has its record there too; any other record is in host memory. A string's or
+/// bytes' characters say nothing of it: a labelled string field moves them alone, its
+/// pointer staying in a host record.
 #[derive(Debug)]
 struct Record {
     /// First accesses of its sub-messages.
@@ -428,6 +464,8 @@ pub(crate) fn one_large_field(bytes: u32) -> MessageTrace {
 pub(crate) enum Walk {
     /// A 4-byte field in this memory: a 16-byte schema entry, the read, op 5 into 2 bytes.
     Field(Region),
+    /// A string of 4 characters in this memory: as [`Walk::Field`], converted by op 9.
+    Text(Region),
     /// A sub-message field: its entry, then the sub-message is entered.
     Sub,
     /// The next element of the repeated sub-message field just left: entered again.
@@ -457,7 +495,8 @@ pub(crate) fn nested_trace(walk: &[Walk]) -> MessageTrace {
             Walk::Sub => events.extend([entry, enter]),
             Walk::Element => events.push(enter),
             Walk::Leave => events.push(Event::Leave),
-            Walk::Field(region) => {
+            Walk::Field(region) | Walk::Text(region) => {
+                let op = if matches!(step, Walk::Text(_)) { 9 } else { 5 };
                 events.extend([
                     entry,
                     Event::FieldRead {
@@ -465,7 +504,7 @@ pub(crate) fn nested_trace(walk: &[Walk]) -> MessageTrace {
                         addr: 0x10_0000 + 64 * k as u64,
                         bytes: 4,
                     },
-                    Event::Convert { op: 5, bytes: 4 },
+                    Event::Convert { op, bytes: 4 },
                     Event::FieldWrite {
                         region: Region::Buffer,
                         addr: out,
@@ -552,6 +591,80 @@ mod tests {
             pointers,
             [(1, Message), (3, Message), (6, Message), (9, Accel)]
         );
+    }
+
+    #[test]
+    fn a_labelled_string_leaves_its_record_in_host_memory() {
+        use Region::{Accel, Message};
+        use Walk::{Field, Leave, Sub, Text};
+        // Top { Mid { Leaf { string s } } } with s's characters in card memory: Leaf's
+        // pointer stays in Mid's host record, whether or not Mid has data of its own.
+        for mid_scalar in [false, true] {
+            let mut walk = vec![Sub];
+            if mid_scalar {
+                walk.push(Field(Message));
+            }
+            walk.extend([Sub, Text(Accel), Leave, Leave]);
+            let p = Program::from_trace(&nested_trace(&walk));
+            let pointers: Vec<Region> = p.accesses.iter().filter_map(|a| a.pointer).collect();
+            assert_eq!(
+                pointers,
+                [Message, Message],
+                "Mid with a scalar: {mid_scalar}"
+            );
+        }
+        // Inside a labelled sub-message its own scalars are in card memory too: so is its
+        // record, and the pointer in it.
+        let p = Program::from_trace(&nested_trace(&[
+            Sub,
+            Field(Accel),
+            Sub,
+            Text(Accel),
+            Leave,
+            Leave,
+        ]));
+        let pointers: Vec<Region> = p.accesses.iter().filter_map(|a| a.pointer).collect();
+        assert_eq!(pointers, [Message, Accel]);
+    }
+
+    #[test]
+    fn repeated_elements_hang_from_their_fields_entry() {
+        // One entry, then three elements each read after the previous one's conversion.
+        let mut events = vec![
+            Event::MessageBegin {
+                direction: Direction::Encode,
+                format: optimus_trace::Format::Protobuf,
+                type_id: 0,
+            },
+            Event::SchemaRead {
+                kind: 5,
+                addr: 0x1000,
+                size: 16,
+            },
+        ];
+        for k in 0..3u64 {
+            events.extend([
+                Event::FieldRead {
+                    region: Region::Message,
+                    addr: 0x10_0000 + 4 * k,
+                    bytes: 4,
+                },
+                Event::Convert { op: 5, bytes: 4 },
+                Event::FieldWrite {
+                    region: Region::Buffer,
+                    addr: k,
+                    bytes: 1,
+                },
+            ]);
+        }
+        events.push(Event::MessageEnd { wire_bytes: 3 });
+        let p = Program::from_trace(&MessageTrace {
+            events,
+            wire_bytes: 3,
+            direction: Direction::Encode,
+        });
+        let deps: Vec<Option<u32>> = p.accesses.iter().map(|a| a.dep).collect();
+        assert_eq!(deps, [None, Some(0), Some(0), Some(0)]);
     }
 
     #[test]
