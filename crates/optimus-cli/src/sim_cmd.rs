@@ -853,6 +853,10 @@ fn load(args: &SimArgs) -> Result<Vec<MessageTrace>> {
 }
 
 fn reproduce(r: ReproduceArgs) -> Result<()> {
+    // The reproduction takes a while: a --plot folder that cannot be written is refused first.
+    if let Some(dir) = &r.plot {
+        plot::check_dir(dir).context("sim: plot")?;
+    }
     let rows: Vec<Row> = match r.paper {
         Accel::Op => {
             let params: OpConfig = config_from(r.config.as_deref(), config_file::from_json)?;

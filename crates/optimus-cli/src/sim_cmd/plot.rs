@@ -12,6 +12,7 @@ use std::path::Path;
 use anyhow::{anyhow, Context, Result};
 use optimus_sim::calibrate::{Curve, OpFigures, Row, RpcFigures};
 use optimus_sim::rpcacc::service::Load;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -27,7 +28,8 @@ fn size(f: &Figure) -> (u32, u32) {
     let per_name = 90.max(8 * longest);
     (800.max(80 + per_name * f.x_names.len() as u32), 500)
 }
-/// Colours of successive model series.
+/// Colours of successive model series; past the last, the colours come round again with
+/// another marker and line (see [`model_style`]).
 const PALETTE: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -279,48 +281,117 @@ fn place_legend(
     SeriesLabelPosition::UpperLeft
 }
 
-/// The black marker of a paper series.
-#[derive(Clone, Copy)]
-enum PaperMarker {
+/// The marker of a series' points.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Marker {
+    Dot,
     Cross,
     Triangle,
     Ring,
 }
 
-impl PaperMarker {
-    const ALL: [PaperMarker; 3] = [Self::Cross, Self::Triangle, Self::Ring];
+impl Marker {
+    /// The black markers of successive paper series.
+    const PAPER: [Marker; 3] = [Self::Cross, Self::Triangle, Self::Ring];
+    /// The markers of model series, one per pass through [`PALETTE`].
+    const MODEL: [Marker; 3] = [Self::Dot, Self::Triangle, Self::Ring];
 
-    /// The marker at `p`, `size` pixels from its centre to its ends.
+    /// The marker at `p` in `colour`, `size` pixels from its centre to its ends.
     fn at<C: Clone + 'static, DB: DrawingBackend>(
         self,
         p: C,
         size: i32,
+        colour: RGBColor,
     ) -> DynElement<'static, DB, C> {
-        let style = BLACK.stroke_width(2);
+        let style = colour.stroke_width(2);
         match self {
+            Self::Dot => Circle::new(p, size, colour.filled()).into_dyn(),
             Self::Cross => Cross::new(p, size, style).into_dyn(),
-            Self::Triangle => TriangleMarker::new(p, size, BLACK.filled()).into_dyn(),
+            Self::Triangle => TriangleMarker::new(p, size, colour.filled()).into_dyn(),
             Self::Ring => Circle::new(p, size, style).into_dyn(),
         }
     }
 }
 
+/// How the `i`-th model series is drawn: its colour, line and marker. The first pass
+/// through [`PALETTE`] draws solid lines with dots; each later pass changes the line or the
+/// marker, so no two of the first 36 series look alike.
+fn model_style(i: usize) -> (RGBColor, Line, Marker) {
+    let pass = i / PALETTE.len();
+    let line = if pass % 2 == 1 {
+        Line::Dashed
+    } else {
+        Line::Solid
+    };
+    (
+        PALETTE[i % PALETTE.len()],
+        line,
+        Marker::MODEL[pass % Marker::MODEL.len()],
+    )
+}
+
+/// The line between a series' points.
+#[derive(Clone, Copy, PartialEq)]
+enum Line {
+    Solid,
+    Dashed,
+    /// Points alone.
+    None,
+}
+
+/// A series' sample in the legend at `at`: its line, 20 pixels long (two dashes when
+/// dashed, nothing when none), with its marker, `size` pixels across, in the middle.
+fn legend_sample<'a, DB: DrawingBackend + 'a>(
+    at: (i32, i32),
+    line: Line,
+    marker: Marker,
+    size: i32,
+    colour: RGBColor,
+) -> impl IntoDynElement<'a, DB, (i32, i32)> {
+    let [a, b] = match line {
+        Line::Solid => [(0, 10), (10, 20)],
+        Line::Dashed => [(0, 6), (14, 20)],
+        Line::None => [(10, 10), (10, 10)],
+    };
+    let piece = |(from, to)| PathElement::new(vec![(from, 0), (to, 0)], colour.stroke_width(2));
+    EmptyElement::at(at) + piece(a) + piece(b) + marker.at((10, 0), size, colour)
+}
+
+/// Pixels left of the plot for the y axis: its title, and its longest tick label (about 9
+/// pixels a character at 14 pixels), read from the labels the mesh draws over `yr`; at
+/// least 56.
+fn y_label_area(yr: &Range<f64>) -> u32 {
+    let longest = RangedCoordf64::from(yr.clone())
+        .key_points(Y_LABELS)
+        .into_iter()
+        .map(|v| tick(v).chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    56.max(30 + 9 * longest)
+}
+
+/// Labels the y axis of a figure holds at most (plotters' default).
+const Y_LABELS: usize = 10;
+
 fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, f: &Figure) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{}: {e:?}", f.name);
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
     root.fill(&WHITE).map_err(err)?;
     let (xr, mut yr) = bounds(&f.series);
     let (width, height) = root.dim_in_pixel();
     // The plot area: the figure less its caption, margins and label areas.
-    let plot = (f64::from(width) - 80.0, f64::from(height) - 90.0);
+    let plot = (
+        f64::from(width) - 24.0 - f64::from(y_label_area(&yr)),
+        f64::from(height) - 90.0,
+    );
     let legend = place_legend(&f.series, &xr, &mut yr, plot);
     let mut chart = ChartBuilder::on(&root)
         .caption(f.title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
-        .y_label_area_size(56)
+        .y_label_area_size(y_label_area(&yr))
         .build_cartesian_2d(xr, yr)
         .map_err(err)?;
     let x_tick = |v: &f64| {
@@ -341,6 +412,7 @@ where
     }
     mesh.x_desc(f.x_label)
         .y_desc(f.y_label)
+        .y_labels(Y_LABELS)
         .x_label_formatter(&x_tick)
         .y_label_formatter(&|v| tick(*v))
         .label_style(("sans-serif", 14))
@@ -352,10 +424,14 @@ where
         let pts: Vec<(f64, f64)> = s.drawable().collect();
         if s.kind != Kind::Model {
             // Each paper series has its own black marker: a cross, a triangle, a ring.
-            let shape = PaperMarker::ALL[paper_series % PaperMarker::ALL.len()];
+            let shape = Marker::PAPER[paper_series % Marker::PAPER.len()];
             paper_series += 1;
-            let dashed = s.kind == Kind::PaperLevel;
-            if dashed {
+            let line = if s.kind == Kind::PaperLevel {
+                Line::Dashed
+            } else {
+                Line::None
+            };
+            if line == Line::Dashed {
                 chart
                     .draw_series(DashedLineSeries::new(
                         pts.iter().copied(),
@@ -366,34 +442,25 @@ where
                     .map_err(err)?;
             }
             chart
-                .draw_series(pts.iter().map(|&p| shape.at(p, 7)))
+                .draw_series(pts.iter().map(|&p| shape.at(p, 7, BLACK)))
                 .map_err(err)?
                 .label(s.name.as_str())
-                .legend(move |(x, y)| {
-                    // A level's legend is two dashes with the marker between them; a
-                    // point's, the marker alone (its dashes shrink to the marker's centre).
-                    let (from, to) = if dashed { (0, 20) } else { (10, 10) };
-                    let third = (to - from) / 3;
-                    let dash = |a: i32, b: i32| {
-                        PathElement::new(vec![(a, 0), (b, 0)], BLACK.stroke_width(2))
-                    };
-                    EmptyElement::at((x, y))
-                        + dash(from, from + third)
-                        + dash(to - third, to)
-                        + shape.at((10, 0), 5)
-                });
+                .legend(move |p| legend_sample(p, line, shape, 5, BLACK));
         } else {
-            let c = PALETTE[colour % PALETTE.len()];
+            let (c, line, shape) = model_style(colour);
             colour += 1;
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+            let xy = pts.iter().copied();
+            let drawn = if line == Line::Dashed {
+                chart.draw_series(DashedLineSeries::new(xy, 8, 5, c.stroke_width(2)))
+            } else {
+                chart.draw_series(LineSeries::new(xy, c.stroke_width(2)))
+            };
+            drawn
                 .map_err(err)?
                 .label(s.name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+                .legend(move |p| legend_sample(p, line, shape, 4, c));
             chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                .draw_series(pts.iter().map(|&p| shape.at(p, 4, c)))
                 .map_err(err)?;
         }
     }
@@ -409,14 +476,30 @@ where
     Ok(())
 }
 
+/// Writes `f` as `NAME.png`, `NAME.svg` and `NAME.json` in `dir`.
 fn write(dir: &Path, f: &Figure) -> Result<()> {
     let png = dir.join(format!("{}.png", f.name));
     let svg = dir.join(format!("{}.svg", f.name));
-    draw(BitMapBackend::new(&png, size(f)).into_drawing_area(), f)?;
-    draw(SVGBackend::new(&svg, size(f)).into_drawing_area(), f)?;
+    draw_file(&png, BitMapBackend::new(&png, size(f)), f)?;
+    draw_file(&svg, SVGBackend::new(&svg, size(f)), f)?;
     let json = dir.join(format!("{}.json", f.name));
     let text = serde_json::to_string(&data(f))?;
-    std::fs::write(&json, text + "\n").with_context(|| json.display().to_string())
+    std::fs::write(&json, text + "\n").with_context(|| cannot_write(&json))
+}
+
+/// Draws `f` on `backend`, which writes `path`; an error names the file. The file is
+/// created first, so that one that cannot be written is reported with the system's reason.
+fn draw_file<DB: DrawingBackend>(path: &Path, backend: DB, f: &Figure) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    std::fs::File::create(path).with_context(|| cannot_write(path))?;
+    draw(backend.into_drawing_area(), f).with_context(|| cannot_write(path))
+}
+
+/// The start of an error about a file or folder that could not be written.
+fn cannot_write(path: &Path) -> String {
+    format!("cannot write {}", path.display())
 }
 
 /// A figure's data: its title and axes, and each series' name, kind (`model`, `paper` or
@@ -444,8 +527,22 @@ fn data(f: &Figure) -> serde_json::Value {
     })
 }
 
+/// Creates `dir` if need be and checks that files can be written in it, so that a long
+/// run can refuse a bad `--plot` folder before it starts.
+///
+/// # Errors
+/// A folder that cannot be created or written in, with the system's reason.
+pub fn check_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| cannot_write(dir))?;
+    let probe = dir.join(".optimus-plot-check");
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .with_context(|| format!("cannot write in {}", dir.display()))
+}
+
+/// Makes `dir` ready for figures and the font ready to draw them.
 fn prepare(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    check_dir(dir)?;
     register_font()
 }
 
@@ -469,7 +566,6 @@ pub fn sweep_figure(dir: &Path, sweep: &super::sweep::SweepPlot) -> Result<()> {
                 .collect(),
         },
     )
-    .context("sim: plot")
 }
 
 /// Fig. 7 (per class, x = 1 Flat, 2 Mixed, 3 Nested), Figs. 8 and 9, and Fig. 10 (DT
@@ -1044,6 +1140,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
 
 #[cfg(test)]
 mod tests {
+    use super::super::sweep;
     use super::*;
 
     #[test]
@@ -1061,6 +1158,75 @@ mod tests {
         assert_eq!(tick(-0.0), "0");
         assert_eq!(tick(2.5), "2.5");
         assert_eq!(tick(0.126), "0.13");
+    }
+
+    #[test]
+    fn model_series_past_the_palette_still_look_different() {
+        let styles: Vec<_> = (0..36).map(model_style).collect();
+        for (i, a) in styles.iter().enumerate() {
+            for (j, b) in styles.iter().enumerate().skip(i + 1) {
+                assert!(a != b, "series {i} and {j} are drawn alike");
+            }
+        }
+        assert!(matches!(model_style(0), (_, Line::Solid, Marker::Dot)));
+    }
+
+    #[test]
+    fn the_y_axis_leaves_room_for_its_longest_label() {
+        assert_eq!(y_label_area(&(0.0..10.0)), 56);
+        // Labels of six digits (100000, 120000, ...) need about 9 pixels each, beside the
+        // axis title.
+        assert!(y_label_area(&(0.0..130_000.0)) >= 30 + 9 * 6);
+        assert!(y_label_area(&(0.0..0.013)) > 56);
+    }
+
+    /// A sweep of one curve, to draw.
+    fn one_curve() -> sweep::SweepPlot {
+        sweep::SweepPlot {
+            x_label: "pipelines".into(),
+            y_label: "load_mean_ns".into(),
+            curves: vec![sweep::Curve {
+                name: "load_mean_ns".into(),
+                points: vec![(1.0, 100_000.0), (2.0, 120_000.0)],
+            }],
+        }
+    }
+
+    #[test]
+    fn a_figure_that_cannot_be_written_names_its_file_and_the_reason() {
+        let dir = Path::new("/proc/self");
+        if !dir.is_dir() {
+            return;
+        }
+        let err = format!("{:#}", sweep_figure(dir, &one_curve()).unwrap_err());
+        assert!(err.contains("cannot write in /proc/self: "), "{err}");
+        assert!(err.contains("os error"), "{err}");
+        assert!(!err.contains('\n') && !err.contains("Error("), "{err}");
+        // Past the folder's check, a file that cannot be written is named.
+        let path = Path::new("/proc/self/f.svg");
+        let f = Figure {
+            name: "f",
+            title: "f",
+            x_label: "x",
+            y_label: "y",
+            x_names: vec![],
+            series: vec![model("m", vec![(0.0, 1.0)])],
+        };
+        let backend = SVGBackend::new(path, (80, 50));
+        let err = format!("{:#}", draw_file(path, backend, &f).unwrap_err());
+        assert!(err.starts_with("cannot write /proc/self/f.svg: "), "{err}");
+        assert!(err.contains("os error"), "{err}");
+    }
+
+    #[test]
+    fn a_sweep_figure_is_written_with_its_data() {
+        let dir = std::env::temp_dir().join(format!("optimus-sweep-plot-{}", std::process::id()));
+        sweep_figure(&dir, &one_curve()).unwrap();
+        for ext in ["png", "svg", "json"] {
+            assert!(dir.join(format!("sweep.{ext}")).is_file(), "{ext}");
+        }
+        assert!(!dir.join(".optimus-plot-check").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A 600 × 400 plot of `series` on x 0..10, y 0..10.

@@ -269,7 +269,7 @@ pub fn sweep<P>(
         table(out, axes, columns, &results)?;
     }
     if let Some((dir, column)) = plotted {
-        plot::sweep_figure(dir, &curves(axes, &results, columns, column))?;
+        plot::sweep_figure(dir, &curves(axes, &results, columns, column)).context("sim: plot")?;
     }
     Ok(())
 }
@@ -382,6 +382,21 @@ pub struct SweepPlot {
     pub curves: Vec<Curve>,
 }
 
+/// A curve's name: the design's label and the other axes' values, or the metric's name
+/// where both are empty (one design, one axis).
+fn curve_name(label: &str, others: &str, metric: &str) -> String {
+    let name = [label, others]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if name.is_empty() {
+        metric.to_string()
+    } else {
+        name
+    }
+}
+
 /// The curves of `columns[column]` against the first axis, whose values
 /// [`plotted_column`] has found numeric.
 fn curves(
@@ -396,11 +411,7 @@ fn curves(
         let x = point[0].as_f64().unwrap_or(f64::NAN);
         let others = point_name(&axes[1..], &point[1..]);
         for row in &outcome.rows {
-            let name = [row.label.as_str(), others.as_str()]
-                .into_iter()
-                .filter(|s| !s.is_empty())
-                .collect::<Vec<_>>()
-                .join(", ");
+            let name = curve_name(&row.label, &others, metric);
             let y = row
                 .values
                 .get(column)
@@ -410,15 +421,15 @@ fn curves(
             match curves.iter_mut().find(|c| c.name == name) {
                 Some(c) => c.points.push((x, y)),
                 None => curves.push(Curve {
-                    name: if name.is_empty() {
-                        metric.to_string()
-                    } else {
-                        name
-                    },
+                    name,
                     points: vec![(x, y)],
                 }),
             }
         }
+    }
+    // Values may be given in any order; a curve runs from left to right.
+    for c in &mut curves {
+        c.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     SweepPlot {
         x_label: axes[0].path.clone(),
@@ -549,6 +560,65 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "a  gbps  latency_ns\n1  1.00           -\n2  1.00           -\n"
         );
+    }
+
+    /// The results of a sweep of `axis` whose runs give `y(x)` for each design of `labels`.
+    fn results<'a>(
+        axis: &'a Axis,
+        labels: &[&str],
+        y: impl Fn(f64) -> f64,
+    ) -> Vec<(Vec<&'a Value>, Outcome)> {
+        axis.values
+            .iter()
+            .map(|v| {
+                let x = v.as_f64().unwrap();
+                let rows = labels
+                    .iter()
+                    .map(|l| Headline {
+                        label: l.to_string(),
+                        values: vec![Some(y(x)), None],
+                    })
+                    .collect();
+                let outcome = Outcome {
+                    report: Value::Null,
+                    rows,
+                };
+                (vec![v], outcome)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_design_on_one_axis_is_one_curve_from_left_to_right() {
+        // As `--accel op --vary pipelines=...`: one unlabelled row per point, values given
+        // out of order.
+        let axis = parse_axis("pipelines=3,1,4,2").unwrap();
+        let plot = curves(
+            std::slice::from_ref(&axis),
+            &results(&axis, &[""], |x| 10.0 * x),
+            COLUMNS,
+            0,
+        );
+        assert_eq!(plot.curves.len(), 1);
+        assert_eq!(plot.curves[0].name, "gbps");
+        assert_eq!(
+            plot.curves[0].points,
+            vec![(1.0, 10.0), (2.0, 20.0), (3.0, 30.0), (4.0, 40.0)]
+        );
+        // Labelled designs keep a curve each, also sorted.
+        let axis = parse_axis("rate=170000,20000,100000").unwrap();
+        let plot = curves(
+            std::slice::from_ref(&axis),
+            &results(&axis, &["ser/a", "ser/b"], |x| x),
+            COLUMNS,
+            0,
+        );
+        let names: Vec<&str> = plot.curves.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["ser/a", "ser/b"]);
+        for c in &plot.curves {
+            let xs: Vec<f64> = c.points.iter().map(|p| p.0).collect();
+            assert_eq!(xs, [20000.0, 100000.0, 170000.0]);
+        }
     }
 
     #[test]
