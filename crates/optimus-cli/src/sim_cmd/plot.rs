@@ -604,18 +604,22 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
         x_names: vec![],
         series: throughput_curves(&figs.fig8),
     };
-    // Paper: the pipelines each class needs for 40 Gbps, and Nested's plateau.
-    let mut pts: Vec<(f64, f64)> = ["flat", "mixed", "nested"]
-        .iter()
-        .filter_map(|c| {
-            paper_value(rows, &format!("op.fig8.pipelines_for_40gbps.{c}")).map(|n| (n, 40.0))
-        })
-        .collect();
-    if let Some(v) = paper_value(rows, "op.fig8.nested_plateau.gbps") {
-        pts.push((16.0, v));
+    // Paper, per class: the pipelines it needs for 40 Gbps, and Nested's plateau.
+    for c in ["flat", "mixed", "nested"] {
+        let mut pts: Vec<(f64, f64)> =
+            paper_value(rows, &format!("op.fig8.pipelines_for_40gbps.{c}"))
+                .map(|n| (n, 40.0))
+                .into_iter()
+                .collect();
+        let mut label = format!("paper, {c}: 40 Gbps");
+        if c == "nested" {
+            if let Some(v) = paper_value(rows, "op.fig8.nested_plateau.gbps") {
+                pts.push((16.0, v));
+                label.push_str(" and the plateau");
+            }
+        }
+        fig8.series.push(paper(label, pts));
     }
-    fig8.series
-        .push(paper("paper (40 Gbps points, Nested plateau)", pts));
     write(dir, &fig8)?;
     let mut fig9 = Figure {
         name: "op_fig9",
@@ -625,16 +629,26 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
         x_names: vec![],
         series: throughput_curves(&figs.fig9),
     };
-    let t4: Vec<(f64, f64)> = [
-        ("op.table4.op_1_1.throughput.gbps", 1.0),
-        ("op.table4.op_12_1.throughput.gbps", 12.0),
-        ("op.table4.op_3_4.throughput.gbps", 3.0),
-    ]
-    .iter()
-    .filter_map(|(id, n)| paper_value(rows, id).map(|v| (*n, v)))
-    .collect();
-    fig9.series
-        .push(paper("paper Table 4, 8x8: OP{1,1}, OP{12,1}, OP{3,4}", t4));
+    // Table 4's 8x8 throughputs, each with the curve it belongs to.
+    for (label, ids) in [
+        (
+            "paper Table 4, 8x8 OP{n,1}: OP{1,1}, OP{12,1}",
+            &[
+                ("op.table4.op_1_1.throughput.gbps", 1.0),
+                ("op.table4.op_12_1.throughput.gbps", 12.0),
+            ][..],
+        ),
+        (
+            "paper Table 4, 8x8 OP{n,4}: OP{3,4}",
+            &[("op.table4.op_3_4.throughput.gbps", 3.0)][..],
+        ),
+    ] {
+        let pts = ids
+            .iter()
+            .filter_map(|(id, n)| paper_value(rows, id).map(|v| (*n, v)))
+            .collect();
+        fig9.series.push(paper(label, pts));
+    }
     write(dir, &fig9)?;
     let mut fig10 = Figure {
         name: "op_fig10",
