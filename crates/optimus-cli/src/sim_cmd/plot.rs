@@ -993,14 +993,14 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
     // A level for each design: the first's published average, and the second's as the
     // product of the first's and the published average of the second over the first (an
     // average of products is not the product of averages: the label says so).
-    let levels = |first: (&str, &str), second: (&str, &str), unit: &str| {
+    let levels = |first: (&str, &str), second: (&str, &str)| {
         let (Some(a), Some(b)) = (paper_value(rows, first.1), paper_value(rows, second.1)) else {
             return Vec::new();
         };
         vec![
             (
                 format!(
-                    "paper average, {}: {a}{unit} (model {})",
+                    "paper average, {}: {a}x (model {})",
                     first.0,
                     model_value(rows, first.1)
                 ),
@@ -1008,7 +1008,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
             ),
             (
                 format!(
-                    "paper, {}: {a} x {b} = {:.2}{unit}, the product of two averages (model over {}: {})",
+                    "paper, {}: {a} x {b} = {:.2}x, the product of two averages (model over {}: {})",
                     second.0,
                     a * b,
                     first.0,
@@ -1031,7 +1031,6 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         levels(
             ("BF3-MemoryAffinity", "rpcacc.fig8a.bf3_preser_reduction.x"),
             ("BF3-DSA", "rpcacc.fig8a.bf3_memcpy_additional.x"),
-            "x",
         ),
     )?;
     fig8(
@@ -1047,7 +1046,6 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         levels(
             ("BF3-Oneshot", "rpcacc.fig8b.bf3_oneshot_deser_gain.x"),
             ("RPCAcc", "rpcacc.fig8b.rpcacc_vs_bf3_oneshot_deser.x"),
-            "x",
         ),
     )?;
     // Figs. 9 and 10 publish mean ratios over the suite's messages; each bench's paper
