@@ -25,7 +25,6 @@ const MET_OP: &[&str] = &[
     "op.fig7.op_base_ser_vs_cpu.x",
     "op.fig7.prefetch_pipelining_gain.min.x",
     "op.fig7.prefetch_pipelining_gain.max.x",
-    "op.sec6_1.field_read_latency.no_prefetch.cycles",
     "op.sec6_1.field_read_latency.prefetch.cycles",
     "op.fig7.op_1_1.ser.nested.gbps",
     "op.fig7.op_1_1.ser.flat.gbps",

@@ -29,7 +29,8 @@ pub struct DispatcherConfig {
     /// Cycles from a request's MMIO write reaching OP to its schema pointer reaching a Reader.
     /// Default 2 (register write + hardware queue).
     pub dispatch_cycles: u32,
-    /// Cores issuing requests; 0 = every tile but OP's, minus one for the OS (§5: 15 of 16).
+    /// Cores issuing requests; 0 = one on every tile but OP's corner tile, whose core is left
+    /// to the OS (§5: 15 of 16). More cores than that share tiles (see `first_core_tile`).
     pub cores: u32,
     /// Cycles a core spends between seeing a completion and issuing its next request (polling
     /// loop and request set-up). Default 20.
@@ -124,9 +125,61 @@ impl ConverterConfig {
             .get(&op)
             .copied()
             .unwrap_or(self.default_instructions)
-            .max(1)
+    }
+
+    /// I-Mem entries the configuration occupies: each of protobuf's field kinds without a
+    /// program holds its `default_instructions` (§4.4: the memory "stores a sequence of
+    /// instructions for each ... type" and "is indexed by the type field"), and every program
+    /// its own length.
+    pub fn imem_used(&self) -> u64 {
+        let built_in = PROTOBUF_KINDS
+            .filter(|k| !self.programs.contains_key(k))
+            .count() as u64;
+        built_in * u64::from(self.default_instructions)
+            + self.programs.values().map(|&n| u64::from(n)).sum::<u64>()
+    }
+
+    /// Checks that every op runs at least one instruction and that they all fit the I-Mem.
+    ///
+    /// # Errors
+    /// [`crate::SimError::Config`] naming the field.
+    fn validate(&self) -> Result<()> {
+        if self.default_instructions == 0 {
+            return Err(config_err(
+                "op.converter",
+                "default_instructions",
+                "at least one instruction",
+            ));
+        }
+        if let Some(op) = self.programs.iter().find(|&(_, &n)| n == 0).map(|p| p.0) {
+            return Err(config_err(
+                "op.converter",
+                "programs",
+                format!("op {op}'s program has no instruction"),
+            ));
+        }
+        let used = self.imem_used();
+        if used > u64::from(self.imem_entries) {
+            return Err(config_err(
+                "op.converter",
+                "programs",
+                format!(
+                    "{used} instructions (programs, and {} for each field kind without one) \
+                     do not fit {} I-Mem entries",
+                    self.default_instructions, self.imem_entries
+                ),
+            ));
+        }
+        if self.stages == 0 {
+            return Err(config_err("op.converter", "stages", "at least one stage"));
+        }
+        Ok(())
     }
 }
+
+/// Protobuf's field kinds (`optimus_trace::kind`: double = 1 ... sint64 = 18), each with an
+/// I-Mem sequence of its own.
+const PROTOBUF_KINDS: std::ops::RangeInclusive<u16> = 1..=18;
 
 /// Writer (§4.5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -336,35 +389,7 @@ impl OpConfig {
                 (f64::from(r.chunk_queue), "chunk_queue"),
             ],
         )?;
-        let imem_entries = self.converter.imem_entries;
-        if let Some((op, n)) = self
-            .converter
-            .programs
-            .iter()
-            .find(|&(_, &n)| n > imem_entries)
-        {
-            return Err(config_err(
-                "op.converter",
-                "programs",
-                format!("op {op}'s {n} instructions do not fit {imem_entries} I-Mem entries"),
-            ));
-        }
-        let imem: u64 = self
-            .converter
-            .programs
-            .values()
-            .map(|&n| u64::from(n))
-            .sum();
-        if imem > u64::from(imem_entries) {
-            return Err(config_err(
-                "op.converter",
-                "programs",
-                format!("{imem} instructions together do not fit {imem_entries} I-Mem entries"),
-            ));
-        }
-        if self.converter.stages == 0 {
-            return Err(config_err("op.converter", "stages", "at least one stage"));
-        }
+        self.converter.validate()?;
         self.block_buffer.validate()?;
         self.noc.validate()?;
         self.memory.validate()?;

@@ -174,11 +174,14 @@ impl NocConfig {
                 ),
             ));
         }
-        if self.header_flits > MAX_HEADER_FLITS {
+        if !(1..=MAX_HEADER_FLITS).contains(&self.header_flits) {
             return Err(config_err(
                 "op.noc",
                 "header_flits",
-                format!("{} (at most {MAX_HEADER_FLITS})", self.header_flits),
+                format!(
+                    "{} (1..={MAX_HEADER_FLITS}: a request or acknowledgement is a packet)",
+                    self.header_flits
+                ),
             ));
         }
         if u64::from(self.write_backlog_cycles) >= HORIZON / 2 {

@@ -517,8 +517,8 @@ mod tests {
         assert_eq!(r.stats.get("dispatcher.completed"), Some(1.0));
         assert_eq!(r.amat_cycles, 25.0);
         assert_eq!(r.latency_ns * cfg.clock_ghz, 56.0);
-        // The field's read latency counts from the context's start, plus the buffer access.
-        assert_eq!(r.field_read_latency_cycles, 51.0);
+        // The field's read latency runs from the context's start to its data's arrival.
+        assert_eq!(r.field_read_latency_cycles, 50.0);
         // Homes next to OP and the core shorten each miss by 3 cycles per hop saved.
         let near = run(&cfg, &[one_field_trace(65 * 64, 513 * 64)]).unwrap();
         // Line 65 and 513 live on tile 1, the owner: OP -> 1 -> 1 -> OP is 2 hops, not 4.
