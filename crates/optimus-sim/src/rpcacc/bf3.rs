@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::deserializer::{item_spans, DmaQueue};
 use super::host::{preser_bytes, preser_ns};
-use super::serializer::{field_reads, serializer_ns, Reach};
+use super::serializer::{walk_ns, Reach};
 use super::{LinkConfig, RpcAccConfig, RpcMessage};
 use crate::cpu::CpuConfig;
 
@@ -94,9 +94,9 @@ fn bf3_stages(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Stages {
     let (pre_dsa, dsa) = preser_ns(cfg, m, true);
     Bf3Stages {
         arm: bf3.arm.message_ns(&m.ser_trace),
-        // Without per-field work: the copy precedes the serializer.
-        reads: serializer_ns(cfg, &m.ser, Reach::One(bf3.pcie), 0.0)
-            + field_reads(&m.ser) as f64 * bf3.dma_job_ns,
+        // Without per-field work: the copy precedes the serializer. The core posts each
+        // read's DMA job as the walk reaches it, while earlier reads are in flight.
+        reads: walk_ns(cfg, &m.ser, Reach::One(bf3.pcie), 0.0, bf3.dma_job_ns),
         fetch: bf3.dma_job_ns + bf3.pcie.latency_ns + preser_bytes(m) / bf3.pcie.bw_gbytes_s,
         pre,
         pre_dsa,

@@ -4,13 +4,14 @@
 //!
 //! Every design replays the same message programs (see [`crate::program`]):
 //! - **Serializer engine** (ProtoACC-style, used by ProtoACC-PCIe/-OnChip and Dagger-ProtoACC):
-//!   walks the objects field by field, issuing each field's memory read once its address is
-//!   known (a sub-message's fields once its pointer has been loaded from the parent's record,
-//!   a string's bytes once its header has been read) for the `read_window_fields` fields from
-//!   the one being encoded on, with at
-//!   most `max_outstanding_reads` in flight; each read costs the interconnect latency plus
-//!   bytes over bandwidth; each field costs `cycles_per_field` at the accelerator clock, and
-//!   its bytes move at `engine_bits_per_cycle`.
+//!   walks the objects field by field, depth first, issuing the fields' memory reads in that
+//!   order once each address is known (a sub-message's fields once its pointer has been
+//!   loaded from the parent's record; a string's bytes at the address its record gives) for
+//!   the `read_window_fields` fields from the one being encoded on, with at most
+//!   `max_outstanding_reads` in flight: a read waiting for its address holds back the reads
+//!   after it. Each read costs the interconnect latency plus bytes over bandwidth; each field
+//!   costs `cycles_per_field` at the accelerator clock, and its bytes move at
+//!   `engine_bits_per_cycle`.
 //! - **Memory-affinity serialization** (RPCAcc §III-C): the host CPU pre-serializes its fields
 //!   without encoding into a contiguous DMA-safe buffer (large copies offloaded to the memcpy
 //!   engine), one MMIO notifies the card, one DMA read fetches the buffer, the serializer

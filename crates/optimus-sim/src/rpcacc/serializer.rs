@@ -113,9 +113,26 @@ const POINTER_BYTES: u32 = 8;
 
 /// Time in ns for a ProtoACC-style serializer to encode `p`, reading memory over `reach`.
 /// Schema reads are served from the on-card schema table (RPCAcc §III-B) and cost nothing.
-/// The engine walks the objects: a sub-message's fields wait for its pointer, loaded from the
-/// parent's record, and a field's data for its address.
+/// The engine walks the objects in field order, depth first, and issues its reads in that
+/// order: a sub-message's fields wait for its pointer, loaded from the parent's record, a
+/// field's data for its address, and every read for the reads before it to have issued (so a
+/// sub-message's pointer load holds back the walk past it, and sibling sub-messages cost a
+/// round trip each). Reads then overlap, up to `max_outstanding_reads` in flight, and their
+/// data shares each link's bandwidth in the order they were issued.
 pub fn serializer_ns(cfg: &RpcAccConfig, p: &Program, reach: Reach, cycle_ns: f64) -> f64 {
+    walk_ns(cfg, p, reach, cycle_ns, 0.0)
+}
+
+/// [`serializer_ns`] for a walker that spends `issue_ns` issuing each read (BF3's Arm core
+/// posting a DMA job): a read leaves `issue_ns` after the walker starts issuing it, and the
+/// walker starts the next once it has left.
+pub(super) fn walk_ns(
+    cfg: &RpcAccConfig,
+    p: &Program,
+    reach: Reach,
+    cycle_ns: f64,
+    issue_ns: f64,
+) -> f64 {
     let reqs = requests(p);
     let mut done = vec![0.0f64; reqs.len()];
     // Per request a sub-message hangs from: when the current sub-message's pointer arrived.
@@ -124,16 +141,21 @@ pub fn serializer_ns(cfg: &RpcAccConfig, p: &Program, reach: Reach, cycle_ns: f6
     let mut item_done = vec![0.0f64; p.items.len()];
     // Per item, when the last of its requests returns (all are issued before it is encoded).
     let mut item_ready = vec![0.0f64; p.items.len()];
-    // Per link, when it has delivered every read issued so far.
+    // Per link, when it has delivered every read issued so far: reads issue in order, so
+    // their data comes back in order too.
     let mut link_free = [0.0f64; 2];
+    // When the walker can issue its next read: once it has issued the one before.
+    let mut next_issue = 0.0f64;
     let mut read = |at: f64, region: Region, bytes: u32| {
-        let mut at = at;
+        let mut at = at.max(next_issue);
         while inflight.len() >= cfg.max_outstanding_reads as usize {
             let Some(std::cmp::Reverse(Ns(t))) = inflight.pop() else {
                 break;
             };
             at = at.max(t);
         }
+        at += issue_ns;
+        next_issue = at;
         // Concurrent reads share the link's bandwidth: data returns after the latency, once
         // the link has finished delivering earlier reads.
         let (i, l) = reach.link(region);
@@ -349,6 +371,40 @@ mod tests {
                 "{depth}: {round_trips}"
             );
         }
+    }
+
+    #[test]
+    fn reads_issue_in_field_order_so_each_sibling_sub_message_costs_a_round_trip() {
+        use crate::program::{nested_trace, Walk::*};
+        // Slots and window past any need: only the order of issue binds.
+        let cfg = RpcAccConfig {
+            max_outstanding_reads: 1 << 20,
+            read_window_fields: 1 << 20,
+            ..RpcAccConfig::default()
+        };
+        let link = LinkConfig {
+            latency_ns: 1e6,
+            bw_gbytes_s: 12.8,
+        };
+        let round_trips = |walk: &[crate::program::Walk]| {
+            let p = Program::from_trace(&nested_trace(walk));
+            serializer_ns(&cfg, &p, Reach::One(link), 4.0) / link.latency_ns
+        };
+        let sub = [Sub, Field(Region::Message), Leave];
+        for siblings in 1..4 {
+            let walk: Vec<_> = sub.iter().copied().cycle().take(3 * siblings).collect();
+            // Each sibling's pointer load issues once the walk has issued the previous
+            // sibling's field, which waited for that sibling's pointer: siblings + 1.
+            let n = round_trips(&walk);
+            assert!((n - (siblings + 1) as f64).abs() < 1e-3, "{siblings}: {n}");
+        }
+        // A top-level field after a sub-message issues after the sub-message's field (one
+        // round trip later) and returns with it; before it, it overlaps the pointer load.
+        let top = Field(Region::Message);
+        let after = round_trips(&[sub[0], sub[1], sub[2], top]);
+        let before = round_trips(&[top, sub[0], sub[1], sub[2]]);
+        assert!((after - 2.0).abs() < 1e-3, "{after}");
+        assert!((before - 2.0).abs() < 1e-3, "{before}");
     }
 
     #[test]
