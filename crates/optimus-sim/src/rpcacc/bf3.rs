@@ -143,13 +143,23 @@ pub struct Bf3Deser {
     pub oneshot_latency_ns: f64,
 }
 
-/// [`Bf3Deser`] of `m`. Latency: the Arm core decodes the fields in order (its time shared
+/// The CPU baseline's RPC stack on the Arm core (ns per request): §IV-A's "software stack
+/// is the same as the CPU baseline", so the host's protocol processing
+/// ([`RpcAccConfig::cpu_rpc_stack_ns`]) as instructions at the Arm core's clock and IPC.
+fn rpc_stack_ns(cfg: &RpcAccConfig) -> f64 {
+    let instructions = cfg.cpu_rpc_stack_ns * cfg.cpu.ipc * cfg.cpu.clock_ghz;
+    instructions / (cfg.bf3.arm.ipc * cfg.bf3.arm.clock_ghz)
+}
+
+/// [`Bf3Deser`] of `m`. Latency: the Arm core runs the RPC stack, then decodes the fields in order (its time shared
 /// out over them as a deserializer lane's parsing is) and posts each write as a DMA job
 /// (field by field) or the staging buffer once decoded (one-shot); the engine sends them in
 /// order, and the message has landed one way after the last.
 pub fn bf3_deser(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Deser {
     let bf3 = &cfg.bf3;
-    let arm = bf3.arm.message_ns(&m.deser_trace);
+    let stack = rpc_stack_ns(cfg);
+    let decode = bf3.arm.message_ns(&m.deser_trace);
+    let arm = stack + decode;
     let writes: Vec<u32> = m.deser.write_sizes().collect();
     let bytes: f64 = writes.iter().map(|&b| f64::from(b)).sum();
     let rate = |jobs: f64| {
@@ -163,7 +173,12 @@ pub fn bf3_deser(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Deser {
     let mut fbf = DmaQueue::new(bf3.dma_txn_ns, bf3.pcie.bw_gbytes_s);
     let mut jobs = 0.0;
     for (it, (_, end)) in m.deser.items.iter().zip(&spans) {
-        let decoded = if lane > 0.0 { arm * end / lane } else { arm };
+        let decoded = stack
+            + if lane > 0.0 {
+                decode * end / lane
+            } else {
+                decode
+            };
         for w in &it.writes {
             jobs += 1.0;
             fbf.send(decoded + jobs * bf3.dma_job_ns, f64::from(w.2));

@@ -135,11 +135,13 @@ pub struct RpcAccConfig {
     /// not published, and any positive value lowers both of Fig. 13's ratios, which the RPC
     /// layer alone already leaves below the paper's 1.57× (see docs/simulator.md).
     pub dsb_handler_ns: f64,
-    /// Host time in ns of the software RPC stack's protocol processing per call, which only
+    /// Host time in ns of the software RPC stack's protocol processing per call, which
     /// CPU-only pays: its RPC layer is eRPC on the host (§IV-A: "It uses the DPDK-based eRPC
     /// \[33\] library"), while ProtoACC-PCIe and RPCAcc run the RPC protocol and transport in the
     /// NIC (§IV-A: "It offloads the entire RPC stack"; "The RPC/transport logic runs at 250
-    /// MHz"). Default 850 (Optimus Prime §6.3, Table 3: "protocol processing latencies of
+    /// MHz"). The BF3 designs run the same stack on an Arm core (§IV-A: "The software stack
+    /// is the same as the CPU baseline"), its instructions at the Arm's clock and IPC.
+    /// Default 850 (Optimus Prime §6.3, Table 3: "protocol processing latencies of
     /// ~850ns as claimed by eRPC").
     pub cpu_rpc_stack_ns: f64,
     /// The image-compression service of §IV-H (Fig. 11, Fig. 12): its requests, its host
