@@ -6,6 +6,10 @@
 //! Arm core is a [`crate::cpu::CpuConfig`] with an IPC of 1.0 where the type's default is
 //! the host's 1.2, and a [`crate::rpcacc::LinkConfig`] has no default at all. So the file is
 //! merged into the serialized default, object by object, and the result is read.
+//!
+//! A few parameters follow another unless they are set themselves ([`FOLLOWERS`]): a file or
+//! a set of values that moves RPCAcc's PCIe round trip and leaves its MMIO doorbell alone
+//! moves the doorbell with it, as `optimus sim --pcie-ns` does.
 
 use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -14,9 +18,10 @@ use serde_json::{Map, Value};
 use crate::error::{Result, SimError};
 
 /// Reads a `T` from the JSON `text`: objects merge key by key into `T::default()`'s, any
-/// other value replaces the default's. Unknown fields and values of the wrong type are
-/// errors that name their path (`bf3.arm.ipc`); malformed JSON names its line and column;
-/// the text must be an object.
+/// other value replaces the default's, and a parameter of [`FOLLOWERS`] that the text leaves
+/// out follows its leader where the text sets that. Unknown fields and values of the wrong
+/// type are errors that name their path (`bf3.arm.ipc`); malformed JSON names its line and
+/// column; the text must be an object.
 ///
 /// # Errors
 /// [`SimError::ConfigFile`] as above.
@@ -34,13 +39,16 @@ pub fn from_json<T: Serialize + DeserializeOwned + Default>(text: &str) -> Resul
     }
     let mut merged =
         serde_json::to_value(T::default()).map_err(|e| SimError::ConfigFile(e.to_string()))?;
+    let following = followers_left_to_follow(&over);
     merge(&mut merged, over);
+    follow(&mut merged, &following);
     serde_path_to_error::deserialize(merged).map_err(|e| SimError::ConfigFile(e.to_string()))
 }
 
 /// `base` with the parameter at each dot-separated path set to its value (`pipelines`,
-/// `noc.hop_cycles`, `bf3.arm.ipc`), every other parameter kept: how a sweep moves some
-/// parameters of a configuration. Later pairs win over earlier ones for the same path.
+/// `noc.hop_cycles`, `bf3.arm.ipc`), every other parameter kept but those of [`FOLLOWERS`]
+/// whose leader the values set and they do not: how a sweep moves some parameters of a
+/// configuration. Later pairs win over earlier ones for the same path.
 ///
 /// # Errors
 /// [`SimError::ConfigFile`] naming the path of an unknown parameter or of a value of the
@@ -50,13 +58,73 @@ pub fn with_values<T: Serialize + DeserializeOwned>(
     values: &[(&str, Value)],
 ) -> Result<T> {
     let mut merged = serde_json::to_value(base).map_err(|e| SimError::ConfigFile(e.to_string()))?;
+    // Every value, as one object of the paths they set.
+    let mut set = Value::Object(Map::new());
     for (path, value) in values {
         let over = path.rsplit('.').fold(value.clone(), |inner, key| {
             Value::Object(std::iter::once((key.to_string(), inner)).collect())
         });
-        merge(&mut merged, over);
+        merge(&mut set, over);
     }
+    let following = followers_left_to_follow(&set);
+    merge(&mut merged, set);
+    follow(&mut merged, &following);
     serde_path_to_error::deserialize(merged).map_err(|e| SimError::ConfigFile(e.to_string()))
+}
+
+/// A parameter that follows another unless it is set itself: when a configuration (a file
+/// over the defaults, or values over a base) sets `leader` and not `follower`, the follower
+/// becomes the leader's new value times `factor`; when it sets both, both are kept.
+pub struct Follower {
+    /// Dot-separated path of the parameter that follows.
+    pub follower: &'static str,
+    /// Dot-separated path of the parameter it follows.
+    pub leader: &'static str,
+    /// The follower's value over the leader's.
+    pub factor: f64,
+}
+
+/// Every parameter that follows another, in the configuration types that hold both paths
+/// (a type without one of them is left alone): RPCAcc's MMIO doorbell (`mmio_ns`) crosses
+/// PCIe one way, so it is half the PCIe round trip (`pcie.latency_ns`), as the CLI's
+/// `--pcie-ns` sets it.
+pub const FOLLOWERS: &[Follower] = &[Follower {
+    follower: "mmio_ns",
+    leader: "pcie.latency_ns",
+    factor: 0.5,
+}];
+
+/// The value at dot-separated `path` in `v`, if `v` has one there.
+fn at_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(v, |v, key| v.get(key))
+}
+
+/// The value at dot-separated `path` in `v`, to change, if `v` has one there.
+fn at_path_mut<'a>(v: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+    path.split('.').try_fold(v, |v, key| v.get_mut(key))
+}
+
+/// The [`FOLLOWERS`] whose leader `set` (the parameters a configuration sets) sets and whose
+/// follower it does not.
+fn followers_left_to_follow(set: &Value) -> Vec<&'static Follower> {
+    FOLLOWERS
+        .iter()
+        .filter(|f| at_path(set, f.leader).is_some() && at_path(set, f.follower).is_none())
+        .collect()
+}
+
+/// Sets each of `following` in the merged configuration `merged` to its leader's value
+/// times its factor, where `merged` has both parameters and the leader is a number (a
+/// leader of the wrong type is left to the deserializer to refuse, naming its path).
+fn follow(merged: &mut Value, following: &[&Follower]) {
+    for f in following {
+        let Some(leader) = at_path(merged, f.leader).and_then(Value::as_f64) else {
+            continue;
+        };
+        if let Some(slot) = at_path_mut(merged, f.follower) {
+            *slot = Value::from(leader * f.factor);
+        }
+    }
 }
 
 /// A JSON value whose objects name each key once: a key given twice is an error, where
@@ -227,6 +295,54 @@ mod tests {
                 .mesh,
             8
         );
+    }
+
+    #[test]
+    fn the_mmio_doorbell_follows_the_pcie_round_trip_unless_it_is_set() {
+        use serde_json::json;
+        let paper = RpcAccConfig::default();
+        let read = |text: &str| {
+            let cfg: RpcAccConfig = from_json(text).unwrap();
+            (cfg.pcie.latency_ns, cfg.mmio_ns)
+        };
+        // A file: the round trip alone moves the doorbell to half of it; both are kept.
+        assert_eq!(read(r#"{"pcie": {"latency_ns": 900}}"#), (900.0, 450.0));
+        assert_eq!(
+            read(r#"{"pcie": {"latency_ns": 900}, "mmio_ns": 300}"#),
+            (900.0, 300.0)
+        );
+        // The doorbell alone, or PCIe's bandwidth alone, leaves the other as it was.
+        assert_eq!(read(r#"{"mmio_ns": 300}"#), (paper.pcie.latency_ns, 300.0));
+        assert_eq!(
+            read(r#"{"pcie": {"bw_gbytes_s": 16}}"#),
+            (paper.pcie.latency_ns, paper.mmio_ns)
+        );
+        // BlueField-3's PCIe is another link: its round trip moves no doorbell.
+        assert_eq!(
+            read(r#"{"bf3": {"pcie": {"latency_ns": 900}}}"#),
+            (paper.pcie.latency_ns, paper.mmio_ns)
+        );
+        // Values over a base, as a sweep sets them: the same, over the base's doorbell too.
+        let base: RpcAccConfig = from_json(r#"{"mmio_ns": 300}"#).unwrap();
+        let moved = |values: &[(&str, serde_json::Value)]| {
+            let cfg = with_values(&base, values).unwrap();
+            (cfg.pcie.latency_ns, cfg.mmio_ns)
+        };
+        assert_eq!(moved(&[("pcie.latency_ns", json!(70))]), (70.0, 35.0));
+        assert_eq!(moved(&[("pcie", json!({"latency_ns": 70}))]), (70.0, 35.0));
+        assert_eq!(
+            moved(&[("mmio_ns", json!(20)), ("pcie.latency_ns", json!(70))]),
+            (70.0, 20.0)
+        );
+        assert_eq!(
+            moved(&[("clock_mhz", json!(2000))]),
+            (paper.pcie.latency_ns, 300.0)
+        );
+        // A round trip of the wrong type is still refused, naming its path.
+        let err = from_json::<RpcAccConfig>(r#"{"pcie": {"latency_ns": "slow"}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("pcie.latency_ns"), "{err}");
     }
 
     #[test]

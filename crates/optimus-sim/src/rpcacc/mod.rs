@@ -18,8 +18,10 @@
 //!   encodes `encode_bits_per_cycle` per cycle and reads accelerator-resident fields locally.
 //! - **Deserializer** (§III-B): `deser_lanes` lanes parse at `cycles_per_field` per field plus
 //!   the input at `encode_bits_per_cycle`; results cross PCIe either field by field (one DMA
-//!   write transaction per field) or one-shot (one per `temp_buffer_bytes`), through a DMA
-//!   engine that costs `dma_txn_ns` per transaction plus bytes over bandwidth.
+//!   write transaction per field) or one-shot (one per `temp_buffer_bytes`, and one at each
+//!   host chunk the results move on to), through a DMA engine that costs `dma_txn_ns` per
+//!   transaction plus bytes over bandwidth; one-shot, the lane also pops its chunks
+//!   (`chunk_pop_cycles` each).
 //!
 //! `serializer`, `deserializer`, `host` and `bf3` hold these parts; this module holds the
 //! configuration, the messages and the RPC layer they add up to; `service` is §IV-H's image
@@ -34,7 +36,9 @@ mod serializer;
 pub mod service;
 
 pub use bf3::{bf3_deser, bf3_ser, bf3_ser_occupancy, Bf3Config, Bf3Deser, Bf3Ser};
-pub use deserializer::{chunk_use, deser_times, ChunkUse, DeserLink, DeserTimes};
+pub use deserializer::{
+    chunk_alloc_share_pct, chunk_use, deser_times, ChunkUse, DeserLink, DeserTimes,
+};
 pub use host::{cpu_ser_ns, host_cycles, preser_ns, HostCycles};
 pub use serializer::{
     memaff_card_occupancy, ser_occupancy, ser_times, serializer_ns, Reach, SerTimes,
@@ -98,11 +102,11 @@ pub struct RpcAccConfig {
     pub deser_lanes: u32,
     /// Temp Buffer bytes (one-shot DMA granule). Default 4096 (§III-B).
     pub temp_buffer_bytes: u32,
-    /// Whether a lane stops parsing while its full Temp Buffer is flushed (a single buffer
-    /// per lane, read out by the DMA engine before it takes new fields). Default true: §III-B
-    /// gives each lane one 4 KB buffer, and its chunk-allocation share, 0.68 %, is one pop per
-    /// parse *plus* flush of 4 KB (see docs/simulator.md); false lets a full buffer leave while
-    /// parsing goes on.
+    /// Whether a lane stops parsing while its Temp Buffer is flushed mid-message, full or at
+    /// a host chunk's end (a single buffer per lane, read out by the DMA engine before it
+    /// takes new fields). Default true: §III-B gives each lane one 4 KB buffer, and its
+    /// chunk-allocation share, 0.68 %, is one pop per parse *plus* flush of 4 KB (see
+    /// docs/simulator.md); false lets the buffer leave while parsing goes on.
     pub flush_stalls_parsing: bool,
     /// DMA engine cost of one PCIe write transaction in ns (descriptor, TLPs, completion
     /// credit): the "limited number of concurrent PCIe transactions" of §II-C C1. Default 10
@@ -110,7 +114,9 @@ pub struct RpcAccConfig {
     pub dma_txn_ns: f64,
     /// Same, for writes into the card's own memory (HBM channels in parallel). Default 1.
     pub local_txn_ns: f64,
-    /// MMIO doorbell from host to card in ns. Default 625 (half a PCIe round trip).
+    /// MMIO doorbell from host to card in ns. Default 625 (half a PCIe round trip). A
+    /// configuration that sets `pcie.latency_ns` and not this sets it to half that round trip
+    /// ([`crate::config_file::FOLLOWERS`]), as `optimus sim --pcie-ns` does.
     pub mmio_ns: f64,
     /// Host CPU (2.0 GHz Xeon Silver 4514Y, §IV-A) running protobuf software.
     pub cpu: CpuConfig,
@@ -128,8 +134,10 @@ pub struct RpcAccConfig {
     /// Bytes of one chunk of the deserializer's host and accelerator memory regions, popped
     /// from a free-list FIFO. Default 4096 (§III-B: "divided into 4KB chunks").
     pub chunk_bytes: u32,
-    /// Accelerator cycles to pop a chunk from a free-list FIFO. Default 1 (§III-B: the FIFOs
-    /// are SRAM; an SRAM FIFO read takes one cycle; not stated).
+    /// Accelerator cycles to pop a chunk from a free-list FIFO, spent by the deserializer lane
+    /// that pops it (one-shot: its pre-allocated host and accelerator chunks per message, and
+    /// each chunk its objects move on to). Default 1 (§III-B: the FIFOs are SRAM; an SRAM FIFO
+    /// read takes one cycle; not stated).
     pub chunk_pop_cycles: f64,
     /// Host time of a DeathStarBench handler's own work per call (Fig. 13), in ns. Default 0:
     /// not published, and any positive value lowers both of Fig. 13's ratios, which the RPC

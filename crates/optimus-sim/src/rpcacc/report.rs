@@ -178,6 +178,7 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
             add("deserializer", "dma_writes_one_shot", d.oneshot_dma_writes);
             let c = chunk_use(cfg, m, cfg.clock_mhz);
             add("chunk_allocator", "chunks", c.chunks as f64);
+            add("chunk_allocator", "accel_chunks", c.accel_chunks as f64);
             add("chunk_allocator", "used_bytes", c.used_bytes as f64);
             add(
                 "chunk_allocator",
