@@ -217,18 +217,26 @@ impl Program {
         p
     }
 
-    /// Shifts every message-memory address by `offset` bytes (another core's arena).
+    /// Shifts every address of host memory, the message objects and the serialized buffer,
+    /// by `offset` bytes (another core's arena, another request's message and buffer);
+    /// accelerator memory stays where it is. `offset` is a whole number of lines, so every
+    /// access keeps its place within its line.
     pub fn relocate(&self, offset: u64) -> Program {
+        debug_assert_eq!(
+            offset % LINE_BYTES,
+            0,
+            "relocation by a whole number of lines"
+        );
         let mut p = self.clone();
         let lines = offset / LINE_BYTES;
         for a in &mut p.accesses {
-            if a.region == Region::Message {
+            if relocates(a.region) {
                 a.line += lines;
             }
         }
         for it in &mut p.items {
             for w in &mut it.writes {
-                if w.0 == Region::Message {
+                if relocates(w.0) {
                     w.1 += offset;
                 }
             }
@@ -254,6 +262,16 @@ impl Program {
     /// Number of field items (chunks' sources).
     pub fn fields(&self) -> usize {
         self.items.len()
+    }
+}
+
+/// Whether [`Program::relocate`] moves `region`: a core builds each request's message, and
+/// hands it the serialized buffer to read or fill, in its own host memory; accelerator memory
+/// is the card's, the same for every request.
+fn relocates(region: Region) -> bool {
+    match region {
+        Region::Message | Region::Buffer => true,
+        Region::Accel => false,
     }
 }
 
@@ -665,6 +683,90 @@ mod tests {
         });
         let deps: Vec<Option<u32>> = p.accesses.iter().map(|a| a.dep).collect();
         assert_eq!(deps, [None, Some(0), Some(0), Some(0)]);
+    }
+
+    #[test]
+    fn relocation_moves_the_message_and_the_serialized_buffer_but_not_card_memory() {
+        // A field whose schema entry (line 64) and record (line 128) are message memory, read
+        // from the serialized buffer at byte 0x48 (line 1) and from card memory (line 192),
+        // written to each of the three regions.
+        let events = vec![
+            Event::SchemaRead {
+                kind: 5,
+                addr: 0x1000,
+                size: 16,
+            },
+            Event::FieldRead {
+                region: Region::Buffer,
+                addr: 0x48,
+                bytes: 4,
+            },
+            Event::FieldRead {
+                region: Region::Accel,
+                addr: 0x3000,
+                bytes: 4,
+            },
+            Event::FieldRead {
+                region: Region::Message,
+                addr: 0x2000,
+                bytes: 4,
+            },
+            Event::Convert { op: 5, bytes: 4 },
+            Event::FieldWrite {
+                region: Region::Message,
+                addr: 0x2008,
+                bytes: 8,
+            },
+            Event::FieldWrite {
+                region: Region::Buffer,
+                addr: 0x50,
+                bytes: 2,
+            },
+            Event::FieldWrite {
+                region: Region::Accel,
+                addr: 0x3010,
+                bytes: 4,
+            },
+        ];
+        let p = Program::from_trace(&MessageTrace {
+            events,
+            wire_bytes: 2,
+            direction: Direction::Decode,
+        });
+        let lines = |p: &Program| -> Vec<(Region, u64)> {
+            p.accesses.iter().map(|a| (a.region, a.line)).collect()
+        };
+        use Region::{Accel, Buffer, Message};
+        assert_eq!(
+            lines(&p),
+            [(Message, 64), (Buffer, 1), (Accel, 192), (Message, 128)]
+        );
+        // 65 lines on: every host-memory line moves by 65, card memory stays.
+        let moved = p.relocate(65 * LINE_BYTES);
+        assert_eq!(
+            lines(&moved),
+            [(Message, 129), (Buffer, 66), (Accel, 192), (Message, 193)]
+        );
+        assert_eq!(
+            moved.items[0].writes,
+            [
+                (Message, 0x2008 + 65 * 64, 8),
+                (Buffer, 0x50 + 65 * 64, 2),
+                (Accel, 0x3010, 4)
+            ]
+        );
+        // Nothing else changes: dependences, items, sizes.
+        let back: Vec<(Option<u32>, u32, u32)> = moved
+            .accesses
+            .iter()
+            .map(|a| (a.dep, a.item, a.bytes))
+            .collect();
+        let orig: Vec<(Option<u32>, u32, u32)> = p
+            .accesses
+            .iter()
+            .map(|a| (a.dep, a.item, a.bytes))
+            .collect();
+        assert_eq!(back, orig);
     }
 
     #[test]

@@ -185,14 +185,22 @@ const PROTOBUF_KINDS: std::ops::RangeInclusive<u16> = 1..=18;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WriterConfig {
-    /// Cycles to hand a transformed Chunk to the write buffer. Default 1.
+    /// Cycles to hand a transformed Chunk to the write buffers. Default 1.
     pub cycles_per_chunk: u32,
+    /// Write buffers, each assembling the output line of one message (§4.5: "internal write
+    /// buffers that assemble a cache line of transformed data"); a message whose output
+    /// finds them all taken by other messages' lines writes out the oldest, partly filled.
+    /// Default 4 (assumed): one per context of OP{n,4}, the most time-sharing the paper
+    /// evaluates, which "provides almost the same performance as physically replicating the
+    /// entire pipeline" (§4.6).
+    pub write_buffers: u32,
 }
 
 impl Default for WriterConfig {
     fn default() -> Self {
         Self {
             cycles_per_chunk: 1,
+            write_buffers: 4,
         }
     }
 }
@@ -390,6 +398,13 @@ impl OpConfig {
             ],
         )?;
         self.converter.validate()?;
+        if self.writer.write_buffers == 0 {
+            return Err(config_err(
+                "op.writer",
+                "write_buffers",
+                "at least one buffer",
+            ));
+        }
         self.block_buffer.validate()?;
         self.noc.validate()?;
         self.memory.validate()?;

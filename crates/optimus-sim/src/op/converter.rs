@@ -43,19 +43,19 @@ impl Converter {
     ) {
         if self.current.is_none() && (output.len() as u64) < u64::from(cfg.stages) {
             if let Some(c) = input.pop_front() {
-                self.current = Some((c, cfg.instructions(c.op)));
+                let instructions = cfg.instructions(c.op);
+                self.current = Some((c, instructions));
             }
         }
-        let Some((c, left)) = self.current.as_mut() else {
+        let Some((_, left)) = self.current.as_mut() else {
             return;
         };
         *left -= 1;
+        let done = *left == 0;
         if measuring {
             self.stats.busy_cycles += 1;
         }
-        if *left == 0 {
-            let c = *c;
-            self.current = None;
+        if let Some((c, _)) = self.current.take_if(|_| done) {
             output.push_back((now + u64::from(cfg.stages), c));
             if measuring {
                 self.stats.chunks += 1;

@@ -441,6 +441,9 @@ counters!(
         mshr_full,
         /// Line writes issued.
         writes,
+        /// Evicted lines that the Reader had requested and not used yet: it requests them
+        /// again.
+        refetches,
     }
 );
 
@@ -449,22 +452,52 @@ counters!(
 struct Entry {
     line: u64,
     txn: u64,
+    /// The access of the transformation's program whose miss fetched the line.
+    access: u32,
     lru: u64,
     valid: bool,
+}
+
+/// A miss in flight: it holds an MSHR until its line arrives.
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    txn: u64,
+    line: u64,
+    /// The access whose miss it is.
+    access: u32,
+    /// The cycle its line arrives.
+    ready: u64,
+}
+
+/// A valid line that an arriving one replaced: the transformation that had fetched it, and
+/// the access whose miss did, so that a Reader still waiting to use it can request it again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Eviction {
+    /// Transformation whose line it was.
+    pub txn: u64,
+    /// The line.
+    pub line: u64,
+    /// The access of the transformation's program whose miss fetched it.
+    pub access: u32,
 }
 
 /// The non-coherent, virtually tagged Block Buffer (§4.2). Entries are tagged with the
 /// transformation that fetched them: every line must be re-requested the first time each
 /// transformation touches it (§4.3), so only accesses of the same transformation hit.
 /// A miss holds an MSHR until its line arrives, and accesses to the line meanwhile merge into
-/// it; the line takes a way of its set, evicting the least recently used, when it arrives.
+/// it; the line takes a way of its set, evicting the least recently used, when it arrives (it
+/// is put in at the first lookup from then on). The lines evicted are reported
+/// ([`BlockBuffer::take_evictions`]), so that a Reader that had not used one yet requests it
+/// again.
 #[derive(Clone, Debug)]
 pub struct BlockBuffer {
     cfg: BlockBufferConfig,
     sets: u32,
     entries: Vec<Entry>,
-    /// One per MSHR: (transformation, line, arrival cycle).
-    in_flight: Vec<(u64, u64, u64)>,
+    /// One per MSHR.
+    in_flight: Vec<InFlight>,
+    /// Lines evicted since [`BlockBuffer::take_evictions`] last took them.
+    evicted: Vec<Eviction>,
     /// The earliest arrival in `in_flight`; `u64::MAX` when none is.
     next_arrival: u64,
     port_cycle: u64,
@@ -494,6 +527,7 @@ impl BlockBuffer {
             sets,
             entries: vec![Entry::default(); (sets * cfg.ways) as usize],
             in_flight: Vec::with_capacity(cfg.mshrs as usize),
+            evicted: Vec::new(),
             next_arrival: u64::MAX,
             port_cycle: 0,
             ports_used: 0,
@@ -526,11 +560,7 @@ impl BlockBuffer {
         });
         let pending = match hit {
             Some(_) => None,
-            None => self
-                .in_flight
-                .iter()
-                .find(|m| m.0 == txn && m.1 == line)
-                .map(|m| m.2),
+            None => self.in_flight_arrival(txn, line),
         };
         if hit.is_none() && pending.is_none() && self.in_flight.len() >= self.cfg.mshrs as usize {
             self.stats.mshr_full += 1;
@@ -553,27 +583,75 @@ impl BlockBuffer {
         Lookup::Miss
     }
 
-    /// Records the miss of `line` for `txn`, whose data arrives at `ready`: it holds an MSHR
-    /// until then.
-    pub fn fill(&mut self, txn: u64, line: u64, ready: u64) {
-        self.in_flight.push((txn, line, ready));
+    /// The arrival of `txn`'s miss of `line`, if one is in flight.
+    fn in_flight_arrival(&self, txn: u64, line: u64) -> Option<u64> {
+        self.in_flight
+            .iter()
+            .find(|m| m.txn == txn && m.line == line)
+            .map(|m| m.ready)
+    }
+
+    /// Whether `txn`'s `line` is in the buffer or on its way, without taking a port: `None` if
+    /// neither, else the cycle it arrives (0 once it is in).
+    pub fn holds(&self, txn: u64, line: u64) -> Option<u64> {
+        let set = (line % u64::from(self.sets)) as usize;
+        let ways = self.cfg.ways as usize;
+        let resident = self.entries[set * ways..(set + 1) * ways]
+            .iter()
+            .any(|e| e.valid && e.line == line && e.txn == txn);
+        if resident {
+            Some(0)
+        } else {
+            self.in_flight_arrival(txn, line)
+        }
+    }
+
+    /// Records the miss of `line` for `txn` by its program's access `access`, whose data
+    /// arrives at `ready`: it holds an MSHR until then.
+    pub fn fill(&mut self, txn: u64, line: u64, access: u32, ready: u64) {
+        self.in_flight.push(InFlight {
+            txn,
+            line,
+            access,
+            ready,
+        });
         self.next_arrival = self.next_arrival.min(ready);
+    }
+
+    /// The lines evicted since the last call, oldest first, in `into` (emptied first, so
+    /// that a caller may reuse one vector).
+    pub fn take_evictions(&mut self, into: &mut Vec<Eviction>) {
+        into.clear();
+        std::mem::swap(&mut self.evicted, into);
     }
 
     /// Puts every line that has arrived by `now` in its set, in order of arrival.
     fn install_arrived(&mut self, now: u64) {
         while self.next_arrival <= now {
-            let Some((i, _)) = self.in_flight.iter().enumerate().min_by_key(|(_, m)| m.2) else {
+            let Some((i, _)) = self
+                .in_flight
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, m)| m.ready)
+            else {
                 break;
             };
-            let (txn, line, _) = self.in_flight.swap_remove(i);
-            self.install(txn, line);
-            self.next_arrival = self.in_flight.iter().map(|m| m.2).min().unwrap_or(u64::MAX);
+            let m = self.in_flight.swap_remove(i);
+            self.install(m);
+            self.next_arrival = self
+                .in_flight
+                .iter()
+                .map(|m| m.ready)
+                .min()
+                .unwrap_or(u64::MAX);
         }
     }
 
-    /// Installs `line` for `txn` over the least recently used way of its set.
-    fn install(&mut self, txn: u64, line: u64) {
+    /// Installs the line of miss `m` over the least recently used way of its set.
+    fn install(&mut self, m: InFlight) {
+        let InFlight {
+            txn, line, access, ..
+        } = m;
         let set = (line % u64::from(self.sets)) as usize;
         let ways = self.cfg.ways as usize;
         let victim = (0..ways)
@@ -586,13 +664,20 @@ impl BlockBuffer {
                 }
             })
             .unwrap_or(set * ways);
-        if self.entries[victim].valid {
+        let old = self.entries[victim];
+        if old.valid {
             self.stats.evictions += 1;
+            self.evicted.push(Eviction {
+                txn: old.txn,
+                line: old.line,
+                access: old.access,
+            });
         }
         self.tick += 1;
         self.entries[victim] = Entry {
             line,
             txn,
+            access,
             lru: self.tick,
             valid: true,
         };
@@ -692,7 +777,7 @@ mod tests {
         let cfg = BlockBufferConfig::default();
         let mut bb = BlockBuffer::new(&cfg);
         assert_eq!(bb.lookup(0, 1, 100), Lookup::Miss);
-        bb.fill(1, 100, 30);
+        bb.fill(1, 100, 0, 30);
         assert_eq!(bb.lookup(1, 1, 100), Lookup::Ready(30)); // merged into the MSHR
         assert_eq!(bb.lookup(40, 1, 100), Lookup::Ready(41)); // hit
         assert_eq!(bb.lookup(41, 2, 100), Lookup::Miss); // another transformation re-requests
@@ -710,7 +795,7 @@ mod tests {
                                                       // Three lines mapping to one 2-way set: the first is evicted.
         let sets = 8192 / 128;
         for (i, l) in [0u64, sets, 2 * sets].iter().enumerate() {
-            bb.fill(1, *l, 10 + i as u64);
+            bb.fill(1, *l, i as u32, 10 + i as u64);
         }
         // In flight, none has taken a way yet: an access merges.
         assert_eq!(bb.lookup(9, 1, 2 * sets), Lookup::Ready(12));

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::config::OpConfig;
 use super::mem::{BlockBuffer, Lookup, MemoryConfig, Mesh, NocConfig, Port};
-use crate::program::LINE_BYTES;
+use crate::program::{Access, LINE_BYTES};
 
 /// OP's tile.
 pub(super) const OP_TILE: u32 = 0;
@@ -69,24 +69,25 @@ impl MemorySystem {
         u64::from(self.noc.hop_cycles) * u64::from(self.mesh.hops(a, b))
     }
 
-    /// Reads `line` for transformation `txn`, whose message the core on `owner_tile` built:
-    /// the cycle its data is in the Block Buffer, or `None` if no Block Buffer port is free
-    /// this cycle.
+    /// Reads the line of `acc`, access `a` of transformation `txn`'s program, whose message
+    /// the core on `owner_tile` built: the cycle its data is in the Block Buffer, or `None` if
+    /// no Block Buffer port is free this cycle.
     pub(super) fn read(
         &mut self,
         now: u64,
         txn: u64,
         owner_tile: u32,
-        line: u64,
-        region: Region,
+        a: u32,
+        acc: &Access,
         measuring: bool,
     ) -> Option<u64> {
+        let Access { line, region, .. } = *acc;
         match self.bb.lookup(now, txn, line) {
             Lookup::Ready(t) => Some(t),
             Lookup::Busy => None,
             Lookup::Miss => {
                 let ready = self.miss(now, owner_tile, line, region);
-                self.bb.fill(txn, line, ready);
+                self.bb.fill(txn, line, a, ready);
                 if measuring {
                     self.miss_latency_sum += ready - now;
                     self.misses += 1;
@@ -123,13 +124,14 @@ impl MemorySystem {
         self.port.send(reach, data_flits, true)
     }
 
-    /// Writes one output line through a Block Buffer port, out of OP's port to its home bank,
-    /// which acknowledges it once the line has crossed the port and reached it.
+    /// Writes output line `line` through a Block Buffer port, out of OP's port to its home
+    /// LLC bank (lines are interleaved over the tiles, as for a miss), which acknowledges it
+    /// once the line has crossed the port, reached it and been written into the bank.
     ///
     /// # Errors
     /// What the line waits for: a Block Buffer port (none free this cycle), or OP's port
     /// (booked more than `write_backlog_cycles` ahead).
-    pub(super) fn write_line(&mut self, now: u64) -> Result<(), WriteWait> {
+    pub(super) fn write_line(&mut self, now: u64, line: u64) -> Result<(), WriteWait> {
         // The write path's queue to the port is bounded: a line waits in the Block Buffer
         // while the port is booked too far ahead.
         if self.port.backlog(now + 1) > u64::from(self.noc.write_backlog_cycles) {
@@ -139,13 +141,12 @@ impl MemorySystem {
             return Err(WriteWait::BlockBufferPort);
         }
         let flits = self.noc.flits(LINE_BYTES as u32);
-        // Output buffers are spread over the banks like any data.
-        let home = ((now.wrapping_mul(0x9e37_79b9) >> 7) % u64::from(self.mesh.tiles())) as u32;
+        let home = (line % u64::from(self.mesh.tiles())) as u32;
         let sent = self.port.send(now + 1, flits, false);
         self.mesh.route(OP_TILE, home, flits);
         let ack = self.noc.header_flits;
-        self.port
-            .send(sent + 2 * self.hop_cycles(OP_TILE, home), ack, true);
+        let acked = sent + 2 * self.hop_cycles(OP_TILE, home) + u64::from(self.memory.llc_cycles);
+        self.port.send(acked, ack, true);
         self.mesh.route(home, OP_TILE, ack);
         Ok(())
     }
@@ -174,6 +175,20 @@ mod tests {
 
     use super::*;
 
+    /// An access of `line` in `region`.
+    fn at(line: u64, region: Region) -> Access {
+        Access {
+            line,
+            region,
+            dep: None,
+            is_schema: false,
+            depth: 0,
+            item: 0,
+            bytes: 8,
+            pointer: None,
+        }
+    }
+
     /// An idle 4×4 system whose message lines are in the LLC with probability `llc_hit` and,
     /// when they are, dirty in their builder's L1 with probability `owner_forward`.
     fn system(llc_hit: f64, owner_forward: f64) -> MemorySystem {
@@ -193,7 +208,10 @@ mod tests {
     fn a_miss_to_a_line_dirty_in_its_builder_l1_is_forwarded_to_that_core() {
         let mut m = system(1.0, 1.0);
         // Home 114, 4 hops (12) to the owner and its L1 (2): 128; 6 hops (18) back: 146.
-        assert_eq!(m.read(100, 1, 15, 5, Region::Message, true), Some(149));
+        assert_eq!(
+            m.read(100, 1, 15, 0, &at(5, Region::Message), true),
+            Some(149)
+        );
         assert_eq!((m.misses, m.miss_latency_sum), (1, 49));
         assert_eq!(m.mesh.flit_hops(), 2 + 4 + 5 * 6);
         assert_eq!((m.port.stats.flits_out, m.port.stats.flits_in), (1, 5));
@@ -203,63 +221,104 @@ mod tests {
     fn an_llc_hit_and_the_serialized_buffer_come_from_the_home_bank() {
         // Home 114, 2 hops (6) back: 120.
         let mut m = system(1.0, 0.0);
-        assert_eq!(m.read(100, 1, 15, 5, Region::Message, true), Some(123));
+        assert_eq!(
+            m.read(100, 1, 15, 0, &at(5, Region::Message), true),
+            Some(123)
+        );
         // The serialized buffer is never dirty in a core's L1 nor missing from the LLC.
         let mut m = system(0.0, 1.0);
-        assert_eq!(m.read(100, 1, 15, 5, Region::Buffer, true), Some(123));
+        assert_eq!(
+            m.read(100, 1, 15, 0, &at(5, Region::Buffer), true),
+            Some(123)
+        );
     }
 
     #[test]
     fn an_llc_miss_adds_the_memory_latency() {
         // Home 114, 45 ns at 2 GHz (90): 204; 2 hops back: 210.
         let mut m = system(0.0, 1.0);
-        assert_eq!(m.read(100, 1, 15, 5, Region::Message, true), Some(213));
+        assert_eq!(
+            m.read(100, 1, 15, 0, &at(5, Region::Message), true),
+            Some(213)
+        );
     }
 
     #[test]
     fn a_transformation_rereads_its_line_from_the_block_buffer_and_another_misses() {
         let mut m = system(1.0, 1.0);
-        assert_eq!(m.read(100, 1, 15, 5, Region::Message, true), Some(149));
+        assert_eq!(
+            m.read(100, 1, 15, 0, &at(5, Region::Message), true),
+            Some(149)
+        );
         // Still in flight: the second access waits for the same fill.
-        assert_eq!(m.read(101, 1, 15, 5, Region::Message, true), Some(149));
+        assert_eq!(
+            m.read(101, 1, 15, 0, &at(5, Region::Message), true),
+            Some(149)
+        );
         // In: one hit cycle.
-        assert_eq!(m.read(200, 1, 15, 5, Region::Message, true), Some(201));
+        assert_eq!(
+            m.read(200, 1, 15, 0, &at(5, Region::Message), true),
+            Some(201)
+        );
         // Transformation 2 does not see transformation 1's line (§4.3).
-        assert_eq!(m.read(200, 2, 15, 5, Region::Message, true), Some(249));
+        assert_eq!(
+            m.read(200, 2, 15, 0, &at(5, Region::Message), true),
+            Some(249)
+        );
         // Both Block Buffer ports are taken at cycle 200.
-        assert_eq!(m.read(200, 2, 15, 6, Region::Message, true), None);
+        assert_eq!(m.read(200, 2, 15, 0, &at(6, Region::Message), true), None);
         assert_eq!(m.misses, 2);
     }
 
     #[test]
     fn line_writes_wait_while_the_port_is_booked_past_the_write_backlog() {
         let mut m = system(1.0, 1.0);
-        assert_eq!(m.write_line(10), Ok(()));
+        assert_eq!(m.write_line(10, 5), Ok(()));
         // A line and its header leave through OP's port; an acknowledgement comes back.
         assert_eq!((m.port.stats.flits_out, m.port.stats.flits_in), (5, 1));
         // From cycle 20 the port's two links are booked for 1026 cycles, past the 1024-cycle
         // bound on the write path's queue.
         m.port.advance(20);
         m.port.send(20, 2 * 1026, false);
-        assert_eq!(m.write_line(20), Err(WriteWait::WriteBacklog));
+        assert_eq!(m.write_line(20, 5), Err(WriteWait::WriteBacklog));
         assert_eq!(m.bb.stats.writes, 1);
-        assert_eq!(m.write_line(1100), Ok(()));
+        assert_eq!(m.write_line(1100, 5), Ok(()));
         // The Block Buffer's two ports take two writes a cycle.
-        assert_eq!(m.write_line(1100), Ok(()));
-        assert_eq!(m.write_line(1100), Err(WriteWait::BlockBufferPort));
+        assert_eq!(m.write_line(1100, 6), Ok(()));
+        assert_eq!(m.write_line(1100, 7), Err(WriteWait::BlockBufferPort));
     }
 
     #[test]
     fn a_write_is_acknowledged_after_it_has_crossed_the_port() {
         // OP's port is booked full for cycles 101..=120, so a line written at cycle 100 crosses
-        // in 121..=123 (five flits over two links) instead of 101..=103. Its home is tile 8,
-        // (0, 2), two hops away: the acknowledgement is back 2 x 6 cycles after the line has
-        // crossed, at 136, not 12 cycles after the cycle the write was due to leave.
+        // in 121..=123 (five flits over two links) instead of 101..=103. Line 8's home is tile
+        // 8, (0, 2), two hops away: the acknowledgement leaves the bank after its 6-cycle
+        // access and is back 2 x 6 + 6 cycles after the line has crossed, at 142, not 18
+        // cycles after the cycle the write was due to leave.
         let mut m = system(1.0, 1.0);
         m.port.send(101, 40, false);
-        assert_eq!(m.write_line(100), Ok(()));
+        assert_eq!(m.write_line(100, 8), Ok(()));
         assert_eq!(m.port.carried_before(124), 45);
-        assert_eq!(m.port.carried_before(136), 45);
-        assert_eq!(m.port.carried_before(137), 46);
+        assert_eq!(m.port.carried_before(142), 45);
+        assert_eq!(m.port.carried_before(143), 46);
+        // Five flits two hops out, the acknowledgement two hops back.
+        assert_eq!(m.mesh.flit_hops(), 5 * 2 + 2);
+    }
+
+    #[test]
+    fn a_line_is_written_to_its_home_bank() {
+        // Line 16 lives on OP's own tile: the acknowledgement is back the bank's 6 cycles
+        // after the line has crossed the port (11..=13), at 20, and crosses no link. Line 15
+        // lives on the far corner, 6 hops away: back at 14 + 2 x 18 + 6 = 56.
+        let mut m = system(1.0, 1.0);
+        assert_eq!(m.write_line(10, 16), Ok(()));
+        assert_eq!(m.mesh.flit_hops(), 0);
+        assert_eq!(m.port.carried_before(20), 5);
+        assert_eq!(m.port.carried_before(21), 6);
+        let mut m = system(1.0, 1.0);
+        assert_eq!(m.write_line(10, 15), Ok(()));
+        assert_eq!(m.mesh.flit_hops(), 6 * 6);
+        assert_eq!(m.port.carried_before(56), 5);
+        assert_eq!(m.port.carried_before(57), 6);
     }
 }

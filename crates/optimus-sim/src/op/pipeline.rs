@@ -2,15 +2,16 @@
 //! queue and the Converter's output, and the Chunk that travels through them.
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 use super::config::OpConfig;
 use super::converter::Converter;
 use super::memsys::MemorySystem;
 use super::reader::Reader;
-use super::writer::Writer;
+use super::writer::{MessageOutput, Writer};
 
 /// A Chunk travelling from Reader to Converter to Writer.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Chunk {
     /// Transformation it belongs to.
     pub(super) txn: u64,
@@ -19,9 +20,11 @@ pub(super) struct Chunk {
     /// Output bytes this Chunk carries to the Writer: the field's on its last Chunk, or the
     /// Chunk's share of a streaming field's.
     pub(super) out_bytes: u32,
-    /// Line writes the field's output causes once this Chunk is written (see
-    /// [`super::writer::line_writes`]); shared out like `out_bytes`.
-    pub(super) out_lines: u32,
+    /// Where those bytes start in the message's output.
+    pub(super) out_from: u64,
+    /// The message's output, whose bytes `out_from..out_from + out_bytes` this Chunk
+    /// carries (the addresses the Writer writes them to).
+    pub(super) output: Option<Rc<MessageOutput>>,
     /// Last Chunk of the message.
     pub(super) last: bool,
     /// Reader context it came from.

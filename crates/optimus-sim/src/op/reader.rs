@@ -13,9 +13,10 @@ use std::rc::Rc;
 use optimus_trace::Region;
 
 use super::config::OpConfig;
+use super::mem::Eviction;
 use super::memsys::MemorySystem;
 use super::pipeline::Chunk;
-use super::writer::line_writes;
+use super::writer::MessageOutput;
 use crate::program::{Access, Item, Program};
 use crate::stats::counters;
 
@@ -156,8 +157,8 @@ pub(super) fn line_mates(p: &Program) -> Vec<Option<u32>> {
 }
 
 /// How a field whose data runs over several lines streams: its Chunks are spread evenly over
-/// the run's lines, and so are its output's line writes; the Reader requests the run a window
-/// at a time.
+/// the run's lines, and its output's bytes over its Chunks; the Reader requests the run a
+/// window at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Stream {
     /// First access of the data run; the field's accesses before it (schema entry, pointers)
@@ -240,6 +241,29 @@ fn blocked_run_ends(p: &Program) -> Vec<u32> {
     run_end
 }
 
+/// Per access: the next access of the same line in program order, the first one for the last:
+/// a ring per line, so that the accesses of a line the Block Buffer evicts are found from the
+/// one whose miss fetched it. Relocation moves every line of a region alike, so the rings hold
+/// for every copy of the program.
+fn same_line_rings(p: &Program) -> Vec<u32> {
+    let mut next: Vec<u32> = (0..p.accesses.len() as u32).collect();
+    // Per line: its first and its latest access so far.
+    let mut ends: std::collections::HashMap<u64, (u32, u32)> = Default::default();
+    for (i, a) in p.accesses.iter().enumerate() {
+        let i = i as u32;
+        ends.entry(a.line)
+            .and_modify(|(_, last)| {
+                next[*last as usize] = i;
+                *last = i;
+            })
+            .or_insert((i, i));
+    }
+    for (first, last) in ends.into_values() {
+        next[last as usize] = first;
+    }
+    next
+}
+
 /// What the Reader derives once per workload message (relocation moves whole lines, so it
 /// holds for every copy of the program).
 #[derive(Clone, Debug)]
@@ -255,8 +279,6 @@ pub(super) struct ProgramTables {
     ops_from: Vec<u32>,
     /// Per converter op of each item: the item's Chunks up to the end of the op's input.
     op_chunk_ends: Vec<u32>,
-    /// Per item: the line writes its output causes ([`line_writes`]).
-    line_writes: Vec<u32>,
     /// Per item: its Chunks, one per `chunk_bytes` of each op's input, at least one.
     chunks: Vec<u32>,
     /// Per item: how it streams, if its data spans several lines.
@@ -264,6 +286,9 @@ pub(super) struct ProgramTables {
     /// Per access: one past the run of accesses after it that wait whenever it waits on its
     /// dependence ([`blocked_run_ends`]). The issue scan skips them in one step.
     blocked_run_end: Vec<u32>,
+    /// Per access: the next access of the same line, the first one after the last
+    /// ([`same_line_rings`]).
+    next_on_line: Vec<u32>,
 }
 
 impl ProgramTables {
@@ -316,12 +341,12 @@ impl ProgramTables {
             .collect();
         let blocked_run_end = blocked_run_ends(p);
         Self {
+            next_on_line: same_line_rings(p),
             mates,
             mates_from,
             mates_of,
             ops_from,
             op_chunk_ends,
-            line_writes: line_writes(p),
             chunks,
             streams,
             blocked_run_end,
@@ -367,8 +392,14 @@ pub(super) struct Context {
     /// Tile of the core that built the message (the owner of its lines).
     owner_tile: u32,
     prog: Rc<Program>,
+    /// The message's output at the addresses this request writes, which its Chunks carry to
+    /// the Writer.
+    output: Rc<MessageOutput>,
     /// Per access: the cycle its data is in the Block Buffer.
     ready_at: Vec<u64>,
+    /// Per access: an access that depends on it has been issued, so the Reader has used its
+    /// data (the address it holds).
+    used: Vec<bool>,
     /// Per issue pass (demand, prefetch), per access (and one past the last): itself while the
     /// pass may still issue it (not issued; for the prefetch pass, one the prefetcher fetches),
     /// else a later access no further than the next such ([`Context::next_candidate`]).
@@ -428,6 +459,7 @@ impl Context {
             txn,
             owner_tile,
             ready_at: vec![NOT_ISSUED; n],
+            used: vec![false; n],
             candidate_link: [
                 (0..=n as u32).collect(),
                 (0..=n)
@@ -438,6 +470,7 @@ impl Context {
                     .collect(),
             ],
             item_issued: vec![(0, 0); prog.items.len()],
+            output: Rc::new(MessageOutput::of(&prog)),
             pending_mates: Default::default(),
             prefetched: vec![false; n],
             tables,
@@ -465,19 +498,15 @@ impl Context {
     /// is wait for nothing else to be served.
     fn issued(&mut self, a: usize, ready: u64) {
         self.ready_at[a] = ready;
+        if let Some(d) = self.prog.accesses[a].dep {
+            self.used[d as usize] = true;
+        }
         if self.tables.mates[a].is_some() {
             for pending in &mut self.pending_mates {
                 pending.remove(&(a as u32));
             }
         }
-        for &m in self.tables.mates_of(a) {
-            if self.ready_at[m as usize] == NOT_ISSUED {
-                self.pending_mates[0].insert(m);
-                if is_prefetchable(&self.prog.accesses[m as usize]) {
-                    self.pending_mates[1].insert(m);
-                }
-            }
-        }
+        self.mates_pending(a);
         for link in &mut self.candidate_link {
             link[a] = a as u32 + 1;
         }
@@ -486,6 +515,18 @@ impl Context {
         let (count, latest) = &mut self.item_issued[self.prog.accesses[a].item as usize];
         *count += 1;
         *latest = (*latest).max(ready);
+    }
+
+    /// The entries not issued yet whose line mate is `a`, issued: they may ride on its line.
+    fn mates_pending(&mut self, a: usize) {
+        for &m in self.tables.mates_of(a) {
+            if self.ready_at[m as usize] == NOT_ISSUED {
+                self.pending_mates[0].insert(m);
+                if is_prefetchable(&self.prog.accesses[m as usize]) {
+                    self.pending_mates[1].insert(m);
+                }
+            }
+        }
     }
 
     /// The first access from `a` on that issue pass `pass` may still issue (the access count
@@ -534,6 +575,69 @@ impl Context {
         let s = self.tables.stream(item)?;
         Some(s.issue_limit(if item == self.cursor { self.chunk } else { 0 }))
     }
+
+    /// Accesses before this one are the Reader's: those of the fields already read and of the
+    /// field being read, whose lines go into the Data Buffer as they arrive (§4.3); of a
+    /// streaming field, the lines up to those its next Chunk needs. Only lines fetched ahead
+    /// of it, for the fields the prefetcher reads ahead and for a streaming field's window,
+    /// stay in the Block Buffer until their field comes, and may be lost there. However few
+    /// lines the Block Buffer holds, the field being read makes progress.
+    fn used_before(&self) -> usize {
+        match (self.prog.items.get(self.cursor), self.cursor_stream) {
+            (None, _) => self.prog.accesses.len(),
+            (Some(_), Some(_)) => self.chunk_needs,
+            (Some(it), None) => it.end_access as usize,
+        }
+    }
+
+    /// The Block Buffer evicted `line`, which access `fetched_by` fetched: every access of
+    /// the line that was issued and whose data the Reader has not used yet goes back to not
+    /// issued, to be requested again. Whether any did.
+    fn line_evicted(&mut self, line: u64, fetched_by: u32) -> bool {
+        let used_before = self.used_before();
+        let mut any = false;
+        let mut b = fetched_by as usize;
+        loop {
+            if self.prog.accesses[b].line == line
+                && self.ready_at[b] != NOT_ISSUED
+                && b >= used_before
+                && !self.used[b]
+            {
+                self.unissue(b);
+                any = true;
+            }
+            b = self.tables.next_on_line[b] as usize;
+            if b == fetched_by as usize {
+                return any;
+            }
+        }
+    }
+
+    /// Access `b` goes back to not issued: the issue passes find it again, and its field waits
+    /// for it.
+    fn unissue(&mut self, b: usize) {
+        self.ready_at[b] = NOT_ISSUED;
+        self.prefetched[b] = false;
+        self.item_issued[self.prog.accesses[b].item as usize].0 -= 1;
+        // The passes scan from `scan` on, following links past issued accesses. Between `b`
+        // and `scan` every access is issued (an access sent back below `scan` takes it down),
+        // so the first one a pass may issue after any of them is at or past the later of the
+        // two: no link between them may lead further.
+        let (lo, hi) = (b.min(self.scan), b.max(self.scan));
+        let prefetchable = is_prefetchable(&self.prog.accesses[b]);
+        for (pass, link) in self.candidate_link.iter_mut().enumerate() {
+            for l in &mut link[lo..hi] {
+                *l = (*l).min(hi as u32);
+            }
+            if pass == 0 || prefetchable {
+                link[b] = b as u32;
+            }
+        }
+        self.scan = lo;
+        self.in_through = self.in_through.min(b);
+        self.quiet_until = [0; 2];
+        self.stream_wait = 0;
+    }
 }
 
 /// One pipeline's Reader.
@@ -575,6 +679,20 @@ impl Reader {
     pub(super) fn start(&mut self, slot: usize, ctx: Context) {
         debug_assert!(self.contexts[slot].is_none());
         self.contexts[slot] = Some(ctx);
+    }
+
+    /// The Block Buffer evicted `evicted`: the contexts reading their transformations send
+    /// the accesses of those lines they have not used yet back to not issued
+    /// ([`Context::line_evicted`]). Returns how many lines they will request again.
+    pub(super) fn refetch(&mut self, evicted: &[Eviction]) -> u64 {
+        let mut lines = 0;
+        for e in evicted {
+            let ctx = self.contexts.iter_mut().flatten().find(|c| c.txn == e.txn);
+            if ctx.is_some_and(|c| c.line_evicted(e.line, e.access)) {
+                lines += 1;
+            }
+        }
+        lines
     }
 
     /// The Writer took a Chunk of context `slot`.
@@ -716,25 +834,34 @@ impl Reader {
                         continue;
                     }
                     // A schema entry whose line an earlier entry already requested arrives in
-                    // the Field Buffer with that line (§4.3): no request of its own.
-                    if let Some(s) =
-                        tables.mates[a].filter(|&s| ctx.ready_at[s as usize] != NOT_ISSUED)
-                    {
-                        ctx.issued(a, ctx.ready_at[s as usize]);
+                    // the Field Buffer with that line (§4.3): no request of its own, while the
+                    // line is still in the Block Buffer or on its way.
+                    let mate = tables.mates[a].filter(|&s| ctx.ready_at[s as usize] != NOT_ISSUED);
+                    let riding = mate.and_then(|s| {
+                        let arrival = mem.bb.holds(ctx.txn, acc.line)?;
+                        Some(ctx.ready_at[s as usize].max(arrival))
+                    });
+                    let lost = mate.filter(|_| riding.is_none());
+                    if lost.is_some() {
+                        // Its line left the Block Buffer: the entry waits for a request of its
+                        // own, which the scan finds it for, not among those that ride.
+                        for pending in &mut ctx.pending_mates {
+                            pending.remove(&(a as u32));
+                        }
+                    }
+                    if let Some(ready) = riding {
+                        ctx.issued(a, ready);
                         ctx.prefetched[a] = false;
                         tried = true;
                     } else if budget > 0 {
                         tried = true;
-                        match mem.read(
-                            now,
-                            ctx.txn,
-                            ctx.owner_tile,
-                            acc.line,
-                            acc.region,
-                            measuring,
-                        ) {
+                        match mem.read(now, ctx.txn, ctx.owner_tile, a as u32, &acc, measuring) {
                             Some(ready) => {
                                 ctx.issued(a, ready);
+                                // The line is back: the other entries may ride on it again.
+                                if let Some(s) = lost {
+                                    ctx.mates_pending(s as usize);
+                                }
                                 if pass == 1 && !demand {
                                     ctx.prefetched[a] = true;
                                 } else if measuring {
@@ -807,16 +934,16 @@ impl Reader {
         }
         let last_of_field = ctx.chunk == chunks;
         if stream.is_some() || last_of_field {
-            let out_bytes = it.writes.iter().map(|w| w.2).sum();
-            let out_lines = ctx.tables.line_writes.get(ctx.cursor).copied().unwrap_or(0);
-            (chunk.out_bytes, chunk.out_lines) = match stream {
+            let (from, out_bytes) = ctx.output.item_span(ctx.cursor);
+            (chunk.out_from, chunk.out_bytes) = match stream {
                 // A streaming field's output lines fill, and leave, with its Chunks.
                 Some(s) => (
+                    from + u64::from(s.share(out_bytes, k)),
                     s.share(out_bytes, k + 1) - s.share(out_bytes, k),
-                    s.share(out_lines, k + 1) - s.share(out_lines, k),
                 ),
-                None => (out_bytes, out_lines),
+                None => (from, out_bytes),
             };
+            chunk.output = Some(Rc::clone(&ctx.output));
         }
         if last_of_field {
             if measuring {
@@ -858,8 +985,9 @@ impl Reader {
         }
         ctx.chunk_needs = ctx.cursor_stream.map_or(0, |s| s.needs(ctx.chunk));
         self.in_flight[act] += 1;
+        let last = chunk.last;
         out.push_back(chunk);
-        if chunk.last {
+        if last {
             // Reading done: the context is free for the next request (§4.6).
             self.contexts[act] = None;
         }
@@ -874,7 +1002,7 @@ mod tests {
 
     use super::*;
     use crate::op::sim::run;
-    use crate::program::{flat_trace, one_large_field};
+    use crate::program::{flat_trace, one_large_field, Access};
     use crate::workload::{named, MessageTrace, SUITE_SEED};
     use optimus_core::binary::EngineTraces as Engine;
     use optimus_trace::{Direction, Event, Format};
@@ -961,6 +1089,125 @@ mod tests {
         cfg.pipelining = true;
         let (pipelined, _) = emit_cycles_holding(&cfg, &[six_fields()], 20);
         assert_eq!(pipelined, at_once);
+    }
+
+    /// A small field, a 1 KB field (16 lines, 128 Chunks) and a small field, their schema
+    /// entries in one line; the last field's data is line 600, in set 24 of the 64.
+    fn small_large_small() -> Program {
+        let mut events = Vec::new();
+        for (k, (data, bytes, out)) in [(0x8000, 4, 0), (0x10_0000, 1024, 2), (600 * 64, 4, 1026)]
+            .into_iter()
+            .enumerate()
+        {
+            events.extend([
+                Event::SchemaRead {
+                    kind: 5,
+                    addr: 0x1000 + 16 * k as u64,
+                    size: 16,
+                },
+                Event::FieldRead {
+                    region: Region::Message,
+                    addr: data,
+                    bytes,
+                },
+                Event::Convert {
+                    op: if bytes > 4 { 1 } else { 5 },
+                    bytes,
+                },
+                Event::FieldWrite {
+                    region: Region::Buffer,
+                    addr: out,
+                    bytes: if bytes > 4 { bytes } else { 2 },
+                },
+            ]);
+        }
+        Program::from_trace(&MessageTrace {
+            events,
+            wire_bytes: 1028,
+            direction: Direction::Encode,
+        })
+    }
+
+    /// Runs a Reader prefetching `fields_ahead` fields over [`small_large_small`], its Chunks
+    /// taken at once. With `evict: Some((at, set))`, another transformation requests two lines
+    /// of `set` at cycle `at` and looks the first up again 16 cycles later, once both have
+    /// arrived: they are put in, taking the set's two ways. The Reader hears of the lines
+    /// evicted each cycle. Returns the cycles of its Chunks, the misses of its own requests
+    /// and the lines it requested again.
+    fn with_eviction(fields_ahead: u32, evict: Option<(u64, u64)>) -> (Vec<u64>, u64, u64) {
+        let mut cfg = config(1, true);
+        cfg.reader.field_buffer_entries = fields_ahead;
+        let p = small_large_small();
+        let tables = Rc::new(ProgramTables::new(&p, &cfg));
+        let mut reader = Reader::new(1);
+        let mut mem = MemorySystem::new(&cfg, ChaCha8Rng::seed_from_u64(1));
+        reader.start(0, Context::new(1, 1, Rc::new(p), tables, 0, false));
+        let other = |line| Access {
+            line,
+            region: Region::Message,
+            dep: None,
+            is_schema: false,
+            depth: 0,
+            item: 0,
+            bytes: 8,
+            pointer: None,
+        };
+        let (mut out, mut evicted) = (VecDeque::new(), Vec::new());
+        let (mut emitted, mut refetches) = (Vec::new(), 0);
+        for now in 0..400 {
+            reader.tick(now, &cfg, &mut mem, &mut out, true);
+            let lines = match evict {
+                Some((at, set)) if now == at => vec![set + 64 * 10, set + 64 * 11],
+                Some((at, set)) if now == at + 16 => vec![set + 64 * 10],
+                _ => Vec::new(),
+            };
+            for line in lines {
+                assert!(mem.read(now, 2, 1, 0, &other(line), true).is_some());
+            }
+            mem.bb.take_evictions(&mut evicted);
+            refetches += reader.refetch(&evicted);
+            for _ in out.drain(..) {
+                emitted.push(now);
+                reader.chunk_left_pipeline(0);
+            }
+        }
+        let others = if evict.is_some() { 2 } else { 0 };
+        (emitted, mem.bb.stats.misses - others, refetches)
+    }
+
+    #[test]
+    fn a_prefetched_line_lost_before_its_field_is_read_is_requested_again() {
+        // The last field's data line (600, set 24) is prefetched with the others and in long
+        // before the 1 KB field's 128 Chunks end, at 155; its Chunk leaves at 156.
+        let (emitted, misses, refetches) = with_eviction(12, None);
+        assert_eq!((emitted[128], emitted[129]), (155, 156));
+        assert_eq!((misses, refetches), (19, 0));
+        // At 130 another transformation requests two lines of set 24 (their lookups put line
+        // 600 in, the set's only line); their request flits cross at 131, their responses
+        // share the port (in at 143 and 145), and the lookup at 146 puts them in, the second
+        // evicting line 600. Told at the end of 146, the Reader requests it again at 147: a
+        // 13-cycle miss, in at 160, when the field's Chunk leaves.
+        let (emitted, misses, refetches) = with_eviction(12, Some((130, 24)));
+        assert_eq!((emitted[128], emitted[129]), (155, 160));
+        assert_eq!((misses, refetches), (20, 1));
+    }
+
+    #[test]
+    fn a_schema_entry_rides_on_its_line_mates_request_only_while_the_line_is_there() {
+        // Prefetching no field ahead, the last field's entry is read once the 1 KB field's
+        // last Chunk has left (167). It shares the schema line fetched at cycle 0, still in the
+        // Block Buffer: it rides on it, and the field's data, requested at 168, is in at 181.
+        let (emitted, misses, _) = with_eviction(1, None);
+        assert_eq!((emitted[128], emitted[129]), (167, 181));
+        assert_eq!(misses, 19);
+        // Lines are put in their sets at the first lookup after they arrive. Another
+        // transformation's lookups at 100 put in the 1 KB field's first line (16384), which
+        // evicts the schema line (64) from set 0, and then their own lines. The entry requests
+        // the schema line again at 168 (in at 181), then its data (in at 194).
+        let (emitted, misses, refetches) = with_eviction(1, Some((100, 0)));
+        assert_eq!((emitted[128], emitted[129]), (167, 194));
+        // One more miss; no refetch, as the entry had not been issued.
+        assert_eq!((misses, refetches), (20, 0));
     }
 
     #[test]
