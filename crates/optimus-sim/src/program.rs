@@ -476,6 +476,21 @@ pub(crate) fn one_large_field(bytes: u32) -> MessageTrace {
     }
 }
 
+/// An 8-byte read of `line` in `region` that depends on nothing, for the models' tests.
+#[cfg(test)]
+pub(crate) fn line_access(line: u64, region: Region) -> Access {
+    Access {
+        line,
+        region,
+        dep: None,
+        is_schema: false,
+        depth: 0,
+        item: 0,
+        bytes: 8,
+        pointer: None,
+    }
+}
+
 /// One step of [`nested_trace`]'s walk.
 #[cfg(test)]
 #[derive(Clone, Copy)]

@@ -174,20 +174,7 @@ mod tests {
     use rand_core::SeedableRng;
 
     use super::*;
-
-    /// An access of `line` in `region`.
-    fn at(line: u64, region: Region) -> Access {
-        Access {
-            line,
-            region,
-            dep: None,
-            is_schema: false,
-            depth: 0,
-            item: 0,
-            bytes: 8,
-            pointer: None,
-        }
-    }
+    use crate::program::line_access;
 
     /// An idle 4×4 system whose message lines are in the LLC with probability `llc_hit` and,
     /// when they are, dirty in their builder's L1 with probability `owner_forward`.
@@ -209,7 +196,7 @@ mod tests {
         let mut m = system(1.0, 1.0);
         // Home 114, 4 hops (12) to the owner and its L1 (2): 128; 6 hops (18) back: 146.
         assert_eq!(
-            m.read(100, 1, 15, 0, &at(5, Region::Message), true),
+            m.read(100, 1, 15, 0, &line_access(5, Region::Message), true),
             Some(149)
         );
         assert_eq!((m.misses, m.miss_latency_sum), (1, 49));
@@ -222,13 +209,13 @@ mod tests {
         // Home 114, 2 hops (6) back: 120.
         let mut m = system(1.0, 0.0);
         assert_eq!(
-            m.read(100, 1, 15, 0, &at(5, Region::Message), true),
+            m.read(100, 1, 15, 0, &line_access(5, Region::Message), true),
             Some(123)
         );
         // The serialized buffer is never dirty in a core's L1 nor missing from the LLC.
         let mut m = system(0.0, 1.0);
         assert_eq!(
-            m.read(100, 1, 15, 0, &at(5, Region::Buffer), true),
+            m.read(100, 1, 15, 0, &line_access(5, Region::Buffer), true),
             Some(123)
         );
     }
@@ -238,7 +225,7 @@ mod tests {
         // Home 114, 45 ns at 2 GHz (90): 204; 2 hops back: 210.
         let mut m = system(0.0, 1.0);
         assert_eq!(
-            m.read(100, 1, 15, 0, &at(5, Region::Message), true),
+            m.read(100, 1, 15, 0, &line_access(5, Region::Message), true),
             Some(213)
         );
     }
@@ -247,26 +234,29 @@ mod tests {
     fn a_transformation_rereads_its_line_from_the_block_buffer_and_another_misses() {
         let mut m = system(1.0, 1.0);
         assert_eq!(
-            m.read(100, 1, 15, 0, &at(5, Region::Message), true),
+            m.read(100, 1, 15, 0, &line_access(5, Region::Message), true),
             Some(149)
         );
         // Still in flight: the second access waits for the same fill.
         assert_eq!(
-            m.read(101, 1, 15, 0, &at(5, Region::Message), true),
+            m.read(101, 1, 15, 0, &line_access(5, Region::Message), true),
             Some(149)
         );
         // In: one hit cycle.
         assert_eq!(
-            m.read(200, 1, 15, 0, &at(5, Region::Message), true),
+            m.read(200, 1, 15, 0, &line_access(5, Region::Message), true),
             Some(201)
         );
         // Transformation 2 does not see transformation 1's line (§4.3).
         assert_eq!(
-            m.read(200, 2, 15, 0, &at(5, Region::Message), true),
+            m.read(200, 2, 15, 0, &line_access(5, Region::Message), true),
             Some(249)
         );
         // Both Block Buffer ports are taken at cycle 200.
-        assert_eq!(m.read(200, 2, 15, 0, &at(6, Region::Message), true), None);
+        assert_eq!(
+            m.read(200, 2, 15, 0, &line_access(6, Region::Message), true),
+            None
+        );
         assert_eq!(m.misses, 2);
     }
 

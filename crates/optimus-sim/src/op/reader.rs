@@ -1002,7 +1002,7 @@ mod tests {
 
     use super::*;
     use crate::op::sim::run;
-    use crate::program::{flat_trace, one_large_field, Access};
+    use crate::program::{flat_trace, line_access, one_large_field};
     use crate::workload::{named, MessageTrace, SUITE_SEED};
     use optimus_core::binary::EngineTraces as Engine;
     use optimus_trace::{Direction, Event, Format};
@@ -1142,16 +1142,7 @@ mod tests {
         let mut reader = Reader::new(1);
         let mut mem = MemorySystem::new(&cfg, ChaCha8Rng::seed_from_u64(1));
         reader.start(0, Context::new(1, 1, Rc::new(p), tables, 0, false));
-        let other = |line| Access {
-            line,
-            region: Region::Message,
-            dep: None,
-            is_schema: false,
-            depth: 0,
-            item: 0,
-            bytes: 8,
-            pointer: None,
-        };
+        let other = |line| line_access(line, Region::Message);
         let (mut out, mut evicted) = (VecDeque::new(), Vec::new());
         let (mut emitted, mut refetches) = (Vec::new(), 0);
         for now in 0..400 {
