@@ -289,8 +289,12 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
             let mut cfg: RpcAccConfig =
                 config_from(args.config.as_deref(), config_file::from_json)?;
             if let Some(ns) = args.pcie_ns {
-                cfg.pcie.latency_ns = ns;
-                cfg.mmio_ns = ns / 2.0;
+                // The doorbell follows the round trip (`config_file::FOLLOWERS`).
+                cfg = config_file::with_values(
+                    &cfg,
+                    &[("pcie.latency_ns", serde_json::Value::from(ns))],
+                )
+                .context("sim --pcie-ns")?;
             }
             cfg.clock_mhz = args.clock_mhz.unwrap_or(cfg.clock_mhz);
             cfg.validate().context("sim")?;

@@ -238,8 +238,8 @@ pub fn sweep<P>(
                 let ns = v
                     .as_f64()
                     .with_context(|| format!("sim --vary {name}: {PCIE_NS} takes numbers"))?;
+                // The doorbell follows the round trip (`config_file::FOLLOWERS`).
                 values.push(("pcie.latency_ns", Value::from(ns)));
-                values.push(("mmio_ns", Value::from(ns / 2.0)));
             } else {
                 values.push((axis.path.as_str(), (*v).clone()));
             }
