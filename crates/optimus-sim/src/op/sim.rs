@@ -518,6 +518,18 @@ mod tests {
         );
     }
 
+    /// OP{1,1} on a 2x2 mesh with one core on tile 1, which waits `core_gap_cycles` after
+    /// each completion, measured from cycle 0 for `measure_cycles`.
+    fn one_core_on_2x2(measure_cycles: u64, core_gap_cycles: u32) -> OpConfig {
+        let mut cfg = OpConfig::paper_4x4(1, 1);
+        cfg.noc.mesh = 2;
+        cfg.warmup_cycles = 0;
+        cfg.measure_cycles = measure_cycles;
+        cfg.dispatcher.cores = 1;
+        cfg.dispatcher.core_gap_cycles = core_gap_cycles;
+        cfg
+    }
+
     #[test]
     fn a_one_field_message_takes_the_cycles_its_path_adds_up_to() {
         // 2x2 mesh, OP on tile 0, the one core on tile 1. The schema line 67 lives on home
@@ -528,12 +540,7 @@ mod tests {
         // for the schema entry: its data is in at cycle 50, when the Reader emits the one
         // Chunk. The Converter's four stages take it through 51..=54, the Writer takes it at
         // 55 and issues its one line write at 56, when the message completes: 6 more.
-        let mut cfg = OpConfig::paper_4x4(1, 1);
-        cfg.noc.mesh = 2;
-        cfg.warmup_cycles = 0;
-        cfg.measure_cycles = 1000;
-        cfg.dispatcher.cores = 1;
-        cfg.dispatcher.core_gap_cycles = 10_000;
+        let cfg = one_core_on_2x2(1000, 10_000);
         let r = run(&cfg, &[one_field_trace(67 * 64, 514 * 64)]).unwrap();
         assert_eq!(r.stats.get("dispatcher.completed"), Some(1.0));
         assert_eq!(r.amat_cycles, 25.0);
@@ -573,12 +580,7 @@ mod tests {
             wire_bytes: 4,
             direction: Direction::Decode,
         };
-        let mut cfg = OpConfig::paper_4x4(1, 1);
-        cfg.noc.mesh = 2;
-        cfg.warmup_cycles = 0;
-        cfg.measure_cycles = 3500;
-        cfg.dispatcher.cores = 1;
-        cfg.dispatcher.core_gap_cycles = 1000;
+        let cfg = one_core_on_2x2(3500, 1000);
         let r = run(&cfg, &[trace]).unwrap();
         assert_eq!(r.stats.get("dispatcher.completed"), Some(4.0));
         assert_eq!(r.stats.get("block_buffer.misses"), Some(4.0));
