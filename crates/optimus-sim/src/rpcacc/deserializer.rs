@@ -284,6 +284,29 @@ impl DmaQueue {
     }
 }
 
+/// A one-shot lane's Temp Buffer (§III-B): the bytes it holds, the host chunk they belong
+/// to, and the DMA writes that have emptied it so far.
+#[derive(Default)]
+struct TempBuffer {
+    held: u64,
+    chunk: u64,
+    flushes: u64,
+}
+
+impl TempBuffer {
+    /// Writes what the buffer holds out over `engine`, ready `delay` after the parsing time
+    /// `now`. A lane whose parsing stops for the flush (`stalls`) then runs as far behind
+    /// its parsing as the engine is behind `now`.
+    fn flush(&mut self, engine: &mut DmaQueue, now: f64, delay: &mut f64, stalls: bool) {
+        engine.send(now + *delay, self.held as f64);
+        self.flushes += 1;
+        self.held = 0;
+        if stalls {
+            *delay = engine.free_at - now;
+        }
+    }
+}
+
 /// Deserialization throughput and latency of `m`. Throughput: the lanes parse in parallel
 /// and share the card's DMA engine over PCIe. Latency: one lane parses the message while
 /// the DMA engine sends what it has written over `link`, in order, each transfer once its
@@ -336,10 +359,7 @@ pub fn deser_times(
     let mut fbf = DmaQueue::new(link.txn_ns, link.bw_gbytes_s);
     let mut oneshot = DmaQueue::new(link.txn_ns, link.bw_gbytes_s);
     let mut card = DmaQueue::new(cfg.local_txn_ns, cfg.accel_mem.bw_gbytes_s);
-    let mut flushes = 0u64;
-    // Bytes in the Temp Buffer, and the host chunk they belong to.
-    let mut held = 0u64;
-    let mut held_chunk = 0u64;
+    let mut temp = TempBuffer::default();
     // How far the one-shot lane runs behind its parsing alone: its chunk pops, and the
     // waits for its Temp Buffer to empty ([`RpcAccConfig::flush_stalls_parsing`]). The
     // pre-allocation pops come first.
@@ -353,8 +373,9 @@ pub fn deser_times(
         for &(region, address, b) in &it.writes {
             fbf.send(end, f64::from(b));
             if to_card_memory(region) {
-                let first = accel_chunks.position(address) / chunk;
-                let last = (accel_chunks.position(address) + u64::from(b).max(1) - 1) / chunk;
+                let placed = accel_chunks.position(address);
+                let first = placed / chunk;
+                let last = (placed + u64::from(b).max(1) - 1) / chunk;
                 for c in first..=last {
                     if first_touch(&mut accel_popped, c) {
                         delay += pop;
@@ -370,38 +391,27 @@ pub fn deser_times(
                 let c = position / chunk;
                 // The Temp Buffer holds one host chunk's bytes: a DMA write lands them in
                 // their chunk before the next chunk's are appended.
-                if held > 0 && c != held_chunk {
-                    let ready = at(done) + delay;
-                    oneshot.send(ready, held as f64);
-                    flushes += 1;
-                    held = 0;
-                    if cfg.flush_stalls_parsing {
-                        delay = oneshot.free_at - at(done);
-                    }
+                if temp.held > 0 && c != temp.chunk {
+                    temp.flush(&mut oneshot, at(done), &mut delay, cfg.flush_stalls_parsing);
                 }
                 if first_touch(&mut host_popped, c) {
                     delay += pop;
                 }
-                held_chunk = c;
-                let take = left.min(buffer - held).min((c + 1) * chunk - position);
-                held += take;
+                temp.chunk = c;
+                let take = left.min(buffer - temp.held).min((c + 1) * chunk - position);
+                temp.held += take;
                 left -= take;
                 position += take;
                 done += take as f64;
-                if held == buffer {
-                    oneshot.send(at(done) + delay, buffer as f64);
-                    flushes += 1;
-                    held = 0;
-                    if cfg.flush_stalls_parsing {
-                        delay = oneshot.free_at - at(done);
-                    }
+                if temp.held == buffer {
+                    temp.flush(&mut oneshot, at(done), &mut delay, cfg.flush_stalls_parsing);
                 }
             }
         }
     }
-    if held > 0 || flushes == 0 {
-        oneshot.send(parse + delay, held as f64);
-        flushes += 1;
+    if temp.held > 0 || temp.flushes == 0 {
+        // The last, partial buffer: nothing is parsed after it to stall.
+        temp.flush(&mut oneshot, parse, &mut delay, false);
     }
     // A lane that waits for its flushes is busy until its last one has left.
     let oneshot_lane = if cfg.flush_stalls_parsing {
@@ -409,7 +419,7 @@ pub fn deser_times(
     } else {
         parse + delay
     };
-    let dma_one = flushes as f64 * cfg.dma_txn_ns + host_out / bw;
+    let dma_one = temp.flushes as f64 * cfg.dma_txn_ns + host_out / bw;
     DeserTimes {
         fbf_host_rate: rate(parse, dma_fbf),
         oneshot_host_rate: rate(oneshot_lane, dma_one.max(card_memory_ns)),
@@ -420,7 +430,7 @@ pub fn deser_times(
         output_bytes: out,
         accel_bytes,
         fbf_dma_writes: writes.len() as f64,
-        oneshot_dma_writes: flushes as f64,
+        oneshot_dma_writes: temp.flushes as f64,
     }
 }
 
