@@ -10,8 +10,9 @@
 //! field's entry.
 //!
 //! An engine that walks the objects themselves (ProtoACC's, RPCAcc's baselines) instead of
-//! Optimus Prime's instance schema must also load a sub-message's pointer from its parent's
-//! record before it can reach the sub-message: [`Access::pointer`] marks where.
+//! Optimus Prime's instance schema must also load a pointer from the message's record before
+//! it can reach a dereference field (RPCAcc §I): a sub-message, a string's or bytes'
+//! characters, a repeated field's elements. [`Access::pointer`] marks where.
 
 use optimus_trace::{class_of, ConvClass, Direction, Event, Region};
 
@@ -37,9 +38,10 @@ pub struct Access {
     pub item: u32,
     /// Bytes of this access that the trace asked for (within the line).
     pub bytes: u32,
-    /// On a sub-message's first access: the memory of the parent's record, which holds the
-    /// sub-message's pointer (an object-walking engine loads it first; Optimus Prime's schema
-    /// entry carries the address instead).
+    /// On a sub-message's first access, a string's or bytes' characters and a repeated
+    /// field's first element: the memory of the record that holds their pointer (an
+    /// object-walking engine loads it first; Optimus Prime's schema entry carries the address
+    /// instead).
     pub pointer: Option<Region>,
 }
 
@@ -96,6 +98,9 @@ impl Program {
         // A read of message or accelerator memory whose conversion has not been seen yet:
         // a payload's (bytes class) says nothing of where its record lies.
         let mut unplaced_read: Option<Region> = None;
+        // The first access of that read, and of the current field's first value.
+        let mut last_read: Option<u32> = None;
+        let mut field_values = Values::default();
         let flush = |p: &mut Program, cur: &mut Item, has_work: &mut bool, depth: u32| {
             cur.end_access = p.accesses.len() as u32;
             if *has_work || cur.end_access > cur.first_access {
@@ -128,6 +133,7 @@ impl Program {
                     note_first(&mut records, idx, &mut awaiting_first);
                     last_entry = idx;
                     last_access_in_item = idx;
+                    field_values = Values::default();
                 }
                 Event::FieldRead {
                     region,
@@ -152,12 +158,19 @@ impl Program {
                     if region != Region::Buffer {
                         last_access_in_item = idx.or(last_access_in_item);
                         unplaced_read = Some(region);
+                        last_read = idx;
                     }
                 }
                 Event::Convert { op, bytes } => {
                     let read = unplaced_read.take();
-                    if class_of(op) != ConvClass::Bytes {
+                    let class = class_of(op);
+                    if class != ConvClass::Bytes {
                         place_record(&mut records, read);
+                    }
+                    if read.is_some() {
+                        if let (Some(i), Some(r)) = (last_read.take(), records.last_mut()) {
+                            field_values.converted(i, class == ConvClass::Bytes, r);
+                        }
                     }
                     cur.converts.push((op, bytes));
                     has_work = true;
@@ -194,6 +207,7 @@ impl Program {
                     awaiting_first = false;
                     depth = depth.saturating_sub(1);
                     last_access_in_item = None;
+                    field_values = Values::default();
                 }
                 Event::MessageBegin { .. } | Event::MessageEnd { .. } => {}
             }
@@ -320,15 +334,47 @@ fn place_record(records: &mut [Record], region: Option<Region>) {
     }
 }
 
-/// What the walk has learnt of one message's record: which of its sub-messages' first
-/// accesses wait for a pointer in it, and where its data lies. A sub-message whose data all
+/// The values of one field read so far, for marking which of them an object walker reaches
+/// through a pointer in the message's record (RPCAcc §I: strings, bytes, repeated fields and
+/// sub-messages are "dereference" fields).
+#[derive(Debug, Default)]
+struct Values {
+    /// How many values of the field have been converted.
+    count: u32,
+    /// The first value's first access, unless it already waits for a pointer.
+    first_unmarked: Option<u32>,
+}
+
+impl Values {
+    /// Notes a converted value whose read starts at access `first`, in the message whose
+    /// record is `record`: a string's or bytes' characters wait for their pointer, and a
+    /// field's second value shows it repeated, so its first value waits for the pointer to
+    /// the elements (later ones hang from the same entry, and wait with it).
+    fn converted(&mut self, first: u32, is_bytes: bool, record: &mut Record) {
+        self.count += 1;
+        if is_bytes {
+            record.children.push(first);
+        } else if self.count == 1 {
+            self.first_unmarked = Some(first);
+        }
+        if self.count == 2 {
+            if let Some(f) = self.first_unmarked.take() {
+                record.children.push(f);
+            }
+        }
+    }
+}
+
+/// What the walk has learnt of one message's record: which accesses wait for a pointer in it
+/// (its sub-messages' first accesses, its dereference fields' values), and where its data
+/// lies. A sub-message whose data all
 /// lies in accelerator memory (RPCAcc's "Acc" label, which covers everything inside a labelled
 /// message) has its record there too; any other record is in host memory. A string's or
 /// bytes' characters say nothing of it: a labelled string field moves them alone, its
 /// pointer staying in a host record.
 #[derive(Debug)]
 struct Record {
-    /// First accesses of its sub-messages.
+    /// Accesses that wait for a pointer in it.
     children: Vec<u32>,
     /// Some data of it (sub-messages included) was read.
     read_any: bool,
@@ -499,6 +545,9 @@ pub(crate) enum Walk {
     Field(Region),
     /// A string of 4 characters in this memory: as [`Walk::Field`], converted by op 9.
     Text(Region),
+    /// Another value of the field just walked (a repeated field's next element): its read,
+    /// op 5 into 2 bytes, and no entry.
+    Value(Region),
     /// A sub-message field: its entry, then the sub-message is entered.
     Sub,
     /// The next element of the repeated sub-message field just left: entered again.
@@ -528,10 +577,12 @@ pub(crate) fn nested_trace(walk: &[Walk]) -> MessageTrace {
             Walk::Sub => events.extend([entry, enter]),
             Walk::Element => events.push(enter),
             Walk::Leave => events.push(Event::Leave),
-            Walk::Field(region) | Walk::Text(region) => {
+            Walk::Field(region) | Walk::Text(region) | Walk::Value(region) => {
                 let op = if matches!(step, Walk::Text(_)) { 9 } else { 5 };
+                if !matches!(step, Walk::Value(_)) {
+                    events.push(entry);
+                }
                 events.extend([
-                    entry,
                     Event::FieldRead {
                         region,
                         addr: 0x10_0000 + 64 * k as u64,
@@ -640,9 +691,10 @@ mod tests {
             walk.extend([Sub, Text(Accel), Leave, Leave]);
             let p = Program::from_trace(&nested_trace(&walk));
             let pointers: Vec<Region> = p.accesses.iter().filter_map(|a| a.pointer).collect();
+            // Mid's and Leaf's, then the string's own, in Leaf's host record.
             assert_eq!(
                 pointers,
-                [Message, Message],
+                [Message, Message, Message],
                 "Mid with a scalar: {mid_scalar}"
             );
         }
@@ -657,7 +709,55 @@ mod tests {
             Leave,
         ]));
         let pointers: Vec<Region> = p.accesses.iter().filter_map(|a| a.pointer).collect();
-        assert_eq!(pointers, [Message, Accel]);
+        assert_eq!(pointers, [Message, Accel, Message]);
+    }
+
+    #[test]
+    fn strings_and_repeated_fields_wait_for_pointers_in_their_records() {
+        use Region::{Accel, Message};
+        use Walk::{Field, Leave, Sub, Text, Value};
+        // Top { a scalar; a string; a repeated scalar of three; Sub { a scalar of one value;
+        // a string } } with the sub-message all in card memory.
+        let p = Program::from_trace(&nested_trace(&[
+            Field(Message),
+            Text(Message),
+            Field(Message),
+            Value(Message),
+            Value(Message),
+            Sub,
+            Field(Accel),
+            Text(Accel),
+            Leave,
+        ]));
+        let data: Vec<(usize, Option<Region>)> = p
+            .accesses
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| !a.is_schema || a.pointer.is_some())
+            .map(|(i, a)| (i, a.pointer))
+            .collect();
+        assert_eq!(
+            data,
+            [
+                // The scalar is in the record itself.
+                (1, None),
+                // The string's characters, through the pointer in the top record.
+                (3, Some(Message)),
+                // The repeated field's first element waits for the pointer to the elements;
+                // the others hang from the field's entry (4) with it.
+                (5, Some(Message)),
+                (6, None),
+                (7, None),
+                // The sub-message (entry 8) from its first access, through its pointer in
+                // the top record.
+                (9, Some(Message)),
+                (10, None),
+                // Its string, through the pointer in its own record, in card memory.
+                (12, Some(Accel)),
+            ]
+        );
+        assert_eq!(p.accesses[6].dep, Some(4));
+        assert_eq!(p.accesses[7].dep, Some(4));
     }
 
     #[test]

@@ -89,6 +89,14 @@ pub struct RpcAccConfig {
     /// on the calibrated messages the pointers a sub-message's reads wait for and the
     /// outstanding reads bind first: from 16 fields on it moves no target by 2 %).
     pub read_window_fields: u32,
+    /// Whether ProtoACC's serializer engine (and BF3's object copy) loads a leaf dereference
+    /// field's pointer from its record before reading its data: a string's or bytes'
+    /// characters, a repeated field's elements (RPCAcc §I: "dereference field
+    /// (strings/bytes/repeated/sub-messages)"). Default false: a sub-message's pointer is
+    /// always loaded, and with these too ProtoACC over PCIe overshoots the paper's latency
+    /// sensitivity (Fig. 2's 3.4× at 4.17×; 21 targets met instead of 26, see
+    /// docs/simulator.md), so the engine reads a leaf's data at the address its walk gives.
+    pub leaf_pointer_loads: bool,
     /// Cycles per field in the (de)serializer pipelines. Default 2.
     pub cycles_per_field: f64,
     /// Bits encoded/parsed per cycle. Default 512 (§III-C: "per-512-bit ... one cycle").
@@ -190,6 +198,7 @@ impl Default for RpcAccConfig {
             },
             max_outstanding_reads: 16,
             read_window_fields: 32,
+            leaf_pointer_loads: false,
             cycles_per_field: 2.0,
             encode_bits_per_cycle: 512.0,
             engine_bits_per_cycle: 512.0,

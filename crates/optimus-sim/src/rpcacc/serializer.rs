@@ -111,14 +111,57 @@ impl Ord for Ns {
 /// Bytes of a pointer in a message's record.
 const POINTER_BYTES: u32 = 8;
 
+/// When one link is busy delivering read data, as sorted, disjoint intervals in ns.
+#[derive(Debug, Default)]
+struct LinkTimeline {
+    busy: Vec<(f64, f64)>,
+}
+
+impl LinkTimeline {
+    /// Delivers data that is ready from `ready` and takes `duration` on the link in the first
+    /// idle time from then on; returns when it has arrived. Reads issued in time order are
+    /// delivered one after the other, in that order; a read issued out of the walk's order
+    /// fills an idle time left before reads that were computed earlier.
+    fn deliver(&mut self, ready: f64, duration: f64) -> f64 {
+        let mut start = ready;
+        // The first busy interval that ends after `ready`.
+        let mut at = self.busy.partition_point(|&(_, end)| end <= ready);
+        while let Some(&(b, e)) = self.busy.get(at) {
+            if start + duration <= b {
+                break;
+            }
+            start = start.max(e);
+            at += 1;
+        }
+        let end = start + duration;
+        // Merge with the neighbours it touches, so the list stays short.
+        if at > 0 && self.busy[at - 1].1 >= start {
+            self.busy[at - 1].1 = end;
+            if self.busy.get(at).is_some_and(|&(b, _)| b <= end) {
+                self.busy[at - 1].1 = self.busy[at].1;
+                self.busy.remove(at);
+            }
+        } else if self.busy.get(at).is_some_and(|&(b, _)| b <= end) {
+            self.busy[at].0 = start;
+        } else {
+            self.busy.insert(at, (start, end));
+        }
+        end
+    }
+}
+
 /// Time in ns for a ProtoACC-style serializer to encode `p`, reading memory over `reach`.
 /// Schema reads are served from the on-card schema table (RPCAcc §III-B) and cost nothing.
 /// The engine walks the objects in field order, depth first, and issues its reads in that
-/// order: a sub-message's fields wait for its pointer, loaded from the parent's record, a
-/// field's data for its address, and every read for the reads before it to have issued (so a
-/// sub-message's pointer load holds back the walk past it, and sibling sub-messages cost a
-/// round trip each). Reads then overlap, up to `max_outstanding_reads` in flight, and their
-/// data shares each link's bandwidth in the order they were issued.
+/// order: a sub-message's fields wait for its pointer, loaded from the parent's record, and
+/// every read for the reads before it to have issued (so a sub-message's pointer load holds
+/// back the walk past it, and sibling sub-messages cost a round trip each). With
+/// [`RpcAccConfig::leaf_pointer_loads`], a leaf dereference (a string's or bytes'
+/// characters, a repeated field's elements) has its pointer loaded in walk order too, and
+/// its data is read when the pointer returns, without holding back the walk: the walk's next
+/// step needs nothing from it. Reads then overlap, up
+/// to `max_outstanding_reads` in flight, and their data shares each link's bandwidth in the
+/// order they were issued.
 pub fn serializer_ns(cfg: &RpcAccConfig, p: &Program, reach: Reach, cycle_ns: f64) -> f64 {
     walk_ns(cfg, p, reach, cycle_ns, 0.0)
 }
@@ -137,17 +180,20 @@ pub(super) fn walk_ns(
     let mut done = vec![0.0f64; reqs.len()];
     // Per request a sub-message hangs from: when the current sub-message's pointer arrived.
     let mut pointer_done = vec![0.0f64; reqs.len()];
+    // Per request: whether that pointer is a leaf dereference's.
+    let mut leaf_pointer = vec![false; reqs.len()];
     let mut inflight: std::collections::BinaryHeap<std::cmp::Reverse<Ns>> = Default::default();
     let mut item_done = vec![0.0f64; p.items.len()];
     // Per item, when the last of its requests returns (all are issued before it is encoded).
     let mut item_ready = vec![0.0f64; p.items.len()];
-    // Per link, when it has delivered every read issued so far: reads issue in order, so
-    // their data comes back in order too.
-    let mut link_free = [0.0f64; 2];
+    // Per link, when it is busy delivering data.
+    let mut links = [LinkTimeline::default(), LinkTimeline::default()];
     // When the walker can issue its next read: once it has issued the one before.
     let mut next_issue = 0.0f64;
-    let mut read = |at: f64, region: Region, bytes: u32| {
-        let mut at = at.max(next_issue);
+    // Issues a read at `at` or later; one `in_walk` is the walk's next step, any other (a
+    // leaf dereference's data) leaves the walk's issue order alone.
+    let mut read = |at: f64, region: Region, bytes: u32, in_walk: bool| {
+        let mut at = if in_walk { at.max(next_issue) } else { at };
         while inflight.len() >= cfg.max_outstanding_reads as usize {
             let Some(std::cmp::Reverse(Ns(t))) = inflight.pop() else {
                 break;
@@ -155,12 +201,13 @@ pub(super) fn walk_ns(
             at = at.max(t);
         }
         at += issue_ns;
-        next_issue = at;
+        if in_walk {
+            next_issue = at;
+        }
         // Concurrent reads share the link's bandwidth: data returns after the latency, once
-        // the link has finished delivering earlier reads.
+        // the link has time to deliver it.
         let (i, l) = reach.link(region);
-        let fin = (at + l.latency_ns).max(link_free[i]) + f64::from(bytes) / l.bw_gbytes_s;
-        link_free[i] = fin;
+        let fin = links[i].deliver(at + l.latency_ns, f64::from(bytes) / l.bw_gbytes_s);
         inflight.push(std::cmp::Reverse(Ns(fin)));
         fin
     };
@@ -177,16 +224,20 @@ pub(super) fn walk_ns(
                 0.0
             };
             let mut at = window_open.max(r.dep.map_or(0.0, |d| done[d]));
+            let mut in_walk = true;
             if let Some(d) = r.dep {
-                if let Some(record) = r.pointer {
-                    pointer_done[d] = read(at, record, POINTER_BYTES);
+                let loads = r.is_schema || cfg.leaf_pointer_loads;
+                if let Some(record) = r.pointer.filter(|_| loads) {
+                    pointer_done[d] = read(at, record, POINTER_BYTES, true);
+                    leaf_pointer[d] = !r.is_schema;
                 }
                 at = at.max(pointer_done[d]);
+                in_walk = !leaf_pointer[d];
             }
             done[next_req] = if r.is_schema {
                 at
             } else {
-                read(at, r.region, r.bytes)
+                read(at, r.region, r.bytes, in_walk)
             };
             if let Some(ready) = item_ready.get_mut(r.item) {
                 *ready = ready.max(done[next_req]);
@@ -405,6 +456,57 @@ mod tests {
         let before = round_trips(&[top, sub[0], sub[1], sub[2]]);
         assert!((after - 2.0).abs() < 1e-3, "{after}");
         assert!((before - 2.0).abs() < 1e-3, "{before}");
+    }
+
+    #[test]
+    fn a_link_delivers_in_order_and_fills_idle_time_with_later_reads() {
+        let mut link = LinkTimeline::default();
+        // In time order: one after the other, each once ready and the link is free.
+        assert_eq!(link.deliver(10.0, 5.0), 15.0);
+        assert_eq!(link.deliver(12.0, 5.0), 20.0);
+        assert_eq!(link.deliver(40.0, 5.0), 45.0);
+        // Ready earlier than data already scheduled: the idle time 20..40 takes it.
+        assert_eq!(link.deliver(11.0, 10.0), 30.0);
+        // Too long for what is left of it (30..40): after the last.
+        assert_eq!(link.deliver(25.0, 15.0), 60.0);
+        assert_eq!(link.busy, [(10.0, 30.0), (40.0, 60.0)]);
+    }
+
+    #[test]
+    fn leaf_pointer_loads_cost_a_round_trip_per_level_and_hold_back_nothing() {
+        use crate::program::{nested_trace, Walk::*};
+        let link = LinkConfig {
+            latency_ns: 1e6,
+            bw_gbytes_s: 12.8,
+        };
+        let round_trips = |loads: bool, walk: &[crate::program::Walk]| {
+            let cfg = RpcAccConfig {
+                max_outstanding_reads: 1 << 20,
+                read_window_fields: 1 << 20,
+                leaf_pointer_loads: loads,
+                ..RpcAccConfig::default()
+            };
+            let p = Program::from_trace(&nested_trace(walk));
+            serializer_ns(&cfg, &p, Reach::One(link), 4.0) / link.latency_ns
+        };
+        let text = Text(Region::Message);
+        let field = Field(Region::Message);
+        // Without the loads a string's characters are read at once; with them, after the
+        // pointer: one more round trip, however many strings share the record.
+        for strings in 1..4 {
+            let walk = vec![text; strings];
+            assert!((round_trips(false, &walk) - 1.0).abs() < 1e-3);
+            let n = round_trips(true, &walk);
+            assert!((n - 2.0).abs() < 1e-3, "{strings}: {n}");
+        }
+        // A sub-message after a string issues its pointer load with the string's: the
+        // string's characters do not hold back the walk.
+        let n = round_trips(true, &[text, Sub, field, Leave]);
+        assert!((n - 2.0).abs() < 1e-3, "{n}");
+        // A string in a sub-message: the sub-message's pointer, the string's, its characters.
+        let n = round_trips(true, &[Sub, text, Leave]);
+        assert!((n - 3.0).abs() < 1e-3, "{n}");
+        assert!((round_trips(false, &[Sub, text, Leave]) - 2.0).abs() < 1e-3);
     }
 
     #[test]
