@@ -96,7 +96,7 @@ fn bf3_stages(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Stages {
         arm: bf3.arm.message_ns(&m.ser_trace),
         // Without per-field work: the copy precedes the serializer. The core posts each
         // read's DMA job as the walk reaches it, while earlier reads are in flight.
-        reads: walk_ns(cfg, &m.ser, Reach::One(bf3.pcie), 0.0, bf3.dma_job_ns),
+        reads: walk_ns(cfg, &m.ser, Reach::One(bf3.pcie), 0.0, [bf3.dma_job_ns; 2]),
         fetch: bf3.dma_job_ns + bf3.pcie.latency_ns + preser_bytes(m) / bf3.pcie.bw_gbytes_s,
         pre,
         pre_dsa,

@@ -163,18 +163,19 @@ impl LinkTimeline {
 /// to `max_outstanding_reads` in flight, and their data shares each link's bandwidth in the
 /// order they were issued.
 pub fn serializer_ns(cfg: &RpcAccConfig, p: &Program, reach: Reach, cycle_ns: f64) -> f64 {
-    walk_ns(cfg, p, reach, cycle_ns, 0.0)
+    walk_ns(cfg, p, reach, cycle_ns, [0.0; 2])
 }
 
-/// [`serializer_ns`] for a walker that spends `issue_ns` issuing each read (BF3's Arm core
-/// posting a DMA job): a read leaves `issue_ns` after the walker starts issuing it, and the
-/// walker starts the next once it has left.
+/// [`serializer_ns`] for a walker that spends `issue_ns[i]` issuing each read over `reach`'s
+/// link `i` (a DMA transaction of the card's engine, BF3's Arm core posting a DMA job): a
+/// read leaves that long after the walker starts issuing it, and the walker starts the next
+/// once it has left.
 pub(super) fn walk_ns(
     cfg: &RpcAccConfig,
     p: &Program,
     reach: Reach,
     cycle_ns: f64,
-    issue_ns: f64,
+    issue_ns: [f64; 2],
 ) -> f64 {
     let reqs = requests(p);
     let mut done = vec![0.0f64; reqs.len()];
@@ -200,13 +201,13 @@ pub(super) fn walk_ns(
             };
             at = at.max(t);
         }
-        at += issue_ns;
+        let (i, l) = reach.link(region);
+        at += issue_ns[i];
         if in_walk {
             next_issue = at;
         }
         // Concurrent reads share the link's bandwidth: data returns after the latency, once
         // the link has time to deliver it.
-        let (i, l) = reach.link(region);
         let fin = links[i].deliver(at + l.latency_ns, f64::from(bytes) / l.bw_gbytes_s);
         inflight.push(std::cmp::Reverse(Ns(fin)));
         fin
@@ -290,7 +291,8 @@ struct SerStages {
     dsa: f64,
     /// The card's DMA read of the pre-serialized buffer, encoded as it arrives.
     fetch: f64,
-    /// The same without the PCIe latency (a stream of messages overlaps it).
+    /// The same without the DMA transaction and the PCIe latency (a stream of messages overlaps
+    /// them).
     fetch_stream: f64,
     /// Accelerator-resident fields read and encoded from card memory.
     local: f64,
@@ -336,11 +338,21 @@ fn ser_stages(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> SerStages {
         software: cpu_ser_ns(cfg, m),
         to_nic: pcie.latency_ns + wire / pcie.bw_gbytes_s,
         to_nic_stream: wire / pcie.bw_gbytes_s,
-        engine_over_pcie: serializer_ns(cfg, &m.ser, over_pcie, cyc),
+        // Each host read is a transaction of the card's DMA engine, as each write of the
+        // deserializer is; card memory's reads cost a local transaction.
+        engine_over_pcie: walk_ns(
+            cfg,
+            &m.ser,
+            over_pcie,
+            cyc,
+            [cfg.dma_txn_ns, cfg.local_txn_ns],
+        ),
         engine_on_chip: serializer_ns(cfg, &m.ser, on_chip, cyc),
         pre,
         dsa,
-        fetch: pcie.latency_ns + fetch_stream,
+        // One transaction of the card's DMA engine (which a stream of messages overlaps with
+        // the serializer's work on the one before).
+        fetch: cfg.dma_txn_ns + pcie.latency_ns + fetch_stream,
         fetch_stream,
         local: if acc_bytes > 0.0 {
             acc.latency_ns + local_stream
@@ -596,14 +608,17 @@ mod tests {
         let cfg = crate::rpcacc::worked_example_config();
         let m = prepare("t", 0, trace.clone(), trace, 0.0);
         let t = ser_times(&cfg, &m, 250.0);
-        // ProtoACC-PCIe: the doorbell (625 ns), the field's read across PCIe (1250 ns + 4 B at
-        // 12.8 GB/s), then 2 cycles and 32 of 512 bits at 4 ns a cycle.
+        // ProtoACC-PCIe: the doorbell (625 ns), the field's read across PCIe (a 12 ns DMA
+        // transaction, 1250 ns + 4 B at 12.8 GB/s), then 2 cycles and 32 of 512 bits at 4 ns
+        // a cycle.
         let field = 2.0 * 4.0 + 32.0 / 512.0 * 4.0;
-        assert!((t.protoacc_pcie - (625.0 + 1250.0 + 4.0 / 12.8 + field)).abs() < 1e-9);
+        let read = 12.0 + 1250.0 + 4.0 / 12.8;
+        assert!((t.protoacc_pcie - (625.0 + read + field)).abs() < 1e-9);
         // RPCAcc: pre-serialization (19 instructions + 0.5 per copied byte at 1.2 IPC, 2 GHz),
         // the doorbell, one DMA read of 12 B (4 B of value, an 8 B field header).
         let pre = (19.0 + 0.5 * 4.0) / 1.2 / 2.0;
-        assert!((t.rpcacc - (pre + 625.0 + 1250.0 + 12.0 / 12.8)).abs() < 1e-9);
+        let fetch = 12.0 + 1250.0 + 12.0 / 12.8;
+        assert!((t.rpcacc - (pre + 625.0 + fetch)).abs() < 1e-9);
         // Messages in a row overlap the DMA's latency: the host's part bounds the rate.
         assert!((ser_occupancy(&cfg, &m, 250.0).rpcacc - pre).abs() < 1e-9);
     }
