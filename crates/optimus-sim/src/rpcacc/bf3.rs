@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::deserializer::{item_spans, DmaQueue};
+use super::deserializer::{item_spans, DmaQueue, COMPLETION_BYTES};
 use super::host::{preser_bytes, preser_ns};
 use super::serializer::{walk_ns, Reach};
 use super::{LinkConfig, RpcAccConfig, RpcMessage};
@@ -153,8 +153,9 @@ fn rpc_stack_ns(cfg: &RpcAccConfig) -> f64 {
 
 /// [`Bf3Deser`] of `m`. Latency: the Arm core runs the RPC stack, then decodes the fields in order (its time shared
 /// out over them as a deserializer lane's parsing is) and posts each write as a DMA job
-/// (field by field) or the staging buffer once decoded (one-shot); the engine sends them in
-/// order, and the message has landed one way after the last.
+/// (field by field) or the staging buffer once decoded (one-shot), then the completion that
+/// notifies the host; the engine sends them in order, and the host learns of the message one
+/// way after the completion.
 pub fn bf3_deser(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Deser {
     let bf3 = &cfg.bf3;
     let stack = rpc_stack_ns(cfg);
@@ -164,7 +165,7 @@ pub fn bf3_deser(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Deser {
     let bytes: f64 = writes.iter().map(|&b| f64::from(b)).sum();
     let rate = |jobs: f64| {
         let cores = (arm + jobs * bf3.dma_job_ns) / f64::from(bf3.cores);
-        let engine = jobs * bf3.dma_txn_ns + bytes / bf3.pcie.bw_gbytes_s;
+        let engine = jobs * bf3.dma_txn_ns + (bytes + COMPLETION_BYTES) / bf3.pcie.bw_gbytes_s;
         1000.0 / cores.max(engine)
     };
     let one_way = bf3.pcie.latency_ns / 2.0;
@@ -186,10 +187,13 @@ pub fn bf3_deser(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Deser {
     }
     let mut oneshot = DmaQueue::new(bf3.dma_txn_ns, bf3.pcie.bw_gbytes_s);
     oneshot.send(arm + bf3.dma_job_ns, bytes);
+    // Then the completion that notifies the host, one more job.
+    fbf.send(arm + (jobs + 1.0) * bf3.dma_job_ns, COMPLETION_BYTES);
+    oneshot.send(arm + 2.0 * bf3.dma_job_ns, COMPLETION_BYTES);
     Bf3Deser {
-        field_by_field: rate(writes.len() as f64),
-        oneshot: rate(1.0),
-        field_by_field_latency_ns: fbf.free_at.max(arm) + one_way,
+        field_by_field: rate(writes.len() as f64 + 1.0),
+        oneshot: rate(2.0),
+        field_by_field_latency_ns: fbf.free_at + one_way,
         oneshot_latency_ns: oneshot.free_at + one_way,
     }
 }
@@ -219,7 +223,8 @@ mod tests {
         let ma = pre + 625.0 + 100.0 + 1250.0 + 12.0 / 12.8 + arm;
         assert!((s.memory_affinity - ma).abs() < 1e-9);
         assert_eq!(s.dsa, s.memory_affinity);
-        // Deserialization: one write, so one job either way; the core binds.
+        // Deserialization: one write, so one job either way, and the completion's; the core
+        // binds.
         // Messages in a row: the Arm core waits for its reads; on the memory-affinity
         // designs it runs beside the host's pre-serialization of the next message.
         let o = bf3_ser_occupancy(&cfg, &m);
@@ -229,11 +234,11 @@ mod tests {
         // per ns, on the Arm core at 2 per ns.
         let stack = 850.0 * 2.4 / 2.0;
         let d = bf3_deser(&cfg, &m);
-        assert!((d.field_by_field - 1000.0 / (stack + arm + 100.0)).abs() < 1e-9);
+        assert!((d.field_by_field - 1000.0 / (stack + arm + 200.0)).abs() < 1e-9);
         assert_eq!(d.oneshot, d.field_by_field);
-        // The write of 2 B lands one way across PCIe after the stack, the decode, its job and
-        // its transaction.
-        let land = stack + arm + 100.0 + 12.0 + 2.0 / 12.8 + 625.0;
+        // The host learns of the write of 2 B one way across PCIe after the stack, the
+        // decode, the two jobs and the completion's transaction (the write's went before).
+        let land = stack + arm + 200.0 + 12.0 + 16.0 / 12.8 + 625.0;
         assert!((d.field_by_field_latency_ns - land).abs() < 1e-9);
         assert_eq!(d.oneshot_latency_ns, d.field_by_field_latency_ns);
     }
@@ -279,10 +284,10 @@ mod tests {
         let m = &suite(&cfg, &mut Engine).unwrap()[0];
         let (one, all) = (bf3_deser(&cfg, m), bf3_deser(&many, m));
         assert!(all.field_by_field > one.field_by_field);
-        // Bound by the engine: a transaction per field against one per message.
+        // Bound by the engine: a transaction per field and the completion's.
         let writes = m.deser.write_sizes().count();
         let bytes: f64 = m.deser.write_sizes().map(f64::from).sum();
-        let engine = writes as f64 * 12.0 + bytes / 12.8;
+        let engine = (writes + 1) as f64 * 12.0 + (bytes + 16.0) / 12.8;
         assert!((all.field_by_field - 1000.0 / engine).abs() < 1e-9);
     }
 }

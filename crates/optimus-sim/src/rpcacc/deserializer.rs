@@ -261,6 +261,10 @@ pub(super) fn item_spans(cfg: &RpcAccConfig, p: &Program, clock_mhz: f64) -> Vec
 
 /// One serial DMA engine (or link): each transfer starts when it is ready and the engine is
 /// free, and holds it for the transaction cost plus its bytes over the bandwidth.
+/// Bytes of the completion a deserializer writes to the host's receive ring once a message
+/// has landed (§III-B: "the accelerator then notifies the host CPU"): a descriptor.
+pub(super) const COMPLETION_BYTES: f64 = 16.0;
+
 pub(super) struct DmaQueue {
     /// When the last transfer so far has been sent (ns).
     pub free_at: f64,
@@ -420,12 +424,16 @@ pub fn deser_times(
         parse + delay
     };
     let dma_one = temp.flushes as f64 * cfg.dma_txn_ns + host_out / bw;
+    // The completion that notifies the host, written after the message's last byte.
+    let completion = cfg.dma_txn_ns + COMPLETION_BYTES / bw;
+    fbf.send(parse, COMPLETION_BYTES);
+    oneshot.send(card.free_at, COMPLETION_BYTES);
     DeserTimes {
-        fbf_host_rate: rate(parse, dma_fbf),
-        oneshot_host_rate: rate(oneshot_lane, dma_one.max(card_memory_ns)),
+        fbf_host_rate: rate(parse, dma_fbf + completion),
+        oneshot_host_rate: rate(oneshot_lane, (dma_one + completion).max(card_memory_ns)),
         fbf_local_rate: rate(parse, dma_local),
-        fbf_latency_ns: fbf.free_at.max(parse) + link.one_way_ns,
-        oneshot_latency_ns: (oneshot.free_at + link.one_way_ns).max(card.free_at),
+        fbf_latency_ns: fbf.free_at + link.one_way_ns,
+        oneshot_latency_ns: oneshot.free_at + link.one_way_ns,
         oneshot_lane_ns: oneshot_lane,
         output_bytes: out,
         accel_bytes,
@@ -442,6 +450,11 @@ mod tests {
     use crate::rpcacc::{prepare, suite, LinkConfig};
     use crate::workload::MessageTrace;
     use optimus_core::binary::EngineTraces as Engine;
+
+    /// The completion's write in the worked examples: a 12 ns transaction and 16 B at
+    /// 12.8 GB/s across PCIe; over UPI the 16 B alone at 19.2 GB/s.
+    const PCIE_COMPLETION: f64 = 12.0 + COMPLETION_BYTES / 12.8;
+    const UPI_COMPLETION: f64 = COMPLETION_BYTES / 19.2;
     #[test]
     fn oneshot_beats_field_by_field() {
         let cfg = RpcAccConfig::default();
@@ -528,12 +541,13 @@ mod tests {
         // pre-allocated chunks, the fresh one), and the wait for each flush (one buffer).
         let lane = 16.0 + 12.0 + (12.0 + 3000.0 / 12.8) + (12.0 + 2000.0 / 12.8);
         assert!((d.oneshot_lane_ns - lane).abs() < 1e-9, "{d:?}");
+        // Then the completion (12 ns + 16 B) and the crossing.
         assert!(
-            (d.oneshot_latency_ns - (lane + 625.0)).abs() < 1e-9,
+            (d.oneshot_latency_ns - (lane + PCIE_COMPLETION + 625.0)).abs() < 1e-9,
             "{d:?}"
         );
-        // The DMA engine binds the rate: two transactions and 5000 B.
-        let dma = 2.0 * 12.0 + 5000.0 / 12.8;
+        // The DMA engine binds the rate: two transactions and 5000 B, and the completion.
+        let dma = 2.0 * 12.0 + 5000.0 / 12.8 + PCIE_COMPLETION;
         assert!((d.oneshot_host_rate - 1000.0 / dma).abs() < 1e-9, "{d:?}");
         // An object larger than a chunk takes a write per chunk it spans: 8 B in the
         // pre-allocated chunk, then 9000 B over three fresh ones (4096 + 4096 + 808 B).
@@ -643,17 +657,24 @@ mod tests {
         // to card memory as their field was parsed, and bound the rate at the card memory's
         // bandwidth.
         assert_eq!((d.oneshot_dma_writes, d.accel_bytes), (1.0, 64_000.0));
+        // The completion follows the last of the writes: card memory's 64 KB, which take
+        // longer than the host's flush.
         let card = cfg.local_txn_ns + 64_000.0 / cfg.accel_mem.bw_gbytes_s;
-        let host = parse + pops + 12.0 + 1000.0 / 12.8 + 625.0;
-        assert!(parse + pops + card < host);
-        assert!((d.oneshot_latency_ns - host).abs() < 1e-9, "{d:?}");
+        let host = parse + pops + 12.0 + 1000.0 / 12.8;
+        assert!(parse + pops + card > host);
+        let landed = parse + pops + card;
+        assert!(
+            (d.oneshot_latency_ns - (landed + PCIE_COMPLETION + 625.0)).abs() < 1e-9,
+            "{d:?}"
+        );
         assert!((d.oneshot_host_rate - 1000.0 / card).abs() < 1e-9, "{d:?}");
         // Field by field, ProtoACC writes both across PCIe.
         assert_eq!((d.fbf_dma_writes, d.output_bytes), (2.0, 65_000.0));
-        assert!((d.fbf_host_rate - 1000.0 / (2.0 * 12.0 + 65_000.0 / 12.8)).abs() < 1e-9);
+        let fbf_dma = 2.0 * 12.0 + 65_000.0 / 12.8 + PCIE_COMPLETION;
+        assert!((d.fbf_host_rate - 1000.0 / fbf_dma).abs() < 1e-9);
         // Host chunks hold only host objects.
         assert_eq!(chunk_use(&cfg, &m, 250.0).used_bytes, 1000);
-        // A card memory slower than the link makes the labelled field land last.
+        // A slower card memory makes the labelled field land later still.
         let slow = RpcAccConfig {
             accel_mem: LinkConfig {
                 latency_ns: 150.0,
@@ -663,7 +684,9 @@ mod tests {
         };
         let d = deser_times(&slow, &m, DeserLink::pcie(&slow), 250.0);
         assert!(
-            (d.oneshot_latency_ns - (16.0 + pops + 1.0 + 640_000.0)).abs() < 1e-6,
+            (d.oneshot_latency_ns - (16.0 + pops + 1.0 + 640_000.0 + PCIE_COMPLETION + 625.0))
+                .abs()
+                < 1e-6,
             "{d:?}"
         );
     }
@@ -692,14 +715,14 @@ mod tests {
         m.deser.wire_bytes = 6000;
         let d = deser_times(&cfg, &m, DeserLink::pcie(&cfg), 250.0);
         let parse = 3.0 * (2.0 + 2000.0 * 8.0 / 512.0) * 4.0;
-        assert!((d.fbf_latency_ns - (parse + 12.0 + 1000.0 / 12.8 + 625.0)).abs() < 1e-9);
+        let landed = parse + 12.0 + 1000.0 / 12.8;
+        assert!((d.fbf_latency_ns - (landed + PCIE_COMPLETION + 625.0)).abs() < 1e-9);
         // One-shot pops its two pre-allocated chunks (4 ns each) and holds all 3000 B, one
         // host chunk's, in the Temp Buffer until parsing ends (§IV-E: "slightly increased
         // deserialization latency").
         let pops = 8.0;
-        assert!(
-            (d.oneshot_latency_ns - (parse + pops + 12.0 + 3000.0 / 12.8 + 625.0)).abs() < 1e-9
-        );
+        let landed = parse + pops + 12.0 + 3000.0 / 12.8;
+        assert!((d.oneshot_latency_ns - (landed + PCIE_COMPLETION + 625.0)).abs() < 1e-9);
     }
 
     #[test]
@@ -718,9 +741,11 @@ mod tests {
         // finishes its field after two flushes, and the third follows.
         let d = deser_times(&cfg, &m, DeserLink::upi(&cfg), 2000.0);
         assert_eq!(d.oneshot_dma_writes, 3.0);
-        assert!((d.oneshot_latency_ns - (parse + 5.0 * pop + 3.0 * flush + 400.0)).abs() < 1e-9);
+        let landed = parse + 5.0 * pop + 3.0 * flush;
+        assert!((d.oneshot_latency_ns - (landed + UPI_COMPLETION + 400.0)).abs() < 1e-9);
         // Field by field, the one write leaves when the field is parsed.
-        assert!((d.fbf_latency_ns - (parse + 12_288.0 / 19.2 + 400.0)).abs() < 1e-9);
+        let landed = parse + 12_288.0 / 19.2;
+        assert!((d.fbf_latency_ns - (landed + UPI_COMPLETION + 400.0)).abs() < 1e-9);
         // A full buffer that leaves while parsing goes on: parsing (98 ns) outruns UPI
         // (213 ns a flush), so the flushes queue behind each other.
         let early = RpcAccConfig {
@@ -729,9 +754,8 @@ mod tests {
         };
         // The first flush leaves once the first third is parsed and three chunks are popped.
         let d = deser_times(&early, &m, DeserLink::upi(&early), 2000.0);
-        assert!(
-            (d.oneshot_latency_ns - (parse / 3.0 + 3.0 * pop + 3.0 * flush + 400.0)).abs() < 1e-9
-        );
+        let landed = parse / 3.0 + 3.0 * pop + 3.0 * flush;
+        assert!((d.oneshot_latency_ns - (landed + UPI_COMPLETION + 400.0)).abs() < 1e-9);
     }
 
     #[test]
@@ -746,11 +770,14 @@ mod tests {
             DeserLink::pcie(&cfg),
             250.0,
         );
-        assert!((d.fbf_latency_ns - (8.0 + 100.0 * (12.0 + 40.0 / 12.8) + 625.0)).abs() < 1e-9);
-        assert!((d.oneshot_latency_ns - (800.0 + 8.0 + 12.0 + 4000.0 / 12.8 + 625.0)).abs() < 1e-9);
+        let landed = 8.0 + 100.0 * (12.0 + 40.0 / 12.8);
+        assert!((d.fbf_latency_ns - (landed + PCIE_COMPLETION + 625.0)).abs() < 1e-9);
+        let landed = 800.0 + 8.0 + 12.0 + 4000.0 / 12.8;
+        assert!((d.oneshot_latency_ns - (landed + PCIE_COMPLETION + 625.0)).abs() < 1e-9);
         // Over UPI, as §IV-E times it, a transaction costs nothing: bytes alone.
         let d = deser_times(&cfg, &deser_writes(&[40; 100]), DeserLink::upi(&cfg), 250.0);
-        assert!((d.fbf_latency_ns - (800.0 + 40.0 / 19.2 + 400.0)).abs() < 1e-9);
+        let landed = 800.0 + 40.0 / 19.2;
+        assert!((d.fbf_latency_ns - (landed + UPI_COMPLETION + 400.0)).abs() < 1e-9);
     }
 
     #[test]
@@ -764,16 +791,20 @@ mod tests {
             250.0,
         );
         // Latency, field by field: the first write leaves at 8 ns (12 ns + 1000 B / 12.8
-        // GB/s), the second after it (12 ns + 24 B), then the PCIe crossing.
-        let fbf = 8.0 + (12.0 + 1000.0 / 12.8) + (12.0 + 24.0 / 12.8) + 625.0;
+        // GB/s), the second after it (12 ns + 24 B), the completion that notifies the host
+        // (12 ns + 16 B), then the PCIe crossing.
+        let fbf = 8.0 + (12.0 + 1000.0 / 12.8) + (12.0 + 24.0 / 12.8) + PCIE_COMPLETION + 625.0;
         assert!((d.fbf_latency_ns - fbf).abs() < 1e-9, "{d:?}");
         // One-shot: two chunk pops of 4 ns (the pre-allocated host and accelerator chunks),
-        // and one Temp Buffer flush of all 1024 B after parsing.
-        assert!((d.oneshot_latency_ns - (16.0 + 8.0 + 12.0 + 1024.0 / 12.8 + 625.0)).abs() < 1e-9);
+        // and one Temp Buffer flush of all 1024 B after parsing, then the completion.
+        let landed = 16.0 + 8.0 + 12.0 + 1024.0 / 12.8;
+        assert!((d.oneshot_latency_ns - (landed + PCIE_COMPLETION + 625.0)).abs() < 1e-9);
         // Rate: four lanes parse a message every 4 ns, so the DMA engine bounds it: 12 ns a
-        // transaction (two field by field, one one-shot) plus 80 ns of bytes.
-        assert!((d.fbf_host_rate - 1000.0 / (2.0 * 12.0 + 80.0)).abs() < 1e-9);
-        assert!((d.oneshot_host_rate - 1000.0 / (12.0 + 80.0)).abs() < 1e-9);
+        // transaction (two field by field, one one-shot) plus 80 ns of bytes, and the
+        // completion.
+        let fbf_dma = 2.0 * 12.0 + 80.0 + PCIE_COMPLETION;
+        assert!((d.fbf_host_rate - 1000.0 / fbf_dma).abs() < 1e-9);
+        assert!((d.oneshot_host_rate - 1000.0 / (12.0 + 80.0 + PCIE_COMPLETION)).abs() < 1e-9);
         assert_eq!((d.fbf_dma_writes, d.oneshot_dma_writes), (2.0, 1.0));
     }
 }
