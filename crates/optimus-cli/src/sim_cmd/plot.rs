@@ -12,6 +12,7 @@ use std::path::Path;
 use anyhow::{anyhow, Context, Result};
 use optimus_sim::calibrate::{Curve, OpFigures, Row, RpcFigures};
 use optimus_sim::rpcacc::service::Load;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -44,6 +45,9 @@ const PALETTE: [RGBColor; 6] = [
 enum Kind {
     /// Model points: a coloured line with markers.
     Model,
+    /// Model points alone: coloured markers without a line (values at a single x, which a
+    /// line would join into a segment).
+    ModelPoints,
     /// Published points: black markers.
     Paper,
     /// One published value that holds over a range of x (an average over the messages, a
@@ -61,12 +65,12 @@ struct Series {
 
 impl Series {
     /// The points that can be drawn: NaN or infinite coordinates (a target the model could
-    /// not compute) are left out.
-    fn drawable(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+    /// not compute) are left out, and on a logarithmic y axis (`log_y`) so are y <= 0.
+    fn drawable(&self, log_y: bool) -> impl Iterator<Item = (f64, f64)> + '_ {
         self.points
             .iter()
             .copied()
-            .filter(|p| p.0.is_finite() && p.1.is_finite())
+            .filter(move |p| p.0.is_finite() && p.1.is_finite() && (!log_y || p.1 > 0.0))
     }
 }
 
@@ -75,6 +79,15 @@ fn model(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
         name: name.into(),
         points,
         kind: Kind::Model,
+    }
+}
+
+/// Model values drawn as markers alone, without a line between them.
+fn model_points(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+    Series {
+        name: name.into(),
+        points,
+        kind: Kind::ModelPoints,
     }
 }
 
@@ -96,7 +109,8 @@ fn paper_level(name: impl Into<String>, y: f64, xs: Range<f64>) -> Series {
 }
 
 /// A figure: axes and series. `x_names`, when not empty, names the categories at
-/// x = 0, 1, ... in place of numbers.
+/// x = 0, 1, ... in place of numbers; `log_y` draws the y axis logarithmic, for values
+/// that span decades.
 struct Figure<'a> {
     name: &'a str,
     title: &'a str,
@@ -104,6 +118,7 @@ struct Figure<'a> {
     y_label: &'a str,
     x_names: Vec<String>,
     series: Vec<Series>,
+    log_y: bool,
 }
 
 /// A figure that publishes only `(target id, baseline)` ratios of times to RPCAcc's: the
@@ -144,6 +159,19 @@ fn throughput_curves(curves: &[(String, Curve)]) -> Vec<Series> {
             )
         })
         .collect()
+}
+
+/// The throughput `curve` has at `n` pipelines, or at the nearest n it has; none if it is
+/// empty.
+fn on_curve(curve: &Curve, n: f64) -> Option<f64> {
+    curve
+        .iter()
+        .min_by(|a, b| {
+            (f64::from(a.0) - n)
+                .abs()
+                .total_cmp(&(f64::from(b.0) - n).abs())
+        })
+        .map(|p| p.1)
 }
 
 /// Where a per-core ratio puts a design whose model throughput against host cores is
@@ -190,18 +218,87 @@ fn register_font() -> Result<()> {
         .map_err(|_| anyhow!("embedded font rejected"))
 }
 
-fn bounds(series: &[Series]) -> (Range<f64>, Range<f64>) {
-    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
-    for (x, y) in series.iter().flat_map(Series::drawable) {
+/// The axes' ranges that hold every drawable point: y from 0, or on a logarithmic axis
+/// (`log_y`) between the values 1, 2 or 5 times a power of ten around the points.
+fn bounds(series: &[Series], log_y: bool) -> (Range<f64>, Range<f64>) {
+    let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut y0, mut y1) = (f64::INFINITY, 0.0f64);
+    for (x, y) in series.iter().flat_map(|s| s.drawable(log_y)) {
         x0 = x0.min(x);
         x1 = x1.max(x);
+        y0 = y0.min(y);
         y1 = y1.max(y);
     }
     if !x0.is_finite() {
         (x0, x1) = (0.0, 1.0);
     }
     let pad = ((x1 - x0) * 0.05).max(0.5);
-    (x0 - pad..x1 + pad, 0.0..(y1 * 1.12).max(1e-9))
+    let yr = if log_y {
+        log_bounds(y0, y1)
+    } else {
+        0.0..(y1 * 1.12).max(1e-9)
+    };
+    (x0 - pad..x1 + pad, yr)
+}
+
+/// `m` times 10 to the `k`, computed so that 0.3 is 3 / 10 (and not 3 × 0.1, a little
+/// over 0.3).
+fn decade(m: f64, k: i32) -> f64 {
+    if k >= 0 {
+        m * 10f64.powi(k)
+    } else {
+        m / 10f64.powi(-k)
+    }
+}
+
+/// The values 1, 2 and 5 times a power of ten, from the decade below `v`'s to the one
+/// above: the candidates for a logarithmic axis' ends.
+fn one_two_five(v: f64) -> impl Iterator<Item = f64> {
+    let k = v.log10().floor() as i32;
+    (k - 1..=k + 1).flat_map(|k| [1.0, 2.0, 5.0].map(|m| decade(m, k)))
+}
+
+/// A logarithmic y range for values from `lo` to `hi` (both positive): a tenth of room
+/// on either side, widened to 1, 2 or 5 times a power of ten, so that both ends are
+/// labelled. Without a positive value, 1 to 10.
+fn log_bounds(lo: f64, hi: f64) -> Range<f64> {
+    if !(lo > 0.0 && lo.is_finite() && hi.is_finite()) {
+        return 1.0..10.0;
+    }
+    let (lo, hi) = (lo / 1.1, hi.max(lo) * 1.1);
+    let start = one_two_five(lo)
+        .filter(|&c| c <= lo)
+        .fold(f64::NAN, f64::max);
+    let end = one_two_five(hi)
+        .filter(|&c| c >= hi)
+        .fold(f64::NAN, f64::min);
+    start..end
+}
+
+/// The ticks of a logarithmic y axis over `yr`: the labelled ones, 1, 2 and 5 times each
+/// power of ten (the powers alone past five decades, where the others would crowd), and
+/// the light grid's, every whole multiple of a power of ten.
+fn log_ticks(yr: &Range<f64>) -> (Vec<f64>, Vec<f64>) {
+    let (lo, hi) = (yr.start * (1.0 - 1e-9), yr.end * (1.0 + 1e-9));
+    let labelled: &[f64] = if (yr.end / yr.start).log10() > 5.0 {
+        &[1.0]
+    } else {
+        &[1.0, 2.0, 5.0]
+    };
+    let (mut bold, mut light) = (Vec::new(), Vec::new());
+    for k in yr.start.log10().floor() as i32..=yr.end.log10().ceil() as i32 {
+        for m in 1..=9 {
+            let v = decade(f64::from(m), k);
+            if v < lo || v > hi {
+                continue;
+            }
+            light.push(v);
+            if labelled.contains(&f64::from(m)) {
+                bold.push(v);
+            }
+        }
+    }
+    (bold, light)
 }
 
 /// An axis label: whole numbers without decimals, others with at most two.
@@ -218,13 +315,18 @@ fn tick(v: f64) -> String {
 
 /// Where the legend goes: the plot corner the series' points and lines cross least (the
 /// upper left unless another is emptier). If every corner is crossed, the y axis grows
-/// until the top band above the data holds the legend. `plot` is the plot area in pixels.
+/// until the top band above the data holds the legend. `plot` is the plot area in pixels;
+/// `log_y` says the y axis is logarithmic, so that shares of it are taken of log y.
 fn place_legend(
     series: &[Series],
     xr: &Range<f64>,
     yr: &mut Range<f64>,
     plot: (f64, f64),
+    log_y: bool,
 ) -> SeriesLabelPosition {
+    // Heights as the axis draws them: y, or ln y on a logarithmic axis.
+    let scale = |y: f64| if log_y { y.ln() } else { y };
+    let (y0, y1) = (scale(yr.start), scale(yr.end));
     // The legend's box as shares of the plot: a 20-pixel row per series, about 7.5 pixels
     // per character of its longest name beside a 40-pixel marker.
     let longest = series
@@ -236,9 +338,9 @@ fn place_legend(
     let h = ((12.0 + 20.0 * series.len() as f64) / plot.1).min(0.9);
     let mut samples = Vec::new();
     for s in series {
-        let pts: Vec<(f64, f64)> = s.drawable().collect();
+        let pts: Vec<(f64, f64)> = s.drawable(log_y).map(|(x, y)| (x, scale(y))).collect();
         samples.extend(&pts);
-        if s.kind != Kind::Paper {
+        if !matches!(s.kind, Kind::Paper | Kind::ModelPoints) {
             // Lines (model curves, paper levels): sample them between their points too.
             for p in pts.windows(2) {
                 samples.extend((1..8).map(|k| {
@@ -256,7 +358,7 @@ fn place_legend(
             .iter()
             .filter(|&&(x, y)| {
                 let fx = (x - xr.start) / (xr.end - xr.start);
-                let fy = (y - yr.start) / (yr.end - yr.start);
+                let fy = (y - y0) / (y1 - y0);
                 (if left { fx <= w } else { fx >= 1.0 - w })
                     && (if upper { fy >= 1.0 - h } else { fy <= h })
             })
@@ -276,8 +378,9 @@ fn place_legend(
     if crossed == 0 {
         return best;
     }
-    let top = samples.iter().map(|p| p.1).fold(yr.start, f64::max);
-    yr.end = yr.start + (top - yr.start) / (1.0 - h - 0.04);
+    let top = samples.iter().map(|p| p.1).fold(y0, f64::max);
+    let end = y0 + (top - y0) / (1.0 - h - 0.04);
+    yr.end = if log_y { end.exp() } else { end };
     SeriesLabelPosition::UpperLeft
 }
 
@@ -357,12 +460,21 @@ fn legend_sample<'a, DB: DrawingBackend + 'a>(
     EmptyElement::at(at) + piece(a) + piece(b) + marker.at((10, 0), size, colour)
 }
 
+/// The values the y axis labels over `yr`: plotters' choice on a linear axis, and
+/// [`log_ticks`]' labelled ones on a logarithmic one (`log_y`).
+fn y_ticks(yr: &Range<f64>, log_y: bool) -> Vec<f64> {
+    if log_y {
+        log_ticks(yr).0
+    } else {
+        RangedCoordf64::from(yr.clone()).key_points(Y_LABELS)
+    }
+}
+
 /// Pixels left of the plot for the y axis: its title, and its longest tick label (about 9
 /// pixels a character at 14 pixels), read from the labels the mesh draws over `yr`; at
 /// least 56.
-fn y_label_area(yr: &Range<f64>) -> u32 {
-    let longest = RangedCoordf64::from(yr.clone())
-        .key_points(Y_LABELS)
+fn y_label_area(yr: &Range<f64>, log_y: bool) -> u32 {
+    let longest = y_ticks(yr, log_y)
         .into_iter()
         .map(|v| tick(v).chars().count())
         .max()
@@ -373,27 +485,55 @@ fn y_label_area(yr: &Range<f64>) -> u32 {
 /// Labels the y axis of a figure holds at most (plotters' default).
 const Y_LABELS: usize = 10;
 
+/// Draws `f` on `root`: its caption, axes (y logarithmic where `f.log_y`), series and
+/// legend.
 fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, f: &Figure) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
     root.fill(&WHITE).map_err(err)?;
-    let (xr, mut yr) = bounds(&f.series);
+    let (xr, mut yr) = bounds(&f.series, f.log_y);
     let (width, height) = root.dim_in_pixel();
     // The plot area: the figure less its caption, margins and label areas.
     let plot = (
-        f64::from(width) - 24.0 - f64::from(y_label_area(&yr)),
+        f64::from(width) - 24.0 - f64::from(y_label_area(&yr, f.log_y)),
         f64::from(height) - 90.0,
     );
-    let legend = place_legend(&f.series, &xr, &mut yr, plot);
-    let mut chart = ChartBuilder::on(&root)
+    let legend = place_legend(&f.series, &xr, &mut yr, plot, f.log_y);
+    let mut builder = ChartBuilder::on(&root);
+    builder
         .caption(f.title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
-        .y_label_area_size(y_label_area(&yr))
-        .build_cartesian_2d(xr, yr)
-        .map_err(err)?;
+        .y_label_area_size(y_label_area(&yr, f.log_y));
+    if f.log_y {
+        let (labelled, grid) = log_ticks(&yr);
+        let y = yr
+            .log_scale()
+            .with_key_points(labelled)
+            .with_light_points(grid);
+        draw_chart(builder.build_cartesian_2d(xr, y).map_err(err)?, f, legend)?;
+    } else {
+        draw_chart(builder.build_cartesian_2d(xr, yr).map_err(err)?, f, legend)?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// Draws the mesh, series and legend (at `legend`) of `f` on `chart`, whatever its y
+/// axis: linear or logarithmic.
+fn draw_chart<'a, DB, Y>(
+    mut chart: ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    f: &Figure,
+    legend: SeriesLabelPosition,
+) -> Result<()>
+where
+    DB: DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
     let x_tick = |v: &f64| {
         if f.x_names.is_empty() {
             return tick(*v);
@@ -421,8 +561,17 @@ where
     let mut colour = 0;
     let mut paper_series = 0;
     for s in &f.series {
-        let pts: Vec<(f64, f64)> = s.drawable().collect();
-        if s.kind != Kind::Model {
+        let pts: Vec<(f64, f64)> = s.drawable(f.log_y).collect();
+        if s.kind == Kind::ModelPoints {
+            // The next model colour and marker, larger than a curve's, and no line.
+            let (c, _, shape) = model_style(colour);
+            colour += 1;
+            chart
+                .draw_series(pts.iter().map(|&p| shape.at(p, 6, c)))
+                .map_err(err)?
+                .label(s.name.as_str())
+                .legend(move |p| legend_sample(p, Line::None, shape, 5, c));
+        } else if s.kind != Kind::Model {
             // Each paper series has its own black marker: a cross, a triangle, a ring.
             let shape = Marker::PAPER[paper_series % Marker::PAPER.len()];
             paper_series += 1;
@@ -472,7 +621,6 @@ where
         .position(legend)
         .draw()
         .map_err(err)?;
-    root.present().map_err(err)?;
     Ok(())
 }
 
@@ -510,7 +658,7 @@ fn data(f: &Figure) -> serde_json::Value {
         .iter()
         .map(|s| {
             let kind = match s.kind {
-                Kind::Model => "model",
+                Kind::Model | Kind::ModelPoints => "model",
                 Kind::Paper => "paper",
                 Kind::PaperLevel => "paper_level",
             };
@@ -523,6 +671,7 @@ fn data(f: &Figure) -> serde_json::Value {
         "x_label": f.x_label,
         "y_label": f.y_label,
         "x_names": f.x_names,
+        "log_y": f.log_y,
         "series": series,
     })
 }
@@ -564,6 +713,7 @@ pub fn sweep_figure(dir: &Path, sweep: &super::sweep::SweepPlot) -> Result<()> {
                 .iter()
                 .map(|c| model(c.name.as_str(), c.points.clone()))
                 .collect(),
+            log_y: false,
         },
     )
 }
@@ -594,6 +744,7 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
                     .collect(),
             ),
         ],
+        log_y: false,
     };
     write(dir, &fig7)?;
     let mut fig8 = Figure {
@@ -603,6 +754,7 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
         y_label: "throughput (Gbps)",
         x_names: vec![],
         series: throughput_curves(&figs.fig8),
+        log_y: false,
     };
     // Paper, per class: the pipelines it needs for 40 Gbps, and Nested's plateau.
     for c in ["flat", "mixed", "nested"] {
@@ -628,6 +780,7 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
         y_label: "throughput (Gbps)",
         x_names: vec![],
         series: throughput_curves(&figs.fig9),
+        log_y: false,
     };
     // Table 4's 8x8 throughputs, each with the curve it belongs to.
     for (label, ids) in [
@@ -649,6 +802,27 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
             .collect();
         fig9.series.push(paper(label, pts));
     }
+    // The pipelines at which the paper's curves saturate, each on the model curve of its
+    // configuration (at that n, or the nearest n the curve has).
+    let saturation: Vec<(f64, f64)> = [
+        ("op.fig9.sat_pipelines.op_n_1.4x4", "4x4 OP{n,1}"),
+        ("op.fig9.sat_pipelines.op_n_2.4x4", "4x4 OP{n,2}"),
+        ("op.fig9.sat_pipelines.op_n_1.8x8", "8x8 OP{n,1}"),
+        ("op.fig9.sat_pipelines.op_n_4.8x8", "8x8 OP{n,4}"),
+    ]
+    .into_iter()
+    .filter_map(|(id, label)| {
+        let n = paper_value(rows, id)?;
+        let curve = &figs.fig9.iter().find(|c| c.0 == label)?.1;
+        on_curve(curve, n).map(|y| (n, y))
+    })
+    .collect();
+    if !saturation.is_empty() {
+        fig9.series.push(paper(
+            "paper: saturates at n pipelines (on its curve)",
+            saturation,
+        ));
+    }
     write(dir, &fig9)?;
     let mut fig10 = Figure {
         name: "op_fig10",
@@ -657,6 +831,7 @@ pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
         y_label: "CPU / OP DT latency (x)",
         x_names: figs.fig10.iter().map(|s| s.0.clone()).collect(),
         series: vec![model("model", categories(figs.fig10.iter().map(|s| s.1)))],
+        log_y: false,
     };
     if let Some(v) = paper_value(rows, "op.sec6_4.urlshorten.dt_latency_reduction.x") {
         fig10
@@ -691,6 +866,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         y_label: "time / time at 70 ns",
         x_names: vec![],
         series: vec![model("model, geomean", figs.latency_sweep.clone())],
+        log_y: false,
     };
     if let Some(v) = paper_value(rows, "rpcacc.fig2.ser_time_increase_70ns_to_1250ns.x") {
         fig2.series
@@ -704,6 +880,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         y_label: "speedup (x)",
         x_names: vec![],
         series: vec![],
+        log_y: false,
     };
     let mut pts: Vec<(f64, f64)> = figs
         .fig5
@@ -744,6 +921,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
                 categories(figs.fig7.iter().map(|t| t.0 / t.2)),
             ),
         ],
+        log_y: false,
     };
     let n = figs.fig7.len().saturating_sub(1) as f64;
     for (id, label) in [
@@ -787,6 +965,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
             model("ProtoACC-PCIe", curve(|p| p.2)),
             model("RPCAcc", curve(|p| p.3)),
         ],
+        log_y: false,
     };
     for (id, design, baseline) in [
         (
@@ -827,6 +1006,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
             model("model, average", categories(mean_us)),
             model("model, 99th percentile", categories(p99_us)),
         ],
+        log_y: false,
     };
     for (id, x, what, rpcacc_us) in [
         (
@@ -877,14 +1057,16 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
         series: vec![
             model("model, average", ratio(|l| l.mean_ns)),
             model("model, 99th percentile", ratio(|l| l.p99_ns)),
-            model(
-                "model at Fig. 12b's load: average, 99th percentile",
-                vec![
-                    (per_s / 1e3, loads[1].mean_ns / loads[2].mean_ns),
-                    (per_s / 1e3, loads[1].p99_ns / loads[2].p99_ns),
-                ],
+            model_points(
+                "model at Fig. 12b's load, average",
+                vec![(per_s / 1e3, loads[1].mean_ns / loads[2].mean_ns)],
+            ),
+            model_points(
+                "model at Fig. 12b's load, 99th percentile",
+                vec![(per_s / 1e3, loads[1].p99_ns / loads[2].p99_ns)],
             ),
         ],
+        log_y: false,
     };
     let ends = [
         load.first().map_or(0.0, |p| p.0 / 1e3),
@@ -916,6 +1098,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
             model("memcpy offload", bar(|b| b.1)),
             model("memcpy + encoding offload", bar(|b| b.2)),
         ],
+        log_y: false,
     };
     let hpb = figs
         .fig6
@@ -958,14 +1141,16 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
     write(dir, &fig6)?;
     // Fig. 8 publishes averages over its six benches of each design's gain over BF3 (and of
     // one design over the other); each row holds (bench, one design, another), normalized to
-    // BF3. Both panels are drawn as gains, the statistic the averages are taken of.
+    // BF3. Both panels are drawn as gains, the statistic the averages are taken of; `log_y`
+    // where one design's gains are tens of times the other's.
     let fig8 = |name,
                 title,
                 y_label,
                 gains: [Vec<f64>; 2],
                 benches: &[(String, f64, f64)],
                 designs: [&str; 2],
-                levels: Vec<(String, f64)>|
+                levels: Vec<(String, f64)>,
+                log_y: bool|
      -> Result<()> {
         let last = benches.len().saturating_sub(1) as f64;
         let [first, second] = gains;
@@ -987,6 +1172,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
                 y_label,
                 x_names: benches.iter().map(|b| b.0.clone()).collect(),
                 series,
+                log_y,
             },
         )
     };
@@ -1032,6 +1218,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
             ("BF3-MemoryAffinity", "rpcacc.fig8a.bf3_preser_reduction.x"),
             ("BF3-DSA", "rpcacc.fig8a.bf3_memcpy_additional.x"),
         ),
+        false,
     )?;
     fig8(
         "rpcacc_fig8b",
@@ -1047,6 +1234,8 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
             ("BF3-Oneshot", "rpcacc.fig8b.bf3_oneshot_deser_gain.x"),
             ("RPCAcc", "rpcacc.fig8b.rpcacc_vs_bf3_oneshot_deser.x"),
         ),
+        // RPCAcc's tens of times would squeeze BF3-Oneshot's gains flat on a linear axis.
+        true,
     )?;
     // Figs. 9 and 10 publish mean ratios over the suite's messages; each bench's paper
     // point is the model's design the ratio is taken against, scaled by it.
@@ -1065,6 +1254,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
             ),
             model("Dagger-RPCAcc", dagger_rpcacc.clone()),
         ],
+        log_y: false,
     };
     if let Some(v) = paper_value(rows, "rpcacc.fig9.dagger_rpcacc_ser_reduction.x") {
         fig9.series.push(paper(
@@ -1086,6 +1276,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
             model("RPCAcc, 2 GHz", tx(2)),
             model("ProtoACC-OnChip, 2 GHz", tx(3)),
         ],
+        log_y: false,
     };
     for (id, clock, k) in [
         ("rpcacc.fig10.onchip_tx_advantage.250mhz.x", "250 MHz", 0),
@@ -1131,6 +1322,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
                     model("with automatic field update", fig11(k)),
                     model("without", fig11(k + 1)),
                 ],
+                log_y: false,
             },
         )?;
     }
@@ -1157,6 +1349,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
                     ),
                 ],
             ),
+            log_y: false,
         },
     )?;
     // C3 publishes the worst placement's loss against the best only: the paper's worst is
@@ -1182,6 +1375,7 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
             y_label: "throughput (Gbps)",
             x_names: figs.c3.iter().map(|p| p.0.clone()).collect(),
             series,
+            log_y: false,
         },
     )
 }
@@ -1221,11 +1415,14 @@ mod tests {
 
     #[test]
     fn the_y_axis_leaves_room_for_its_longest_label() {
-        assert_eq!(y_label_area(&(0.0..10.0)), 56);
+        assert_eq!(y_label_area(&(0.0..10.0), false), 56);
         // Labels of six digits (100000, 120000, ...) need about 9 pixels each, beside the
         // axis title.
-        assert!(y_label_area(&(0.0..130_000.0)) >= 30 + 9 * 6);
-        assert!(y_label_area(&(0.0..0.013)) > 56);
+        assert!(y_label_area(&(0.0..130_000.0), false) >= 30 + 9 * 6);
+        assert!(y_label_area(&(0.0..0.013), false) > 56);
+        // On a logarithmic axis, from the labels it draws: 0.5 to 200, three characters.
+        assert_eq!(y_label_area(&(0.5..230.0), true), 30 + 9 * 3);
+        assert!(y_label_area(&(1.0..200_000.0), true) >= 30 + 9 * 6);
     }
 
     /// A sweep of one curve, to draw.
@@ -1259,6 +1456,7 @@ mod tests {
             y_label: "y",
             x_names: vec![],
             series: vec![model("m", vec![(0.0, 1.0)])],
+            log_y: false,
         };
         let backend = SVGBackend::new(path, (80, 50));
         let err = format!("{:#}", draw_file(path, backend, &f).unwrap_err());
@@ -1280,8 +1478,84 @@ mod tests {
     /// A 600 × 400 plot of `series` on x 0..10, y 0..10.
     fn placed(series: &[Series]) -> (SeriesLabelPosition, Range<f64>) {
         let mut yr = 0.0..10.0;
-        let pos = place_legend(series, &(0.0..10.0), &mut yr, (600.0, 400.0));
+        let pos = place_legend(series, &(0.0..10.0), &mut yr, (600.0, 400.0), false);
         (pos, yr)
+    }
+
+    #[test]
+    fn a_logarithmic_axis_ends_at_labelled_positive_values() {
+        // Fig. 8b's gains: 1.06 to 45, with a tenth of room either side.
+        assert_eq!(log_bounds(1.06, 45.27), 0.5..50.0);
+        assert_eq!(log_bounds(1.7, 42.0), 1.0..50.0);
+        // Exactly a label: still room beyond it.
+        assert_eq!(log_bounds(2.0, 50.0), 1.0..100.0);
+        // One value, and values under 1.
+        assert_eq!(log_bounds(3.0, 3.0), 2.0..5.0);
+        assert_eq!(log_bounds(0.013, 0.3), 0.01..0.5);
+        // Nothing positive to draw.
+        assert_eq!(log_bounds(f64::INFINITY, 0.0), 1.0..10.0);
+        // Points at or below zero are left out of a logarithmic axis' bounds.
+        let s = [model(
+            "m",
+            vec![(0.0, 0.0), (1.0, -2.0), (2.0, 4.0), (3.0, 8.0)],
+        )];
+        assert_eq!(bounds(&s, true).1, 2.0..10.0);
+        assert_eq!(bounds(&s, false).1, 0.0..8.0 * 1.12);
+    }
+
+    #[test]
+    fn a_logarithmic_axis_labels_one_two_and_five() {
+        let (labelled, grid) = log_ticks(&(0.5..230.0));
+        assert_eq!(
+            labelled,
+            [0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0]
+        );
+        // The grid: 0.5 to 0.9, 1 to 9, 10 to 90, 100 and 200.
+        assert_eq!(grid.len(), 5 + 9 + 9 + 2);
+        assert!(labelled.iter().all(|v| grid.contains(v)));
+        let labels: Vec<String> = log_ticks(&(0.01..0.5)).0.into_iter().map(tick).collect();
+        assert_eq!(labels, ["0.01", "0.02", "0.05", "0.1", "0.2", "0.5"]);
+        // Past five decades, the powers of ten alone.
+        assert_eq!(
+            log_ticks(&(1.0..2e6)).0,
+            [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6]
+        );
+    }
+
+    #[test]
+    fn the_legend_of_a_logarithmic_axis_reads_its_heights_as_drawn() {
+        // A point at 800 on 1..1000: in the upper left's band on a logarithmic axis (97 %
+        // of its height), below it on a linear one (80 %).
+        let s = [paper("p", vec![(0.5, 800.0)])];
+        let corner = |log_y| {
+            let mut yr = 1.0..1000.0;
+            let pos = place_legend(&s, &(0.0..10.0), &mut yr, (600.0, 400.0), log_y);
+            assert_eq!(yr, 1.0..1000.0);
+            pos
+        };
+        assert!(matches!(corner(true), SeriesLabelPosition::UpperRight));
+        assert!(matches!(corner(false), SeriesLabelPosition::UpperLeft));
+        // Crossing every corner, the axis grows by a share of its decades.
+        let x = model("x", vec![(0.0, 1.0), (5.0, 1000.0), (10.0, 1.0)]);
+        let flat = model("flat", vec![(0.0, 1000.0), (10.0, 1000.0)]);
+        let mut yr = 1.0..1000.0;
+        place_legend(&[x, flat], &(0.0..10.0), &mut yr, (600.0, 400.0), true);
+        let decades = yr.end.log10();
+        assert!((decades - 3.0 / (1.0 - 0.13 - 0.04)).abs() < 1e-9, "{yr:?}");
+    }
+
+    #[test]
+    fn a_saturation_point_lies_on_its_curve() {
+        let curve: Curve = vec![
+            (1, 10.0, 0.0, 0.0),
+            (2, 20.0, 0.0, 0.0),
+            (4, 30.0, 0.0, 0.0),
+        ];
+        assert_eq!(on_curve(&curve, 2.0), Some(20.0));
+        // Past the curve's end, or between its points: the nearest n.
+        assert_eq!(on_curve(&curve, 12.0), Some(30.0));
+        assert_eq!(on_curve(&curve, 3.4), Some(30.0));
+        assert_eq!(on_curve(&Vec::new(), 3.0), None);
     }
 
     #[test]
