@@ -163,7 +163,9 @@ pub fn bf3_deser(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Deser {
     let arm = stack + decode;
     let writes: Vec<u32> = m.deser.write_sizes().collect();
     let bytes: f64 = writes.iter().map(|&b| f64::from(b)).sum();
-    let rate = |jobs: f64| {
+    // Messages a second with `writes` DMA jobs of data, and the completion's.
+    let rate = |writes: f64| {
+        let jobs = writes + 1.0;
         let cores = (arm + jobs * bf3.dma_job_ns) / f64::from(bf3.cores);
         let engine = jobs * bf3.dma_txn_ns + (bytes + COMPLETION_BYTES) / bf3.pcie.bw_gbytes_s;
         1000.0 / cores.max(engine)
@@ -191,8 +193,8 @@ pub fn bf3_deser(cfg: &RpcAccConfig, m: &RpcMessage) -> Bf3Deser {
     fbf.send(arm + (jobs + 1.0) * bf3.dma_job_ns, COMPLETION_BYTES);
     oneshot.send(arm + 2.0 * bf3.dma_job_ns, COMPLETION_BYTES);
     Bf3Deser {
-        field_by_field: rate(writes.len() as f64 + 1.0),
-        oneshot: rate(2.0),
+        field_by_field: rate(writes.len() as f64),
+        oneshot: rate(1.0),
         field_by_field_latency_ns: fbf.free_at + one_way,
         oneshot_latency_ns: oneshot.free_at + one_way,
     }

@@ -259,12 +259,12 @@ pub(super) fn item_spans(cfg: &RpcAccConfig, p: &Program, clock_mhz: f64) -> Vec
         .collect()
 }
 
-/// One serial DMA engine (or link): each transfer starts when it is ready and the engine is
-/// free, and holds it for the transaction cost plus its bytes over the bandwidth.
 /// Bytes of the completion a deserializer writes to the host's receive ring once a message
 /// has landed (§III-B: "the accelerator then notifies the host CPU"): a descriptor.
 pub(super) const COMPLETION_BYTES: f64 = 16.0;
 
+/// One serial DMA engine (or link): each transfer starts when it is ready and the engine is
+/// free, and holds it for the transaction cost plus its bytes over the bandwidth.
 pub(super) struct DmaQueue {
     /// When the last transfer so far has been sent (ns).
     pub free_at: f64,

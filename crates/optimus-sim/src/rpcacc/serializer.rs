@@ -161,7 +161,7 @@ impl LinkTimeline {
 /// its data is read when the pointer returns, without holding back the walk: the walk's next
 /// step needs nothing from it. Reads then overlap, up
 /// to `max_outstanding_reads` in flight, and their data shares each link's bandwidth in the
-/// order they were issued.
+/// order they were issued, a read issued out of walk order filling the link's idle time.
 pub fn serializer_ns(cfg: &RpcAccConfig, p: &Program, reach: Reach, cycle_ns: f64) -> f64 {
     walk_ns(cfg, p, reach, cycle_ns, [0.0; 2])
 }
