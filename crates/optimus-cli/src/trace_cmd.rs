@@ -151,8 +151,14 @@ struct Job<'a> {
 
 impl Job<'_> {
     /// Traces one message into `writer`, writing the trace to `out` as it grows past
-    /// [`FLUSH_BYTES`] and whole at the message's end.
+    /// [`FLUSH_BYTES`] and whole at the message's end. A message that does not decode is
+    /// refused before any of its events are written, so the file never ends mid-message.
     fn trace(&self, bytes: &[u8], writer: &mut TraceWriter, out: &mut impl Write) -> Result<()> {
+        if self.direction == Direction::Decode {
+            // Encoding decodes the message before its first event; decoding checks it first
+            // (the engine is deterministic, so the traced decode then succeeds too).
+            binary::decode(self.schema, self.id, bytes, self.opts)?;
+        }
         let mut streaming = Streaming {
             writer,
             out,
@@ -291,5 +297,36 @@ mod tests {
         binary::trace_message(&schema, id, &bytes, Direction::Decode, &opts, &mut whole).unwrap();
         let events = optimus_trace::decode(&out.bytes).unwrap();
         assert_eq!(events.len(), whole.events.len());
+    }
+
+    #[test]
+    fn a_message_failing_past_the_flush_size_writes_none_of_its_trace() {
+        let schema =
+            SchemaSet::from_source("syntax = \"proto3\"; message B { repeated bool b = 1; }")
+                .unwrap();
+        let id = schema.message_by_name("B").unwrap();
+        // 400,000 packed bools, then a truncated tag-2 varint: the decode fails after
+        // several MiB of trace.
+        let n = 400_000;
+        let mut bytes = vec![10];
+        binary::write_length_prefix(&mut bytes, n);
+        bytes.resize(bytes.len() + n, 1);
+        bytes.extend_from_slice(&[0x10, 0x80]);
+        let labels = AccelLabels::default();
+        let opts = DecodeOptions::default();
+        let job = Job {
+            schema: &schema,
+            id,
+            direction: Direction::Decode,
+            opts: &opts,
+            labels: &labels,
+        };
+        let mut writer = TraceWriter::new();
+        let header = writer.pending_len();
+        let mut out = Pieces::default();
+        let err = job.trace(&bytes, &mut writer, &mut out).unwrap_err();
+        assert!(err.to_string().contains("at byte 400005"), "{err:#}");
+        assert!(out.bytes.is_empty(), "{} bytes written", out.bytes.len());
+        assert_eq!(writer.pending_len(), header);
     }
 }
