@@ -501,30 +501,29 @@ struct ServiceDesign {
 }
 
 /// The image service's designs: each one's host time, low-load latency, capacity with
-/// `cores` and, with a `rate`, offered utilisation and latency under a Poisson stream; warns
-/// on stderr of a stream that loads a design near its capacity ([`near_capacity`]).
+/// `cores` (the mean over the requests' avatar sizes, `service.avatar_mix`) and, with a
+/// `rate`, offered utilisation and latency under a Poisson stream; warns on stderr of a
+/// stream that loads a design near its capacity ([`near_capacity`]).
 fn service_designs(
     cfg: &RpcAccConfig,
     cores: u32,
     rate: Option<f64>,
 ) -> Result<Vec<ServiceDesign>> {
-    let msgs = service::messages(cfg, &mut EngineTraces)?;
-    let svc = service::run(cfg, &msgs);
-    let designs: Vec<ServiceDesign> = [
-        ("cpu_only", svc.cpu_only),
-        ("protoacc_pcie", svc.protoacc_pcie),
-        ("rpcacc", svc.rpcacc),
-    ]
-    .into_iter()
-    .map(|(design, d)| ServiceDesign {
-        design,
-        costs: d,
-        requests_per_s: d.rate(cores),
-        bound: d.bound(cores),
-        rho: rate.map(|r| d.utilisation(cores, r)),
-        under_load: rate.and_then(|r| d.under_load(cores, r, LOAD_REQUESTS, cfg.seed)),
-    })
-    .collect();
+    let mix = service::mix(cfg, &mut EngineTraces)?;
+    let designs: Vec<ServiceDesign> = ["cpu_only", "protoacc_pcie", "rpcacc"]
+        .into_iter()
+        .zip(mix.mean.designs())
+        .zip(mix.variants())
+        .map(|((design, d), variants)| ServiceDesign {
+            design,
+            costs: d,
+            requests_per_s: d.rate(cores),
+            bound: d.bound(cores),
+            rho: rate.map(|r| d.utilisation(cores, r)),
+            under_load: rate
+                .and_then(|r| service::under_load(&variants, cores, r, LOAD_REQUESTS, cfg.seed)),
+        })
+        .collect();
     if let Some(r) = rate {
         for warning in near_capacity(cores, r, &designs) {
             eprintln!("{warning}");
@@ -630,6 +629,19 @@ fn print_image_service(
         "image-compression service (RPCAcc §IV-H), {cores} host core(s), PCIe round trip {} ns",
         cfg.pcie.latency_ns
     )?;
+    let mix = &cfg.service.avatar_mix;
+    if !mix.is_empty() {
+        let total: f64 = mix.iter().map(|a| a.share).sum();
+        let sizes: Vec<String> = mix
+            .iter()
+            .map(|a| format!("{} B ({:.1} %)", a.bytes, 100.0 * a.share / total))
+            .collect();
+        writeln!(
+            out,
+            "requests' avatars: {}; per-request columns are means",
+            sizes.join(", ")
+        )?;
+    }
     if let Some(r) = rate {
         writeln!(out, "under load: a Poisson stream of {r} requests/s")?;
     }

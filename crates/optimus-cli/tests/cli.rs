@@ -334,6 +334,39 @@ fn the_image_service_runs_under_a_load() {
         );
         assert!(a["host_ns"].as_f64() < b["host_ns"].as_f64(), "{a} {b}");
     }
+    // A mix of 8 KiB and 32 KiB avatars, three to one: every design's mean cost lies
+    // between the two sizes', and the text names the shares.
+    std::fs::write(
+        &path,
+        br#"{"service": {"avatar_mix": [{"bytes": 8192, "share": 3}, {"bytes": 32768, "share": 1}]}}"#,
+    )
+    .unwrap();
+    let mixed = run(&["--config", file]);
+    for name in ["cpu_only", "protoacc_pcie", "rpcacc"] {
+        let host = |r: &serde_json::Value| design(r, name)["host_ns"].as_f64().unwrap();
+        let (lo, mid, hi) = (host(&small), host(&mixed), host(&idle));
+        assert!(
+            (mid - (0.75 * lo + 0.25 * hi)).abs() < 1e-6 * hi,
+            "{lo} {mid} {hi}"
+        );
+    }
+    let text = optimus(
+        &[
+            "sim",
+            "--accel",
+            "rpcacc",
+            "--workload",
+            "image-service",
+            "--config",
+            file,
+        ],
+        b"",
+    );
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("8192 B (75.0 %), 32768 B (25.0 %)"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
     std::fs::write(&path, br#"{"service": {"avatar_bytes": 1000000000}}"#).unwrap();
     let huge = optimus(
         &[

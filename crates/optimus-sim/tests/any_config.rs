@@ -211,8 +211,16 @@ proptest! {
         cores in 1u32..64,
         rate in 1.0f64..1e6,
         note_in_card_memory in any::<bool>(),
+        small_share in proptest::option::of(1e-9f64..1e12),
     ) {
-        let Some(cfg) = vary(&RpcAccConfig::default(), &picks) else { return Ok(()) };
+        let Some(mut cfg) = vary(&RpcAccConfig::default(), &picks) else { return Ok(()) };
+        if let Some(share) = small_share {
+            // The service's requests: the config's avatar and a 1 KiB one in any proportion.
+            cfg.service.avatar_mix = vec![
+                service::AvatarShare { bytes: cfg.service.avatar_bytes, share: 1.0 },
+                service::AvatarShare { bytes: 1024, share },
+            ];
+        }
         if cfg.validate().is_err() {
             return Ok(());
         }
@@ -225,11 +233,12 @@ proptest! {
         }
         finite_stats(&r.stats)?;
 
-        let svc = service::run(&cfg, &service::messages(&cfg, &mut Engine).unwrap());
+        let mix = service::mix(&cfg, &mut Engine).unwrap();
+        let svc = mix.mean;
         finite("service", &[svc.preser_skip_ns, svc.preser_noskip_ns])?;
-        for d in [svc.cpu_only, svc.protoacc_pcie, svc.rpcacc] {
+        for (d, variants) in svc.designs().into_iter().zip(mix.variants()) {
             finite("service design", &[d.host_ns, d.latency_ns, d.cap_ns, d.rate(cores)])?;
-            if let Some(l) = d.under_load(cores, rate, 2_000, cfg.seed) {
+            if let Some(l) = service::under_load(&variants, cores, rate, 2_000, cfg.seed) {
                 finite("service under load", &[l.mean_ns, l.p99_ns])?;
             }
         }

@@ -59,8 +59,9 @@ pub struct RpcFigures {
 /// runs when [`LoadSweep::points`] is called, not with every reproduction.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct LoadSweep {
-    /// `[ProtoACC-PCIe, RPCAcc]` per request.
-    designs: [service::Design; 2],
+    /// `[ProtoACC-PCIe, RPCAcc]`: per avatar size, its share and cost
+    /// ([`service::Mix::variants`]).
+    designs: [Vec<(f64, service::Design)>; 2],
     /// Host cores.
     pub cores: u32,
     /// Seed of the arrivals.
@@ -80,12 +81,13 @@ impl LoadSweep {
     /// either design cannot sustain is left out.
     pub fn points(&self) -> Vec<(f64, [service::Load; 2])> {
         let [pcie, rpcacc] = &self.designs;
-        let top = service::NEAR_CAPACITY_RHO * pcie.rate(self.cores);
+        let top = service::NEAR_CAPACITY_RHO * service::Design::mean(pcie).rate(self.cores);
         (1..=LOAD_POINTS)
             .filter_map(|k| {
                 let per_s = top * k as f64 / LOAD_POINTS as f64;
-                let at =
-                    |d: &service::Design| d.under_load(self.cores, per_s, LOAD_REQUESTS, self.seed);
+                let at = |v: &[(f64, service::Design)]| {
+                    service::under_load(v, self.cores, per_s, LOAD_REQUESTS, self.seed)
+                };
                 Some((per_s, [at(pcie)?, at(rpcacc)?]))
             })
             .collect()
@@ -174,7 +176,8 @@ pub fn reproduce_rpcacc_with(
          h: &[rpcacc::HostCycles],
          f: fn(&rpcacc::HostCycles) -> f64| { mean(bars(msgs, h, f).iter().map(|b| b.1)) };
     let svc_msgs = service::messages(&cfg, source)?;
-    let svc = service::run(&cfg, &svc_msgs);
+    let mix = service::mix(&cfg, source)?;
+    let svc = mix.mean;
     let gateway = gateway::run(&cfg, source)?;
     // Fig. 11 (§IV-G): "After the 3rd request finishes, we set the compute unit as
     // unavailable" (a, the avatar labelled "Acc"); in (b) it is unavailable "at the beginning
@@ -368,7 +371,7 @@ pub fn reproduce_rpcacc_with(
                 .map(|b| (columns[0][b].0.clone(), columns.each_ref().map(|c| c[b].1)))
                 .collect()
         },
-        fig12b: svc
+        fig12b: mix
             .under_same_load(
                 cfg.service.max_cores,
                 cfg.service.same_load_share,
@@ -383,7 +386,10 @@ pub fn reproduce_rpcacc_with(
                 ),
             })?,
         fig12b_load: LoadSweep {
-            designs: [svc.protoacc_pcie, svc.rpcacc],
+            designs: {
+                let [_, pcie, rpcacc] = mix.variants();
+                [pcie, rpcacc]
+            },
             cores: cfg.service.max_cores,
             seed: cfg.seed,
         },

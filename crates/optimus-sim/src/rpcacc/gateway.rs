@@ -147,6 +147,33 @@ impl Occupancy {
     pub fn bound(&self) -> (&'static str, f64) {
         busiest(self.named())
     }
+
+    /// The time of the resource named `name` (as [`Occupancy::named`] names it; 0 for any
+    /// other name).
+    pub fn of(&self, name: &str) -> f64 {
+        self.named()
+            .into_iter()
+            .find(|r| r.0 == name)
+            .map_or(0.0, |r| r.1)
+    }
+
+    /// Resource by resource, the sum of `parts`' times each weighted by its share: the mean
+    /// time per request of a mix of requests whose shares sum to 1.
+    pub fn weighted(parts: impl IntoIterator<Item = (f64, Occupancy)>) -> Self {
+        parts
+            .into_iter()
+            .fold(Self::default(), |sum, (w, o)| Occupancy {
+                host_cores: sum.host_cores + w * o.host_cores,
+                memcpy_engine: sum.memcpy_engine + w * o.memcpy_engine,
+                line_in: sum.line_in + w * o.line_in,
+                line_out: sum.line_out + w * o.line_out,
+                deserializer: sum.deserializer + w * o.deserializer,
+                pcie_to_host: sum.pcie_to_host + w * o.pcie_to_host,
+                pcie_to_card: sum.pcie_to_card + w * o.pcie_to_card,
+                compute_unit: sum.compute_unit + w * o.compute_unit,
+                serializer: sum.serializer + w * o.serializer,
+            })
+    }
 }
 
 /// The gateway with one placement of the packet's fields.

@@ -36,7 +36,7 @@
 //! across PCIe, RPCAcc's fetch of the pre-serialized buffer and reads of card memory) and
 //! RPCAcc's memcpy engine; [`Design::cap_by`] names it. A request's latency at low load is
 //! the sum of its stages; [`Design::under_load`] adds the queueing of a Poisson stream of
-//! requests and gives the stream's offered utilisation, and [`Service::under_same_load`]
+//! requests and gives the stream's offered utilisation, and [`Mix::under_same_load`]
 //! offers one stream to all three designs (Fig. 12b).
 
 use std::cmp::{Ordering, Reverse};
@@ -48,11 +48,14 @@ use serde::{Deserialize, Serialize};
 
 use optimus_trace::Direction;
 
+use super::gateway::Occupancy;
 use super::{
     deser_times, host::preser_bytes, memaff_card_occupancy, prepare, preser_ns, rpc_layer,
     ser_occupancy, ser_times, DeserLink, RpcAccConfig, RpcMessage,
 };
-use crate::error::{check_non_negative, check_positive, config_err, Result};
+use crate::error::{
+    check_non_negative, check_positive, config_err, Result, PARAM_MAX, PARAM_MIN_POSITIVE,
+};
 use crate::program::Program;
 use crate::workload::{image, trace_messages, TraceSource};
 
@@ -91,7 +94,7 @@ pub struct ServiceConfig {
     pub max_cores: u32,
     /// Fig. 12b compares the designs "under the same throughput" (§IV-H): one Poisson
     /// stream at this share of the slowest design's rate with `max_cores` host cores, offered
-    /// to all three ([`Service::under_same_load`]). Default 0.5: every design carries it and
+    /// to all three ([`Mix::under_same_load`]). Default 0.5: every design carries it and
     /// none runs near its capacity; the paper does not give the rate. Between 0 and 1.
     pub same_load_share: f64,
     /// Whether ProtoACC-PCIe's core waits for its serializer's completion before it takes
@@ -104,6 +107,23 @@ pub struct ServiceConfig {
     /// above (see docs/simulator.md). RPCAcc's core never waits: pre-serialization has
     /// already copied its fields into the DMA-safe buffer (§III-C).
     pub wait_for_accel_serializer: bool,
+    /// Requests of several avatar sizes: each request carries one of these sizes, drawn with
+    /// the probability of its share (the shares are relative: they are divided by their sum).
+    /// Empty (the default): every request carries `avatar_bytes`, as the paper gives no
+    /// distribution. The load runs, capacities and per-request means of `sim --workload
+    /// image-service` and of Fig. 12 and §IV-H's targets take the mix ([`Mix`]); Fig. 11's
+    /// sequences keep `avatar_bytes`. At most [`ServiceConfig::MAX_MIX_SIZES`] sizes.
+    pub avatar_mix: Vec<AvatarShare>,
+}
+
+/// One avatar size of [`ServiceConfig::avatar_mix`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AvatarShare {
+    /// Raw avatar bytes, as [`ServiceConfig::avatar_bytes`].
+    pub bytes: u32,
+    /// The share of requests that carry it, relative to the other sizes' (positive).
+    pub share: f64,
 }
 
 impl Default for ServiceConfig {
@@ -119,6 +139,7 @@ impl Default for ServiceConfig {
             max_cores: 16,
             same_load_share: 0.5,
             wait_for_accel_serializer: false,
+            avatar_mix: Vec::new(),
         }
     }
 }
@@ -132,22 +153,15 @@ impl ServiceConfig {
     /// model builds each request as a real message, so this bounds what it allocates.
     pub const MAX_AVATAR_BYTES: u32 = 64 << 20;
 
+    /// The most sizes [`ServiceConfig::avatar_mix`] may list: the model traces the messages
+    /// of each size, one size at a time.
+    pub const MAX_MIX_SIZES: usize = 64;
+
     /// Checks parameters.
     ///
     /// # Errors
     /// [`crate::SimError::Config`] naming the field.
     pub fn validate(&self, component: &'static str) -> Result<()> {
-        if !(1..=Self::MAX_AVATAR_BYTES).contains(&self.avatar_bytes) {
-            return Err(config_err(
-                component,
-                "avatar_bytes",
-                format!(
-                    "must be 1..={} bytes, got {}",
-                    Self::MAX_AVATAR_BYTES,
-                    self.avatar_bytes
-                ),
-            ));
-        }
         check_positive(
             component,
             &[
@@ -178,15 +192,63 @@ impl ServiceConfig {
                 (self.mmio_core_ns, "mmio_core_ns"),
             ],
         )?;
-        let image = f64::from(self.avatar_bytes) / self.compression_ratio;
+        self.check_avatar(component, "avatar_bytes", "", self.avatar_bytes)?;
+        if self.avatar_mix.len() > Self::MAX_MIX_SIZES {
+            return Err(config_err(
+                component,
+                "avatar_mix",
+                format!(
+                    "lists {} sizes, more than {}",
+                    self.avatar_mix.len(),
+                    Self::MAX_MIX_SIZES
+                ),
+            ));
+        }
+        for (i, size) in self.avatar_mix.iter().enumerate() {
+            let which = format!("size {i}: ");
+            self.check_avatar(component, "avatar_mix", &which, size.bytes)?;
+            if !(PARAM_MIN_POSITIVE..=PARAM_MAX).contains(&size.share) {
+                return Err(config_err(
+                    component,
+                    "avatar_mix",
+                    format!(
+                        "{which}share must be {PARAM_MIN_POSITIVE:e} to {PARAM_MAX:e}, got {}",
+                        size.share
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks an avatar of `bytes` (the config's `field`, `which` naming a size of a mix):
+    /// 1 byte to [`ServiceConfig::MAX_AVATAR_BYTES`], and an image of at most as many after
+    /// `compression_ratio`.
+    fn check_avatar(
+        &self,
+        component: &'static str,
+        field: &'static str,
+        which: &str,
+        bytes: u32,
+    ) -> Result<()> {
+        if !(1..=Self::MAX_AVATAR_BYTES).contains(&bytes) {
+            return Err(config_err(
+                component,
+                field,
+                format!(
+                    "{which}must be 1..={} bytes, got {bytes}",
+                    Self::MAX_AVATAR_BYTES
+                ),
+            ));
+        }
+        let image = f64::from(bytes) / self.compression_ratio;
         if image > f64::from(Self::MAX_AVATAR_BYTES) {
             return Err(config_err(
                 component,
                 "compression_ratio",
                 format!(
-                    "{} makes the {}-byte avatar a {image:.0}-byte image, over {} bytes",
+                    "{} makes the {bytes}-byte avatar a {image:.0}-byte image, over {} bytes",
                     self.compression_ratio,
-                    self.avatar_bytes,
                     Self::MAX_AVATAR_BYTES
                 ),
             ));
@@ -207,6 +269,9 @@ pub struct Design {
     pub host_ns: f64,
     /// Request latency at low load (ns): request on the wire to response on the wire.
     pub latency_ns: f64,
+    /// Time (ns) each shared resource the design uses spends on a request (`host_cores` is
+    /// 0: the host's time is `host_ns`, spread over however many cores serve).
+    pub shared: Occupancy,
     /// Smallest time between requests any shared resource allows (ns): the busiest of those
     /// the design uses (the line and PCIe per direction, and on the accelerators the
     /// deserializer, the compute unit, the serializer and the memcpy engine).
@@ -224,15 +289,38 @@ pub const NEAR_CAPACITY_RHO: f64 = 0.95;
 pub const HOST_CORES: &str = "host cores";
 
 impl Design {
-    /// A design whose shared resources take `shared` (name, ns per request) each, capped by
-    /// the busiest ([`busiest`]).
-    fn new(host_ns: f64, latency_ns: f64, shared: &[(&'static str, f64)]) -> Self {
-        let (cap_by, cap_ns) = busiest(shared.iter().copied());
+    /// A design whose shared resources take `shared` each, capped by the busiest
+    /// ([`busiest`]).
+    fn new(host_ns: f64, latency_ns: f64, shared: Occupancy) -> Self {
+        let (cap_by, cap_ns) = busiest(shared.named().into_iter().skip(1));
         Self {
             host_ns,
             latency_ns,
+            shared,
             cap_ns,
             cap_by,
+        }
+    }
+
+    /// The mean request of `variants` (share, cost; the shares summing to 1): its host
+    /// time, latency and shared resources' times are the share-weighted means, so its rate
+    /// is the mix's, and the busiest of those caps it.
+    pub fn mean(variants: &[(f64, Design)]) -> Self {
+        let sum = |f: fn(&Design) -> f64| variants.iter().map(|(w, d)| w * f(d)).sum();
+        Self::new(
+            sum(|d| d.host_ns),
+            sum(|d| d.latency_ns),
+            Occupancy::weighted(variants.iter().map(|(w, d)| (*w, d.shared))),
+        )
+    }
+
+    /// Time (ns) the shared resource named `resource` spends on a request: `cap_ns` for the
+    /// one that caps the design.
+    fn time_at(&self, resource: &str) -> f64 {
+        if resource == self.cap_by {
+            self.cap_ns
+        } else {
+            self.shared.of(resource)
         }
     }
 
@@ -269,40 +357,77 @@ impl Design {
     /// longer than `requests` arrivals to settle, and the result is not a steady-state
     /// value: it falls short of it and moves with `seed`.
     pub fn under_load(&self, cores: u32, per_s: f64, requests: usize, seed: u64) -> Option<Load> {
-        let warm = requests / 10;
-        let runs = (1..=MAX_HOST_CORES).contains(&cores) && per_s > 0.0;
-        if !(runs && per_s < self.rate(cores)) || requests <= warm {
-            return None;
-        }
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mean_gap_ns = 1e9 / per_s;
-        // Each core's next free time, the earliest on top. Cores are alike, so which of
-        // those free at the same time takes a request changes nothing.
-        let mut core_free: BinaryHeap<Reverse<Ns>> = (0..cores).map(|_| Reverse(Ns(0.0))).collect();
-        let (mut arrival, mut shared_free) = (0.0f64, 0.0f64);
-        let mut latency = Vec::with_capacity(requests - warm);
-        for i in 0..requests {
-            // An exponential gap: -ln(1 - u) with u uniform in [0, 1).
-            arrival += -(1.0 - crate::uniform(&mut rng)).ln() * mean_gap_ns;
-            let mut first = core_free.peek_mut().expect("at least one core");
-            let Reverse(Ns(free)) = *first;
-            let start = free.max(arrival);
-            *first = Reverse(Ns(start + self.host_ns));
-            drop(first);
-            let shared = shared_free.max(start);
-            shared_free = shared + self.cap_ns;
-            if i >= warm {
-                latency.push(self.latency_ns + (shared - arrival));
-            }
-        }
-        latency.sort_by(f64::total_cmp);
-        let n = latency.len();
-        Some(Load {
-            mean_ns: latency.iter().sum::<f64>() / n as f64,
-            p99_ns: latency[(n * 99).div_ceil(100) - 1],
-            rho: self.utilisation(cores, per_s),
-        })
+        under_load(&[(1.0, *self)], cores, per_s, requests, seed)
     }
+}
+
+/// [`Design::under_load`] for a mix of requests: each arrival is `variants[k].1` with
+/// probability `variants[k].0` (the shares summing to 1), drawn from `seed` after its gap
+/// (one kind of request draws nothing). The rate, the offered utilisation and the resource
+/// that caps the stream are those of the mean request ([`Design::mean`]); each request holds
+/// the cores and that resource for its own time and adds its own low-load latency.
+pub fn under_load(
+    variants: &[(f64, Design)],
+    cores: u32,
+    per_s: f64,
+    requests: usize,
+    seed: u64,
+) -> Option<Load> {
+    let mean = match variants {
+        [(_, one)] => *one,
+        _ => Design::mean(variants),
+    };
+    let warm = requests / 10;
+    let runs = (1..=MAX_HOST_CORES).contains(&cores) && per_s > 0.0 && !variants.is_empty();
+    if !(runs && per_s < mean.rate(cores)) || requests <= warm {
+        return None;
+    }
+    // Per kind: the share of requests up to it, and its times at the cores and at the cap.
+    let mut upto = 0.0;
+    let kinds: Vec<(f64, f64, f64, f64)> = variants
+        .iter()
+        .map(|(w, d)| {
+            upto += w;
+            (upto, d.host_ns, d.time_at(mean.cap_by), d.latency_ns)
+        })
+        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mean_gap_ns = 1e9 / per_s;
+    // Each core's next free time, the earliest on top. Cores are alike, so which of
+    // those free at the same time takes a request changes nothing.
+    let mut core_free: BinaryHeap<Reverse<Ns>> = (0..cores).map(|_| Reverse(Ns(0.0))).collect();
+    let (mut arrival, mut shared_free) = (0.0f64, 0.0f64);
+    let mut latency = Vec::with_capacity(requests - warm);
+    for i in 0..requests {
+        // An exponential gap: -ln(1 - u) with u uniform in [0, 1).
+        arrival += -(1.0 - crate::uniform(&mut rng)).ln() * mean_gap_ns;
+        let (_, host_ns, cap_ns, latency_ns) = match kinds.as_slice() {
+            [one] => *one,
+            _ => {
+                // The first kind whose share so far passes a uniform draw in [0, 1)
+                // (the last, should rounding leave the sum short of it).
+                let u = crate::uniform(&mut rng) * upto;
+                kinds[kinds.partition_point(|k| k.0 <= u).min(kinds.len() - 1)]
+            }
+        };
+        let mut first = core_free.peek_mut().expect("at least one core");
+        let Reverse(Ns(free)) = *first;
+        let start = free.max(arrival);
+        *first = Reverse(Ns(start + host_ns));
+        drop(first);
+        let shared = shared_free.max(start);
+        shared_free = shared + cap_ns;
+        if i >= warm {
+            latency.push(latency_ns + (shared - arrival));
+        }
+    }
+    latency.sort_by(f64::total_cmp);
+    let n = latency.len();
+    Some(Load {
+        mean_ns: latency.iter().sum::<f64>() / n as f64,
+        p99_ns: latency[(n * 99).div_ceil(100) - 1],
+        rho: mean.utilisation(cores, per_s),
+    })
 }
 
 /// The busiest of `resources` (name, ns per request) and its time; the first named on a tie.
@@ -373,11 +498,44 @@ impl Service {
     pub fn designs(&self) -> [Design; 3] {
         [self.cpu_only, self.protoacc_pcie, self.rpcacc]
     }
+}
+
+/// The service over requests of several avatar sizes ([`ServiceConfig::avatar_mix`], or
+/// `avatar_bytes` alone).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Mix {
+    /// Per size: the avatar's bytes, the share of requests that carry it (the shares sum to
+    /// 1) and the service on it.
+    pub sizes: Vec<(u32, f64, Service)>,
+    /// The mean request: per design [`Design::mean`] over the sizes, and the share-weighted
+    /// means of the pre-serialization times.
+    pub mean: Service,
+}
+
+impl Mix {
+    /// The service on one avatar size.
+    pub fn one(bytes: u32, service: Service) -> Self {
+        Mix {
+            sizes: vec![(bytes, 1.0, service)],
+            mean: service,
+        }
+    }
+
+    /// Each design's requests, `[CPU-only, ProtoACC-PCIe, RPCAcc]`: (share, cost) per size,
+    /// as [`under_load`] takes them.
+    pub fn variants(&self) -> [Vec<(f64, Design)>; 3] {
+        [0, 1, 2].map(|i| {
+            self.sizes
+                .iter()
+                .map(|(_, w, s)| (*w, s.designs()[i]))
+                .collect()
+        })
+    }
 
     /// Fig. 12b's comparison "under the same throughput": the offered rate (requests per
     /// second), `share` of the slowest design's rate with `cores` host cores, and every
-    /// design's latency under that Poisson stream ([`Design::under_load`], the same arrivals
-    /// for each). `None` when `share` is not in (0, 1) or as [`Design::under_load`].
+    /// design's latency under that Poisson stream ([`under_load`], the same arrivals and
+    /// sizes for each). `None` when `share` is not in (0, 1) or as [`under_load`].
     pub fn under_same_load(
         &self,
         cores: u32,
@@ -388,15 +546,57 @@ impl Service {
         if !(share > 0.0 && share < 1.0) {
             return None;
         }
-        let designs = self.designs();
-        let slowest = designs
+        let slowest = self
+            .mean
+            .designs()
             .iter()
             .map(|d| d.rate(cores))
             .fold(f64::INFINITY, f64::min);
         let per_s = share * slowest;
-        let [a, b, c] = designs.map(|d| d.under_load(cores, per_s, requests, seed));
+        let [a, b, c] = self
+            .variants()
+            .map(|v| under_load(&v, cores, per_s, requests, seed));
         Some((per_s, [a?, b?, c?]))
     }
+}
+
+/// The service on each avatar size of `cfg`'s [`ServiceConfig::avatar_mix`] (on
+/// `avatar_bytes` alone when it is empty), each size's request and response traced by
+/// `source`.
+///
+/// # Errors
+/// As [`messages`].
+pub fn mix(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Mix> {
+    let svc = &cfg.service;
+    if svc.avatar_mix.is_empty() {
+        return Ok(Mix::one(
+            svc.avatar_bytes,
+            run(cfg, &messages(cfg, source)?),
+        ));
+    }
+    let total: f64 = svc.avatar_mix.iter().map(|a| a.share).sum();
+    let mut sized = cfg.clone();
+    let sizes = svc
+        .avatar_mix
+        .iter()
+        .map(|a| {
+            sized.service.avatar_bytes = a.bytes;
+            let service = run(&sized, &messages(&sized, source)?);
+            Ok((a.bytes, a.share / total, service))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mean_of = |f: fn(&Service) -> Design| {
+        Design::mean(&sizes.iter().map(|(_, w, s)| (*w, f(s))).collect::<Vec<_>>())
+    };
+    let weighted = |f: fn(&Service) -> f64| sizes.iter().map(|(_, w, s)| w * f(s)).sum();
+    let mean = Service {
+        cpu_only: mean_of(|s| s.cpu_only),
+        protoacc_pcie: mean_of(|s| s.protoacc_pcie),
+        rpcacc: mean_of(|s| s.rpcacc),
+        preser_skip_ns: weighted(|s| s.preser_skip_ns),
+        preser_noskip_ns: weighted(|s| s.preser_noskip_ns),
+    };
+    Ok(Mix { sizes, mean })
 }
 
 /// The request and response of the service, traced by `source`.
@@ -521,12 +721,13 @@ pub fn run(cfg: &RpcAccConfig, m: &Messages) -> Service {
     let cpu_only = Design::new(
         sw,
         t.wire_in + layer.cpu_only + handler + t.wire_out,
-        &[
-            ("line in", t.wire_in),
-            ("line out", t.wire_out),
-            ("PCIe card to host", wq / pcie.bw_gbytes_s),
-            ("PCIe host to card", wr / pcie.bw_gbytes_s),
-        ],
+        Occupancy {
+            line_in: t.wire_in,
+            line_out: t.wire_out,
+            pcie_to_host: wq / pcie.bw_gbytes_s,
+            pcie_to_card: wr / pcie.bw_gbytes_s,
+            ..Occupancy::default()
+        },
     );
 
     // ProtoACC-PCIe: the RPC layer's field-by-field deserialization of every field into host
@@ -551,21 +752,16 @@ pub fn run(cfg: &RpcAccConfig, m: &Messages) -> Service {
         // Card to host: the deserialized request, the compute unit's result; host to card:
         // the avatar moved back, the response. The serializer engine reads the response
         // across PCIe one message at a time.
-        &[
-            ("line in", t.wire_in),
-            ("line out", t.wire_out),
-            ("deserializer", 1000.0 / deser.fbf_host_rate),
-            (
-                "PCIe card to host",
-                (deser.output_bytes + c) / pcie.bw_gbytes_s,
-            ),
-            ("PCIe host to card", (s + wr) / pcie.bw_gbytes_s),
-            ("compute unit", t.cu_cap),
-            (
-                "serializer",
-                ser_occupancy(cfg, &m.response, cfg.clock_mhz).protoacc_pcie,
-            ),
-        ],
+        Occupancy {
+            line_in: t.wire_in,
+            line_out: t.wire_out,
+            deserializer: 1000.0 / deser.fbf_host_rate,
+            pcie_to_host: (deser.output_bytes + c) / pcie.bw_gbytes_s,
+            pcie_to_card: (s + wr) / pcie.bw_gbytes_s,
+            compute_unit: t.cu_cap,
+            serializer: ser_occupancy(cfg, &m.response, cfg.clock_mhz).protoacc_pcie,
+            ..Occupancy::default()
+        },
     );
 
     let rpcacc = rpcacc_request(cfg, m, &t, true, true);
@@ -664,19 +860,17 @@ fn rpcacc_request(
         design: Design::new(
             host,
             t.wire_in + deser.oneshot_latency_ns + host + card_ser + t.wire_out,
-            &[
-                ("memcpy engine", dsa),
-                ("line in", t.wire_in),
-                ("line out", t.wire_out),
-                ("deserializer", 1000.0 / deser.oneshot_host_rate),
-                ("PCIe card to host", to_host / pcie.bw_gbytes_s),
-                ("PCIe host to card", to_card / pcie.bw_gbytes_s),
-                ("compute unit", if cu_available { t.cu_cap } else { 0.0 }),
-                (
-                    "serializer",
-                    memaff_card_occupancy(cfg, resp, cfg.clock_mhz),
-                ),
-            ],
+            Occupancy {
+                host_cores: 0.0,
+                memcpy_engine: dsa,
+                line_in: t.wire_in,
+                line_out: t.wire_out,
+                deserializer: 1000.0 / deser.oneshot_host_rate,
+                pcie_to_host: to_host / pcie.bw_gbytes_s,
+                pcie_to_card: to_card / pcie.bw_gbytes_s,
+                compute_unit: if cu_available { t.cu_cap } else { 0.0 },
+                serializer: memaff_card_occupancy(cfg, resp, cfg.clock_mhz),
+            },
         ),
         preser_ns: preser,
         moved,
@@ -778,16 +972,19 @@ mod tests {
             cap_ns: 1e-3,
             ..Design::default()
         };
-        let svc = Service {
-            cpu_only: design(8000.0),
-            protoacc_pcie: design(2000.0),
-            rpcacc: design(1000.0),
-            ..Service::default()
-        };
+        let svc = Mix::one(
+            1,
+            Service {
+                cpu_only: design(8000.0),
+                protoacc_pcie: design(2000.0),
+                rpcacc: design(1000.0),
+                ..Service::default()
+            },
+        );
         // Two cores: CPU-only carries 250 k/s, the slowest; half of it is offered to all.
         let (per_s, loads) = svc.under_same_load(2, 0.5, 50_000, 5).unwrap();
         assert!((per_s - 125e3).abs() < 1e-6, "{per_s}");
-        for (l, d) in loads.iter().zip(svc.designs()) {
+        for (l, d) in loads.iter().zip(svc.mean.designs()) {
             assert_eq!(Some(*l), d.under_load(2, per_s, 50_000, 5));
             assert!(
                 l.p99_ns >= d.latency_ns && l.mean_ns >= d.latency_ns,
@@ -887,6 +1084,7 @@ mod tests {
             latency_ns: 0.0,
             cap_ns: 1000.0,
             cap_by: "serializer",
+            ..Design::default()
         };
         assert_eq!(d.bound(2), HOST_CORES);
         assert_eq!(d.bound(8), "serializer");
@@ -1025,6 +1223,144 @@ mod tests {
         let mut edge = RpcAccConfig::default();
         edge.service.avatar_bytes = ServiceConfig::MAX_AVATAR_BYTES;
         edge.validate().unwrap();
+    }
+
+    #[test]
+    fn a_mix_of_requests_draws_each_kind_by_its_share() {
+        // At a light load nothing waits: the mean latency is the shares' mean of the two
+        // kinds' latencies, and the 99th percentile the long kind's.
+        let kind = |latency_ns: f64| Design {
+            host_ns: 100.0,
+            latency_ns,
+            cap_ns: 1e-3,
+            ..Design::default()
+        };
+        for (share, mean) in [(0.5, 3000.0), (0.9, 1400.0)] {
+            let mix = [(share, kind(1000.0)), (1.0 - share, kind(5000.0))];
+            let l = under_load(&mix, 1, 1e3, 100_000, 7).unwrap();
+            // The binomial spread of 90,000 draws: well under 1 % of the mean.
+            assert!((l.mean_ns - mean).abs() < 0.01 * mean, "{share} {l:?}");
+            assert_eq!(l.p99_ns, 5000.0, "{share}");
+            assert_eq!(l.rho, 1e3 / Design::mean(&mix).rate(1));
+        }
+        // One kind draws no sizes: the stream is the design's own.
+        let one = kind(1000.0);
+        assert_eq!(
+            under_load(&[(1.0, one)], 2, 1e5, 10_000, 3),
+            one.under_load(2, 1e5, 10_000, 3)
+        );
+        assert_eq!(under_load(&[], 1, 1e3, 10_000, 3), None);
+    }
+
+    #[test]
+    fn a_mix_queues_at_its_mean_bottleneck() {
+        // One kind holds the serializer 2 µs and the line 0.5 µs, the other the reverse, 1 µs
+        // and 1.6 µs: alone each is capped by its own, mixed half and half the serializer
+        // (1.5 µs against 1.05 µs) caps the stream, each request holding it its own time.
+        let a = Design::new(
+            10.0,
+            0.0,
+            Occupancy {
+                serializer: 2000.0,
+                line_in: 500.0,
+                ..Occupancy::default()
+            },
+        );
+        let b = Design::new(
+            10.0,
+            0.0,
+            Occupancy {
+                serializer: 1000.0,
+                line_in: 1600.0,
+                ..Occupancy::default()
+            },
+        );
+        assert_eq!((a.cap_by, b.cap_by), ("serializer", "line in"));
+        let mix = [(0.5, a), (0.5, b)];
+        let mean = Design::mean(&mix);
+        assert_eq!((mean.cap_by, mean.cap_ns), ("serializer", 1500.0));
+        assert!((mean.rate(64) - 1e9 / 1500.0).abs() < 1e-6);
+        // At 0.6 M/s the serializer is 90 % busy: requests queue, though either kind alone
+        // at that rate would not be near its cap's 90 %.
+        let l = under_load(&mix, 64, 0.6e6, 100_000, 5).unwrap();
+        assert!((l.rho - 0.9).abs() < 1e-9, "{l:?}");
+        assert!(l.mean_ns > 2000.0, "{l:?}");
+        assert_eq!(under_load(&mix, 64, 0.7e6, 100_000, 5), None);
+    }
+
+    #[test]
+    fn the_service_over_a_mix_of_avatars() {
+        let mut cfg = RpcAccConfig::default();
+        let single = mix(&cfg, &mut Engine).unwrap();
+        assert_eq!(
+            single,
+            Mix::one(32768, run(&cfg, &messages(&cfg, &mut Engine).unwrap()))
+        );
+        cfg.service.avatar_mix = vec![
+            AvatarShare {
+                bytes: 8192,
+                share: 3.0,
+            },
+            AvatarShare {
+                bytes: 65536,
+                share: 1.0,
+            },
+        ];
+        let m = mix(&cfg, &mut Engine).unwrap();
+        let shares: Vec<(u32, f64)> = m.sizes.iter().map(|s| (s.0, s.1)).collect();
+        assert_eq!(shares, [(8192, 0.75), (65536, 0.25)]);
+        // Each size is the service on that avatar; the mean lies between them, weighted.
+        let mut small = cfg.clone();
+        small.service.avatar_bytes = 8192;
+        let small = run(&small, &messages(&small, &mut Engine).unwrap());
+        assert_eq!(m.sizes[0].2, small);
+        let (lo, hi) = (m.sizes[0].2.rpcacc, m.sizes[1].2.rpcacc);
+        let mean = m.mean.rpcacc;
+        assert!((mean.host_ns - (0.75 * lo.host_ns + 0.25 * hi.host_ns)).abs() < 1e-9);
+        assert!(lo.latency_ns < mean.latency_ns && mean.latency_ns < hi.latency_ns);
+        // The stream draws both sizes: its tail is the large avatar's.
+        let [_, _, rpcacc] = m.variants();
+        let l = under_load(&rpcacc, 16, 1e3, 20_000, 1).unwrap();
+        assert!(
+            l.p99_ns >= hi.latency_ns && l.mean_ns < hi.latency_ns,
+            "{l:?}"
+        );
+    }
+
+    #[test]
+    fn bad_avatar_mixes_are_refused_by_name() {
+        let refused = |mix: Vec<(u32, f64)>| {
+            let mut cfg = RpcAccConfig::default();
+            cfg.service.avatar_mix = mix
+                .into_iter()
+                .map(|(bytes, share)| AvatarShare { bytes, share })
+                .collect();
+            cfg.validate().map_err(|e| e.to_string())
+        };
+        assert!(refused(vec![(1, 1.0), (4096, 1e-3)]).is_ok());
+        for (mix, why) in [
+            (vec![(4096, 1.0), (0, 1.0)], "size 1: must be 1..="),
+            (vec![(ServiceConfig::MAX_AVATAR_BYTES + 1, 1.0)], "size 0"),
+            (vec![(4096, 0.0)], "share"),
+            (vec![(4096, f64::NAN)], "share"),
+            (vec![(4096, f64::INFINITY)], "share"),
+            (
+                vec![(4096, 1.0); ServiceConfig::MAX_MIX_SIZES + 1],
+                "more than 64",
+            ),
+        ] {
+            let e = refused(mix).unwrap_err();
+            assert!(e.contains("avatar_mix") && e.contains(why), "{e}");
+        }
+        // The compression ratio must leave every size's image within bounds.
+        let mut cfg = RpcAccConfig::default();
+        cfg.service.compression_ratio = 0.5;
+        cfg.service.avatar_mix = vec![AvatarShare {
+            bytes: ServiceConfig::MAX_AVATAR_BYTES,
+            share: 1.0,
+        }];
+        let e = cfg.validate().unwrap_err().to_string();
+        assert!(e.contains("compression_ratio"), "{e}");
     }
 
     #[test]
