@@ -265,57 +265,31 @@ mod tests {
         }
     }
 
-    #[test]
-    fn one_large_message_streams_out_in_bounded_pieces() {
+    /// A message of 400,000 packed bools (a trace of several MiB) followed by `tail`.
+    fn packed_bools(tail: &[u8]) -> (SchemaSet, MessageId, Vec<u8>) {
         let schema =
             SchemaSet::from_source("syntax = \"proto3\"; message B { repeated bool b = 1; }")
                 .unwrap();
         let id = schema.message_by_name("B").unwrap();
-        // 400,000 packed bools: a trace of several MiB for one message.
         let n = 400_000;
         let mut bytes = vec![10];
         binary::write_length_prefix(&mut bytes, n);
         bytes.resize(bytes.len() + n, 1);
-        let labels = AccelLabels::default();
-        let opts = DecodeOptions::default();
-        let job = Job {
-            schema: &schema,
-            id,
-            direction: Direction::Decode,
-            opts: &opts,
-            labels: &labels,
-        };
-        let mut writer = TraceWriter::new();
-        let mut out = Pieces::default();
-        job.trace(&bytes, &mut writer, &mut out).unwrap();
-        assert_eq!(writer.pending_len(), 0);
-        assert!(out.bytes.len() > 3 * FLUSH_BYTES, "{}", out.bytes.len());
-        let largest = out.sizes.iter().max().copied().unwrap();
-        assert!(largest < FLUSH_BYTES + 64, "a piece of {largest} bytes");
-        // The pieces make the same file as one trace held whole.
-        let mut whole = optimus_trace::Recorder::new();
-        binary::trace_message(&schema, id, &bytes, Direction::Decode, &opts, &mut whole).unwrap();
-        let events = optimus_trace::decode(&out.bytes).unwrap();
-        assert_eq!(events.len(), whole.events.len());
+        bytes.extend_from_slice(tail);
+        (schema, id, bytes)
     }
 
-    #[test]
-    fn a_message_failing_past_the_flush_size_writes_none_of_its_trace() {
-        let schema =
-            SchemaSet::from_source("syntax = \"proto3\"; message B { repeated bool b = 1; }")
-                .unwrap();
-        let id = schema.message_by_name("B").unwrap();
-        // 400,000 packed bools, then a truncated tag-2 varint: the decode fails after
-        // several MiB of trace.
-        let n = 400_000;
-        let mut bytes = vec![10];
-        binary::write_length_prefix(&mut bytes, n);
-        bytes.resize(bytes.len() + n, 1);
-        bytes.extend_from_slice(&[0x10, 0x80]);
-        let labels = AccelLabels::default();
-        let opts = DecodeOptions::default();
+    /// Traces decoding `bytes` into `out`: the result, and the writer's pending bytes before
+    /// and after.
+    fn trace_decoding(
+        schema: &SchemaSet,
+        id: MessageId,
+        bytes: &[u8],
+        out: &mut Pieces,
+    ) -> (Result<()>, usize, usize) {
+        let (labels, opts) = (AccelLabels::default(), DecodeOptions::default());
         let job = Job {
-            schema: &schema,
+            schema,
             id,
             direction: Direction::Decode,
             opts: &opts,
@@ -323,10 +297,38 @@ mod tests {
         };
         let mut writer = TraceWriter::new();
         let header = writer.pending_len();
+        let result = job.trace(bytes, &mut writer, out);
+        (result, header, writer.pending_len())
+    }
+
+    #[test]
+    fn one_large_message_streams_out_in_bounded_pieces() {
+        let (schema, id, bytes) = packed_bools(&[]);
         let mut out = Pieces::default();
-        let err = job.trace(&bytes, &mut writer, &mut out).unwrap_err();
+        let (result, _, pending) = trace_decoding(&schema, id, &bytes, &mut out);
+        result.unwrap();
+        assert_eq!(pending, 0);
+        assert!(out.bytes.len() > 3 * FLUSH_BYTES, "{}", out.bytes.len());
+        let largest = out.sizes.iter().max().copied().unwrap();
+        assert!(largest < FLUSH_BYTES + 64, "a piece of {largest} bytes");
+        // The pieces make the same file as one trace held whole.
+        let mut whole = optimus_trace::Recorder::new();
+        let opts = DecodeOptions::default();
+        binary::trace_message(&schema, id, &bytes, Direction::Decode, &opts, &mut whole).unwrap();
+        let events = optimus_trace::decode(&out.bytes).unwrap();
+        assert_eq!(events.len(), whole.events.len());
+    }
+
+    #[test]
+    fn a_message_failing_past_the_flush_size_writes_none_of_its_trace() {
+        // A truncated tag-2 varint after the bools: the decode fails after several MiB of
+        // trace.
+        let (schema, id, bytes) = packed_bools(&[0x10, 0x80]);
+        let mut out = Pieces::default();
+        let (result, header, pending) = trace_decoding(&schema, id, &bytes, &mut out);
+        let err = result.unwrap_err();
         assert!(err.to_string().contains("at byte 400005"), "{err:#}");
         assert!(out.bytes.is_empty(), "{} bytes written", out.bytes.len());
-        assert_eq!(writer.pending_len(), header);
+        assert_eq!(pending, header);
     }
 }

@@ -324,6 +324,20 @@ fn the_image_service_runs_under_a_load() {
     // costs every design less; one past the bound is refused by name.
     let path = std::env::temp_dir().join(format!("optimus-svc-{}.json", std::process::id()));
     let file = path.to_str().unwrap();
+    let with_config = |file: &str| {
+        optimus(
+            &[
+                "sim",
+                "--accel",
+                "rpcacc",
+                "--workload",
+                "image-service",
+                "--config",
+                file,
+            ],
+            b"",
+        )
+    };
     std::fs::write(&path, br#"{"service": {"avatar_bytes": 8192}}"#).unwrap();
     let small = run(&["--config", file]);
     for name in ["cpu_only", "protoacc_pcie", "rpcacc"] {
@@ -350,36 +364,14 @@ fn the_image_service_runs_under_a_load() {
             "{lo} {mid} {hi}"
         );
     }
-    let text = optimus(
-        &[
-            "sim",
-            "--accel",
-            "rpcacc",
-            "--workload",
-            "image-service",
-            "--config",
-            file,
-        ],
-        b"",
-    );
+    let text = with_config(file);
     assert!(
         String::from_utf8_lossy(&text.stdout).contains("8192 B (75.0 %), 32768 B (25.0 %)"),
         "{}",
         String::from_utf8_lossy(&text.stdout)
     );
     std::fs::write(&path, br#"{"service": {"avatar_bytes": 1000000000}}"#).unwrap();
-    let huge = optimus(
-        &[
-            "sim",
-            "--accel",
-            "rpcacc",
-            "--workload",
-            "image-service",
-            "--config",
-            file,
-        ],
-        b"",
-    );
+    let huge = with_config(file);
     std::fs::remove_file(&path).unwrap();
     assert!(!huge.status.success());
     let err = String::from_utf8_lossy(&huge.stderr);
