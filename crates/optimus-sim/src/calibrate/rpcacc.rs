@@ -309,13 +309,9 @@ pub fn reproduce_rpcacc_with(
     let host: Vec<rpcacc::HostCycles> = ms.iter().map(|m| rpcacc::host_cycles(&cfg, m)).collect();
     let memcpy_saving = saving(&ms, &host, |x| x.memcpy_offload);
     let both_saving = saving(&ms, &host, |x| x.memcpy_encoding_offload);
-    let chunks: Vec<rpcacc::ChunkUse> = ms
-        .iter()
-        .map(|m| rpcacc::chunk_use(&cfg, m, cfg.clock_mhz))
-        .collect();
-    let alloc_share = rpcacc::chunk_alloc_share_pct(&chunks, &d);
-    let used: u64 = chunks.iter().map(|c| c.used_bytes).sum();
-    let allocated: u64 = chunks.iter().map(|c| c.allocated_bytes).sum();
+    let alloc_share = rpcacc::chunk_alloc_share_pct(&d);
+    let used: u64 = d.iter().map(|t| t.chunks.used_bytes).sum();
+    let allocated: u64 = d.iter().map(|t| t.chunks.allocated_bytes).sum();
     let fragmentation = 100.0 * (allocated - used) as f64 / used.max(1) as f64;
     let figs = RpcFigures {
         fig5: ms

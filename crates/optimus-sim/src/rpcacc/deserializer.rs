@@ -123,24 +123,19 @@ fn pop_ns(cfg: &RpcAccConfig, clock_mhz: f64) -> f64 {
     cfg.chunk_pop_cycles * 1000.0 / clock_mhz
 }
 
-/// Chunk allocation of `m`'s deserialization at accelerator clock `clock_mhz`: objects
-/// labelled "Acc" placed in accelerator chunks and every other in host chunks, a chunk of
-/// each memory pre-allocated per message (§III-B: "The deserializer first pre-allocates a
-/// host CPU memory chunk and an accelerator off-chip memory chunk"). Objects (maximal runs
-/// of contiguous writes) are appended to the chunk in hand; one that does not fit the rest
-/// of it starts a new one, and one larger than a chunk takes as many fresh chunks as it
-/// needs. The chunks go back to the FIFO when the message is freed, so the rest of the last
-/// host chunk is the message's fragmentation.
-pub fn chunk_use(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> ChunkUse {
-    let chunk = u64::from(cfg.chunk_bytes);
-    let host = ChunkPlacement::of(&m.deser, false, chunk);
-    let accel = ChunkPlacement::of(&m.deser, true, chunk);
-    ChunkUse {
-        chunks: host.chunks,
-        used_bytes: host.used_bytes,
-        allocated_bytes: host.chunks * chunk,
-        accel_chunks: accel.chunks,
-        alloc_ns: (host.chunks + accel.chunks) as f64 * pop_ns(cfg, clock_mhz),
+impl ChunkUse {
+    /// The chunk allocator's work for a message whose host and accelerator objects are
+    /// placed as `host` and `accel`, in chunks of `chunk_bytes`, each pop taking `pop_ns`.
+    /// The chunks go back to the FIFO when the message is freed, so the rest of the last
+    /// host chunk is the message's fragmentation.
+    fn of(host: &ChunkPlacement, accel: &ChunkPlacement, chunk_bytes: u64, pop_ns: f64) -> Self {
+        ChunkUse {
+            chunks: host.chunks,
+            used_bytes: host.used_bytes,
+            allocated_bytes: host.chunks * chunk_bytes,
+            accel_chunks: accel.chunks,
+            alloc_ns: (host.chunks + accel.chunks) as f64 * pop_ns,
+        }
     }
 }
 
@@ -148,8 +143,8 @@ pub fn chunk_use(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> ChunkUse
 /// the one-shot lanes' time popping chunks ([`ChunkUse::alloc_ns`]) over their time
 /// deserializing the same messages ([`DeserTimes::oneshot_lane_ns`]: parsing, popping and
 /// waiting for flushes; not the PCIe crossing after it), each summed over the messages.
-pub fn chunk_alloc_share_pct(chunks: &[ChunkUse], times: &[DeserTimes]) -> f64 {
-    let popping: f64 = chunks.iter().map(|c| c.alloc_ns).sum();
+pub fn chunk_alloc_share_pct(times: &[DeserTimes]) -> f64 {
+    let popping: f64 = times.iter().map(|d| d.chunks.alloc_ns).sum();
     let deserializing: f64 = times.iter().map(|d| d.oneshot_lane_ns).sum();
     100.0 * popping / deserializing
 }
@@ -179,6 +174,11 @@ pub struct DeserTimes {
     /// Time (ns) one one-shot lane is busy with the message: parsing, popping chunks, and
     /// (with [`RpcAccConfig::flush_stalls_parsing`]) waiting for its Temp Buffer to empty.
     pub oneshot_lane_ns: f64,
+    /// The one-shot lane's chunk allocation: objects labelled "Acc" placed in accelerator
+    /// chunks and every other in host chunks, a chunk of each memory pre-allocated per
+    /// message (§III-B: "The deserializer first pre-allocates a host CPU memory chunk and an
+    /// accelerator off-chip memory chunk"; [`ChunkPlacement`]).
+    pub chunks: ChunkUse,
 }
 
 /// Time (ns) for one deserializer lane to parse program `p` at `clock_mhz`: its fields at
@@ -317,7 +317,7 @@ impl TempBuffer {
 /// bytes are parsed; the message has landed when the last transfer has crossed. Field by
 /// field (ProtoACC), every field lands in host memory, a transfer each. One-shot (RPCAcc's
 /// target-aware deserializer, §III-B), the lane pops its pre-allocated host and accelerator
-/// chunks before parsing and a fresh chunk whenever its objects ([`chunk_use`]) reach one,
+/// chunks before parsing and a fresh chunk whenever its objects ([`ChunkPlacement`]) reach one,
 /// each pop taking `chunk_pop_cycles` of its time; the Temp Buffer is sent when full, when
 /// the bytes appended next belong to another host chunk than those it holds ("When
 /// exhausting pre-allocated host CPU memory chunks, the deserializer additionally uses a DMA
@@ -435,6 +435,7 @@ pub fn deser_times(
         fbf_latency_ns: fbf.free_at + link.one_way_ns,
         oneshot_latency_ns: oneshot.free_at + link.one_way_ns,
         oneshot_lane_ns: oneshot_lane,
+        chunks: ChunkUse::of(&host_chunks, &accel_chunks, chunk, pop),
         output_bytes: out,
         accel_bytes,
         fbf_dma_writes: writes.len() as f64,
@@ -481,6 +482,11 @@ mod tests {
         }
         .validate()
         .is_err());
+    }
+
+    /// The chunk allocation of deserializing `m` one-shot over PCIe at `clock_mhz`.
+    fn chunk_use(cfg: &RpcAccConfig, m: &RpcMessage, clock_mhz: f64) -> ChunkUse {
+        deser_times(cfg, m, DeserLink::pcie(cfg), clock_mhz).chunks
     }
 
     /// A message whose deserialization writes `objects` (bytes each) to host memory, apart.
@@ -624,7 +630,8 @@ mod tests {
         let d = deser_times(&cfg, &m, DeserLink::pcie(&cfg), 250.0);
         assert!((d.oneshot_lane_ns - (16.0 + 72.0)).abs() < 1e-9, "{d:?}");
         // §III-B's share: pops over the lane's time, not over the latency (PCIe included).
-        let share = chunk_alloc_share_pct(&[c], &[d]);
+        assert_eq!(d.chunks, c);
+        let share = chunk_alloc_share_pct(&[d]);
         assert!((share - 100.0 * 72.0 / 88.0).abs() < 1e-9, "{share}");
         // Without labelled fields the pre-allocated accelerator chunk is still popped. A
         // hundred 8 B fields: 800 ns of parsing, 8 ns of pops; the lanes bind the rate (the

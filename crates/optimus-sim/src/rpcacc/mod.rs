@@ -36,9 +36,7 @@ mod serializer;
 pub mod service;
 
 pub use bf3::{bf3_deser, bf3_ser, bf3_ser_occupancy, Bf3Config, Bf3Deser, Bf3Ser};
-pub use deserializer::{
-    chunk_alloc_share_pct, chunk_use, deser_times, ChunkUse, DeserLink, DeserTimes,
-};
+pub use deserializer::{chunk_alloc_share_pct, deser_times, ChunkUse, DeserLink, DeserTimes};
 pub use host::{cpu_ser_ns, host_cycles, preser_ns, HostCycles};
 pub use serializer::{
     memaff_card_occupancy, ser_occupancy, ser_times, serializer_ns, Reach, SerTimes,

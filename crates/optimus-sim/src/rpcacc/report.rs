@@ -8,9 +8,8 @@ use optimus_trace::{Direction, Region};
 use super::host::host_field_bytes;
 use super::serializer::field_reads;
 use super::{
-    bf3_deser, bf3_ser, bf3_ser_occupancy, chunk_use, cpu_ser_ns, deser_layer_of, deser_times,
-    prepare, prepare_sets, preser_ns, ser_occupancy, ser_times, DeserLink, RpcAccConfig,
-    RpcMessage,
+    bf3_deser, bf3_ser, bf3_ser_occupancy, cpu_ser_ns, deser_layer_of, deser_times, prepare,
+    prepare_sets, preser_ns, ser_occupancy, ser_times, DeserLink, RpcAccConfig, RpcMessage,
 };
 use crate::error::{Result, SimError};
 use crate::program::Program;
@@ -176,7 +175,7 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
                 d.fbf_dma_writes,
             );
             add("deserializer", "dma_writes_one_shot", d.oneshot_dma_writes);
-            let c = chunk_use(cfg, m, cfg.clock_mhz);
+            let c = d.chunks;
             add("chunk_allocator", "chunks", c.chunks as f64);
             add("chunk_allocator", "accel_chunks", c.accel_chunks as f64);
             add("chunk_allocator", "used_bytes", c.used_bytes as f64);
