@@ -103,6 +103,33 @@ fn a_misplaced_gateway_loses_more_over_a_narrower_pcie_link() {
 }
 
 #[test]
+fn a_mix_of_request_sizes_narrows_the_tail_ratio_but_keeps_it_above_the_average() {
+    // Fig. 12b's two ratios (ProtoACC-PCIe over RPCAcc, tail and mean) at its load: requests
+    // of 8 to 64 KiB put the tail among the largest requests, long by their size more than by
+    // their wait, so the tail ratio falls towards their low-load ratio, and stays above the
+    // average one (docs/simulator.md, Fig. 12b's paragraph).
+    let ratios = |avatar_mix: Vec<rpcacc::service::AvatarShare>| {
+        let mut cfg = RpcAccConfig::default();
+        cfg.service.avatar_mix = avatar_mix;
+        cfg.validate().unwrap();
+        let mix = rpcacc::service::mix(&cfg, &mut Engine).unwrap();
+        let (_, [_, pcie, acc]) = mix
+            .under_same_load(cfg.service.max_cores, 0.5, 100_000, cfg.seed)
+            .unwrap();
+        (pcie.p99_ns / acc.p99_ns, pcie.mean_ns / acc.mean_ns)
+    };
+    let (one_tail, one_mean) = ratios(Vec::new());
+    let sizes =
+        [8192, 16384, 32768, 65536].map(|bytes| rpcacc::service::AvatarShare { bytes, share: 1.0 });
+    let (mix_tail, mix_mean) = ratios(sizes.to_vec());
+    assert!(one_tail > one_mean, "{one_tail} {one_mean}");
+    assert!(
+        mix_tail < one_tail - 0.05 && mix_tail > mix_mean,
+        "{mix_tail} {mix_mean} {one_tail}"
+    );
+}
+
+#[test]
 fn same_seed_same_trace_same_stats() {
     let t = trace(MessageClass::Mixed);
     let a = op::run(&OpConfig::paper_4x4(3, 2), std::slice::from_ref(&t)).unwrap();
