@@ -509,7 +509,8 @@ fn service_designs(
     cores: u32,
     rate: Option<f64>,
 ) -> Result<Vec<ServiceDesign>> {
-    let mix = service::mix(cfg, &mut EngineTraces)?;
+    let traced = service::messages(cfg, &mut EngineTraces)?;
+    let mix = service::mix(cfg, &traced, &mut EngineTraces)?;
     let designs: Vec<ServiceDesign> = ["cpu_only", "protoacc_pcie", "rpcacc"]
         .into_iter()
         .zip(mix.mean.designs())
@@ -629,12 +630,12 @@ fn print_image_service(
         "image-compression service (RPCAcc §IV-H), {cores} host core(s), PCIe round trip {} ns",
         cfg.pcie.latency_ns
     )?;
-    let mix = &cfg.service.avatar_mix;
-    if !mix.is_empty() {
-        let total: f64 = mix.iter().map(|a| a.share).sum();
-        let sizes: Vec<String> = mix
+    if !cfg.service.avatar_mix.is_empty() {
+        let sizes: Vec<String> = cfg
+            .service
+            .avatar_shares()
             .iter()
-            .map(|a| format!("{} B ({:.1} %)", a.bytes, 100.0 * a.share / total))
+            .map(|(bytes, share)| format!("{bytes} B ({:.1} %)", 100.0 * share))
             .collect();
         writeln!(
             out,

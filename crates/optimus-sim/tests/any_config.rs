@@ -233,7 +233,8 @@ proptest! {
         }
         finite_stats(&r.stats)?;
 
-        let mix = service::mix(&cfg, &mut Engine).unwrap();
+        let traced = service::messages(&cfg, &mut Engine).unwrap();
+        let mix = service::mix(&cfg, &traced, &mut Engine).unwrap();
         let svc = mix.mean;
         finite("service", &[svc.preser_skip_ns, svc.preser_noskip_ns])?;
         for (d, variants) in svc.designs().into_iter().zip(mix.variants()) {

@@ -112,7 +112,8 @@ fn a_mix_of_request_sizes_narrows_the_tail_ratio_but_keeps_it_above_the_average(
         let mut cfg = RpcAccConfig::default();
         cfg.service.avatar_mix = avatar_mix;
         cfg.validate().unwrap();
-        let mix = rpcacc::service::mix(&cfg, &mut Engine).unwrap();
+        let traced = rpcacc::service::messages(&cfg, &mut Engine).unwrap();
+        let mix = rpcacc::service::mix(&cfg, &traced, &mut Engine).unwrap();
         let (_, [_, pcie, acc]) = mix
             .under_same_load(cfg.service.max_cores, 0.5, 100_000, cfg.seed)
             .unwrap();

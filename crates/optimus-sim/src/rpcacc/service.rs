@@ -221,6 +221,20 @@ impl ServiceConfig {
         Ok(())
     }
 
+    /// The requests' avatar sizes, each with the share of requests that carry it (summing
+    /// to 1): [`ServiceConfig::avatar_mix`] with its shares divided by their sum, or
+    /// `avatar_bytes` alone when it is empty.
+    pub fn avatar_shares(&self) -> Vec<(u32, f64)> {
+        if self.avatar_mix.is_empty() {
+            return vec![(self.avatar_bytes, 1.0)];
+        }
+        let total: f64 = self.avatar_mix.iter().map(|a| a.share).sum();
+        self.avatar_mix
+            .iter()
+            .map(|a| (a.bytes, a.share / total))
+            .collect()
+    }
+
     /// Checks an avatar of `bytes` (the config's `field`, `which` naming a size of a mix):
     /// 1 byte to [`ServiceConfig::MAX_AVATAR_BYTES`], and an image of at most as many after
     /// `compression_ratio`.
@@ -513,14 +527,6 @@ pub struct Mix {
 }
 
 impl Mix {
-    /// The service on one avatar size.
-    pub fn one(bytes: u32, service: Service) -> Self {
-        Mix {
-            sizes: vec![(bytes, 1.0, service)],
-            mean: service,
-        }
-    }
-
     /// Each design's requests, `[CPU-only, ProtoACC-PCIe, RPCAcc]`: (share, cost) per size,
     /// as [`under_load`] takes them.
     pub fn variants(&self) -> [Vec<(f64, Design)>; 3] {
@@ -560,43 +566,45 @@ impl Mix {
     }
 }
 
-/// The service on each avatar size of `cfg`'s [`ServiceConfig::avatar_mix`] (on
-/// `avatar_bytes` alone when it is empty), each size's request and response traced by
-/// `source`.
+/// The service on each avatar size of `cfg`'s mix ([`ServiceConfig::avatar_shares`]):
+/// `traced` holds the messages of `avatar_bytes` ([`messages`]), which serve that size; the
+/// other sizes' request and response are traced by `source`.
 ///
 /// # Errors
 /// As [`messages`].
-pub fn mix(cfg: &RpcAccConfig, source: &mut dyn TraceSource) -> Result<Mix> {
-    let svc = &cfg.service;
-    if svc.avatar_mix.is_empty() {
-        return Ok(Mix::one(
-            svc.avatar_bytes,
-            run(cfg, &messages(cfg, source)?),
-        ));
-    }
-    let total: f64 = svc.avatar_mix.iter().map(|a| a.share).sum();
+pub fn mix(cfg: &RpcAccConfig, traced: &Messages, source: &mut dyn TraceSource) -> Result<Mix> {
     let mut sized = cfg.clone();
-    let sizes = svc
-        .avatar_mix
-        .iter()
-        .map(|a| {
-            sized.service.avatar_bytes = a.bytes;
-            let service = run(&sized, &messages(&sized, source)?);
-            Ok((a.bytes, a.share / total, service))
+    let sizes = cfg
+        .service
+        .avatar_shares()
+        .into_iter()
+        .map(|(bytes, share)| {
+            let service = if bytes == cfg.service.avatar_bytes {
+                run(cfg, traced)
+            } else {
+                sized.service.avatar_bytes = bytes;
+                run(&sized, &messages(&sized, source)?)
+            };
+            Ok((bytes, share, service))
         })
         .collect::<Result<Vec<_>>>()?;
-    let mean_of = |f: fn(&Service) -> Design| {
-        Design::mean(&sizes.iter().map(|(_, w, s)| (*w, f(s))).collect::<Vec<_>>())
+    let mut mix = Mix {
+        sizes,
+        mean: Service::default(),
     };
-    let weighted = |f: fn(&Service) -> f64| sizes.iter().map(|(_, w, s)| w * f(s)).sum();
-    let mean = Service {
-        cpu_only: mean_of(|s| s.cpu_only),
-        protoacc_pcie: mean_of(|s| s.protoacc_pcie),
-        rpcacc: mean_of(|s| s.rpcacc),
+    let [cpu_only, protoacc_pcie, rpcacc] = mix.variants().map(|v| match v.as_slice() {
+        [(_, one)] => *one,
+        _ => Design::mean(&v),
+    });
+    let weighted = |f: fn(&Service) -> f64| mix.sizes.iter().map(|(_, w, s)| w * f(s)).sum();
+    mix.mean = Service {
+        cpu_only,
+        protoacc_pcie,
+        rpcacc,
         preser_skip_ns: weighted(|s| s.preser_skip_ns),
         preser_noskip_ns: weighted(|s| s.preser_noskip_ns),
     };
-    Ok(Mix { sizes, mean })
+    Ok(mix)
 }
 
 /// The request and response of the service, traced by `source`.
@@ -925,6 +933,14 @@ mod tests {
     use super::*;
     use optimus_core::binary::EngineTraces as Engine;
 
+    /// The service on one avatar size, as a mix.
+    fn one_size(bytes: u32, service: Service) -> Mix {
+        Mix {
+            sizes: vec![(bytes, 1.0, service)],
+            mean: service,
+        }
+    }
+
     #[test]
     fn rpcacc_serves_more_per_core_and_faster() {
         let cfg = RpcAccConfig::default();
@@ -972,7 +988,7 @@ mod tests {
             cap_ns: 1e-3,
             ..Design::default()
         };
-        let svc = Mix::one(
+        let svc = one_size(
             1,
             Service {
                 cpu_only: design(8000.0),
@@ -1291,11 +1307,9 @@ mod tests {
     #[test]
     fn the_service_over_a_mix_of_avatars() {
         let mut cfg = RpcAccConfig::default();
-        let single = mix(&cfg, &mut Engine).unwrap();
-        assert_eq!(
-            single,
-            Mix::one(32768, run(&cfg, &messages(&cfg, &mut Engine).unwrap()))
-        );
+        let traced = messages(&cfg, &mut Engine).unwrap();
+        let single = mix(&cfg, &traced, &mut Engine).unwrap();
+        assert_eq!(single, one_size(32768, run(&cfg, &traced)));
         cfg.service.avatar_mix = vec![
             AvatarShare {
                 bytes: 8192,
@@ -1306,7 +1320,7 @@ mod tests {
                 share: 1.0,
             },
         ];
-        let m = mix(&cfg, &mut Engine).unwrap();
+        let m = mix(&cfg, &traced, &mut Engine).unwrap();
         let shares: Vec<(u32, f64)> = m.sizes.iter().map(|s| (s.0, s.1)).collect();
         assert_eq!(shares, [(8192, 0.75), (65536, 0.25)]);
         // Each size is the service on that avatar; the mean lies between them, weighted.
