@@ -7,7 +7,7 @@
 //! ```text
 //! cargo run --release -p optimus-sim --example fit -- rpcacc \
 //!     accel_mem.latency_ns=60..400 dma_txn_ns=2..60 [--iters 500] [--seed 1] [--by met|error]
-//!     [--sensitivity]
+//!     [--sensitivity] [--config FILE]
 //! ```
 //!
 //! A parameter is a path into the model's config as `--print-config` writes it (`OpConfig` for
@@ -15,7 +15,9 @@
 //! one to three of them by a log-normal factor and keeps the result if it scores better:
 //! `--by met` (the default) counts met targets first and breaks ties by the error, `--by
 //! error` uses the error alone, the sum over computed targets of |ln(model / paper)| (each
-//! capped at 3). Progress goes to stderr; stdout gets the targets whose status changed and
+//! capped at 3). `--config` starts from a config file's values instead of the paper's (read as
+//! `reproduce --config` reads it), for fitting a variant of the model such as
+//! `{"leaf_pointer_loads": true}`. Progress goes to stderr; stdout gets the targets whose status changed and
 //! the fitted values, as a config file for `optimus sim reproduce --config`.
 //!
 //! `--sensitivity` prints, per parameter, the targets met at each end of its range and a
@@ -26,6 +28,7 @@
 
 use optimus_core::binary::EngineTraces;
 use optimus_sim::calibrate::{self, Row, Status};
+use optimus_sim::config_file;
 use optimus_sim::cpu::CpuConfig;
 use optimus_sim::op::OpConfig;
 use optimus_sim::rpcacc::RpcAccConfig;
@@ -48,7 +51,7 @@ struct Score {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: fit op|rpcacc PATH=LOW..HIGH ... [--iters N] [--seed S] [--by met|error] [--sensitivity]");
+    eprintln!("usage: fit op|rpcacc PATH=LOW..HIGH ... [--iters N] [--seed S] [--by met|error] [--sensitivity] [--config FILE]");
     std::process::exit(2);
 }
 
@@ -129,8 +132,8 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
 }
 
 /// Moves `p` alone to each end of its range and prints how every computed target follows.
-fn report_sensitivity(paper: &str, defaults: &Value, p: &Param, base: &[Row]) {
-    let mut config = defaults.clone();
+fn report_sensitivity(paper: &str, start_config: &Value, p: &Param, base: &[Row]) {
+    let mut config = start_config.clone();
     let value = |c: &mut Value| at(c, &p.path).expect("checked in main").as_f64();
     let default = value(&mut config).expect("a number");
     let mut ends = Vec::new();
@@ -195,6 +198,7 @@ fn main() {
     };
     let (mut iters, mut seed, mut by_met, mut params) = (500usize, 1u64, true, Vec::new());
     let mut sensitivity = false;
+    let mut config_text = None;
     let mut rest = args[1..].iter();
     while let Some(arg) = rest.next() {
         let mut value = || rest.next().cloned().unwrap_or_else(|| usage());
@@ -202,6 +206,13 @@ fn main() {
             "--iters" => iters = value().parse().unwrap_or_else(|_| usage()),
             "--seed" => seed = value().parse().unwrap_or_else(|_| usage()),
             "--sensitivity" => sensitivity = true,
+            "--config" => {
+                let file = value();
+                config_text = Some(std::fs::read_to_string(&file).unwrap_or_else(|e| {
+                    eprintln!("fit: {file}: {e}");
+                    std::process::exit(2);
+                }));
+            }
             "--by" => {
                 by_met = match value().as_str() {
                     "met" => true,
@@ -212,14 +223,19 @@ fn main() {
             _ => params.push(parse_param(arg).unwrap_or_else(|| usage())),
         }
     }
-    let mut defaults = if paper == "op" {
-        serde_json::to_value(OpConfig::default())
+    let text = config_text.as_deref().unwrap_or("{}");
+    let mut start_config = if paper == "op" {
+        config_file::from_json::<OpConfig>(text).map(serde_json::to_value)
     } else {
-        serde_json::to_value(RpcAccConfig::default())
+        config_file::from_json::<RpcAccConfig>(text).map(serde_json::to_value)
     }
+    .unwrap_or_else(|e| {
+        eprintln!("fit: {e}");
+        std::process::exit(2);
+    })
     .expect("configs serialize");
     for p in &params {
-        if !at(&mut defaults, &p.path).is_some_and(|v| v.is_number()) {
+        if !at(&mut start_config, &p.path).is_some_and(|v| v.is_number()) {
             eprintln!(
                 "fit: {} is not a numeric parameter of the {paper} config",
                 p.path
@@ -230,16 +246,16 @@ fn main() {
     if params.is_empty() {
         usage();
     }
-    let start_rows = reproduce(&paper, &defaults).expect("the defaults run");
+    let start_rows = reproduce(&paper, &start_config).expect("the starting config runs");
     let start = score(&start_rows);
-    eprintln!("defaults: {} met, error {:.3}", start.met, start.error);
+    eprintln!("start: {} met, error {:.3}", start.met, start.error);
     if sensitivity {
         for p in &params {
-            report_sensitivity(&paper, &defaults, p, &start_rows);
+            report_sensitivity(&paper, &start_config, p, &start_rows);
         }
         return;
     }
-    let (mut best, mut best_score) = (defaults.clone(), start);
+    let (mut best, mut best_score) = (start_config.clone(), start);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for step in 0..iters {
         let mut candidate = best.clone();
@@ -273,7 +289,7 @@ fn main() {
         }
     }
     println!(
-        "{} met (defaults {}), error {:.3} (defaults {:.3})",
+        "{} met (start {}), error {:.3} (start {:.3})",
         best_score.met, start.met, best_score.error, start.error
     );
     let mut fitted = json!({});

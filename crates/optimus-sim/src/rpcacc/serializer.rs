@@ -90,24 +90,6 @@ impl Reach {
     }
 }
 
-/// A completion time in ns, ordered for the heap of reads in flight.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Ns(f64);
-
-impl Eq for Ns {}
-
-impl PartialOrd for Ns {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Ns {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
 /// Bytes of a pointer in a message's record.
 const POINTER_BYTES: u32 = 8;
 
@@ -123,16 +105,7 @@ impl LinkTimeline {
     /// delivered one after the other, in that order; a read issued out of the walk's order
     /// fills an idle time left before reads that were computed earlier.
     fn deliver(&mut self, ready: f64, duration: f64) -> f64 {
-        let mut start = ready;
-        // The first busy interval that ends after `ready`.
-        let mut at = self.busy.partition_point(|&(_, end)| end <= ready);
-        while let Some(&(b, e)) = self.busy.get(at) {
-            if start + duration <= b {
-                break;
-            }
-            start = start.max(e);
-            at += 1;
-        }
+        let (start, at) = self.slot(ready, duration);
         let end = start + duration;
         // Merge with the neighbours it touches, so the list stays short.
         if at > 0 && self.busy[at - 1].1 >= start {
@@ -147,6 +120,96 @@ impl LinkTimeline {
             self.busy.insert(at, (start, end));
         }
         end
+    }
+
+    /// When [`Self::deliver`] would have the data arrived, leaving the link as it is.
+    fn arrival(&self, ready: f64, duration: f64) -> f64 {
+        self.slot(ready, duration).0 + duration
+    }
+
+    /// Where data ready from `ready` that takes `duration` fits: its start, and the index of
+    /// the first busy interval after it.
+    fn slot(&self, ready: f64, duration: f64) -> (f64, usize) {
+        let mut start = ready;
+        // The first busy interval that ends after `ready`.
+        let mut at = self.busy.partition_point(|&(_, end)| end <= ready);
+        while let Some(&(b, e)) = self.busy.get(at) {
+            if start + duration <= b {
+                break;
+            }
+            start = start.max(e);
+            at += 1;
+        }
+        (start, at)
+    }
+}
+
+/// The engine's reads in flight, each from when it issues to when its data has arrived, so
+/// that at no time more than `max_outstanding_reads` are: reads issued out of the walk's
+/// order (a leaf dereference's data, issued when its pointer returns) are counted at the
+/// times they are in flight, not in the order they were computed.
+#[derive(Debug, Default)]
+struct InFlight {
+    /// `(issue, arrival)` of every read that may still overlap a later one.
+    reads: Vec<(f64, f64)>,
+}
+
+impl InFlight {
+    /// The earliest time from `ready` on at which a read can issue and stay in flight until
+    /// `arrival(issue)` with fewer than `max` other reads in flight throughout.
+    fn earliest(&self, ready: f64, max: usize, arrival: impl Fn(f64) -> f64) -> f64 {
+        let mut issue = ready;
+        // Each turn moves `issue` to a read's arrival past it, so the loop ends.
+        while let Some(free) = self.full_within(issue, arrival(issue), max) {
+            issue = free;
+        }
+        issue
+    }
+
+    /// If `max` reads are in flight at `from` or at some time before `until`, the first time
+    /// after that at which fewer are.
+    fn full_within(&self, from: f64, until: f64, max: usize) -> Option<f64> {
+        let mut in_flight = 0usize;
+        // Changes after `from`: arrivals (-1) before issues (+1) at the same time, a read
+        // being in flight over [issue, arrival).
+        let mut changes: Vec<(f64, i8)> = Vec::new();
+        for &(issue, arrival) in &self.reads {
+            // One that arrived by then, or that is never in flight, counts nowhere.
+            if arrival <= from || arrival <= issue {
+                continue;
+            }
+            if issue <= from {
+                in_flight += 1;
+            } else {
+                changes.push((issue, 1));
+            }
+            changes.push((arrival, -1));
+        }
+        changes.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut full = in_flight >= max;
+        for (t, change) in changes {
+            if !full && t >= until {
+                return None;
+            }
+            if change > 0 {
+                in_flight += 1;
+            } else {
+                in_flight -= 1;
+            }
+            if full && in_flight < max {
+                return Some(t);
+            }
+            full |= in_flight >= max;
+        }
+        // Every read has arrived by the end: the count ends at zero, below any `max`.
+        None
+    }
+
+    /// Notes a read in flight from `issue` to `arrival`, and forgets the reads that arrived
+    /// by `settled`, before any read still to come can issue.
+    fn add(&mut self, issue: f64, arrival: f64, settled: f64) {
+        self.reads.retain(|&(_, a)| a > settled);
+        self.reads.push((issue, arrival));
     }
 }
 
@@ -183,7 +246,7 @@ pub(super) fn walk_ns(
     let mut pointer_done = vec![0.0f64; reqs.len()];
     // Per request: whether that pointer is a leaf dereference's.
     let mut leaf_pointer = vec![false; reqs.len()];
-    let mut inflight: std::collections::BinaryHeap<std::cmp::Reverse<Ns>> = Default::default();
+    let mut inflight = InFlight::default();
     let mut item_done = vec![0.0f64; p.items.len()];
     // Per item, when the last of its requests returns (all are issued before it is encoded).
     let mut item_ready = vec![0.0f64; p.items.len()];
@@ -191,25 +254,22 @@ pub(super) fn walk_ns(
     let mut links = [LinkTimeline::default(), LinkTimeline::default()];
     // When the walker can issue its next read: once it has issued the one before.
     let mut next_issue = 0.0f64;
-    // Issues a read at `at` or later; one `in_walk` is the walk's next step, any other (a
-    // leaf dereference's data) leaves the walk's issue order alone.
-    let mut read = |at: f64, region: Region, bytes: u32, in_walk: bool| {
-        let mut at = if in_walk { at.max(next_issue) } else { at };
-        while inflight.len() >= cfg.max_outstanding_reads as usize {
-            let Some(std::cmp::Reverse(Ns(t))) = inflight.pop() else {
-                break;
-            };
-            at = at.max(t);
-        }
+    // Issues a read at `at` or later, no read to come issuing before `settled`; one `in_walk`
+    // is the walk's next step, any other (a leaf dereference's data) leaves the walk's issue
+    // order alone.
+    let mut read = |at: f64, settled: f64, region: Region, bytes: u32, in_walk: bool| {
+        let at = if in_walk { at.max(next_issue) } else { at };
         let (i, l) = reach.link(region);
-        at += issue_ns[i];
-        if in_walk {
-            next_issue = at;
-        }
+        let duration = f64::from(bytes) / l.bw_gbytes_s;
         // Concurrent reads share the link's bandwidth: data returns after the latency, once
         // the link has time to deliver it.
-        let fin = links[i].deliver(at + l.latency_ns, f64::from(bytes) / l.bw_gbytes_s);
-        inflight.push(std::cmp::Reverse(Ns(fin)));
+        let arrival = |issue: f64| links[i].arrival(issue + issue_ns[i] + l.latency_ns, duration);
+        let at = inflight.earliest(at, cfg.max_outstanding_reads as usize, arrival);
+        let fin = links[i].deliver(at + issue_ns[i] + l.latency_ns, duration);
+        inflight.add(at, fin, settled);
+        if in_walk {
+            next_issue = at + issue_ns[i];
+        }
         fin
     };
     let w = cfg.read_window_fields as usize;
@@ -229,7 +289,7 @@ pub(super) fn walk_ns(
             if let Some(d) = r.dep {
                 let loads = r.is_schema || cfg.leaf_pointer_loads;
                 if let Some(record) = r.pointer.filter(|_| loads) {
-                    pointer_done[d] = read(at, record, POINTER_BYTES, true);
+                    pointer_done[d] = read(at, window_open, record, POINTER_BYTES, true);
                     leaf_pointer[d] = !r.is_schema;
                 }
                 at = at.max(pointer_done[d]);
@@ -238,7 +298,7 @@ pub(super) fn walk_ns(
             done[next_req] = if r.is_schema {
                 at
             } else {
-                read(at, r.region, r.bytes, in_walk)
+                read(at, window_open, r.region, r.bytes, in_walk)
             };
             if let Some(ready) = item_ready.get_mut(r.item) {
                 *ready = ready.max(done[next_req]);
@@ -482,6 +542,49 @@ mod tests {
         // Too long for what is left of it (30..40): after the last.
         assert_eq!(link.deliver(25.0, 15.0), 60.0);
         assert_eq!(link.busy, [(10.0, 30.0), (40.0, 60.0)]);
+    }
+
+    #[test]
+    fn reads_count_toward_the_limit_only_while_they_are_in_flight() {
+        let mut reads = InFlight::default();
+        reads.add(10.0, 20.0, 0.0);
+        let five = |t: f64| t + 5.0;
+        // One slot: a read that returns before the other issues goes first, even though the
+        // other was placed before it; one that would overlap it waits for it to arrive.
+        assert_eq!(reads.earliest(0.0, 1, five), 0.0);
+        assert_eq!(reads.earliest(8.0, 1, five), 20.0);
+        // A read may not overlap a gap too short for it.
+        reads.add(23.0, 30.0, 0.0);
+        assert_eq!(reads.earliest(19.0, 1, five), 30.0);
+        // Two slots: a read that overlaps one other goes.
+        assert_eq!(reads.earliest(12.0, 2, five), 12.0);
+        // Two slots, three reads: both others are in flight over 12..20 and 23..25.
+        reads.add(12.0, 25.0, 0.0);
+        assert_eq!(reads.earliest(0.0, 2, |t| t + 11.0), 0.0);
+        assert_eq!(reads.earliest(0.0, 2, |t| t + 13.0), 25.0);
+        assert_eq!(reads.earliest(13.0, 2, |t| t + 1.0), 20.0);
+        assert_eq!(reads.earliest(20.0, 2, |t| t + 2.0), 20.0);
+        // Reads that arrived by the settled time are forgotten.
+        reads.add(40.0, 45.0, 24.0);
+        assert_eq!(reads.reads, [(23.0, 30.0), (12.0, 25.0), (40.0, 45.0)]);
+
+        // In a walk: with two reads in flight, two strings' pointers issue together, and
+        // their characters, issued when the pointers return, together too. Counting the
+        // first string's characters from when the walk passed them would hold the second
+        // pointer back a round trip.
+        use crate::program::{nested_trace, Walk::Text};
+        let cfg = RpcAccConfig {
+            max_outstanding_reads: 2,
+            leaf_pointer_loads: true,
+            ..RpcAccConfig::default()
+        };
+        let link = LinkConfig {
+            latency_ns: 1e6,
+            bw_gbytes_s: 12.8,
+        };
+        let p = Program::from_trace(&nested_trace(&[Text(Region::Message); 2]));
+        let n = serializer_ns(&cfg, &p, Reach::One(link), 4.0) / link.latency_ns;
+        assert!((n - 2.0).abs() < 1e-3, "{n}");
     }
 
     #[test]
