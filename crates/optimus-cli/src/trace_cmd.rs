@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::placement::{AccelLabels, Labelled};
 use optimus_schema::{MessageId, SchemaSet};
-use optimus_trace::{Direction, Format, Region, TraceWriter, Tracer};
+use optimus_trace::{Direction, Format, Region, Repetition, TraceWriter, Tracer};
 
 use crate::bench::embedded_workload;
 use crate::source::{find_type, SchemaSource};
@@ -211,8 +211,8 @@ impl<W: Write> Tracer for Streaming<'_, W> {
     fn message_end(&mut self, wire_bytes: u64) {
         self.writer.message_end(wire_bytes);
     }
-    fn schema_read(&mut self, kind: u16, addr: u64, size: u32) {
-        self.writer.schema_read(kind, addr, size);
+    fn schema_read(&mut self, kind: u16, repetition: Repetition, addr: u64, size: u32) {
+        self.writer.schema_read(kind, repetition, addr, size);
         self.spill();
     }
     fn field_read(&mut self, region: Region, addr: u64, bytes: u32) {

@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 
 use optimus_schema::{Field, Kind, SchemaSet};
-use optimus_trace::{Direction, Format, Region, Tracer};
+use optimus_trace::{Direction, Format, Region, Repetition, Tracer};
 
 /// Why a name cannot carry the "Acc" label.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -173,14 +173,14 @@ impl<T: Tracer> Tracer for Labelled<'_, T> {
         self.inner.message_end(wire_bytes);
     }
 
-    fn schema_read(&mut self, kind: u16, addr: u64, size: u32) {
+    fn schema_read(&mut self, kind: u16, repetition: Repetition, addr: u64, size: u32) {
         if self.open == Some(self.depth) {
             self.open = None;
         }
         if self.open.is_none() && self.labels.entries.contains(&addr) {
             self.open = Some(self.depth);
         }
-        self.inner.schema_read(kind, addr, size);
+        self.inner.schema_read(kind, repetition, addr, size);
     }
 
     fn field_read(&mut self, region: Region, addr: u64, bytes: u32) {

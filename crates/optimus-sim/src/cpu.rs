@@ -3,9 +3,12 @@
 //! Optimus Prime §2.3 measures ~25 dynamic instructions per byte on an ARM core and §1 argues
 //! a lower bound of 5 instructions per output byte; Table 4 and Fig. 7 give the resulting
 //! throughputs. This model counts instructions from a trace: a fixed cost per field, per
-//! varint byte, per copied byte and per sub-message (size pass, call, length prefix).
+//! varint byte, per copied byte and per sub-message (size pass, call, length prefix). The
+//! per-field cost is paid per tag: a decoder reads a field's entry again at each tag, and an
+//! encoder, whose trace reads the entry once per field, writes a tag for each value of an
+//! unpacked list.
 
-use optimus_trace::{class_of, ConvClass, Direction, Event, Region};
+use optimus_trace::{class_of, ConvClass, Direction, Event, Region, Repetition};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{check_non_negative, check_positive, Result};
@@ -20,8 +23,9 @@ pub struct CpuConfig {
     /// Instructions retired per cycle on DT code. Default 1.2 (calibrated: §1's 700 ns for
     /// 300 B at 5 instructions/byte and §2.3's ~1 Gbps cap at 25 instructions/byte).
     pub ipc: f64,
-    /// Instructions per field (reflection dispatch, has-bit test, size pass, tag write).
-    /// Default 117 (fitted to Fig. 7's best 1.7 Gbps, Flat).
+    /// Instructions per field (reflection dispatch, has-bit test, size pass, tag write), and
+    /// per value of an unpacked list after its first (a tag of its own, as a decoder pays for
+    /// it). Default 117 (fitted to Fig. 7's best 1.7 Gbps, Flat).
     pub per_field: f64,
     /// Instructions per varint output byte. Default 5 (§1: "five emitted instructions per
     /// output byte").
@@ -72,11 +76,33 @@ impl CpuConfig {
         let mut n = 0.0;
         // The class of the conversion the next field write belongs to, if any.
         let mut pending = None;
+        // Per open message, the field whose entry it read last: its values' tags.
+        let mut fields = vec![Tags::default()];
+        let encode = t.direction == Direction::Encode;
+        let value = |fields: &mut Vec<Tags>| {
+            if encode && fields.last_mut().is_some_and(Tags::another_value) {
+                self.per_field
+            } else {
+                0.0
+            }
+        };
         for e in &t.events {
             match e {
-                Event::SchemaRead { .. } => n += self.per_field,
-                Event::Enter { .. } => n += self.per_submessage,
+                Event::SchemaRead { repetition, .. } => {
+                    n += self.per_field;
+                    if let Some(f) = fields.last_mut() {
+                        *f = Tags::of(*repetition);
+                    }
+                }
+                Event::Enter { .. } => {
+                    n += self.per_submessage + value(&mut fields);
+                    fields.push(Tags::default());
+                }
+                Event::Leave => {
+                    fields.pop();
+                }
                 Event::Convert { op, bytes } => {
+                    n += value(&mut fields);
                     let class = class_of(*op);
                     pending = Some(class);
                     let varint = matches!(class, ConvClass::Varint | ConvClass::Zigzag);
@@ -130,6 +156,30 @@ impl CpuConfig {
     }
 }
 
+/// One field's values as an encoder writes them: whether each has a tag of its own, and how
+/// many have been written.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tags {
+    one_per_value: bool,
+    values: u32,
+}
+
+impl Tags {
+    fn of(repetition: Repetition) -> Self {
+        Tags {
+            one_per_value: repetition == Repetition::Repeated,
+            values: 0,
+        }
+    }
+
+    /// Notes a value (a conversion or a sub-message) of the field; whether it adds a tag to
+    /// the entry's.
+    fn another_value(&mut self) -> bool {
+        self.values += 1;
+        self.one_per_value && self.values > 1
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use optimus_trace::{kind, Format};
@@ -148,6 +198,7 @@ mod tests {
             [
                 Event::SchemaRead {
                     kind: k,
+                    repetition: Repetition::Single,
                     addr: 0,
                     size: 16,
                 },
@@ -173,6 +224,7 @@ mod tests {
         events.extend(field(kind::STRING, 100, 100));
         events.push(Event::SchemaRead {
             kind: kind::MESSAGE,
+            repetition: Repetition::Single,
             addr: 0,
             size: 16,
         });
@@ -201,6 +253,86 @@ mod tests {
             assert!((cpu.message_ns(&t) - expected / 2.4).abs() < 1e-9);
             assert!((cpu.gbps(&t) - 109.0 * 8.0 / (expected / 2.4)).abs() < 1e-9);
         }
+    }
+
+    /// A message of one field of `kind` with `values` values of 4 input bytes each, written
+    /// as `repetition` says (`sub`: each value a sub-message of one such field): on encode one
+    /// schema entry for them all, on decode one per tag read.
+    fn list(
+        direction: Direction,
+        repetition: Repetition,
+        values: usize,
+        sub: bool,
+    ) -> MessageTrace {
+        let entry = |repetition| Event::SchemaRead {
+            kind: if sub { kind::MESSAGE } else { kind::FIXED32 },
+            repetition,
+            addr: 0x40,
+            size: 16,
+        };
+        let value = [
+            Event::Convert {
+                op: kind::FIXED32,
+                bytes: 4,
+            },
+            Event::FieldWrite {
+                region: Region::Buffer,
+                addr: 0,
+                bytes: 4,
+            },
+        ];
+        let mut events = vec![Event::MessageBegin {
+            direction,
+            format: Format::Protobuf,
+            type_id: 0,
+        }];
+        let entry_per_value = direction == Direction::Decode && repetition != Repetition::Packed;
+        for v in 0..values {
+            if v == 0 || entry_per_value {
+                events.push(entry(repetition));
+            }
+            if sub {
+                events.push(Event::Enter { type_id: 1 });
+                events.push(entry(Repetition::Single));
+                events.extend(value);
+                events.push(Event::Leave);
+            } else {
+                events.extend(value);
+            }
+        }
+        events.push(Event::MessageEnd { wire_bytes: 0 });
+        MessageTrace {
+            events,
+            wire_bytes: 0,
+            direction,
+        }
+    }
+
+    #[test]
+    fn each_tag_costs_a_field_in_both_directions() {
+        let cpu = CpuConfig::default();
+        let copies = 0.5 * 4.0;
+        for direction in [Direction::Encode, Direction::Decode] {
+            let cost = |repetition, sub| cpu.instructions(&list(direction, repetition, 3, sub));
+            // Three values each with a tag of their own: three fields' work, however many
+            // entries the trace reads.
+            assert_eq!(
+                cost(Repetition::Repeated, false),
+                3.0 * (117.0 + copies),
+                "{direction:?}"
+            );
+            // Packed: one tag and length for the three.
+            assert_eq!(cost(Repetition::Packed, false), 117.0 + 3.0 * copies);
+            // Three sub-messages in a list: a tag each, and each its own field.
+            assert_eq!(
+                cost(Repetition::Repeated, true),
+                3.0 * (117.0 + 254.0 + 117.0 + copies),
+                "{direction:?}"
+            );
+        }
+        // A singular field's entry read once: one field, whatever the trace then converts.
+        let one = cpu.instructions(&list(Direction::Encode, Repetition::Single, 3, false));
+        assert_eq!(one, 117.0 + 3.0 * copies);
     }
 
     #[test]

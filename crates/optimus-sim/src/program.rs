@@ -14,7 +14,7 @@
 //! it can reach a dereference field (RPCAcc §I): a sub-message, a string's or bytes'
 //! characters, a repeated field's elements. [`Access::pointer`] marks where.
 
-use optimus_trace::{class_of, ConvClass, Direction, Event, Region};
+use optimus_trace::{class_of, ConvClass, Direction, Event, Region, Repetition};
 
 use crate::workload::MessageTrace;
 
@@ -116,7 +116,12 @@ impl Program {
                 place_record(&mut records, unplaced_read.take());
             }
             match *ev {
-                Event::SchemaRead { addr, size, .. } => {
+                Event::SchemaRead {
+                    addr,
+                    size,
+                    repetition,
+                    ..
+                } => {
                     if has_work {
                         flush(&mut p, &mut cur, &mut has_work, depth);
                     }
@@ -133,7 +138,7 @@ impl Program {
                     note_first(&mut records, idx, &mut awaiting_first);
                     last_entry = idx;
                     last_access_in_item = idx;
-                    field_values = Values::default();
+                    field_values = Values::of(repetition);
                 }
                 Event::FieldRead {
                     region,
@@ -339,28 +344,29 @@ fn place_record(records: &mut [Record], region: Option<Region>) {
 /// sub-messages are "dereference" fields).
 #[derive(Debug, Default)]
 struct Values {
+    /// Whether the field's schema entry says it holds a list.
+    is_list: bool,
     /// How many values of the field have been converted.
     count: u32,
-    /// The first value's first access, unless it already waits for a pointer.
-    first_unmarked: Option<u32>,
 }
 
 impl Values {
+    /// A field whose schema entry gives `repetition`, no value read yet.
+    fn of(repetition: Repetition) -> Self {
+        Values {
+            is_list: repetition.is_list(),
+            count: 0,
+        }
+    }
+
     /// Notes a converted value whose read starts at access `first`, in the message whose
-    /// record is `record`: a string's or bytes' characters wait for their pointer, and a
-    /// field's second value shows it repeated, so its first value waits for the pointer to
-    /// the elements (later ones hang from the same entry, and wait with it).
+    /// record is `record`: a string's or bytes' characters wait for their pointer, and so
+    /// does a list's first value, the pointer being to its elements (later ones hang from the
+    /// same entry, and wait with it).
     fn converted(&mut self, first: u32, is_bytes: bool, record: &mut Record) {
         self.count += 1;
-        if is_bytes {
+        if is_bytes || (self.is_list && self.count == 1) {
             record.children.push(first);
-        } else if self.count == 1 {
-            self.first_unmarked = Some(first);
-        }
-        if self.count == 2 {
-            if let Some(f) = self.first_unmarked.take() {
-                record.children.push(f);
-            }
         }
     }
 }
@@ -454,6 +460,7 @@ pub(crate) fn flat_trace(fields: &[(u64, u64)]) -> MessageTrace {
         events.extend([
             Event::SchemaRead {
                 kind: 5,
+                repetition: Repetition::Single,
                 addr: schema_addr,
                 size: 16,
             },
@@ -499,6 +506,7 @@ pub(crate) fn one_large_field(bytes: u32) -> MessageTrace {
             },
             Event::SchemaRead {
                 kind: 9,
+                repetition: Repetition::Single,
                 addr: 0x1000,
                 size: 16,
             },
@@ -545,11 +553,15 @@ pub(crate) enum Walk {
     Field(Region),
     /// A string of 4 characters in this memory: as [`Walk::Field`], converted by op 9.
     Text(Region),
+    /// A repeated field's first value: as [`Walk::Field`], its entry saying it holds a list.
+    List(Region),
     /// Another value of the field just walked (a repeated field's next element): its read,
     /// op 5 into 2 bytes, and no entry.
     Value(Region),
     /// A sub-message field: its entry, then the sub-message is entered.
     Sub,
+    /// A repeated sub-message field: as [`Walk::Sub`], its entry saying it holds a list.
+    Subs,
     /// The next element of the repeated sub-message field just left: entered again.
     Element,
     /// The sub-message ends.
@@ -567,17 +579,23 @@ pub(crate) fn nested_trace(walk: &[Walk]) -> MessageTrace {
     }];
     let mut out = 0;
     for (k, step) in walk.iter().enumerate() {
+        let repetition = if matches!(step, Walk::List(_) | Walk::Subs) {
+            Repetition::Repeated
+        } else {
+            Repetition::Single
+        };
         let entry = Event::SchemaRead {
             kind: 5,
+            repetition,
             addr: 0x1000 + 16 * k as u64,
             size: 16,
         };
         let enter = Event::Enter { type_id: 1 };
         match *step {
-            Walk::Sub => events.extend([entry, enter]),
+            Walk::Sub | Walk::Subs => events.extend([entry, enter]),
             Walk::Element => events.push(enter),
             Walk::Leave => events.push(Event::Leave),
-            Walk::Field(region) | Walk::Text(region) | Walk::Value(region) => {
+            Walk::Field(region) | Walk::Text(region) | Walk::List(region) | Walk::Value(region) => {
                 let op = if matches!(step, Walk::Text(_)) { 9 } else { 5 };
                 if !matches!(step, Walk::Value(_)) {
                     events.push(entry);
@@ -638,11 +656,11 @@ mod tests {
     #[test]
     fn sub_messages_wait_for_pointers_in_their_parents_records() {
         use Region::{Accel, Message};
-        use Walk::{Element, Field, Leave, Sub};
+        use Walk::{Element, Field, Leave, Sub, Subs};
         // A repeated sub-message of two elements, then a sub-message whose data is all in
         // card memory, with a sub-message of its own.
         let t = nested_trace(&[
-            Sub,
+            Subs,
             Field(Message),
             Leave,
             Element,
@@ -715,13 +733,13 @@ mod tests {
     #[test]
     fn strings_and_repeated_fields_wait_for_pointers_in_their_records() {
         use Region::{Accel, Message};
-        use Walk::{Field, Leave, Sub, Text, Value};
-        // Top { a scalar; a string; a repeated scalar of three; Sub { a scalar of one value;
-        // a string } } with the sub-message all in card memory.
+        use Walk::{Field, Leave, List, Sub, Text, Value};
+        // Top { a scalar; a string; a repeated scalar of three; Sub { a scalar; a string } }
+        // with the sub-message all in card memory.
         let p = Program::from_trace(&nested_trace(&[
             Field(Message),
             Text(Message),
-            Field(Message),
+            List(Message),
             Value(Message),
             Value(Message),
             Sub,
@@ -761,6 +779,26 @@ mod tests {
     }
 
     #[test]
+    fn a_list_of_one_value_waits_for_its_pointer_and_a_field_of_two_values_does_not() {
+        use Region::Message;
+        use Walk::{Field, List, Value};
+        // The schema entry says which field is a list, however many values it has: a
+        // repeated field of one element is still reached through the pointer to its
+        // elements, and a singular field's values (a trace that repeats one) are not.
+        let pointers = |walk: &[Walk]| -> Vec<Option<Region>> {
+            let p = Program::from_trace(&nested_trace(walk));
+            p.accesses
+                .iter()
+                .filter(|a| !a.is_schema)
+                .map(|a| a.pointer)
+                .collect()
+        };
+        assert_eq!(pointers(&[List(Message)]), [Some(Message)]);
+        assert_eq!(pointers(&[Field(Message)]), [None]);
+        assert_eq!(pointers(&[Field(Message), Value(Message)]), [None, None]);
+    }
+
+    #[test]
     fn repeated_elements_hang_from_their_fields_entry() {
         // One entry, then three elements each read after the previous one's conversion.
         let mut events = vec![
@@ -771,6 +809,7 @@ mod tests {
             },
             Event::SchemaRead {
                 kind: 5,
+                repetition: Repetition::Repeated,
                 addr: 0x1000,
                 size: 16,
             },
@@ -808,6 +847,7 @@ mod tests {
         let events = vec![
             Event::SchemaRead {
                 kind: 5,
+                repetition: Repetition::Single,
                 addr: 0x1000,
                 size: 16,
             },

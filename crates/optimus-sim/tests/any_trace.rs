@@ -4,8 +4,16 @@
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::{report, RpcAccConfig};
 use optimus_sim::workload::{accelerator_view, MemoryView, ViewConfig};
-use optimus_trace::{Direction, Event, Format, Region};
+use optimus_trace::{Direction, Event, Format, Region, Repetition};
 use proptest::prelude::*;
+
+fn repetition() -> impl Strategy<Value = Repetition> {
+    prop_oneof![
+        Just(Repetition::Single),
+        Just(Repetition::Repeated),
+        Just(Repetition::Packed),
+    ]
+}
 
 fn region() -> impl Strategy<Value = Region> {
     prop_oneof![
@@ -34,40 +42,47 @@ fn access() -> impl Strategy<Value = (Region, u64, u32)> {
 /// One field's events: its schema entry, then reads, converter ops and writes.
 fn field() -> impl Strategy<Value = Vec<Event>> {
     (
-        any::<u16>(),
+        (any::<u16>(), repetition()),
         addr(),
         0u32..64,
         prop::collection::vec(access(), 0..3),
         prop::collection::vec((any::<u16>(), 0u32..3000), 0..2),
         prop::collection::vec(access(), 0..3),
     )
-        .prop_map(|(kind, addr, size, reads, converts, writes)| {
-            let mut evs = vec![Event::SchemaRead { kind, addr, size }];
-            evs.extend(
-                reads
-                    .into_iter()
-                    .map(|(region, addr, bytes)| Event::FieldRead {
-                        region,
-                        addr,
-                        bytes,
-                    }),
-            );
-            evs.extend(
-                converts
-                    .into_iter()
-                    .map(|(op, bytes)| Event::Convert { op, bytes }),
-            );
-            evs.extend(
-                writes
-                    .into_iter()
-                    .map(|(region, addr, bytes)| Event::FieldWrite {
-                        region,
-                        addr,
-                        bytes,
-                    }),
-            );
-            evs
-        })
+        .prop_map(
+            |((kind, repetition), addr, size, reads, converts, writes)| {
+                let mut evs = vec![Event::SchemaRead {
+                    kind,
+                    repetition,
+                    addr,
+                    size,
+                }];
+                evs.extend(
+                    reads
+                        .into_iter()
+                        .map(|(region, addr, bytes)| Event::FieldRead {
+                            region,
+                            addr,
+                            bytes,
+                        }),
+                );
+                evs.extend(
+                    converts
+                        .into_iter()
+                        .map(|(op, bytes)| Event::Convert { op, bytes }),
+                );
+                evs.extend(
+                    writes
+                        .into_iter()
+                        .map(|(region, addr, bytes)| Event::FieldWrite {
+                            region,
+                            addr,
+                            bytes,
+                        }),
+                );
+                evs
+            },
+        )
 }
 
 /// A (sub-)message body: fields and sub-messages, nested up to three levels.

@@ -50,7 +50,6 @@ const MET_OP: &[&str] = &[
     "op.table4.op_3_4.perf_per_watt.x",
     "op.sec6_5.perf_per_watt_op_3_4_vs_op_12_1.x",
     "op.sec6_4.service_latency_reduction_max.pct",
-    "op.sec6_4.urlshorten.dt_latency_reduction.x",
     "op.sec6_4.dt_latency_reduction_max.x",
 ];
 

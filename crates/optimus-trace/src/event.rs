@@ -76,6 +76,35 @@ impl Region {
     }
 }
 
+/// How many values a schema entry's field holds and how they are written: what the entry's
+/// type says beside its kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Repetition {
+    /// One value (singular or optional).
+    #[default]
+    Single = 0,
+    /// A list of values (repeated or map), each written with a tag of its own.
+    Repeated = 1,
+    /// A list of scalars written packed: one tag and length for them all.
+    Packed = 2,
+}
+
+impl Repetition {
+    pub(crate) fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            0 => Some(Self::Single),
+            1 => Some(Self::Repeated),
+            2 => Some(Self::Packed),
+            _ => None,
+        }
+    }
+
+    /// Whether the field holds a list.
+    pub fn is_list(self) -> bool {
+        self != Self::Single
+    }
+}
+
 /// One thing a DT accelerator does while transforming a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Event {
@@ -97,6 +126,8 @@ pub enum Event {
     SchemaRead {
         /// Field kind / converter class of the entry (engine's numbering).
         kind: u16,
+        /// One value or a list, and how a list is written.
+        repetition: Repetition,
         /// Address of the schema entry itself.
         addr: u64,
         /// Size of the entry in bytes.

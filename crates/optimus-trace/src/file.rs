@@ -2,7 +2,8 @@
 //!
 //! Layout: [`MAGIC`] (8 bytes), [`VERSION`] (u16 little-endian), two zero bytes, then events
 //! until the end of the file. Each event is one tag byte (low nibble = event kind, bits 4–5 =
-//! [`Region`] for field reads/writes) followed by LEB128 varints. Addresses are stored as the
+//! [`Region`] for field reads/writes and [`Repetition`] for schema reads) followed by LEB128
+//! varints. Addresses are stored as the
 //! zigzag-encoded wrapping difference from the previous address of the same stream (schema
 //! entries, and one stream per region), so sequential walks cost one or two bytes per address.
 //!
@@ -10,13 +11,14 @@
 //! is bounded to ten bytes; errors name the byte offset. [`decode_limited`] also bounds the
 //! events it collects, and checks their nesting as it reads.
 
-use crate::event::{Direction, Event, Format, Nesting, Region};
+use crate::event::{Direction, Event, Format, Nesting, Region, Repetition};
 use crate::tracer::{replay_one, Tracer};
 
 /// First eight bytes of every trace file.
 pub const MAGIC: [u8; 8] = *b"OPTRACE\0";
-/// Version of the event encoding this crate reads and writes.
-pub const VERSION: u16 = 1;
+/// Version of the event encoding this crate reads and writes (2: schema reads carry their
+/// field's [`Repetition`]).
+pub const VERSION: u16 = 2;
 const HEADER_LEN: usize = 12;
 /// Longest LEB128 encoding of a `u64`.
 const MAX_VARINT_LEN: usize = 10;
@@ -77,14 +79,15 @@ pub enum TraceError {
         /// The value found.
         value: u64,
     },
-    /// An event tag, region, direction or format this version does not know.
+    /// An event tag, region, repetition, direction or format this version does not know.
     #[error("at byte {offset}: unknown {what} {value:#04x}")]
     BadTag {
         /// Byte offset of the byte that holds it.
         offset: usize,
         /// Which kind of tag.
         what: &'static str,
-        /// The value found (for a region, bits 4–5 of the event tag, shifted down).
+        /// The value found (for a region or a repetition, bits 4–5 of the event tag, shifted
+        /// down).
         value: u8,
     },
     /// The file holds more events than the caller of [`decode_limited`] allows.
@@ -209,8 +212,8 @@ impl Tracer for TraceWriter {
         self.buf.push(TAG_END);
         put_varint(&mut self.buf, wire_bytes);
     }
-    fn schema_read(&mut self, kind: u16, addr: u64, size: u32) {
-        self.buf.push(TAG_SCHEMA);
+    fn schema_read(&mut self, kind: u16, repetition: Repetition, addr: u64, size: u32) {
+        self.buf.push(TAG_SCHEMA | ((repetition as u8) << 4));
         put_varint(&mut self.buf, kind.into());
         self.addr(self.prev.schema, addr);
         self.prev.schema = addr;
@@ -400,7 +403,7 @@ impl<'a> TraceReader<'a> {
         let tag = self.byte("an event tag")?;
         let kind = tag & 0x0f;
         let hi = tag >> 4;
-        if hi != 0 && kind != TAG_READ && kind != TAG_WRITE {
+        if hi != 0 && kind != TAG_READ && kind != TAG_WRITE && kind != TAG_SCHEMA {
             return Err(TraceError::BadTag {
                 offset: at,
                 what: "event tag",
@@ -433,11 +436,17 @@ impl<'a> TraceReader<'a> {
                 wire_bytes: self.varint("a wire size")?,
             },
             TAG_SCHEMA => {
+                let repetition = Repetition::from_u8(hi).ok_or(TraceError::BadTag {
+                    offset: at,
+                    what: "repetition",
+                    value: hi,
+                })?;
                 let kind = self.varint_u16("a field kind")?;
                 let addr = self.addr(self.prev.schema)?;
                 self.prev.schema = addr;
                 Event::SchemaRead {
                     kind,
+                    repetition,
                     addr,
                     size: self.varint_u32("an entry size")?,
                 }
@@ -510,6 +519,7 @@ mod tests {
             },
             Event::SchemaRead {
                 kind: 3,
+                repetition: Repetition::Single,
                 addr: 0x7fff_0000_1000,
                 size: 16,
             },
@@ -526,6 +536,7 @@ mod tests {
             },
             Event::SchemaRead {
                 kind: 9,
+                repetition: Repetition::Repeated,
                 addr: 0x7fff_0000_0ff0,
                 size: 16,
             },
@@ -568,6 +579,19 @@ mod tests {
         let bytes = encode(&evs);
         assert_eq!(&bytes[..8], &MAGIC);
         assert_eq!(decode(&bytes).unwrap(), evs);
+        for repetition in [Repetition::Single, Repetition::Repeated, Repetition::Packed] {
+            let evs = [
+                evs[0],
+                Event::SchemaRead {
+                    kind: 5,
+                    repetition,
+                    addr: 0x40,
+                    size: 16,
+                },
+                Event::MessageEnd { wire_bytes: 0 },
+            ];
+            assert_eq!(decode(&encode(&evs)).unwrap(), evs);
+        }
     }
 
     #[test]
@@ -601,7 +625,7 @@ mod tests {
         let mut w = TraceWriter::new();
         w.message_begin(Direction::Encode, Format::Protobuf, 0);
         for i in 0..100u64 {
-            w.schema_read(1, 0x1_0000_0000 + i * 16, 16);
+            w.schema_read(1, Repetition::Packed, 0x1_0000_0000 + i * 16, 16);
         }
         w.message_end(0);
         let len = w.finish().len();
@@ -630,12 +654,13 @@ mod tests {
             TraceError::BadMagic
         );
         assert_eq!(TraceReader::new(b"nope").unwrap_err(), TraceError::BadMagic);
+        // A file of version 1, whose schema reads carry no repetition, is refused.
         let mut bad = encode(&[]);
-        bad[8] = 2;
+        bad[8] = 1;
         assert_eq!(
             decode(&bad).unwrap_err(),
             TraceError::Version {
-                found: 2,
+                found: 1,
                 expected: VERSION
             }
         );
@@ -750,6 +775,14 @@ mod tests {
             }
         );
         assert_eq!(region.to_string(), "at byte 12: unknown region 0x03");
+        assert_eq!(
+            with(&[TAG_SCHEMA | 0x30, 1, 0, 16]).unwrap_err(),
+            TraceError::BadTag {
+                offset: 12,
+                what: "repetition",
+                value: 3
+            }
+        );
         assert!(matches!(
             with(&[0x10]),
             Err(TraceError::BadTag {

@@ -21,7 +21,7 @@ mod file;
 pub mod kind;
 mod tracer;
 
-pub use event::{check_structure, Direction, Event, Format, Region};
+pub use event::{check_structure, Direction, Event, Format, Region, Repetition};
 pub use file::{
     decode, decode_limited, encode, TraceError, TraceReader, TraceWriter, MAGIC, VERSION,
 };

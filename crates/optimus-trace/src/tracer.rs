@@ -6,7 +6,7 @@
 //! untraced engine compile to the same code; callers may test `T::ENABLED` (a constant) before
 //! computing an expensive argument.
 
-use crate::event::{Direction, Event, Format, Region};
+use crate::event::{Direction, Event, Format, Region, Repetition};
 
 /// Receiver of the events an accelerator would perform while transforming messages.
 ///
@@ -21,8 +21,9 @@ pub trait Tracer {
     fn message_begin(&mut self, direction: Direction, format: Format, type_id: u32);
     /// The transformation ends; `wire_bytes` is the size of the serialized message.
     fn message_end(&mut self, wire_bytes: u64);
-    /// A schema entry of field kind `kind`, `size` bytes long, was read at `addr`.
-    fn schema_read(&mut self, kind: u16, addr: u64, size: u32);
+    /// A schema entry of field kind `kind` and `repetition`, `size` bytes long, was read at
+    /// `addr`.
+    fn schema_read(&mut self, kind: u16, repetition: Repetition, addr: u64, size: u32);
     /// `bytes` bytes of field data were read at `addr` in `region`.
     fn field_read(&mut self, region: Region, addr: u64, bytes: u32);
     /// `bytes` bytes of field data were written at `addr` in `region`.
@@ -46,7 +47,7 @@ impl Tracer for NoTrace {
     #[inline(always)]
     fn message_end(&mut self, _: u64) {}
     #[inline(always)]
-    fn schema_read(&mut self, _: u16, _: u64, _: u32) {}
+    fn schema_read(&mut self, _: u16, _: Repetition, _: u64, _: u32) {}
     #[inline(always)]
     fn field_read(&mut self, _: Region, _: u64, _: u32) {}
     #[inline(always)]
@@ -89,7 +90,12 @@ pub(crate) fn replay_one<T: Tracer + ?Sized>(ev: Event, t: &mut T) {
             type_id,
         } => t.message_begin(direction, format, type_id),
         Event::MessageEnd { wire_bytes } => t.message_end(wire_bytes),
-        Event::SchemaRead { kind, addr, size } => t.schema_read(kind, addr, size),
+        Event::SchemaRead {
+            kind,
+            repetition,
+            addr,
+            size,
+        } => t.schema_read(kind, repetition, addr, size),
         Event::FieldRead {
             region,
             addr,
@@ -118,8 +124,13 @@ impl Tracer for Recorder {
     fn message_end(&mut self, wire_bytes: u64) {
         self.events.push(Event::MessageEnd { wire_bytes });
     }
-    fn schema_read(&mut self, kind: u16, addr: u64, size: u32) {
-        self.events.push(Event::SchemaRead { kind, addr, size });
+    fn schema_read(&mut self, kind: u16, repetition: Repetition, addr: u64, size: u32) {
+        self.events.push(Event::SchemaRead {
+            kind,
+            repetition,
+            addr,
+            size,
+        });
     }
     fn field_read(&mut self, region: Region, addr: u64, bytes: u32) {
         self.events.push(Event::FieldRead {
@@ -157,8 +168,8 @@ impl<T: Tracer + ?Sized> Tracer for &mut T {
         (**self).message_end(wire_bytes)
     }
     #[inline(always)]
-    fn schema_read(&mut self, kind: u16, addr: u64, size: u32) {
-        (**self).schema_read(kind, addr, size)
+    fn schema_read(&mut self, kind: u16, repetition: Repetition, addr: u64, size: u32) {
+        (**self).schema_read(kind, repetition, addr, size)
     }
     #[inline(always)]
     fn field_read(&mut self, region: Region, addr: u64, bytes: u32) {
@@ -209,7 +220,7 @@ mod tests {
 
     fn drive<T: Tracer>(mut t: T) {
         t.message_begin(Direction::Encode, Format::Protobuf, 3);
-        t.schema_read(1, 0x1000, 16);
+        t.schema_read(1, Repetition::Packed, 0x1000, 16);
         t.field_read(Region::Message, 0x2000, 8);
         t.convert(2, 8);
         t.field_write(Region::Buffer, 0, 2);
@@ -227,6 +238,7 @@ mod tests {
             r.events[1],
             Event::SchemaRead {
                 kind: 1,
+                repetition: Repetition::Packed,
                 addr: 0x1000,
                 size: 16
             }

@@ -57,6 +57,7 @@ impl<T: Tracer> Decoder<'_, T> {
                     if T::ENABLED {
                         self.t.schema_read(
                             field.kind as u16,
+                            super::repetition(field),
                             field as *const Field as u64,
                             std::mem::size_of::<Field>() as u32,
                         );

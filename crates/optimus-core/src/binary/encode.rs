@@ -234,6 +234,7 @@ impl<T: Tracer> Writer<'_, T> {
         if T::ENABLED {
             self.t.schema_read(
                 field.kind as u16,
+                super::repetition(field),
                 addr_of(field),
                 std::mem::size_of::<Field>() as u32,
             );

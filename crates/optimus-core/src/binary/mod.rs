@@ -5,8 +5,8 @@ mod decode;
 mod encode;
 pub(crate) mod varint;
 
-use optimus_schema::{MessageId, SchemaSet};
-use optimus_trace::{Direction, Event, Format, NoTrace, Recorder, TraceSource, Tracer};
+use optimus_schema::{Cardinality, Field, MessageId, SchemaSet};
+use optimus_trace::{Direction, Event, Format, NoTrace, Recorder, Repetition, TraceSource, Tracer};
 
 use crate::placement::{AccelLabels, Labelled};
 use crate::{DecodeError, DecodeErrorKind, Error, Message, DEFAULT_DEPTH_LIMIT};
@@ -28,6 +28,15 @@ pub(crate) fn fail(offset: usize, kind: DecodeErrorKind) -> Fail {
 pub(crate) fn within(mut e: Fail, segment: &str) -> Fail {
     e.path.insert(0, segment.to_string());
     e
+}
+
+/// How `field`'s schema entry tells a trace its values are held and written.
+pub(crate) fn repetition(field: &Field) -> Repetition {
+    match field.cardinality {
+        Cardinality::Singular | Cardinality::Optional => Repetition::Single,
+        Cardinality::Repeated if field.is_packed => Repetition::Packed,
+        Cardinality::Repeated | Cardinality::Map => Repetition::Repeated,
+    }
 }
 
 /// Limits and checks applied while decoding.

@@ -317,6 +317,7 @@ fn schema_read_of(s: &SchemaSet, name: &str, index: usize) -> Event {
     let f = &s.message(s.message_by_name(name).unwrap()).fields[index];
     Event::SchemaRead {
         kind: f.kind as u16,
+        repetition: super::repetition(f),
         addr: f as *const optimus_schema::Field as u64,
         size: std::mem::size_of::<optimus_schema::Field>() as u32,
     }
@@ -422,6 +423,60 @@ fn entry_shapes(events: &[Event], entry: u32) -> Vec<Vec<std::mem::Discriminant<
         }
     }
     entries
+}
+
+#[test]
+fn schema_reads_say_whether_a_field_is_a_list_and_how_it_is_written() {
+    use optimus_trace::Repetition::{Packed, Repeated, Single};
+    let s = SchemaSet::from_source(STORED).unwrap();
+    let id = s.message_by_name("S").unwrap();
+    let json = r#"{"i": 7, "packed": [1, 2], "loose": ["3", "4"], "ints": {"1": 10},
+        "sub": {"x": 5}}"#;
+    let built = crate::json::decode(&s, id, json, &crate::json::JsonOptions::default()).unwrap();
+    let (m, decoded) = decode_events(&s, "S", &encode(&s, &built));
+    let encoded = encode_events(&s, &m);
+    let top = s.message(id);
+    let of = |events: &[Event]| -> Vec<(String, optimus_trace::Repetition)> {
+        events
+            .iter()
+            .filter_map(|e| match *e {
+                Event::SchemaRead {
+                    addr, repetition, ..
+                } => top
+                    .fields
+                    .iter()
+                    .find(|f| *f as *const optimus_schema::Field as u64 == addr)
+                    .map(|f| (f.name.clone(), repetition)),
+                _ => None,
+            })
+            .collect()
+    };
+    let named = |list: &[(&str, optimus_trace::Repetition)]| -> Vec<(String, _)> {
+        list.iter().map(|&(n, r)| (n.to_string(), r)).collect()
+    };
+    // The encoder reads each field's entry once; the decoder at each tag (a packed list has
+    // one; the unpacked list and the map one per value).
+    assert_eq!(
+        of(&encoded),
+        named(&[
+            ("i", Single),
+            ("packed", Packed),
+            ("loose", Repeated),
+            ("ints", Repeated),
+            ("sub", Single),
+        ])
+    );
+    assert_eq!(
+        of(&decoded),
+        named(&[
+            ("i", Single),
+            ("packed", Packed),
+            ("loose", Repeated),
+            ("loose", Repeated),
+            ("ints", Repeated),
+            ("sub", Single),
+        ])
+    );
 }
 
 #[test]

@@ -1005,7 +1005,7 @@ mod tests {
     use crate::program::{flat_trace, line_access, one_large_field};
     use crate::workload::{named, MessageTrace, SUITE_SEED};
     use optimus_core::binary::EngineTraces as Engine;
-    use optimus_trace::{Direction, Event, Format};
+    use optimus_trace::{Direction, Event, Format, Repetition};
 
     /// Six fields: schema entries 0..4 share the first schema line, 4 and 5 the second; each
     /// field's data has a line of its own.
@@ -1102,6 +1102,7 @@ mod tests {
             events.extend([
                 Event::SchemaRead {
                     kind: 5,
+                    repetition: Repetition::Single,
                     addr: 0x1000 + 16 * k as u64,
                     size: 16,
                 },
@@ -1425,6 +1426,7 @@ mod tests {
     fn long_fields(m: u64, field_bytes: u32) -> Vec<MessageTrace> {
         let entry = |k: u64| Event::SchemaRead {
             kind: 5,
+            repetition: Repetition::Single,
             addr: 0x1000 + 16 * k,
             size: 16,
         };

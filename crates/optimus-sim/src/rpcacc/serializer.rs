@@ -470,7 +470,7 @@ mod tests {
     use super::*;
     use crate::rpcacc::{prepare, suite};
     use optimus_core::binary::EngineTraces as Engine;
-    use optimus_trace::Event;
+    use optimus_trace::{Event, Repetition};
     #[test]
     fn each_level_of_nesting_waits_for_its_pointer() {
         use crate::program::{nested_trace, Walk::*};
@@ -646,6 +646,7 @@ mod tests {
         t.events.extend([
             Event::SchemaRead {
                 kind: 9,
+                repetition: Repetition::Single,
                 addr: 0x1010,
                 size: 16,
             },

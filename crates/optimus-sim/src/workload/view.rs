@@ -545,7 +545,12 @@ impl State {
                     field = None;
                     *e
                 }
-                Event::SchemaRead { kind, addr, size } => {
+                Event::SchemaRead {
+                    kind,
+                    repetition,
+                    addr,
+                    size,
+                } => {
                     let (k, idx) = entries[schema_reads];
                     schema_reads += 1;
                     // Another element of the same field goes on with the field's payload.
@@ -556,11 +561,13 @@ impl State {
                     match self.cfg.schema {
                         SchemaView::Instance { entry_bytes } => Event::SchemaRead {
                             kind,
+                            repetition,
                             addr: laid[k].schema + idx as u64 * u64::from(entry_bytes),
                             size: entry_bytes,
                         },
                         SchemaView::Engine => Event::SchemaRead {
                             kind,
+                            repetition,
                             addr: self.schema_pages.map(addr, size),
                             size,
                         },
@@ -749,7 +756,7 @@ fn widen(addr: u64, bytes: u32, end: &mut u64) -> (u64, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use optimus_trace::Format;
+    use optimus_trace::{Format, Repetition};
 
     fn begin(d: Direction) -> Event {
         Event::MessageBegin {
@@ -766,6 +773,7 @@ mod tests {
             begin(Direction::Encode),
             Event::SchemaRead {
                 kind: 9,
+                repetition: Repetition::Single,
                 addr: u64::MAX - 8,
                 size: 16,
             },
@@ -903,6 +911,7 @@ mod tests {
             for _ in 0..20 {
                 evs.push(Event::SchemaRead {
                     kind: 11,
+                    repetition: Repetition::Single,
                     addr: 0x1000,
                     size: 16,
                 });
@@ -1084,6 +1093,7 @@ mod tests {
             begin(Direction::Encode),
             Event::SchemaRead {
                 kind: 5,
+                repetition: Repetition::Single,
                 addr: 0xdead_0000,
                 size: 128,
             },
@@ -1099,12 +1109,14 @@ mod tests {
             },
             Event::SchemaRead {
                 kind: 11,
+                repetition: Repetition::Single,
                 addr: 0xdead_0080,
                 size: 128,
             },
             Event::Enter { type_id: 1 },
             Event::SchemaRead {
                 kind: 9,
+                repetition: Repetition::Single,
                 addr: 0xbeef_0000,
                 size: 128,
             },
@@ -1192,6 +1204,7 @@ mod tests {
         for k in 0..3u64 {
             evs.push(Event::SchemaRead {
                 kind: 5,
+                repetition: Repetition::Single,
                 addr: 0xdead_0000,
                 size: 128,
             });
@@ -1247,6 +1260,7 @@ mod tests {
                 begin(Direction::Decode),
                 Event::SchemaRead {
                     kind: 5,
+                    repetition: Repetition::Single,
                     addr: base,
                     size: 128,
                 },
