@@ -587,6 +587,33 @@ mod tests {
         assert!((n - 2.0).abs() < 1e-3, "{n}");
     }
 
+    proptest::proptest! {
+        /// Whatever order reads are placed in, none issues before it is ready, and at no
+        /// time are more than `max` in flight.
+        #[test]
+        fn reads_in_flight_never_exceed_the_limit(
+            max in 1usize..5,
+            reads in proptest::collection::vec((0u32..200, 0u32..60), 1..40),
+        ) {
+            let mut in_flight = InFlight::default();
+            let mut placed = Vec::new();
+            for (ready, duration) in reads {
+                let (ready, duration) = (f64::from(ready), f64::from(duration));
+                let issue = in_flight.earliest(ready, max, |t| t + duration);
+                proptest::prop_assert!(issue >= ready);
+                in_flight.add(issue, issue + duration, 0.0);
+                placed.push((issue, issue + duration));
+            }
+            for &(at, _) in &placed {
+                let overlapping = placed
+                    .iter()
+                    .filter(|&&(issue, arrival)| issue <= at && at < arrival)
+                    .count();
+                proptest::prop_assert!(overlapping <= max, "{overlapping} in flight at {at}");
+            }
+        }
+    }
+
     #[test]
     fn leaf_pointer_loads_cost_a_round_trip_per_level_and_hold_back_nothing() {
         use crate::program::{nested_trace, Walk::*};
