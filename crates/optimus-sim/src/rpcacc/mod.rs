@@ -23,7 +23,8 @@
 //!   transaction plus bytes over bandwidth; one-shot, the lane also pops its chunks
 //!   (`chunk_pop_cycles` each).
 //!
-//! `serializer`, `deserializer`, `host` and `bf3` hold these parts; this module holds the
+//! `serializer` (with `timeline`, when its links and read slots are busy), `deserializer`,
+//! `host` and `bf3` hold these parts; this module holds the
 //! configuration, the messages and the RPC layer they add up to; `service` is §IV-H's image
 //! service and `report` one run of every design on a workload.
 
@@ -34,6 +35,7 @@ mod host;
 pub mod report;
 mod serializer;
 pub mod service;
+mod timeline;
 
 pub use bf3::{bf3_deser, bf3_ser, bf3_ser_occupancy, Bf3Config, Bf3Deser, Bf3Ser};
 pub use deserializer::{chunk_alloc_share_pct, deser_times, ChunkUse, DeserLink, DeserTimes};
