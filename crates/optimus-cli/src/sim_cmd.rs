@@ -857,8 +857,13 @@ fn load_trace(path: &Path) -> Result<Vec<MessageTrace>> {
     let file = std::fs::File::open(path).with_context(|| format!("sim: {name}"))?;
     let bytes = read_at_most(file, MAX_TRACE_FILE_BYTES, &name).context("sim")?;
     let view = ViewConfig::default();
-    let events = optimus_trace::decode_limited(&bytes, view.max_events())
-        .with_context(|| format!("sim: {name}"))?;
+    let events = optimus_trace::decode_limited(&bytes, view.max_events()).map_err(|e| {
+        // A file of another version holds the same messages: recording them again reads.
+        let again = matches!(e, optimus_trace::TraceError::Version { .. })
+            .then_some("; record it again with this version's `optimus trace`")
+            .unwrap_or_default();
+        anyhow!("sim: {name}: {e}{again}")
+    })?;
     workload::accelerator_view(&name, &events, &view).context("sim")
 }
 

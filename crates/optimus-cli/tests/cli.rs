@@ -1054,6 +1054,14 @@ fn sim_errors_name_the_trace_file_and_the_byte() {
     region.extend_from_slice(&[0x00, 0, 0, 0, 0x33, 0, 0]);
     let err = sim_trace_error("region", &region, &[]);
     assert!(err.contains("at byte 16: unknown region 0x03"), "{err}");
+    // A file of the first version: the version, and how to get one that reads.
+    let mut old = flat.clone();
+    old[8] = 1;
+    let err = sim_trace_error("old", &old, &[]);
+    assert!(
+        err.contains("-old: trace version 1 is not supported (expected 2); record it again"),
+        "{err}"
+    );
     let mut leave = flat[..12].to_vec();
     leave.extend_from_slice(&[0x00, 0, 0, 0, 0x07]);
     let err = sim_trace_error("leave", &leave, &[]);
