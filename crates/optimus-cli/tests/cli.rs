@@ -1042,33 +1042,39 @@ fn sim_bounds_what_a_trace_file_may_cost() {
 #[test]
 fn sim_errors_name_the_trace_file_and_the_byte() {
     let flat = optimus(&["trace", "--workload", "flat"], b"").stdout;
-    // The reserved header bytes, a region and the nesting each have their own words.
-    let mut reserved = flat.clone();
-    reserved[11] = 1;
-    let err = sim_trace_error("reserved", &reserved, &[]);
-    assert!(
-        err.contains("-reserved: at byte 11: reserved header byte is 0x01, expected 0"),
-        "{err}"
-    );
-    let mut region = flat[..12].to_vec();
-    region.extend_from_slice(&[0x00, 0, 0, 0, 0x33, 0, 0]);
-    let err = sim_trace_error("region", &region, &[]);
-    assert!(err.contains("at byte 16: unknown region 0x03"), "{err}");
-    // A file of the first version: the version, and how to get one that reads.
-    let mut old = flat.clone();
-    old[8] = 1;
-    let err = sim_trace_error("old", &old, &[]);
-    assert!(
-        err.contains("-old: trace version 1 is not supported (expected 2); record it again"),
-        "{err}"
-    );
-    let mut leave = flat[..12].to_vec();
-    leave.extend_from_slice(&[0x00, 0, 0, 0, 0x07]);
-    let err = sim_trace_error("leave", &leave, &[]);
-    assert!(
-        err.contains("at byte 16 (event 1): Leave without Enter"),
-        "{err}"
-    );
+    // The reserved header bytes, the version, a region and the nesting each have their own
+    // words; a file of the first version also says how to get one that reads.
+    let header_byte = |k: usize, value: u8| {
+        let mut bytes = flat.clone();
+        bytes[k] = value;
+        bytes
+    };
+    let events = |tail: &[u8]| [&flat[..12], tail].concat();
+    for (name, bytes, expected) in [
+        (
+            "reserved",
+            header_byte(11, 1),
+            "-reserved: at byte 11: reserved header byte is 0x01, expected 0",
+        ),
+        (
+            "old",
+            header_byte(8, 1),
+            "-old: trace version 1 is not supported (expected 2); record it again",
+        ),
+        (
+            "region",
+            events(&[0x00, 0, 0, 0, 0x33, 0, 0]),
+            "at byte 16: unknown region 0x03",
+        ),
+        (
+            "leave",
+            events(&[0x00, 0, 0, 0, 0x07]),
+            "at byte 16 (event 1): Leave without Enter",
+        ),
+    ] {
+        let err = sim_trace_error(name, &bytes, &[]);
+        assert!(err.contains(expected), "{err}");
+    }
     // A model's error names the file, not the model.
     let config = temp_path("short.json");
     std::fs::write(
