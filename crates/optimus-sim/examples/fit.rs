@@ -17,8 +17,9 @@
 //! error` uses the error alone, the sum over computed targets of |ln(model / paper)| (each
 //! capped at 3). `--config` starts from a config file's values instead of the paper's (read as
 //! `reproduce --config` reads it), for fitting a variant of the model such as
-//! `{"leaf_pointer_loads": true}`. Progress goes to stderr; stdout gets the targets whose status changed and
-//! the fitted values, as a config file for `optimus sim reproduce --config`.
+//! `{"leaf_pointer_loads": true}`. Progress goes to stderr; stdout gets the targets whose status
+//! changed and the fitted values (over the `--config` file's), as a config file for `optimus
+//! sim reproduce --config`.
 //!
 //! `--sensitivity` prints, per parameter, the targets met at each end of its range and a
 //! Markdown table of every computed target that moves by more than 2 % or changes status at
@@ -292,7 +293,8 @@ fn main() {
         "{} met (start {}), error {:.3} (start {:.3})",
         best_score.met, start.met, best_score.error, start.error
     );
-    let mut fitted = json!({});
+    // The fitted values over the file the search started from, so that the output runs as is.
+    let mut fitted: Value = serde_json::from_str(text).expect("read above");
     for p in &params {
         let mut slot = &mut fitted;
         let keys: Vec<&str> = p.path.split('.').collect();
