@@ -58,6 +58,10 @@ pub struct Item {
     pub writes: Vec<(Region, u64, u32)>,
     /// Nesting depth.
     pub depth: u8,
+    /// Which value of a list field the item converts, counted from the field's schema read:
+    /// 0 for a singular field's value and a list's first, `n` for the value `n` places after
+    /// it (an encoder reads a list's entry once; a decoder reads it at every tag).
+    pub list_index: u32,
 }
 
 /// A message as work.
@@ -174,7 +178,8 @@ impl Program {
                     }
                     if read.is_some() {
                         if let (Some(i), Some(r)) = (last_read.take(), records.last_mut()) {
-                            field_values.converted(i, class == ConvClass::Bytes, r);
+                            cur.list_index =
+                                field_values.converted(i, class == ConvClass::Bytes, r);
                         }
                     }
                     cur.converts.push((op, bytes));
@@ -362,11 +367,17 @@ impl Values {
     /// Notes a converted value whose read starts at access `first`, in the message whose
     /// record is `record`: a string's or bytes' characters wait for their pointer, and so
     /// does a list's first value, the pointer being to its elements (later ones hang from the
-    /// same entry, and wait with it).
-    fn converted(&mut self, first: u32, is_bytes: bool, record: &mut Record) {
+    /// same entry, and wait with it). Returns the value's place in its list (0 for a
+    /// singular field's).
+    fn converted(&mut self, first: u32, is_bytes: bool, record: &mut Record) -> u32 {
         self.count += 1;
         if is_bytes || (self.is_list && self.count == 1) {
             record.children.push(first);
+        }
+        if self.is_list {
+            self.count - 1
+        } else {
+            0
         }
     }
 }

@@ -51,6 +51,7 @@ static NO_FIELDS: Item = Item {
     converts: Vec::new(),
     writes: Vec::new(),
     depth: 0,
+    list_index: 0,
 };
 
 /// `i` modulo `n` for `i < 2n`: a context index counted on from another.

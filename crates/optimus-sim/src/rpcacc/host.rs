@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use optimus_trace::Region;
+use optimus_trace::{class_of, ConvClass, Region};
 
 use super::{RpcAccConfig, RpcMessage};
 
@@ -12,21 +12,52 @@ pub fn cpu_ser_ns(cfg: &RpcAccConfig, m: &RpcMessage) -> f64 {
     cfg.cpu.message_ns(&m.ser_trace)
 }
 
-/// Bytes of host-resident field data per item of `m`'s serialization (schema reads and
-/// accelerator-resident fields excluded): what pre-serialization copies.
-pub(super) fn host_field_bytes(m: &RpcMessage) -> impl Iterator<Item = u32> + '_ {
-    m.ser.items.iter().map(|it| {
-        (it.first_access..it.end_access)
+/// One field as pre-serialization walks it: a value, or all the values of a list of
+/// scalars, which lie in one array in the message object (a `RepeatedField`) and go into the
+/// buffer as one copy under one header. A list of strings, bytes or sub-messages is a list of
+/// objects of their own, each walked as a field.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct HostField {
+    /// Bytes of its host-resident data (schema reads and accelerator-resident data
+    /// excluded): what pre-serialization copies.
+    pub bytes: u32,
+    /// Software serialization copies it as it is (strings, bytes, fixed-width values, unknown
+    /// fields), so the memcpy engine can take the copy from it; varints it encodes value by
+    /// value.
+    pub copied: bool,
+}
+
+/// The fields of `m`'s serialization as pre-serialization walks them, in order.
+pub(super) fn host_fields(m: &RpcMessage) -> Vec<HostField> {
+    let mut fields: Vec<HostField> = Vec::with_capacity(m.ser.items.len());
+    let mut in_scalar_list = false;
+    for it in &m.ser.items {
+        let bytes: u32 = (it.first_access..it.end_access)
             .map(|a| m.ser.accesses[a as usize])
             .filter(|a| !a.is_schema && a.region != Region::Accel)
             .map(|a| a.bytes)
-            .sum()
-    })
+            .sum();
+        let classes = || it.converts.iter().map(|&(op, _)| class_of(op));
+        let scalar = !it.converts.is_empty()
+            && classes()
+                .all(|c| matches!(c, ConvClass::Varint | ConvClass::Zigzag | ConvClass::Fixed));
+        let copied = classes().all(|c| matches!(c, ConvClass::Bytes | ConvClass::Fixed));
+        match fields.last_mut() {
+            Some(f) if scalar && in_scalar_list && it.list_index > 0 => {
+                f.bytes += bytes;
+                f.copied &= copied;
+            }
+            _ => fields.push(HostField { bytes, copied }),
+        }
+        in_scalar_list = scalar;
+    }
+    fields
 }
 
 /// Bytes of `m`'s pre-serialized buffer: its host fields' data and an 8-byte header per field.
 pub(super) fn preser_bytes(m: &RpcMessage) -> f64 {
-    host_field_bytes(m).map(f64::from).sum::<f64>() + 8.0 * m.ser.items.len() as f64
+    let fields = host_fields(m);
+    fields.iter().map(|f| f64::from(f.bytes)).sum::<f64>() + 8.0 * fields.len() as f64
 }
 
 /// Host CPU time in ns of pre-serialization (no encoding; large host fields to the memcpy
@@ -35,7 +66,10 @@ pub fn preser_ns(cfg: &RpcAccConfig, m: &RpcMessage, use_dsa: bool) -> (f64, f64
     let mut instr = 0.0;
     let mut dsa = 0.0;
     let mut host_ns = 0.0;
-    for host_bytes in host_field_bytes(m) {
+    for HostField {
+        bytes: host_bytes, ..
+    } in host_fields(m)
+    {
         instr += cfg.preser_per_field;
         if use_dsa && host_bytes >= cfg.dsa_threshold_bytes {
             host_ns += cfg.dsa_submit_ns;
@@ -70,8 +104,12 @@ pub fn host_cycles(cfg: &RpcAccConfig, m: &RpcMessage) -> HostCycles {
     let software = cpu_ser_ns(cfg, m);
     let mut saved_instr = 0.0;
     let mut submit_ns = 0.0;
-    for host_bytes in host_field_bytes(m) {
-        if host_bytes >= cfg.dsa_threshold_bytes {
+    for HostField {
+        bytes: host_bytes,
+        copied,
+    } in host_fields(m)
+    {
+        if copied && host_bytes >= cfg.dsa_threshold_bytes {
             saved_instr += cfg.cpu.per_copy_byte * f64::from(host_bytes);
             submit_ns += cfg.dsa_submit_ns;
         }
@@ -89,8 +127,89 @@ pub fn host_cycles(cfg: &RpcAccConfig, m: &RpcMessage) -> HostCycles {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rpcacc::prepare;
     use crate::rpcacc::suite;
+    use crate::workload::MessageTrace;
     use optimus_core::binary::EngineTraces as Engine;
+    use optimus_trace::{kind, Direction, Event, Repetition};
+
+    /// An encode trace of `fields`: each a kind, a repetition and its values' sizes, the
+    /// values laid out one after another in the message object.
+    fn encoded(fields: &[(u16, Repetition, &[u32])]) -> RpcMessage {
+        let mut events = Vec::new();
+        let (mut object, mut out) = (0x10_000, 0);
+        for (i, &(kind, repetition, values)) in fields.iter().enumerate() {
+            events.push(Event::SchemaRead {
+                kind,
+                repetition,
+                addr: 0x1000 + 32 * i as u64,
+                size: 32,
+            });
+            for &bytes in values {
+                events.push(Event::FieldRead {
+                    region: Region::Message,
+                    addr: object,
+                    bytes,
+                });
+                events.push(Event::Convert { op: kind, bytes });
+                events.push(Event::FieldWrite {
+                    region: Region::Buffer,
+                    addr: out,
+                    bytes,
+                });
+                object += u64::from(bytes);
+                out += u64::from(bytes);
+            }
+        }
+        let trace = MessageTrace {
+            events,
+            wire_bytes: out,
+            direction: Direction::Encode,
+        };
+        prepare("t", 0, trace.clone(), trace, 0.0)
+    }
+
+    #[test]
+    fn a_list_of_scalars_is_pre_serialized_as_one_field() {
+        use Repetition::{Packed, Repeated, Single};
+        let m = encoded(&[
+            (kind::INT32, Packed, &[4; 300]),
+            (kind::DOUBLE, Repeated, &[8; 3]),
+            (kind::STRING, Repeated, &[1500, 20]),
+            (kind::INT32, Single, &[4]),
+            (kind::FIXED32, Single, &[4]),
+        ]);
+        let f = |bytes, copied| HostField { bytes, copied };
+        // The packed list's 300 values are one array, the unpacked doubles another; each
+        // string is an object of its own.
+        assert_eq!(
+            host_fields(&m),
+            [
+                f(1200, false),
+                f(24, true),
+                f(1500, true),
+                f(20, true),
+                f(4, false),
+                f(4, true)
+            ]
+        );
+        assert_eq!(preser_bytes(&m), 2752.0 + 6.0 * 8.0);
+        let cfg = RpcAccConfig::default();
+        // Pre-serialization copies the packed array raw, so the memcpy engine takes it and
+        // the long string; the core walks six fields and copies the rest.
+        let (pre, engine) = preser_ns(&cfg, &m, true);
+        let core = 6.0 * cfg.preser_per_field + (24.0 + 20.0 + 8.0) * cfg.cpu.per_copy_byte;
+        assert!(
+            (pre - 2.0 * cfg.dsa_submit_ns - core / cfg.cpu.ipc / cfg.cpu.clock_ghz).abs() < 1e-9
+        );
+        assert!((engine - 2700.0 / cfg.dsa_bw_gbytes_s).abs() < 1e-9);
+        // Software serialization encodes the int32s value by value: memcpy offload takes the
+        // string alone.
+        let saved = 1500.0 * cfg.cpu.per_copy_byte / cfg.cpu.ipc / cfg.cpu.clock_ghz;
+        let core = cpu_ser_ns(&cfg, &m) - saved + cfg.dsa_submit_ns;
+        assert!((host_cycles(&cfg, &m).memcpy_offload - core).abs() < 1e-9);
+    }
+
     #[test]
     fn offloads_cut_host_time_in_order() {
         let cfg = RpcAccConfig::default();

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use optimus_trace::{Direction, Region};
 
-use super::host::host_field_bytes;
+use super::host::host_fields;
 use super::serializer::field_reads;
 use super::{
     bf3_deser, bf3_ser, bf3_ser_occupancy, cpu_ser_ns, deser_layer_of, deser_times, prepare,
@@ -119,7 +119,7 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
             add("host", "software_serialization_ns", cpu_ser_ns(cfg, m));
             add("host", "pre_serialization_ns", pre);
             add("memcpy_engine", "busy_ns", dsa);
-            for bytes in host_field_bytes(m) {
+            for bytes in host_fields(m).iter().map(|f| f.bytes) {
                 if bytes >= cfg.dsa_threshold_bytes {
                     add("memcpy_engine", "copies", 1.0);
                     add("memcpy_engine", "bytes", f64::from(bytes));
