@@ -64,6 +64,22 @@ pub struct Item {
     pub list_index: u32,
 }
 
+impl Item {
+    /// Whether the item holds a later value of a list of scalars, which lies in one array
+    /// with the values before it (a `RepeatedField`): an engine that walks the message's
+    /// objects reads and copies such a list as one field.
+    pub fn continues_scalar_list(&self) -> bool {
+        self.list_index > 0
+            && !self.converts.is_empty()
+            && self.converts.iter().all(|&(op, _)| {
+                matches!(
+                    class_of(op),
+                    ConvClass::Varint | ConvClass::Zigzag | ConvClass::Fixed
+                )
+            })
+    }
+}
+
 /// A message as work.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Program {
@@ -501,6 +517,42 @@ pub(crate) fn flat_trace(fields: &[(u64, u64)]) -> MessageTrace {
 #[cfg(test)]
 pub(crate) fn one_field_trace(schema_addr: u64, data_addr: u64) -> MessageTrace {
     flat_trace(&[(schema_addr, data_addr)])
+}
+
+/// An encode trace of `fields`, each a kind, a repetition and its values' sizes: the
+/// values laid out one after another in the message object, written as they are.
+#[cfg(test)]
+pub(crate) fn encode_of(fields: &[(u16, Repetition, &[u32])]) -> MessageTrace {
+    let mut events = Vec::new();
+    let (mut object, mut out) = (0x10_000, 0);
+    for (i, &(kind, repetition, values)) in fields.iter().enumerate() {
+        events.push(Event::SchemaRead {
+            kind,
+            repetition,
+            addr: 0x1000 + 32 * i as u64,
+            size: 32,
+        });
+        for &bytes in values {
+            events.push(Event::FieldRead {
+                region: Region::Message,
+                addr: object,
+                bytes,
+            });
+            events.push(Event::Convert { op: kind, bytes });
+            events.push(Event::FieldWrite {
+                region: Region::Buffer,
+                addr: out,
+                bytes,
+            });
+            object += u64::from(bytes);
+            out += u64::from(bytes);
+        }
+    }
+    MessageTrace {
+        events,
+        wire_bytes: out,
+        direction: Direction::Encode,
+    }
 }
 
 /// One field of `bytes` bytes at a line boundary, copied (op 1) from message memory into the

@@ -30,26 +30,23 @@ pub(super) struct HostField {
 /// The fields of `m`'s serialization as pre-serialization walks them, in order.
 pub(super) fn host_fields(m: &RpcMessage) -> Vec<HostField> {
     let mut fields: Vec<HostField> = Vec::with_capacity(m.ser.items.len());
-    let mut in_scalar_list = false;
     for it in &m.ser.items {
         let bytes: u32 = (it.first_access..it.end_access)
             .map(|a| m.ser.accesses[a as usize])
             .filter(|a| !a.is_schema && a.region != Region::Accel)
             .map(|a| a.bytes)
             .sum();
-        let classes = || it.converts.iter().map(|&(op, _)| class_of(op));
-        let scalar = !it.converts.is_empty()
-            && classes()
-                .all(|c| matches!(c, ConvClass::Varint | ConvClass::Zigzag | ConvClass::Fixed));
-        let copied = classes().all(|c| matches!(c, ConvClass::Bytes | ConvClass::Fixed));
+        let copied = it
+            .converts
+            .iter()
+            .all(|&(op, _)| matches!(class_of(op), ConvClass::Bytes | ConvClass::Fixed));
         match fields.last_mut() {
-            Some(f) if scalar && in_scalar_list && it.list_index > 0 => {
+            Some(f) if it.continues_scalar_list() => {
                 f.bytes += bytes;
                 f.copied &= copied;
             }
             _ => fields.push(HostField { bytes, copied }),
         }
-        in_scalar_list = scalar;
     }
     fields
 }
@@ -129,43 +126,11 @@ mod tests {
     use super::*;
     use crate::rpcacc::prepare;
     use crate::rpcacc::suite;
-    use crate::workload::MessageTrace;
     use optimus_core::binary::EngineTraces as Engine;
-    use optimus_trace::{kind, Direction, Event, Repetition};
+    use optimus_trace::{kind, Repetition};
 
-    /// An encode trace of `fields`: each a kind, a repetition and its values' sizes, the
-    /// values laid out one after another in the message object.
     fn encoded(fields: &[(u16, Repetition, &[u32])]) -> RpcMessage {
-        let mut events = Vec::new();
-        let (mut object, mut out) = (0x10_000, 0);
-        for (i, &(kind, repetition, values)) in fields.iter().enumerate() {
-            events.push(Event::SchemaRead {
-                kind,
-                repetition,
-                addr: 0x1000 + 32 * i as u64,
-                size: 32,
-            });
-            for &bytes in values {
-                events.push(Event::FieldRead {
-                    region: Region::Message,
-                    addr: object,
-                    bytes,
-                });
-                events.push(Event::Convert { op: kind, bytes });
-                events.push(Event::FieldWrite {
-                    region: Region::Buffer,
-                    addr: out,
-                    bytes,
-                });
-                object += u64::from(bytes);
-                out += u64::from(bytes);
-            }
-        }
-        let trace = MessageTrace {
-            events,
-            wire_bytes: out,
-            direction: Direction::Encode,
-        };
+        let trace = crate::program::encode_of(fields);
         prepare("t", 0, trace.clone(), trace, 0.0)
     }
 

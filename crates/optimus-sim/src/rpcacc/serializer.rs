@@ -14,7 +14,10 @@ use crate::program::Program;
 /// A field-granular memory request of the serializer engine.
 #[derive(Clone, Copy, Debug)]
 struct Req {
+    /// The item that needs it first.
     item: usize,
+    /// The last item whose data it carries: a list of scalars is one array, read at once.
+    last_item: usize,
     dep: Option<usize>,
     bytes: u32,
     region: Region,
@@ -24,24 +27,29 @@ struct Req {
     pointer: Option<Region>,
 }
 
-/// Merges a program's line accesses into one request per (item, dependence, region).
+/// Merges a program's line accesses into one request per (item, dependence, region), and a
+/// list of scalars' values into one request (their array).
 fn requests(p: &Program) -> Vec<Req> {
     let mut reqs: Vec<Req> = Vec::new();
     let mut map = vec![0usize; p.accesses.len()];
     for (i, a) in p.accesses.iter().enumerate() {
         let dep = a.dep.map(|d| map[d as usize]);
+        let item = a.item as usize;
         match reqs.last_mut() {
             Some(r)
-                if r.item == a.item as usize
-                    && r.dep == dep
+                if r.dep == dep
                     && r.region == a.region
                     && !a.is_schema
-                    && a.pointer.is_none() =>
+                    && a.pointer.is_none()
+                    && (r.last_item == item
+                        || (r.last_item + 1 == item && p.items[item].continues_scalar_list())) =>
             {
                 r.bytes += a.bytes;
+                r.last_item = item;
             }
             _ => reqs.push(Req {
-                item: a.item as usize,
+                item,
+                last_item: item,
                 dep,
                 bytes: a.bytes,
                 region: a.region,
@@ -467,6 +475,26 @@ mod tests {
         let n = round_trips(true, &[Sub, text, Leave]);
         assert!((n - 3.0).abs() < 1e-3, "{n}");
         assert!((round_trips(false, &[Sub, text, Leave]) - 2.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_list_of_scalars_is_one_read_and_a_list_of_strings_one_per_string() {
+        use optimus_trace::kind::{INT32, STRING};
+        use Repetition::{Packed, Repeated};
+        let reads = |fields: &[(u16, Repetition, &[u32])]| {
+            let p = Program::from_trace(&crate::program::encode_of(fields));
+            let data = requests(&p).into_iter().filter(|r| !r.is_schema);
+            (field_reads(&p), data.map(|r| r.bytes).max())
+        };
+        // The array's pointer, then the array: 300 values in one read.
+        assert_eq!(reads(&[(INT32, Packed, &[4; 300])]), (2, Some(1200)));
+        assert_eq!(reads(&[(INT32, Repeated, &[4; 300])]), (2, Some(1200)));
+        // Each string is an object of its own, its pointer and its characters; the next list
+        // starts a read of its own.
+        assert_eq!(
+            reads(&[(STRING, Repeated, &[20; 3]), (INT32, Packed, &[4; 2])]),
+            (8, Some(20))
+        );
     }
 
     #[test]
