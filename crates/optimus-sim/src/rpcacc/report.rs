@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use optimus_trace::{Direction, Region};
 
-use super::host::host_fields;
+use super::host::{host_fields, preser_bytes};
 use super::serializer::field_reads;
 use super::{
     bf3_deser, bf3_ser, bf3_ser_occupancy, cpu_ser_ns, deser_layer_of, deser_times, prepare,
@@ -119,7 +119,10 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
             add("host", "software_serialization_ns", cpu_ser_ns(cfg, m));
             add("host", "pre_serialization_ns", pre);
             add("memcpy_engine", "busy_ns", dsa);
-            for bytes in host_fields(m).iter().map(|f| f.bytes) {
+            let fields = host_fields(m);
+            add("host", "pre_serialized_fields", fields.len() as f64);
+            add("host", "pre_serialized_bytes", preser_bytes(m));
+            for bytes in fields.iter().map(|f| f.bytes) {
                 if bytes >= cfg.dsa_threshold_bytes {
                     add("memcpy_engine", "copies", 1.0);
                     add("memcpy_engine", "bytes", f64::from(bytes));
@@ -325,6 +328,25 @@ mod tests {
         );
         assert_eq!(r.stats.get("chunk_allocator.chunks"), Some(1.0));
         assert!(r.stats.get("host.pre_serialization_ns").unwrap() > 0.0);
+    }
+
+    #[test]
+    fn the_pre_serialized_buffer_holds_a_list_of_scalars_as_one_field() {
+        use optimus_trace::{kind, Repetition};
+        let cfg = RpcAccConfig::default();
+        let trace = crate::program::encode_of(&[
+            (kind::INT32, Repetition::Packed, &[4; 100]),
+            (kind::STRING, Repetition::Single, &[10]),
+        ]);
+        let m = crate::rpcacc::prepare("t", 0, trace.clone(), trace, 0.0);
+        let r = run(&cfg, &[m]).unwrap();
+        assert_eq!(r.stats.get("serializer.fields"), Some(101.0));
+        assert_eq!(r.stats.get("host.pre_serialized_fields"), Some(2.0));
+        assert_eq!(r.stats.get("host.pre_serialized_bytes"), Some(410.0 + 16.0));
+        assert_eq!(
+            r.stats.get("host.pre_serialization_copied_bytes"),
+            Some(410.0)
+        );
     }
 
     #[test]
