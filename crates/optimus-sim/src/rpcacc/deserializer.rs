@@ -177,7 +177,7 @@ pub struct DeserTimes {
     /// The one-shot lane's chunk allocation: objects labelled "Acc" placed in accelerator
     /// chunks and every other in host chunks, a chunk of each memory pre-allocated per
     /// message (§III-B: "The deserializer first pre-allocates a host CPU memory chunk and an
-    /// accelerator off-chip memory chunk"; [`ChunkPlacement`]).
+    /// accelerator off-chip memory chunk"; `ChunkPlacement`).
     pub chunks: ChunkUse,
 }
 
@@ -317,7 +317,7 @@ impl TempBuffer {
 /// bytes are parsed; the message has landed when the last transfer has crossed. Field by
 /// field (ProtoACC), every field lands in host memory, a transfer each. One-shot (RPCAcc's
 /// target-aware deserializer, §III-B), the lane pops its pre-allocated host and accelerator
-/// chunks before parsing and a fresh chunk whenever its objects ([`ChunkPlacement`]) reach one,
+/// chunks before parsing and a fresh chunk whenever its objects (`ChunkPlacement`) reach one,
 /// each pop taking `chunk_pop_cycles` of its time; the Temp Buffer is sent when full, when
 /// the bytes appended next belong to another host chunk than those it holds ("When
 /// exhausting pre-allocated host CPU memory chunks, the deserializer additionally uses a DMA

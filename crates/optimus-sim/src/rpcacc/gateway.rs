@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use optimus_trace::Direction;
 
 use super::host::preser_bytes;
-use super::service::{busiest, HOST_CORES, MAX_HOST_CORES};
+use super::load::{busiest, HOST_CORES, MAX_HOST_CORES};
 use super::{
     deser_times, memaff_card_occupancy, prepare, preser_ns, ser_times, DeserLink, RpcAccConfig,
     RpcMessage,
