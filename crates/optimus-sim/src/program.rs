@@ -58,9 +58,10 @@ pub struct Item {
     pub writes: Vec<(Region, u64, u32)>,
     /// Nesting depth.
     pub depth: u8,
-    /// Which value of a list field the item converts, counted from the field's schema read:
-    /// 0 for a singular field's value and a list's first, `n` for the value `n` places after
-    /// it (an encoder reads a list's entry once; a decoder reads it at every tag).
+    /// Which value of a list field the item converts from the message object, counted from
+    /// the field's schema read: 0 for a singular field's value and a list's first, `n` for
+    /// the value `n` places after it. Only an encoder reads values from the message object
+    /// (once per list, its entry read once); on decode it is 0.
     pub list_index: u32,
 }
 
@@ -859,6 +860,33 @@ mod tests {
         assert_eq!(pointers(&[List(Message)]), [Some(Message)]);
         assert_eq!(pointers(&[Field(Message)]), [None]);
         assert_eq!(pointers(&[Field(Message), Value(Message)]), [None, None]);
+    }
+
+    #[test]
+    fn items_know_their_place_in_a_list_and_which_continue_a_list_of_scalars() {
+        use optimus_trace::kind::{INT64, STRING};
+        use Repetition::{Packed, Repeated, Single};
+        let p = Program::from_trace(&encode_of(&[
+            (INT64, Packed, &[8; 3]),
+            (STRING, Repeated, &[5; 2]),
+            (INT64, Single, &[8]),
+        ]));
+        let places: Vec<(u32, bool)> = p
+            .items
+            .iter()
+            .map(|it| (it.list_index, it.continues_scalar_list()))
+            .collect();
+        assert_eq!(
+            places,
+            [
+                (0, false),
+                (1, true),
+                (2, true),
+                (0, false),
+                (1, false),
+                (0, false)
+            ]
+        );
     }
 
     #[test]
