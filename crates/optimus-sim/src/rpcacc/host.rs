@@ -20,7 +20,7 @@ pub fn cpu_ser_ns(cfg: &RpcAccConfig, m: &RpcMessage) -> f64 {
 pub(super) struct HostField {
     /// Bytes of its host-resident data (schema reads and accelerator-resident data
     /// excluded): what pre-serialization copies.
-    pub bytes: u32,
+    pub bytes: u64,
     /// Software serialization copies it as it is (strings, bytes, fixed-width values, unknown
     /// fields), so the memcpy engine can take the copy from it; varints it encodes value by
     /// value.
@@ -31,10 +31,10 @@ pub(super) struct HostField {
 pub(super) fn host_fields(m: &RpcMessage) -> Vec<HostField> {
     let mut fields: Vec<HostField> = Vec::with_capacity(m.ser.items.len());
     for it in &m.ser.items {
-        let bytes: u32 = (it.first_access..it.end_access)
+        let bytes: u64 = (it.first_access..it.end_access)
             .map(|a| m.ser.accesses[a as usize])
             .filter(|a| !a.is_schema && a.region != Region::Accel)
-            .map(|a| a.bytes)
+            .map(|a| u64::from(a.bytes))
             .sum();
         let copied = it
             .converts
@@ -54,7 +54,7 @@ pub(super) fn host_fields(m: &RpcMessage) -> Vec<HostField> {
 /// Bytes of `m`'s pre-serialized buffer: its host fields' data and an 8-byte header per field.
 pub(super) fn preser_bytes(m: &RpcMessage) -> f64 {
     let fields = host_fields(m);
-    fields.iter().map(|f| f64::from(f.bytes)).sum::<f64>() + 8.0 * fields.len() as f64
+    fields.iter().map(|f| f.bytes as f64).sum::<f64>() + 8.0 * fields.len() as f64
 }
 
 /// Host CPU time in ns of pre-serialization (no encoding; large host fields to the memcpy
@@ -68,11 +68,11 @@ pub fn preser_ns(cfg: &RpcAccConfig, m: &RpcMessage, use_dsa: bool) -> (f64, f64
     } in host_fields(m)
     {
         instr += cfg.preser_per_field;
-        if use_dsa && host_bytes >= cfg.dsa_threshold_bytes {
+        if use_dsa && host_bytes >= u64::from(cfg.dsa_threshold_bytes) {
             host_ns += cfg.dsa_submit_ns;
-            dsa += f64::from(host_bytes) / cfg.dsa_bw_gbytes_s;
+            dsa += host_bytes as f64 / cfg.dsa_bw_gbytes_s;
         } else {
-            instr += cfg.cpu.per_copy_byte * f64::from(host_bytes);
+            instr += cfg.cpu.per_copy_byte * host_bytes as f64;
         }
     }
     (host_ns + instr / cfg.cpu.ipc / cfg.cpu.clock_ghz, dsa)
@@ -106,8 +106,8 @@ pub fn host_cycles(cfg: &RpcAccConfig, m: &RpcMessage) -> HostCycles {
         copied,
     } in host_fields(m)
     {
-        if copied && host_bytes >= cfg.dsa_threshold_bytes {
-            saved_instr += cfg.cpu.per_copy_byte * f64::from(host_bytes);
+        if copied && host_bytes >= u64::from(cfg.dsa_threshold_bytes) {
+            saved_instr += cfg.cpu.per_copy_byte * host_bytes as f64;
             submit_ns += cfg.dsa_submit_ns;
         }
     }

@@ -123,11 +123,11 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
             add("host", "pre_serialized_fields", fields.len() as f64);
             add("host", "pre_serialized_bytes", preser_bytes(m));
             for bytes in fields.iter().map(|f| f.bytes) {
-                if bytes >= cfg.dsa_threshold_bytes {
+                if bytes >= u64::from(cfg.dsa_threshold_bytes) {
                     add("memcpy_engine", "copies", 1.0);
-                    add("memcpy_engine", "bytes", f64::from(bytes));
+                    add("memcpy_engine", "bytes", bytes as f64);
                 } else {
-                    add("host", "pre_serialization_copied_bytes", f64::from(bytes));
+                    add("host", "pre_serialization_copied_bytes", bytes as f64);
                 }
             }
             let reads = m.ser.accesses.iter().filter(|a| !a.is_schema);

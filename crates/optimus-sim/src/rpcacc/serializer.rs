@@ -19,7 +19,7 @@ struct Req {
     /// The last item whose data it carries: a list of scalars is one array, read at once.
     last_item: usize,
     dep: Option<usize>,
-    bytes: u32,
+    bytes: u64,
     region: Region,
     is_schema: bool,
     /// The first request of a sub-message: the memory of the parent's record, from which the
@@ -44,14 +44,14 @@ fn requests(p: &Program) -> Vec<Req> {
                     && (r.last_item == item
                         || (r.last_item + 1 == item && p.items[item].continues_scalar_list())) =>
             {
-                r.bytes += a.bytes;
+                r.bytes += u64::from(a.bytes);
                 r.last_item = item;
             }
             _ => reqs.push(Req {
                 item,
                 last_item: item,
                 dep,
-                bytes: a.bytes,
+                bytes: u64::from(a.bytes),
                 region: a.region,
                 is_schema: a.is_schema,
                 pointer: a.pointer,
@@ -100,7 +100,7 @@ impl Reach {
 }
 
 /// Bytes of a pointer in a message's record.
-const POINTER_BYTES: u32 = 8;
+const POINTER_BYTES: u64 = 8;
 
 /// Time in ns for a ProtoACC-style serializer to encode `p`, reading memory over `reach`.
 /// Schema reads are served from the on-card schema table (RPCAcc §III-B) and cost nothing.
@@ -146,10 +146,10 @@ pub(super) fn walk_ns(
     // Issues a read at `at` or later, no read to come issuing before `settled`; one `in_walk`
     // is the walk's next step, any other (a leaf dereference's data) leaves the walk's issue
     // order alone.
-    let mut read = |at: f64, settled: f64, region: Region, bytes: u32, in_walk: bool| {
+    let mut read = |at: f64, settled: f64, region: Region, bytes: u64, in_walk: bool| {
         let at = if in_walk { at.max(next_issue) } else { at };
         let (i, l) = reach.link(region);
-        let duration = f64::from(bytes) / l.bw_gbytes_s;
+        let duration = bytes as f64 / l.bw_gbytes_s;
         // Concurrent reads share the link's bandwidth: data returns after the latency, once
         // the link has time to deliver it.
         let arrival = |issue: f64| links[i].arrival(issue + issue_ns[i] + l.latency_ns, duration);
@@ -195,9 +195,9 @@ pub(super) fn walk_ns(
             next_req += 1;
         }
         let ready = item_ready[i];
-        let bytes: u32 = it.converts.iter().map(|c| c.1).sum();
+        let bytes: u64 = it.converts.iter().map(|c| u64::from(c.1)).sum();
         let work =
-            (cfg.cycles_per_field + f64::from(bytes) * 8.0 / cfg.engine_bits_per_cycle) * cycle_ns;
+            (cfg.cycles_per_field + bytes as f64 * 8.0 / cfg.engine_bits_per_cycle) * cycle_ns;
         t_item = t_item.max(ready) + work;
         item_done[i] = t_item;
     }
