@@ -86,7 +86,8 @@ mod tests {
     use std::rc::Rc;
 
     use super::*;
-    use crate::op::reader::{Context, ProgramTables};
+    use crate::op::reader::Context;
+    use crate::op::tables::ProgramTables;
     use crate::op::OpConfig;
     use crate::program::{one_field_trace, Program};
 

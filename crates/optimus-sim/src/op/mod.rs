@@ -14,6 +14,7 @@ mod memsys;
 mod pipeline;
 mod reader;
 pub mod sim;
+mod tables;
 mod writer;
 
 pub use config::{ConverterConfig, DispatcherConfig, OpConfig, ReaderConfig, WriterConfig};
