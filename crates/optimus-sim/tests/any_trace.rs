@@ -174,5 +174,15 @@ proptest! {
         for (k, v) in &r.stats.0 {
             prop_assert!(v.is_finite(), "{} = {}", k, v);
         }
+        // Pre-serialization walks at most the values the serializer does (a list of scalars
+        // is one field), and its buffer is the data it copies, on the core or the memcpy
+        // engine, and a header per field.
+        if r.serialized > 0 {
+            let stat = |k: &str| r.stats.get(k).unwrap_or(0.0);
+            let fields = stat("host.pre_serialized_fields");
+            prop_assert!(fields <= stat("serializer.fields"), "{:?}", r.stats);
+            let copied = stat("host.pre_serialization_copied_bytes") + stat("memcpy_engine.bytes");
+            prop_assert_eq!(stat("host.pre_serialized_bytes"), copied + 8.0 * fields);
+        }
     }
 }
