@@ -106,7 +106,7 @@ impl CpuConfig {
                     let class = class_of(*op);
                     pending = Some(class);
                     let varint = matches!(class, ConvClass::Varint | ConvClass::Zigzag);
-                    if matches!(class, ConvClass::Bytes | ConvClass::Fixed) {
+                    if class.is_copy() {
                         n += self.per_copy_byte * f64::from(*bytes);
                     } else if varint && t.direction == Direction::Decode {
                         // Decode: the op consumed the varint's wire bytes.

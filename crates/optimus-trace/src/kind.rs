@@ -60,6 +60,14 @@ pub enum ConvClass {
     Other,
 }
 
+impl ConvClass {
+    /// Whether the conversion copies the value's bytes as they are (fixed-width values,
+    /// strings, bytes), rather than encoding them.
+    pub fn is_copy(self) -> bool {
+        matches!(self, ConvClass::Fixed | ConvClass::Bytes)
+    }
+}
+
 /// The converter class of kind number `kind`.
 pub fn class_of(kind: u16) -> ConvClass {
     match kind {

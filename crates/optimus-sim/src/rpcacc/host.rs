@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use optimus_trace::{class_of, ConvClass, Region};
+use optimus_trace::{class_of, Region};
 
 use super::{RpcAccConfig, RpcMessage};
 
@@ -36,10 +36,7 @@ pub(super) fn host_fields(m: &RpcMessage) -> Vec<HostField> {
             .filter(|a| !a.is_schema && a.region != Region::Accel)
             .map(|a| u64::from(a.bytes))
             .sum();
-        let copied = it
-            .converts
-            .iter()
-            .all(|&(op, _)| matches!(class_of(op), ConvClass::Bytes | ConvClass::Fixed));
+        let copied = it.converts.iter().all(|&(op, _)| class_of(op).is_copy());
         match fields.last_mut() {
             Some(f) if it.continues_scalar_list() => {
                 f.bytes += bytes;
@@ -53,7 +50,11 @@ pub(super) fn host_fields(m: &RpcMessage) -> Vec<HostField> {
 
 /// Bytes of `m`'s pre-serialized buffer: its host fields' data and an 8-byte header per field.
 pub(super) fn preser_bytes(m: &RpcMessage) -> f64 {
-    let fields = host_fields(m);
+    buffer_bytes(&host_fields(m))
+}
+
+/// Bytes of the pre-serialized buffer of `fields`: their data and an 8-byte header each.
+pub(super) fn buffer_bytes(fields: &[HostField]) -> f64 {
     fields.iter().map(|f| f.bytes as f64).sum::<f64>() + 8.0 * fields.len() as f64
 }
 

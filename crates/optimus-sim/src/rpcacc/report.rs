@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use optimus_trace::{Direction, Region};
 
-use super::host::{host_fields, preser_bytes};
+use super::host::{buffer_bytes, host_fields};
 use super::serializer::field_reads;
 use super::{
     bf3_deser, bf3_ser, bf3_ser_occupancy, cpu_ser_ns, deser_layer_of, deser_times, prepare,
@@ -121,7 +121,7 @@ pub fn run(cfg: &RpcAccConfig, messages: &[RpcMessage]) -> Result<RpcAccReport> 
             add("memcpy_engine", "busy_ns", dsa);
             let fields = host_fields(m);
             add("host", "pre_serialized_fields", fields.len() as f64);
-            add("host", "pre_serialized_bytes", preser_bytes(m));
+            add("host", "pre_serialized_bytes", buffer_bytes(&fields));
             for bytes in fields.iter().map(|f| f.bytes) {
                 if bytes >= u64::from(cfg.dsa_threshold_bytes) {
                     add("memcpy_engine", "copies", 1.0);
