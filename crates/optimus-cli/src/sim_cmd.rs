@@ -89,6 +89,13 @@ pub struct SimArgs {
     /// A trace file written by `optimus trace`.
     #[arg(long, value_name = "FILE")]
     trace: Option<std::path::PathBuf>,
+    /// With `--trace`: how much, in MiB, the file's messages may read and write as the model
+    /// counts them (each event at least 256 bytes, each message at least 4 KiB), one message
+    /// at most a quarter of it; the file itself may be a sixteenth of it. The models keep
+    /// about half of it at the limits [default: 1024].
+    #[arg(long = "max-trace-mib", value_name = "MIB", requires = "trace",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_TRACE_MIB))]
+    max_trace_mib: Option<u64>,
     /// RPCAcc's "Acc" label: place this field's data in the card's memory (repeatable;
     /// `full.message.Name.field`, a string, bytes, repeated, map or message field of a
     /// workload of one schema). A trace file carries the labels it was recorded with
@@ -314,7 +321,7 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                 Some(path) => {
                     let name = path.display().to_string();
                     Some(
-                        load_trace(path)?
+                        load_trace(path, args.max_trace_mib)?
                             .into_iter()
                             .enumerate()
                             .map(|(i, t)| report::one_direction(&name, i, t))
@@ -846,30 +853,48 @@ fn workload_name(args: &SimArgs) -> &str {
     args.workload.as_deref().unwrap_or("mixed")
 }
 
-/// Most bytes of a `--trace` file `optimus sim` reads: 16 bytes for each event the default
-/// view takes ([`ViewConfig::max_events`], 4 Mi), where the engine's traces take about 4.
-const MAX_TRACE_FILE_BYTES: u64 = 64 << 20;
+/// Default of `--max-trace-mib`: the view's own limits ([`ViewConfig::default`]).
+const DEFAULT_TRACE_MIB: u64 = 1024;
 
-/// Reads, decodes and views a `--trace` file, refusing one larger than
-/// [`MAX_TRACE_FILE_BYTES`] or of more events than the view takes before keeping them.
-fn load_trace(path: &Path) -> Result<Vec<MessageTrace>> {
+/// Largest `--max-trace-mib`: 1 TiB.
+const MAX_TRACE_MIB: u64 = 1 << 20;
+
+/// Bytes of a `--trace` file `optimus sim` reads for each event the view takes
+/// ([`ViewConfig::max_events`]), where the engine's traces take about 4: at the default
+/// limits, 64 MiB of file.
+const TRACE_FILE_BYTES_PER_EVENT: u64 = 16;
+
+/// Reads, decodes and views a `--trace` file under the limits of `--max-trace-mib`,
+/// refusing a file larger than [`TRACE_FILE_BYTES_PER_EVENT`] per event the view takes, or
+/// of more events than it takes, before keeping them. A refusal says how to raise the limits.
+fn load_trace(path: &Path, max_trace_mib: Option<u64>) -> Result<Vec<MessageTrace>> {
     let name = path.display().to_string();
+    let mib = max_trace_mib.unwrap_or(DEFAULT_TRACE_MIB);
+    let view = ViewConfig::with_workload_limit(mib << 20);
+    let raise = format!("; `--max-trace-mib` raises the limits (now {mib})");
     let file = std::fs::File::open(path).with_context(|| format!("sim: {name}"))?;
-    let bytes = read_at_most(file, MAX_TRACE_FILE_BYTES, &name).context("sim")?;
-    let view = ViewConfig::default();
+    let file_limit = (view.max_events() as u64).saturating_mul(TRACE_FILE_BYTES_PER_EVENT);
+    let bytes = read_at_most(file, file_limit, &name).map_err(|e| anyhow!("sim: {e}{raise}"))?;
     let events = optimus_trace::decode_limited(&bytes, view.max_events()).map_err(|e| {
         // A file of another version holds the same messages: recording them again reads.
-        let again = matches!(e, optimus_trace::TraceError::Version { .. })
-            .then_some("; record it again with this version's `optimus trace`")
-            .unwrap_or_default();
-        anyhow!("sim: {name}: {e}{again}")
+        let hint = match e {
+            optimus_trace::TraceError::Version { .. } => {
+                "; record it again with this version's `optimus trace`"
+            }
+            optimus_trace::TraceError::TooManyEvents { .. } => &raise,
+            _ => "",
+        };
+        anyhow!("sim: {name}: {e}{hint}")
     })?;
-    workload::accelerator_view(&name, &events, &view).context("sim")
+    workload::accelerator_view(&name, &events, &view).map_err(|e| match e {
+        SimError::OverLimit { .. } => anyhow!("sim: {e}{raise}"),
+        e => anyhow::Error::from(e).context("sim"),
+    })
 }
 
 fn load(args: &SimArgs) -> Result<Vec<MessageTrace>> {
     if let Some(path) = &args.trace {
-        return load_trace(path);
+        return load_trace(path, args.max_trace_mib);
     }
     workload::named(&mut EngineTraces, workload_name(args), workload::SUITE_SEED).context("sim")
 }

@@ -994,7 +994,7 @@ fn sim_bounds_what_a_trace_file_may_cost() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("/dev/zero is larger than the limit of 67108864 bytes"),
+        err.contains("/dev/zero is larger than the limit of 67108864 bytes; `--max-trace-mib`"),
         "{err}"
     );
     // Events that read and write nothing still count: many empty messages, a few bytes
@@ -1017,12 +1017,29 @@ fn sim_bounds_what_a_trace_file_may_cost() {
     deep.extend((0..600_000).map(|_| Event::Enter { type_id: 1 }));
     deep.extend((0..600_000).map(|_| Event::Leave));
     deep.push(Event::MessageEnd { wire_bytes: 0 });
-    let err = sim_trace_error("deep", &optimus_trace::encode(&deep), &[]);
+    let deep = optimus_trace::encode(&deep);
+    let err = sim_trace_error("deep", &deep, &[]);
     assert!(
         err.contains("message 0 (events 0..=1200001) reads and writes")
-            && err.contains("max_traced_bytes"),
+            && err.contains("max_traced_bytes")
+            && err.ends_with("`--max-trace-mib` raises the limits (now 1024)\n"),
         "{err}"
     );
+    // ... which a user with the memory for it may raise: both models then replay it.
+    let path = temp_path("deep-raised");
+    std::fs::write(&path, &deep).unwrap();
+    for accel in ["op", "rpcacc"] {
+        let out = optimus(
+            &["sim", "--accel", accel, "--json", "--max-trace-mib", "2048"]
+                .into_iter()
+                .chain(["--trace", path.to_str().unwrap()])
+                .collect::<Vec<_>>(),
+            b"",
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{accel}: {err}");
+    }
+    std::fs::remove_file(&path).ok();
     // ... and more events than the view could take by the decoder, before it keeps them:
     // the 4,194,305th is the last three-byte converter op, before the two-byte end.
     let mut flat = vec![begin];
@@ -1032,7 +1049,8 @@ fn sim_bounds_what_a_trace_file_may_cost() {
     let err = sim_trace_error("flat", &file, &[]);
     assert!(
         err.contains(&format!(
-            "at byte {}: more than 4194304 events",
+            "at byte {}: more than 4194304 events, the most this reader takes; \
+             `--max-trace-mib` raises the limits (now 1024)",
             file.len() - 5
         )),
         "{err}"

@@ -29,6 +29,15 @@ pub enum SimError {
         /// What is missing or wrong.
         why: String,
     },
+    /// A trace asks for more than a [`crate::workload::ViewConfig`] limit allows: a message,
+    /// or the whole trace, reads and writes too many bytes.
+    #[error("workload {name}: {why}")]
+    OverLimit {
+        /// Workload or file name.
+        name: String,
+        /// Which message, what it asks for and the limit it exceeds.
+        why: String,
+    },
     /// The engine behind a [`crate::workload::TraceSource`] rejected a workload's schema or
     /// messages.
     #[error("workload {name}: engine: {why}")]

@@ -93,6 +93,18 @@ pub struct ViewConfig {
 }
 
 impl ViewConfig {
+    /// The default view with limits for a trace that may read and write `workload_bytes`
+    /// in all ([`Self::max_workload_bytes`]), one message a quarter of it
+    /// ([`Self::max_traced_bytes`]), as [`MAX_TRACED_BYTES`] is of [`MAX_WORKLOAD_BYTES`].
+    /// The models keep about half of what the limits allow.
+    pub fn with_workload_limit(workload_bytes: u64) -> Self {
+        Self {
+            max_workload_bytes: workload_bytes,
+            max_traced_bytes: workload_bytes / (MAX_WORKLOAD_BYTES / MAX_TRACED_BYTES),
+            ..Self::default()
+        }
+    }
+
     /// The most events a trace the view accepts can hold, each counting at least
     /// [`EVENT_BYTES`] against [`Self::max_workload_bytes`]: a bound for the decoder of a
     /// trace file (`optimus_trace::decode_limited`), so that it stops before keeping events
@@ -223,13 +235,13 @@ impl PageMap {
 ///
 /// # Errors
 /// [`SimError::Trace`] for an ill-formed stream, [`SimError::Workload`] when it holds no
-/// message, when a message reads and writes more than [`ViewConfig::max_traced_bytes`] (as
-/// its events claim, or once its serialized-buffer accesses are widened: an offset far past
-/// the previous one claims every byte between them; each event counts at least
-/// [`EVENT_BYTES`], the message at least [`MESSAGE_BYTES`]), converts more or has a larger
-/// wire size, when the messages together read and write more than
-/// [`ViewConfig::max_workload_bytes`], or when a serialized-buffer access ends past
-/// [`MAX_BUFFER_OFFSET`].
+/// message or a serialized-buffer access ends past [`MAX_BUFFER_OFFSET`], and
+/// [`SimError::OverLimit`] when a message reads and writes more than
+/// [`ViewConfig::max_traced_bytes`] (as its events claim, or once its serialized-buffer
+/// accesses are widened: an offset far past the previous one claims every byte between them;
+/// each event counts at least [`EVENT_BYTES`], the message at least [`MESSAGE_BYTES`]),
+/// converts more or has a larger wire size, or when the messages together read and write
+/// more than [`ViewConfig::max_workload_bytes`].
 pub fn accelerator_view(
     name: &str,
     events: &[Event],
@@ -261,7 +273,7 @@ pub fn accelerator_view(
                     if bytes <= limit {
                         return Ok(());
                     }
-                    Err(SimError::Workload {
+                    Err(SimError::OverLimit {
                         name: name.to_string(),
                         why: format!(
                             "message {} (events {start}..={i}) {what} {bytes} bytes, over the \
