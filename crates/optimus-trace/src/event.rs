@@ -6,99 +6,91 @@
 
 use crate::file::TraceError;
 
-/// Whether a message is being serialized or deserialized.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Direction {
-    /// In-memory message → wire bytes (serialization).
-    Encode = 0,
-    /// Wire bytes → in-memory message (deserialization).
-    Decode = 1,
+/// Defines an enum that a trace file stores as a byte: the variants with their codes, listed
+/// once, and the decoder of those codes (`from_u8`), so that a variant cannot be added to the
+/// one and forgotten in the other.
+macro_rules! byte_coded {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $code:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        pub enum $name {
+            $( $(#[$vmeta])* $variant = $code, )+
+        }
+
+        impl $name {
+            /// The variant whose code is `v`, if any.
+            pub(crate) fn from_u8(v: u8) -> Option<Self> {
+                match v {
+                    $( $code => Some(Self::$variant), )+
+                    _ => None,
+                }
+            }
+        }
+    };
 }
 
-impl Direction {
-    pub(crate) fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            0 => Some(Self::Encode),
-            1 => Some(Self::Decode),
-            _ => None,
-        }
+byte_coded! {
+    /// Whether a message is being serialized or deserialized.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum Direction {
+        /// In-memory message → wire bytes (serialization).
+        Encode = 0,
+        /// Wire bytes → in-memory message (deserialization).
+        Decode = 1,
     }
 }
 
-/// The wire format being produced or consumed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Format {
-    /// Protobuf binary wire format.
-    Protobuf = 0,
-    /// Protobuf's canonical JSON mapping.
-    ProtobufJson = 1,
-    /// Apache Thrift binary protocol.
-    ThriftBinary = 2,
-    /// Apache Thrift compact protocol.
-    ThriftCompact = 3,
-    /// Cereal's object-graph format.
-    Cereal = 4,
-}
-
-impl Format {
-    pub(crate) fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            0 => Some(Self::Protobuf),
-            1 => Some(Self::ProtobufJson),
-            2 => Some(Self::ThriftBinary),
-            3 => Some(Self::ThriftCompact),
-            4 => Some(Self::Cereal),
-            _ => None,
-        }
+byte_coded! {
+    /// The wire format being produced or consumed.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum Format {
+        /// Protobuf binary wire format.
+        Protobuf = 0,
+        /// Protobuf's canonical JSON mapping.
+        ProtobufJson = 1,
+        /// Apache Thrift binary protocol.
+        ThriftBinary = 2,
+        /// Apache Thrift compact protocol.
+        ThriftCompact = 3,
+        /// Cereal's object-graph format.
+        Cereal = 4,
     }
 }
 
-/// Which memory an address belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Region {
-    /// In-memory message objects in host memory (arena records, strings, sub-messages).
-    Message = 0,
-    /// The serialized byte buffer (output of encode, input of decode).
-    Buffer = 1,
-    /// Accelerator-resident memory: fields placed on the offload engine (RPCAcc's Acc bit).
-    Accel = 2,
-}
-
-impl Region {
-    pub(crate) fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            0 => Some(Self::Message),
-            1 => Some(Self::Buffer),
-            2 => Some(Self::Accel),
-            _ => None,
-        }
+byte_coded! {
+    /// Which memory an address belongs to.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum Region {
+        /// In-memory message objects in host memory (arena records, strings, sub-messages).
+        Message = 0,
+        /// The serialized byte buffer (output of encode, input of decode).
+        Buffer = 1,
+        /// Accelerator-resident memory: fields placed on the offload engine (RPCAcc's Acc bit).
+        Accel = 2,
     }
 }
 
-/// How many values a schema entry's field holds and how they are written: what the entry's
-/// type says beside its kind.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Repetition {
-    /// One value (singular or optional).
-    #[default]
-    Single = 0,
-    /// A list of values (repeated or map), each written with a tag of its own.
-    Repeated = 1,
-    /// A list of scalars written packed: one tag and length for them all.
-    Packed = 2,
+byte_coded! {
+    /// How many values a schema entry's field holds and how they are written: what the entry's
+    /// type says beside its kind.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub enum Repetition {
+        /// One value (singular or optional).
+        #[default]
+        Single = 0,
+        /// A list of values (repeated or map), each written with a tag of its own.
+        Repeated = 1,
+        /// A list of scalars written packed: one tag and length for them all.
+        Packed = 2,
+    }
 }
 
 impl Repetition {
-    pub(crate) fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            0 => Some(Self::Single),
-            1 => Some(Self::Repeated),
-            2 => Some(Self::Packed),
-            _ => None,
-        }
-    }
-
     /// Whether the field holds a list.
     pub fn is_list(self) -> bool {
         self != Self::Single
@@ -253,6 +245,19 @@ mod tests {
             format: Format::Protobuf,
             type_id: 0,
         }
+    }
+
+    #[test]
+    fn byte_codes_decode_to_the_variant_that_carries_them() {
+        fn codes<T: Copy>(from: fn(u8) -> Option<T>, code: fn(T) -> u8) -> Vec<u8> {
+            (0..=u8::MAX)
+                .filter_map(|v| from(v).inspect(|&t| assert_eq!(code(t), v)).map(|_| v))
+                .collect()
+        }
+        assert_eq!(codes(Direction::from_u8, |d| d as u8), [0, 1]);
+        assert_eq!(codes(Format::from_u8, |f| f as u8), [0, 1, 2, 3, 4]);
+        assert_eq!(codes(Region::from_u8, |r| r as u8), [0, 1, 2]);
+        assert_eq!(codes(Repetition::from_u8, |r| r as u8), [0, 1, 2]);
     }
 
     #[test]
