@@ -12,7 +12,6 @@ use clap::{Args, Subcommand, ValueEnum};
 use optimus_core::binary::EngineTraces;
 use optimus_sim::calibrate::{self, Row, Status};
 use optimus_sim::config_file;
-use optimus_sim::cpu::CpuConfig;
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::rpcacc::service::{self, Load};
 use optimus_sim::rpcacc::{gateway, report, RpcAccConfig, RpcMessage};
@@ -178,15 +177,11 @@ pub struct ReproduceArgs {
     #[arg(long, value_name = "DIR")]
     plot: Option<std::path::PathBuf>,
     /// Run the experiments with these parameters (JSON over the defaults, as `optimus sim
-    /// --config`); each experiment still sets its own pipelines, time-sharing degree, mesh,
-    /// PCIe latency or clock.
+    /// --config`; the software baseline's costs are its `cpu`, e.g. `{"cpu":
+    /// {"per_submessage": 120}}`); each experiment still sets its own pipelines, time-sharing
+    /// degree, mesh, PCIe latency or clock.
     #[arg(long, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
-    /// `reproduce op` only: the software baseline's costs (`CpuConfig` as JSON over its
-    /// calibrated defaults, e.g. `{"per_submessage": 120}`). RPCAcc's host core is its
-    /// config's `cpu`.
-    #[arg(long, value_name = "FILE")]
-    cpu_config: Option<std::path::PathBuf>,
 }
 
 /// Runs `optimus sim`.
@@ -402,6 +397,17 @@ fn print_op(out: &mut impl Write, cfg: &OpConfig, r: &op::OpReport) -> Result<()
         r.mesh_link_utilization
     )?;
     writeln!(out, "measured_cycles           {}", r.measured_cycles)?;
+    writeln!(out, "software_gbps             {:.2}", r.software_gbps)?;
+    writeln!(
+        out,
+        "software_latency_ns       {:.1}",
+        r.software_latency_ns
+    )?;
+    writeln!(
+        out,
+        "speedup_vs_software       {:.2}",
+        r.speedup_vs_software
+    )?;
     for (k, v) in &r.stats.0 {
         writeln!(out, "{k:<40} {v}")?;
     }
@@ -907,8 +913,7 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
     let rows: Vec<Row> = match r.paper {
         Accel::Op => {
             let params: OpConfig = config_from(r.config.as_deref(), config_file::from_json)?;
-            let cpu: CpuConfig = config_from(r.cpu_config.as_deref(), config_file::from_json)?;
-            let (rows, figs) = calibrate::reproduce_op_with(&params, &cpu, &mut EngineTraces)
+            let (rows, figs) = calibrate::reproduce_op_with(&params, &mut EngineTraces)
                 .context("sim reproduce")?;
             if let Some(dir) = &r.plot {
                 plot::op_figures(dir, &rows, &figs).context("sim: plot")?;
@@ -916,9 +921,6 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
             rows
         }
         Accel::Rpcacc => {
-            if r.cpu_config.is_some() {
-                bail!("sim reproduce: --cpu-config is for op; RPCAcc's host core is its --config's `cpu`");
-            }
             let params: RpcAccConfig = config_from(r.config.as_deref(), config_file::from_json)?;
             let (rows, figs) = calibrate::reproduce_rpcacc_with(&params, &mut EngineTraces)
                 .context("sim reproduce")?;

@@ -662,13 +662,13 @@ fn reproduce_runs_under_a_config_file() {
 }
 
 #[test]
-fn reproduce_op_takes_the_software_baseline_from_a_cpu_config() {
+fn op_takes_the_software_baseline_from_its_config() {
     let path = std::env::temp_dir().join(format!("optimus-cpu-{}.json", std::process::id()));
     let file = path.to_str().unwrap();
-    // Twice the calibrated per-field cost: Fig. 7's best software serializer slows down.
-    std::fs::write(&path, br#"{"per_field": 234}"#).unwrap();
+    // Twice the calibrated per-field cost: Fig. 7's best software serializer slows down...
+    std::fs::write(&path, br#"{"cpu": {"per_field": 234}}"#).unwrap();
     let row = reproduce_row(
-        &["sim", "reproduce", "op", "--json", "--cpu-config", file],
+        &["sim", "reproduce", "op", "--json", "--config", file],
         "op.fig7.cpu_ser_best.gbps",
     );
     let (model, paper) = (
@@ -676,13 +676,29 @@ fn reproduce_op_takes_the_software_baseline_from_a_cpu_config() {
         row["paper"].as_f64().unwrap(),
     );
     assert!(model < 0.75 * paper, "{model} vs the paper's {paper}");
-    std::fs::write(&path, br#"{"ipc": 0}"#).unwrap();
-    let bad = optimus(&["sim", "reproduce", "op", "--cpu-config", file], b"");
-    let rpcacc = optimus(&["sim", "reproduce", "rpcacc", "--cpu-config", file], b"");
+    // ... and so does a run's baseline, by the same factor, while OP's throughput stays.
+    let run = |config: Option<&str>| {
+        let mut args = vec!["sim", "--workload", "flat", "--json"];
+        args.extend(config.map(|f| ["--config", f]).into_iter().flatten());
+        json_of(&args)
+    };
+    let (slow, calibrated) = (run(Some(file)), run(None));
+    let of = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
+    assert_eq!(
+        of(&slow, "throughput_gbps"),
+        of(&calibrated, "throughput_gbps")
+    );
+    let slowdown = of(&calibrated, "software_gbps") / of(&slow, "software_gbps");
+    assert!((1.5..2.0).contains(&slowdown), "{slowdown}");
+    for r in [&slow, &calibrated] {
+        let ratio = of(r, "throughput_gbps") / of(r, "software_gbps");
+        assert!((of(r, "speedup_vs_software") - ratio).abs() < 1e-9 * ratio);
+    }
+    std::fs::write(&path, br#"{"cpu": {"ipc": 0}}"#).unwrap();
+    let bad = optimus(&["sim", "reproduce", "op", "--config", file], b"");
     std::fs::remove_file(&path).ok();
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("cpu.ipc"));
-    assert!(String::from_utf8_lossy(&rpcacc.stderr).contains("--config's `cpu`"));
-    assert!(!bad.status.success() && !rpcacc.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("op.cpu.ipc"));
+    assert!(!bad.status.success());
 }
 
 #[test]

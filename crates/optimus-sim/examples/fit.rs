@@ -30,7 +30,6 @@
 use optimus_core::binary::EngineTraces;
 use optimus_sim::calibrate::{self, Row, Status};
 use optimus_sim::config_file;
-use optimus_sim::cpu::CpuConfig;
 use optimus_sim::op::OpConfig;
 use optimus_sim::rpcacc::RpcAccConfig;
 use rand_chacha::ChaCha8Rng;
@@ -85,7 +84,7 @@ fn set(slot: &mut Value, x: f64) {
 fn reproduce(paper: &str, config: &Value) -> Option<Vec<Row>> {
     if paper == "op" {
         let params: OpConfig = serde_json::from_value(config.clone()).ok()?;
-        calibrate::reproduce_op_with(&params, &CpuConfig::default(), &mut EngineTraces)
+        calibrate::reproduce_op_with(&params, &mut EngineTraces)
             .ok()
             .map(|(rows, _)| rows)
     } else {

@@ -6,7 +6,6 @@
 use optimus_sim::calibrate::{
     reproduce_op, reproduce_op_with, reproduce_rpcacc, reproduce_rpcacc_with, Row, Status,
 };
-use optimus_sim::cpu::CpuConfig;
 use optimus_sim::op::OpConfig;
 use optimus_sim::rpcacc::RpcAccConfig;
 
@@ -154,7 +153,7 @@ fn optimus_prime_targets() {
     // and the idle 4×4 server of §6.4, and saturate the 8×8 port with more pipelines.
     let mut slow = OpConfig::default();
     slow.noc.hop_cycles = 4;
-    let (hop4, _) = reproduce_op_with(&slow, &CpuConfig::default(), &mut Engine).unwrap();
+    let (hop4, _) = reproduce_op_with(&slow, &mut Engine).unwrap();
     for id in [
         "op.table4.op_1_1.throughput.gbps",
         "op.sec6_4.urlshorten.dt_latency_reduction.x",
@@ -164,7 +163,7 @@ fn optimus_prime_targets() {
     let sat = "op.fig9.sat_pipelines.op_n_1.8x8";
     assert!(model(&hop4, sat) > model(&rows, sat));
     slow.block_buffer.ways = 0;
-    assert!(reproduce_op_with(&slow, &CpuConfig::default(), &mut Engine).is_err());
+    assert!(reproduce_op_with(&slow, &mut Engine).is_err());
 }
 
 #[test]

@@ -146,9 +146,11 @@ pub const OP_COLUMNS: &[Column] = &[
     Column::new("amat_cycles", 1),
     Column::new("port_gbps", 1),
     Column::new("link_utilization", 3),
+    Column::new("speedup_vs_software", 2),
 ];
 
-/// Optimus Prime's headline: throughput, latency and the memory system's figures.
+/// Optimus Prime's headline: throughput, latency, the memory system's figures and the speedup
+/// over one core of software.
 pub fn op_outcome(r: &OpReport) -> Result<Outcome> {
     Ok(Outcome {
         report: serde_json::to_value(r)?,
@@ -162,6 +164,7 @@ pub fn op_outcome(r: &OpReport) -> Result<Outcome> {
                 Some(r.amat_cycles),
                 Some(r.port_gbps),
                 Some(r.mesh_link_utilization),
+                Some(r.speedup_vs_software),
             ],
         }],
     })

@@ -129,22 +129,21 @@ pub fn pipelines_for(c: &Curve, gbps: f64) -> f64 {
 /// # Errors
 /// A broken embedded target file, or an engine error from `source`.
 pub fn reproduce_op(source: &mut dyn TraceSource) -> Result<(Vec<Row>, OpFigures)> {
-    reproduce_op_with(&OpConfig::default(), &CpuConfig::default(), source)
+    reproduce_op_with(&OpConfig::default(), source)
 }
 
 /// [`reproduce_op`] with other parameters (for sensitivity studies): `params` gives every OP
-/// parameter but each experiment's pipelines, time-sharing degree and mesh (and OP_Base's
-/// prefetching and pipelining), `cpu` the software baseline.
+/// parameter, the software baseline's (`cpu`) among them, but each experiment's pipelines,
+/// time-sharing degree and mesh (and OP_Base's prefetching and pipelining).
 ///
 /// # Errors
 /// As [`reproduce_op`], or `params` that cannot run.
 pub fn reproduce_op_with(
     params: &OpConfig,
-    cpu: &CpuConfig,
     source: &mut dyn TraceSource,
 ) -> Result<(Vec<Row>, OpFigures)> {
     params.validate()?;
-    cpu.validate("cpu")?;
+    let cpu = &params.cpu;
     let mut runs = OpRuns::new(params, source)?;
     let cpu_gbps: HashMap<MessageClass, f64> = MessageClass::ALL
         .iter()

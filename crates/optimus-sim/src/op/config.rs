@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::mem::{BlockBufferConfig, MemoryConfig, NocConfig};
+use crate::cpu::CpuConfig;
 use crate::error::{check_positive, config_err, Result};
 
 /// Most cycles a run may simulate (`max_cycles`, which bounds warm-up plus measurement): 10^9,
@@ -251,6 +252,9 @@ pub struct OpConfig {
     pub noc: NocConfig,
     /// LLC and memory.
     pub memory: MemoryConfig,
+    /// The software baseline OP is compared with: one core of the simulated server running
+    /// protobuf (§2, Fig. 7, Table 4).
+    pub cpu: CpuConfig,
 }
 
 impl Default for OpConfig {
@@ -280,6 +284,7 @@ impl OpConfig {
             block_buffer: BlockBufferConfig::default(),
             noc: NocConfig::default(),
             memory: MemoryConfig::default(),
+            cpu: CpuConfig::default(),
         }
     }
 
@@ -408,6 +413,7 @@ impl OpConfig {
         self.block_buffer.validate()?;
         self.noc.validate()?;
         self.memory.validate()?;
+        self.cpu.validate("op.cpu")?;
         // Cycle arithmetic is in u64: a latency longer than the run would wrap it.
         if self.memory.mem_latency_ns * self.clock_ghz > self.max_cycles as f64 {
             return Err(config_err(

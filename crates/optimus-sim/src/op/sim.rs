@@ -62,6 +62,13 @@ pub struct OpReport {
     /// memory: a message in a context, but no context's next Chunk has its data in
     /// (`reader.stall_cycles`).
     pub reader_stall_fraction: f64,
+    /// One core of the software baseline (`cpu`) transforming the workload's messages, one
+    /// of each, in Gbps.
+    pub software_gbps: f64,
+    /// Mean time the software baseline takes for one of the workload's messages, in ns.
+    pub software_latency_ns: f64,
+    /// `throughput_gbps` over `software_gbps`: OP's speedup over one core.
+    pub speedup_vs_software: f64,
     /// Cycles measured: `measure_cycles`, or more where messages take longer (see
     /// [`OpConfig::min_window_latencies`]).
     pub measured_cycles: u64,
@@ -92,7 +99,11 @@ pub fn run(cfg: &OpConfig, workload: &[MessageTrace]) -> Result<OpReport> {
             ),
         });
     }
-    Ok(m.report())
+    let software_ns = workload.iter().map(|t| cfg.cpu.message_ns(t)).sum::<f64>();
+    Ok(m.report(
+        cfg.cpu.workload_gbps(workload),
+        software_ns / workload.len() as f64,
+    ))
 }
 
 struct Model<'c> {
@@ -332,7 +343,9 @@ impl<'c> Model<'c> {
         }
     }
 
-    fn report(&self) -> OpReport {
+    /// The statistics of the measured window, beside the software baseline's throughput and
+    /// mean latency on the same messages.
+    fn report(&self, software_gbps: f64, software_latency_ns: f64) -> OpReport {
         let cycles = self.measured_cycles() as f64;
         let secs = cycles / (self.cfg.clock_ghz * 1e9);
         let n = self.done_msgs.max(1) as f64;
@@ -364,8 +377,9 @@ impl<'c> Model<'c> {
         let mesh = &self.mem.mesh;
         let mesh_util = mesh.flit_hops() as f64 / (mesh.directed_links() as f64 * cycles);
         stats.set("noc", "mesh_flit_hops", mesh.flit_hops() as f64);
+        let throughput_gbps = self.done_bytes as f64 * 8.0 / secs / 1e9;
         OpReport {
-            throughput_gbps: self.done_bytes as f64 * 8.0 / secs / 1e9,
+            throughput_gbps,
             messages_per_s: self.done_msgs as f64 / secs,
             latency_ns: self.lat_sum as f64 / n / self.cfg.clock_ghz,
             latency_with_queue_ns: self.lat_q_sum as f64 / n / self.cfg.clock_ghz,
@@ -376,6 +390,9 @@ impl<'c> Model<'c> {
             mesh_link_utilization: mesh_util,
             reader_stall_fraction: stall as f64 / reader_cycles.max(1) as f64,
             measured_cycles: self.measured_cycles(),
+            software_gbps,
+            software_latency_ns,
+            speedup_vs_software: throughput_gbps / software_gbps,
             stats,
         }
     }
