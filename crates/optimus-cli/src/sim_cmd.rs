@@ -397,7 +397,13 @@ fn print_op(out: &mut impl Write, cfg: &OpConfig, r: &op::OpReport) -> Result<()
         r.mesh_link_utilization
     )?;
     writeln!(out, "measured_cycles           {}", r.measured_cycles)?;
-    writeln!(out, "software_gbps             {:.2}", r.software_gbps)?;
+    // Undefined where the software has nothing to do: `-`, as an unbounded rate is.
+    let or_dash = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+    writeln!(
+        out,
+        "software_gbps             {}",
+        or_dash(r.software_gbps)
+    )?;
     writeln!(
         out,
         "software_latency_ns       {:.1}",
@@ -405,8 +411,8 @@ fn print_op(out: &mut impl Write, cfg: &OpConfig, r: &op::OpReport) -> Result<()
     )?;
     writeln!(
         out,
-        "speedup_vs_software       {:.2}",
-        r.speedup_vs_software
+        "speedup_vs_software       {}",
+        or_dash(r.speedup_vs_software)
     )?;
     for (k, v) in &r.stats.0 {
         writeln!(out, "{k:<40} {v}")?;

@@ -526,6 +526,12 @@ fn sim_runs_messages_without_fields_and_refuses_oversized_traces() {
     let file = empty.to_str().unwrap();
     let op = json_of(&["sim", "--accel", "op", "--trace", file, "--json"]);
     assert!(op["messages_per_s"].as_f64().unwrap() > 0.0, "{op}");
+    // Software does nothing for it: its rate, and OP's speedup over it, are undefined.
+    assert!(op["software_gbps"].is_null() && op["speedup_vs_software"].is_null());
+    assert_eq!(op["software_latency_ns"], 0.0);
+    let table = optimus(&["sim", "--accel", "op", "--trace", file], b"");
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.contains("\nspeedup_vs_software       -\n"), "{table}");
     let rpc = json_of(&["sim", "--accel", "rpcacc", "--trace", file, "--json"]);
     assert_eq!(rpc["deserialized"], 1, "{rpc}");
     std::fs::remove_file(&empty).ok();

@@ -154,7 +154,12 @@ proptest! {
         cfg.measure_cycles = 2_000;
         let r = op::run(&cfg, &messages).unwrap();
         prop_assert!(r.stats.get("dispatcher.completed").unwrap() > 0.0);
-        for v in [r.throughput_gbps, r.messages_per_s, r.latency_ns, r.port_gbps, r.amat_cycles] {
+        let software = [r.software_gbps, r.speedup_vs_software].into_iter().flatten();
+        for v in [r.throughput_gbps, r.messages_per_s, r.latency_ns, r.port_gbps, r.amat_cycles]
+            .into_iter()
+            .chain([r.software_latency_ns])
+            .chain(software)
+        {
             prop_assert!(v.is_finite() && v >= 0.0, "{:?}", r);
         }
 

@@ -164,7 +164,7 @@ pub fn op_outcome(r: &OpReport) -> Result<Outcome> {
                 Some(r.amat_cycles),
                 Some(r.port_gbps),
                 Some(r.mesh_link_utilization),
-                Some(r.speedup_vs_software),
+                r.speedup_vs_software,
             ],
         }],
     })

@@ -63,12 +63,13 @@ pub struct OpReport {
     /// (`reader.stall_cycles`).
     pub reader_stall_fraction: f64,
     /// One core of the software baseline (`cpu`) transforming the workload's messages, one
-    /// of each, in Gbps.
-    pub software_gbps: f64,
+    /// of each, in Gbps; `None` where the messages cost it no time (no field in any).
+    pub software_gbps: Option<f64>,
     /// Mean time the software baseline takes for one of the workload's messages, in ns.
     pub software_latency_ns: f64,
-    /// `throughput_gbps` over `software_gbps`: OP's speedup over one core.
-    pub speedup_vs_software: f64,
+    /// `throughput_gbps` over `software_gbps`: OP's speedup over one core; `None` where the
+    /// software serializes no bytes or takes no time.
+    pub speedup_vs_software: Option<f64>,
     /// Cycles measured: `measure_cycles`, or more where messages take longer (see
     /// [`OpConfig::min_window_latencies`]).
     pub measured_cycles: u64,
@@ -100,10 +101,8 @@ pub fn run(cfg: &OpConfig, workload: &[MessageTrace]) -> Result<OpReport> {
         });
     }
     let software_ns = workload.iter().map(|t| cfg.cpu.message_ns(t)).sum::<f64>();
-    Ok(m.report(
-        cfg.cpu.workload_gbps(workload),
-        software_ns / workload.len() as f64,
-    ))
+    let software_gbps = (software_ns > 0.0).then(|| cfg.cpu.workload_gbps(workload));
+    Ok(m.report(software_gbps, software_ns / workload.len() as f64))
 }
 
 struct Model<'c> {
@@ -345,7 +344,7 @@ impl<'c> Model<'c> {
 
     /// The statistics of the measured window, beside the software baseline's throughput and
     /// mean latency on the same messages.
-    fn report(&self, software_gbps: f64, software_latency_ns: f64) -> OpReport {
+    fn report(&self, software_gbps: Option<f64>, software_latency_ns: f64) -> OpReport {
         let cycles = self.measured_cycles() as f64;
         let secs = cycles / (self.cfg.clock_ghz * 1e9);
         let n = self.done_msgs.max(1) as f64;
@@ -392,7 +391,9 @@ impl<'c> Model<'c> {
             measured_cycles: self.measured_cycles(),
             software_gbps,
             software_latency_ns,
-            speedup_vs_software: throughput_gbps / software_gbps,
+            speedup_vs_software: software_gbps
+                .filter(|&g| g > 0.0)
+                .map(|g| throughput_gbps / g),
             stats,
         }
     }
