@@ -127,6 +127,11 @@ pub struct SimArgs {
     /// `sweep.png` and `sweep.svg`.
     #[arg(long, value_name = "DIR", requires = "vary")]
     plot: Option<std::path::PathBuf>,
+    /// With `--vary`: points run at once, each on a thread of its own; the output is the same
+    /// for any number [default: the machine's cores].
+    #[arg(long, value_name = "N", requires = "vary",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    jobs: Option<u32>,
     /// With `--plot`: the number drawn, a column of the table (`throughput_gbps`,
     /// `latency_ns`, `gbps`, `requests_per_s`, ...) [default: the first].
     #[arg(long, requires = "plot")]
@@ -248,6 +253,10 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
             .plot
             .as_deref()
             .map(|dir| (dir, args.metric.as_deref())),
+        jobs: args.jobs.map_or_else(
+            || std::thread::available_parallelism().map_or(1, usize::from),
+            |n| n as usize,
+        ),
     };
     let out = io::stdout();
     let mut out = out.lock();

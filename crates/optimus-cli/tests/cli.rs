@@ -805,6 +805,22 @@ fn a_sweep_runs_each_point_as_a_single_run_would() {
         ]);
         assert_eq!(line["report"], single, "pipelines={n} mesh={mesh}");
     }
+    // Points run on several threads; how many changes nothing.
+    for jobs in ["1", "3"] {
+        let again = json_lines(&[
+            "sim",
+            "--workload",
+            "nested",
+            "--vary",
+            "pipelines=1..2",
+            "--vary",
+            "noc.mesh=4,8",
+            "--json",
+            "--jobs",
+            jobs,
+        ]);
+        assert_eq!(again, op, "--jobs {jobs}");
+    }
     // RPCAcc: `pcie-ns` moves the round trip and the MMIO as the flag does.
     let rpc = json_lines(&[
         "sim",

@@ -4,6 +4,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
@@ -200,24 +201,27 @@ pub struct SweepOptions<'a> {
     pub json: bool,
     /// Where to draw `sweep.png` and `sweep.svg`, and which metric (default: the first).
     pub plot: Option<(&'a Path, Option<&'a str>)>,
+    /// Points run at once, each on a thread of its own (at least 1).
+    pub jobs: usize,
 }
 
 /// Runs a sweep: for each point of the axes' grid, `prepare` reads the parameter values it
 /// sets (for [`optimus_sim::config_file::with_values`]) into what `run` needs, then `run`
 /// gives the point's outcome, whose rows hold a value per column of `columns`; prints the
 /// results. Every point is prepared, and the plot's metric and first axis checked, before
-/// any point runs, so that a bad point or option fails at once.
+/// any point runs, so that a bad point or option fails at once. Points run `jobs` at a time;
+/// each run is deterministic, so the output does not depend on how many.
 ///
 /// # Errors
 /// A bad grid, a point whose configuration cannot be read or run (named by its values), a
 /// metric the runs do not report, a first axis that is not numeric under `--plot`, a plot
 /// that cannot be drawn, or a closed output.
-pub fn sweep<P>(
+pub fn sweep<P: Send>(
     out: &mut impl Write,
     options: &SweepOptions,
     columns: &[Column],
     mut prepare: impl FnMut(&[(&str, Value)]) -> Result<P>,
-    mut run: impl FnMut(P) -> Result<Outcome>,
+    run: impl Fn(P) -> Result<Outcome> + Sync,
 ) -> Result<()> {
     let axes = options.axes;
     if let Some((_, a)) = axes
@@ -250,10 +254,17 @@ pub fn sweep<P>(
         let p = prepare(&values).with_context(|| format!("sim --vary {name}"))?;
         prepared.push((point, name, p));
     }
-    let mut results: Vec<(Vec<&Value>, Outcome)> = Vec::with_capacity(prepared.len());
-    for (point, name, p) in prepared {
-        let outcome = run(p).with_context(|| format!("sim --vary {name}"))?;
-        results.push((point, outcome));
+    let (named, runs): (Vec<_>, Vec<_>) = prepared
+        .into_iter()
+        .map(|(point, name, p)| ((point, name), p))
+        .unzip();
+    let mut results: Vec<(Vec<&Value>, Outcome)> = Vec::with_capacity(named.len());
+    // The first point to fail, in the grid's order, is the one reported.
+    for ((point, name), outcome) in named.into_iter().zip(run_all(runs, options.jobs, &run)) {
+        results.push((
+            point,
+            outcome.with_context(|| format!("sim --vary {name}"))?,
+        ));
     }
     if options.json {
         for (point, outcome) in &results {
@@ -275,6 +286,35 @@ pub fn sweep<P>(
         plot::sweep_figure(dir, &curves(axes, &results, columns, column)).context("sim: plot")?;
     }
     Ok(())
+}
+
+/// Runs `run` on every point, up to `jobs` at once on threads of their own; the outcomes in
+/// the points' order.
+fn run_all<P: Send>(
+    points: Vec<P>,
+    jobs: usize,
+    run: &(impl Fn(P) -> Result<Outcome> + Sync),
+) -> Vec<Result<Outcome>> {
+    let n = points.len();
+    let queue = Mutex::new(points.into_iter().enumerate());
+    let outcomes: Mutex<Vec<Option<Result<Outcome>>>> = Mutex::new((0..n).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.clamp(1, n.max(1)) {
+            s.spawn(|| loop {
+                // The lock is released before the point runs.
+                let next = queue.lock().expect("no thread panics holding it").next();
+                let Some((i, p)) = next else { break };
+                let outcome = run(p);
+                outcomes.lock().expect("no thread panics holding it")[i] = Some(outcome);
+            });
+        }
+    });
+    outcomes
+        .into_inner()
+        .expect("no thread panics holding it")
+        .into_iter()
+        .map(|o| o.expect("every point ran"))
+        .collect()
 }
 
 /// The index in `columns` of `metric` (default: the first), checked with the first axis
@@ -497,15 +537,16 @@ mod tests {
         plot: Option<(&Path, Option<&str>)>,
         prepare: impl FnMut(&[(&str, Value)]) -> Result<()>,
     ) -> (Result<()>, usize, Vec<u8>) {
-        let mut runs = 0;
+        let runs = std::sync::atomic::AtomicUsize::new(0);
         let mut out = Vec::new();
         let options = SweepOptions {
             axes,
             json: false,
             plot,
+            jobs: 2,
         };
         let r = sweep(&mut out, &options, COLUMNS, prepare, |()| {
-            runs += 1;
+            runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(Outcome {
                 report: Value::Null,
                 rows: vec![Headline {
@@ -514,7 +555,7 @@ mod tests {
                 }],
             })
         });
-        (r, runs, out)
+        (r, runs.into_inner(), out)
     }
 
     #[test]
