@@ -13,6 +13,7 @@ use optimus_core::binary::EngineTraces;
 use optimus_sim::calibrate::{self, Row, Status};
 use optimus_sim::config_file;
 use optimus_sim::op::{self, OpConfig};
+use optimus_sim::parallel;
 use optimus_sim::rpcacc::service::{self, Load};
 use optimus_sim::rpcacc::{gateway, report, RpcAccConfig, RpcMessage};
 use optimus_sim::workload::{self, MessageTrace, ViewConfig};
@@ -253,10 +254,7 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
             .plot
             .as_deref()
             .map(|dir| (dir, args.metric.as_deref())),
-        jobs: args.jobs.map_or_else(
-            || std::thread::available_parallelism().map_or(1, usize::from),
-            |n| n as usize,
-        ),
+        jobs: args.jobs.map_or_else(parallel::cores, |n| n as usize),
     };
     let out = io::stdout();
     let mut out = out.lock();

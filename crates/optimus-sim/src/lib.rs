@@ -16,6 +16,7 @@ pub mod config_file;
 pub mod cpu;
 pub mod error;
 pub mod op;
+pub mod parallel;
 pub mod program;
 pub mod rpcacc;
 pub mod stats;

@@ -4,12 +4,12 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use optimus_sim::op::OpReport;
+use optimus_sim::parallel;
 use optimus_sim::rpcacc::report::RpcAccReport;
 
 use super::plot;
@@ -258,9 +258,10 @@ pub fn sweep<P: Send>(
         .into_iter()
         .map(|(point, name, p)| ((point, name), p))
         .unzip();
+    let outcomes = parallel::map_ordered(runs, options.jobs, run);
     let mut results: Vec<(Vec<&Value>, Outcome)> = Vec::with_capacity(named.len());
     // The first point to fail, in the grid's order, is the one reported.
-    for ((point, name), outcome) in named.into_iter().zip(run_all(runs, options.jobs, &run)) {
+    for ((point, name), outcome) in named.into_iter().zip(outcomes) {
         results.push((
             point,
             outcome.with_context(|| format!("sim --vary {name}"))?,
@@ -286,35 +287,6 @@ pub fn sweep<P: Send>(
         plot::sweep_figure(dir, &curves(axes, &results, columns, column)).context("sim: plot")?;
     }
     Ok(())
-}
-
-/// Runs `run` on every point, up to `jobs` at once on threads of their own; the outcomes in
-/// the points' order.
-fn run_all<P: Send>(
-    points: Vec<P>,
-    jobs: usize,
-    run: &(impl Fn(P) -> Result<Outcome> + Sync),
-) -> Vec<Result<Outcome>> {
-    let n = points.len();
-    let queue = Mutex::new(points.into_iter().enumerate());
-    let outcomes: Mutex<Vec<Option<Result<Outcome>>>> = Mutex::new((0..n).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..jobs.clamp(1, n.max(1)) {
-            s.spawn(|| loop {
-                // The lock is released before the point runs.
-                let next = queue.lock().expect("no thread panics holding it").next();
-                let Some((i, p)) = next else { break };
-                let outcome = run(p);
-                outcomes.lock().expect("no thread panics holding it")[i] = Some(outcome);
-            });
-        }
-    });
-    outcomes
-        .into_inner()
-        .expect("no thread panics holding it")
-        .into_iter()
-        .map(|o| o.expect("every point ran"))
-        .collect()
 }
 
 /// The index in `columns` of `metric` (default: the first), checked with the first axis

@@ -1,7 +1,6 @@
 //! The Optimus Prime experiments (Figs. 7-9, Tables 3-4) and their targets.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use optimus_trace::Direction;
 
@@ -12,6 +11,7 @@ use crate::cpu::CpuConfig;
 use crate::error::Result;
 use crate::op::dsb::{self, Service};
 use crate::op::{self, OpConfig, OpReport};
+use crate::parallel;
 use crate::workload::{MessageClass, MessageTrace, TraceSource};
 
 /// Which of the pipeline's overlaps an experiment keeps (§6.1).
@@ -87,33 +87,11 @@ impl OpRuns {
                 todo.push(k);
             }
         }
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
-        // Each thread takes the next experiment not yet taken, so long runs spread out.
-        let next = AtomicUsize::new(0);
         let this = &*self;
-        let done: Vec<Vec<(usize, Result<OpReport>)>> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..threads.min(todo.len()))
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut mine = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(&k) = todo.get(i) else { break mine };
-                            mine.push((i, this.simulate(k)));
-                        }
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().expect("an OP run does not panic"))
-                .collect()
-        });
-        let mut done: Vec<(usize, Result<OpReport>)> = done.into_iter().flatten().collect();
+        let done = parallel::map_ordered(todo.clone(), parallel::cores(), |k| this.simulate(k));
         // The first experiment to fail, in the order given, is the one reported.
-        done.sort_by_key(|d| d.0);
-        for (i, r) in done {
-            self.cache.insert(todo[i], r?);
+        for (key, r) in todo.into_iter().zip(done) {
+            self.cache.insert(key, r?);
         }
         Ok(())
     }
