@@ -70,8 +70,13 @@ impl Item {
     /// with the values before it (a `RepeatedField`): an engine that walks the message's
     /// objects reads and copies such a list as one field.
     pub fn continues_scalar_list(&self) -> bool {
-        self.list_index > 0
-            && !self.converts.is_empty()
+        self.list_index > 0 && self.converts_scalars()
+    }
+
+    /// Whether the item converts scalars alone (varints, zigzags, fixed-width values), at
+    /// least one.
+    pub fn converts_scalars(&self) -> bool {
+        !self.converts.is_empty()
             && self.converts.iter().all(|&(op, _)| {
                 matches!(
                     class_of(op),

@@ -9,6 +9,7 @@ pub mod config;
 mod converter;
 mod dispatcher;
 pub mod dsb;
+mod fields;
 pub mod mem;
 mod memsys;
 mod pipeline;
