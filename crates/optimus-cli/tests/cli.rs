@@ -779,7 +779,7 @@ fn reproduce_draws_every_figure_with_its_title() {
 fn a_sweep_runs_each_point_as_a_single_run_would() {
     // Optimus Prime over a 2 × 2 grid, the first axis slowest: each report is the one its
     // flags give.
-    let op = json_lines(&[
+    let grid = [
         "sim",
         "--workload",
         "nested",
@@ -788,7 +788,8 @@ fn a_sweep_runs_each_point_as_a_single_run_would() {
         "--vary",
         "noc.mesh=4,8",
         "--json",
-    ]);
+    ];
+    let op = json_lines(&grid);
     assert_eq!(op.len(), 4);
     for (line, (n, mesh)) in op.iter().zip([("1", 4), ("1", 8), ("2", 4), ("2", 8)]) {
         assert_eq!(line["point"]["pipelines"], n.parse::<u32>().unwrap());
@@ -807,18 +808,7 @@ fn a_sweep_runs_each_point_as_a_single_run_would() {
     }
     // Points run on several threads; how many changes nothing.
     for jobs in ["1", "3"] {
-        let again = json_lines(&[
-            "sim",
-            "--workload",
-            "nested",
-            "--vary",
-            "pipelines=1..2",
-            "--vary",
-            "noc.mesh=4,8",
-            "--json",
-            "--jobs",
-            jobs,
-        ]);
+        let again = json_lines(&[&grid[..], &["--jobs", jobs]].concat());
         assert_eq!(again, op, "--jobs {jobs}");
     }
     // RPCAcc: `pcie-ns` moves the round trip and the MMIO as the flag does.
