@@ -1,7 +1,9 @@
-//! The fields as the Reader walks them: one per schema entry. The values of a list of scalars
-//! lie in one array behind the list's one entry, so the Reader reads them as one field that
-//! streams through the array's lines, as a long string streams (its Field Buffer holds one
-//! entry for them, not one per value); the trace gives each value an item of its own.
+//! The fields as the Reader walks them. The trace gives each value of a list an item of its
+//! own; the values of a list of scalars lie in one array behind the list's one schema entry,
+//! so the Reader reads them as one field, which takes one Field Buffer entry and streams
+//! through the array's lines as a long string does. A list of strings, bytes or
+//! sub-messages stays a field per value (each its own object behind a pointer), as does an
+//! unpacked list on decode (its entry looked up again at each tag).
 
 use optimus_trace::Direction;
 
