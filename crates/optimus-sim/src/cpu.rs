@@ -150,14 +150,6 @@ impl CpuConfig {
         t.wire_bytes as f64 * 8.0 / self.message_ns(t)
     }
 
-    /// Throughput of one core in Gbps of serialized bytes on a workload of one of each of
-    /// `messages`.
-    pub fn workload_gbps(&self, messages: &[MessageTrace]) -> f64 {
-        let bytes: u64 = messages.iter().map(|t| t.wire_bytes).sum();
-        let ns: f64 = messages.iter().map(|t| self.message_ns(t)).sum();
-        bytes as f64 * 8.0 / ns
-    }
-
     /// Nanoseconds for `bytes` output bytes at `instr_per_byte` (§1's bound).
     pub fn bytes_ns(&self, bytes: f64, instr_per_byte: f64) -> f64 {
         bytes * instr_per_byte / self.ipc / self.clock_ghz

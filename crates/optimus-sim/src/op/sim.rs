@@ -103,8 +103,10 @@ pub fn run(cfg: &OpConfig, workload: &[MessageTrace]) -> Result<OpReport> {
             ),
         });
     }
+    // One core transforming one of each message.
     let software_ns = workload.iter().map(|t| cfg.cpu.message_ns(t)).sum::<f64>();
-    let software_gbps = (software_ns > 0.0).then(|| cfg.cpu.workload_gbps(workload));
+    let wire_bytes = workload.iter().map(|t| t.wire_bytes).sum::<u64>();
+    let software_gbps = (software_ns > 0.0).then(|| wire_bytes as f64 * 8.0 / software_ns);
     Ok(m.report(software_gbps, software_ns / workload.len() as f64))
 }
 
