@@ -28,9 +28,9 @@ fn continues_list(p: &Program, prev: &Item, it: &Item) -> bool {
 }
 
 /// `p` with each list of scalars one item: its values' converter ops and writes in order, and
-/// their accesses with those of a line the list has just read dropped (the values after the
-/// first on a line come with it), so that the array's lines form one run. Dependences follow
-/// the accesses kept.
+/// their accesses with those of a line the list has just read folded into its access (the
+/// values after the first on a line come with it, their bytes counted there), so that the
+/// array's lines form one run. Dependences follow the accesses kept.
 pub(super) fn one_item_per_list(p: &Program) -> Program {
     let mut out = Program {
         direction: p.direction,
@@ -66,6 +66,8 @@ pub(super) fn one_item_per_list(p: &Program) -> Program {
             });
             if let Some(l) = same_line {
                 kept[a] = l as u32;
+                let line = &mut out.accesses[l];
+                line.bytes = line.bytes.saturating_add(acc.bytes);
                 continue;
             }
             kept[a] = out.accesses.len() as u32;
@@ -149,6 +151,8 @@ mod tests {
                 |p: &Program| -> Vec<_> { p.items.iter().flat_map(|i| i.writes.clone()).collect() };
             assert_eq!(ops(&q), ops(&p));
             assert_eq!(writes(&q), writes(&p));
+            let read = |p: &Program| p.accesses.iter().map(|a| u64::from(a.bytes)).sum::<u64>();
+            assert_eq!(read(&q), read(&p));
             assert_eq!(q.items[0].converts.len(), 300);
             // The list's data lines form one run, each line read once; every access still
             // depends on an earlier one, and belongs to its item.
