@@ -28,12 +28,17 @@ fuzz_target!(|data: &[u8]| {
     cfg.warmup_cycles = 100;
     cfg.measure_cycles = 1_000;
     if let Ok(r) = op::run(&cfg, &messages) {
+        let software = [r.software_gbps, r.speedup_vs_software].into_iter().flatten();
         for v in [
             r.throughput_gbps,
             r.messages_per_s,
             r.latency_ns,
             r.port_gbps,
-        ] {
+            r.software_latency_ns,
+        ]
+        .into_iter()
+        .chain(software)
+        {
             assert!(v.is_finite() && v >= 0.0, "{r:?}");
         }
     }
