@@ -72,8 +72,10 @@ pub struct ReaderConfig {
     pub chunk_queue: u32,
     /// Lines of one field's data a context may hold in the Block Buffer beyond those its
     /// Chunks have used: a field streams, each Chunk leaving once the lines it comes from
-    /// are in, and its further lines are requested as Chunks use lines up. Default 0: the
-    /// Block Buffer's lines shared out over the `n × j` contexts (128 for OP{1,1}).
+    /// are in, and its further lines are requested as Chunks use lines up; a decode's
+    /// serialized buffer streams in the same window. Default 0: a quarter of the Block
+    /// Buffer's lines, at most their share over the `n × j` contexts (32 for OP{1,1} to
+    /// OP{4,1}, 10 for OP{3,4}); see [`OpConfig::field_window_lines`].
     pub field_window_lines: u32,
 }
 
@@ -318,12 +320,15 @@ impl OpConfig {
     }
 
     /// Lines of a field's data a Reader context may hold ahead of its Chunks
-    /// (`reader.field_window_lines`, or the Block Buffer's lines over the contexts), at least 1.
+    /// (`reader.field_window_lines`, or a quarter of the Block Buffer's lines, at most their
+    /// share over the contexts), at least 1. In a 2-way Block Buffer a stream fetched as far
+    /// ahead as the buffer holds fills both ways of every set, so that any other line evicts
+    /// one of its lines before its Chunks use it; a quarter leaves the sets room.
     pub fn field_window_lines(&self) -> u32 {
         match self.reader.field_window_lines {
             0 => {
                 let lines = self.block_buffer.size_bytes / self.block_buffer.line_bytes.max(1);
-                lines / (self.pipelines * self.interleave).max(1)
+                (lines / 4).min(lines / (self.pipelines * self.interleave).max(1))
             }
             w => w,
         }
@@ -460,6 +465,24 @@ impl OpConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_field_window_is_a_quarter_of_the_block_buffer_at_most_a_contexts_share() {
+        // Table 1's 8 KB of 64-byte lines: 128, a quarter 32.
+        for ((n, j), lines) in [((1, 1), 32), ((4, 1), 32), ((3, 4), 10), ((16, 1), 8)] {
+            assert_eq!(
+                OpConfig::paper_4x4(n, j).field_window_lines(),
+                lines,
+                "OP{{{n},{j}}}"
+            );
+        }
+        let mut set = OpConfig::default();
+        set.reader.field_window_lines = 100;
+        assert_eq!(set.field_window_lines(), 100);
+        set.reader.field_window_lines = 0;
+        set.block_buffer.size_bytes = 64;
+        assert_eq!(set.field_window_lines(), 1);
+    }
 
     #[test]
     fn configs_that_cannot_run_are_refused() {

@@ -185,6 +185,36 @@ mod tests {
     }
 
     #[test]
+    fn a_decode_streams_its_serialized_buffer_past_the_field_buffer() {
+        // 4,096 values of `w`, each after a tag of its own: a field each, 12 of which the
+        // Field Buffer holds, but the serialized buffer's lines stream in the field window,
+        // so the Reader seldom waits (it waited about half its cycles when the buffer was
+        // fetched only 12 values ahead).
+        let mut m = Vec::new();
+        for w in 0..4096 {
+            m.push(0x18);
+            varint(w, &mut m);
+        }
+        let t = trace_messages(
+            &mut Engine,
+            "w",
+            PROTO,
+            &[("t.L", &m)],
+            Direction::Decode,
+            &[],
+        )
+        .unwrap();
+        let r = op::run(&OpConfig::default(), &t).unwrap();
+        let stat = |k: &str| r.stats.get(k).unwrap();
+        // Fields count as they are read, messages as they complete.
+        let per_message = stat("pipeline0.reader.fields") / stat("pipeline0.reader.messages");
+        assert!((4000.0..4200.0).contains(&per_message), "{per_message}");
+        let busy = stat("pipeline0.reader.busy_cycles");
+        let stalled = stat("pipeline0.reader.stall_cycles");
+        assert!(stalled < 0.05 * busy, "{stalled} of {busy}");
+    }
+
+    #[test]
     fn the_reader_streams_a_list_a_chunk_a_cycle() {
         // 4,096 values (16 KB in the object, 256 lines): after the first lines, a Chunk a
         // cycle, the Reader seldom waiting on memory.

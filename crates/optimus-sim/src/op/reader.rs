@@ -10,6 +10,8 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::rc::Rc;
 
+use optimus_trace::Region;
+
 use super::config::OpConfig;
 use super::mem::Eviction;
 use super::memsys::MemorySystem;
@@ -181,6 +183,9 @@ pub(super) struct Context {
     /// For a streaming field: the arrival of the access `in_through` waits on (`NOT_ISSUED`
     /// before its request); cleared when the context issues or moves to another field.
     stream_wait: u64,
+    /// Where the buffer stream's next request may be in `tables.buffer_reads`: every read
+    /// before it from the current field on is issued.
+    buffer_next: usize,
 }
 
 impl Context {
@@ -226,6 +231,7 @@ impl Context {
             cursor_stream,
             chunk_needs: cursor_stream.map_or(0, |s| s.needs(0)),
             stream_wait: 0,
+            buffer_next: 0,
             prog,
         }
     }
@@ -331,6 +337,54 @@ impl Context {
         }
     }
 
+    /// Requests the serialized buffer's lines in order, up to `window` lines past the first
+    /// one the current field (or the next field that reads the buffer) reads, whichever
+    /// fields they belong to, with at most `budget` requests; returns the requests left.
+    fn read_buffer_ahead(
+        &mut self,
+        now: u64,
+        window: u64,
+        mem: &mut MemorySystem,
+        mut budget: u32,
+        measuring: bool,
+    ) -> u32 {
+        let tables = Rc::clone(&self.tables);
+        let reads = &tables.buffer_reads;
+        let from = tables.buffer_from(self.cursor);
+        let Some(&first) = reads.get(from) else {
+            return budget;
+        };
+        let horizon = self.prog.accesses[first as usize]
+            .line
+            .saturating_add(window);
+        self.buffer_next = self.buffer_next.max(from);
+        while budget > 0 {
+            let Some(&a) = reads.get(self.buffer_next) else {
+                break;
+            };
+            let a = a as usize;
+            if self.ready_at[a] != NOT_ISSUED {
+                self.buffer_next += 1;
+                continue;
+            }
+            let acc = self.prog.accesses[a];
+            if acc.line > horizon {
+                break;
+            }
+            match mem.read(now, self.txn, self.owner_tile, a as u32, &acc, measuring) {
+                Some(ready) => {
+                    self.issued(a, ready);
+                    self.prefetched[a] = true;
+                    self.buffer_next += 1;
+                    budget -= 1;
+                }
+                // No Block Buffer port this cycle.
+                None => return 0,
+            }
+        }
+        budget
+    }
+
     /// The Block Buffer evicted `line`, which access `fetched_by` fetched: every access of
     /// the line that was issued and whose data the Reader has not used yet goes back to not
     /// issued, to be requested again. Whether any did.
@@ -375,6 +429,13 @@ impl Context {
             }
         }
         self.scan = lo;
+        if self.prog.accesses[b].region == Region::Buffer {
+            let at = self
+                .tables
+                .buffer_reads
+                .partition_point(|&r| (r as usize) < b);
+            self.buffer_next = self.buffer_next.min(at);
+        }
         self.in_through = self.in_through.min(b);
         self.quiet_until = [0; 2];
         self.stream_wait = 0;
@@ -618,6 +679,22 @@ impl Reader {
                 ctx.scan = ctx.next_candidate(0, ctx.scan);
                 if !tried {
                     ctx.quiet_until[pass] = first_arrival;
+                }
+            }
+        }
+        // A decode's serialized buffer is one array, read in order (§4.3: the Reader picks
+        // bytes from a contiguous array): with prefetching its lines are requested up to the
+        // field window ahead of the current field's, past the fields the Field Buffer holds,
+        // as a field's own lines stream.
+        if cfg.prefetch {
+            let window = u64::from(cfg.field_window_lines());
+            for k in 0..j {
+                let slot = wrap(self.active + k, j);
+                match self.contexts[slot].as_mut() {
+                    Some(ctx) if budget > 0 && ctx.reading() => {
+                        budget = ctx.read_buffer_ahead(now, window, mem, budget, measuring);
+                    }
+                    _ => {}
                 }
             }
         }

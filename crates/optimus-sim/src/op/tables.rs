@@ -171,6 +171,11 @@ pub(super) struct ProgramTables {
     /// Per access: the next access of the same line, the first one after the last
     /// ([`same_line_rings`]).
     pub(super) next_on_line: Vec<u32>,
+    /// The serialized buffer's reads (a decode's input), in order: the Reader streams them.
+    pub(super) buffer_reads: Vec<u32>,
+    /// Per item (and one past the last): where its reads of the serialized buffer, or the
+    /// next item's, start in `buffer_reads`.
+    buffer_from: Vec<u32>,
 }
 
 impl ProgramTables {
@@ -222,8 +227,20 @@ impl ProgramTables {
             .map(|(it, &c)| Stream::of(p, it, c, window))
             .collect();
         let blocked_run_end = blocked_run_ends(p);
+        let buffer_reads: Vec<u32> = (0..p.accesses.len() as u32)
+            .filter(|&a| p.accesses[a as usize].region == Region::Buffer)
+            .collect();
+        let buffer_from = p
+            .items
+            .iter()
+            .map(|it| it.first_access)
+            .chain([p.accesses.len() as u32])
+            .map(|first| buffer_reads.partition_point(|&a| a < first) as u32)
+            .collect();
         Self {
             next_on_line: same_line_rings(p),
+            buffer_reads,
+            buffer_from,
             mates,
             mates_from,
             mates_of,
@@ -243,6 +260,14 @@ impl ProgramTables {
     /// How item `i` streams, if it does.
     pub(super) fn stream(&self, i: usize) -> Option<Stream> {
         self.streams.get(i).copied().flatten()
+    }
+
+    /// Where the reads of the serialized buffer from item `i` on start in `buffer_reads`.
+    pub(super) fn buffer_from(&self, i: usize) -> usize {
+        self.buffer_from
+            .get(i)
+            .or(self.buffer_from.last())
+            .map_or(0, |&k| k as usize)
     }
 
     /// The schema entries whose line mate `a` is: those its request brings in.
