@@ -88,9 +88,9 @@ impl OpRuns {
             }
         }
         let this = &*self;
-        let done = parallel::map_ordered(todo.clone(), parallel::cores(), |k| this.simulate(k));
+        let done = parallel::map_ordered(todo, parallel::cores(), |k| (k, this.simulate(k)));
         // The first experiment to fail, in the order given, is the one reported.
-        for (key, r) in todo.into_iter().zip(done) {
+        for (key, r) in done {
             self.cache.insert(key, r?);
         }
         Ok(())
