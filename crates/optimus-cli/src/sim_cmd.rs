@@ -403,6 +403,7 @@ fn print_op(out: &mut impl Write, cfg: &OpConfig, r: &op::OpReport) -> Result<()
         "mesh_link_utilization     {:.3}",
         r.mesh_link_utilization
     )?;
+    writeln!(out, "bound                     {}", r.bound.name())?;
     writeln!(out, "measured_cycles           {}", r.measured_cycles)?;
     // Undefined where the software has nothing to do: `-`, as an unbounded rate is.
     let or_dash = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
@@ -634,6 +635,7 @@ fn service_outcome(
             sweep::Headline {
                 label: d.design.to_string(),
                 values,
+                bound: Some(d.bound),
             }
         })
         .collect();
@@ -788,6 +790,7 @@ fn gateway_outcome(g: &gateway::Gateway) -> Result<sweep::Outcome> {
         .map(|p| sweep::Headline {
             label: p.label(),
             values: vec![Some(g.gbps(p)), Some(p.rate()), Some(p.latency_ns)],
+            bound: Some(p.occupancy.bound().0),
         })
         .collect();
     Ok(sweep::Outcome { report, rows })

@@ -776,6 +776,25 @@ fn reproduce_draws_every_figure_with_its_title() {
 }
 
 #[test]
+fn op_runs_name_what_bounds_them() {
+    // One pipeline waits on memory; six saturate OP's port (Fig. 9). The sweep's last column
+    // and the JSON report say so.
+    let r = json_of(&["sim", "--workload", "mixed", "--json"]);
+    assert_eq!(r["bound"], "memory");
+    let out = optimus(
+        &["sim", "--workload", "mixed", "--vary", "pipelines=1,6"],
+        b"",
+    );
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stdout).unwrap();
+    let bounds: Vec<&str> = table
+        .lines()
+        .map(|l| l.split_whitespace().last().unwrap())
+        .collect();
+    assert_eq!(bounds, ["bound", "memory", "port"], "{table}");
+}
+
+#[test]
 fn a_sweep_runs_each_point_as_a_single_run_would() {
     // Optimus Prime over a 2 × 2 grid, the first axis slowest: each report is the one its
     // flags give.

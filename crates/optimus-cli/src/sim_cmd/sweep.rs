@@ -125,11 +125,12 @@ impl Column {
 
 /// A run's headline numbers for one design, one per column of its model (an empty label for
 /// Optimus Prime's one design); `None` where the model sets no value (an unbounded rate, a
-/// load past capacity).
+/// load past capacity). `bound`: what holds the design's rate back, where the model says.
 #[derive(Debug, Clone)]
 pub struct Headline {
     pub label: String,
     pub values: Vec<Option<f64>>,
+    pub bound: Option<&'static str>,
 }
 
 /// One run: its whole report as JSON and its headline rows.
@@ -157,6 +158,7 @@ pub fn op_outcome(r: &OpReport) -> Result<Outcome> {
         report: serde_json::to_value(r)?,
         rows: vec![Headline {
             label: String::new(),
+            bound: Some(r.bound.name()),
             values: vec![
                 Some(r.throughput_gbps),
                 Some(r.messages_per_s),
@@ -186,6 +188,7 @@ pub fn rpcacc_outcome(r: &RpcAccReport) -> Result<Outcome> {
             runs.iter().map(move |d| Headline {
                 label: format!("{direction}/{}", d.design),
                 values: vec![Some(d.latency_ns), d.messages_per_s, d.gbps],
+                bound: None,
             })
         })
         .collect();
@@ -332,12 +335,18 @@ fn table(
     let labelled = results
         .iter()
         .any(|(_, o)| o.rows.iter().any(|r| !r.label.is_empty()));
+    let bounded = results
+        .iter()
+        .any(|(_, o)| o.rows.iter().any(|r| r.bound.is_some()));
     let mut lines: Vec<Vec<String>> = Vec::new();
     let mut header: Vec<String> = axes.iter().map(|a| a.path.clone()).collect();
     if labelled {
         header.push("design".into());
     }
     header.extend(columns.iter().map(|c| c.name.to_string()));
+    if bounded {
+        header.push("bound".into());
+    }
     lines.push(header);
     for (point, outcome) in results {
         for row in &outcome.rows {
@@ -350,6 +359,9 @@ fn table(
                     value.map_or("-".to_string(), |v| format!("{v:.*}", c.digits))
                 }),
             );
+            if bounded {
+                line.push(row.bound.unwrap_or("-").to_string());
+            }
             lines.push(line);
         }
     }
@@ -364,14 +376,15 @@ fn table(
                 .unwrap_or(0)
         })
         .collect();
-    // Axes and the design align left, numbers right.
+    // Axes, the design and the bound align left, numbers right.
     let left = axes.len() + usize::from(labelled);
+    let text = |c: usize| c < left || (bounded && c + 1 == columns);
     for line in &lines {
         let cells: Vec<String> = line
             .iter()
             .enumerate()
             .map(|(c, s)| {
-                if c < left {
+                if text(c) {
                     format!("{s:<w$}", w = widths[c])
                 } else {
                     format!("{s:>w$}", w = widths[c])
@@ -524,6 +537,7 @@ mod tests {
                 rows: vec![Headline {
                     label: String::new(),
                     values: vec![Some(1.0), None],
+                    bound: None,
                 }],
             })
         });
@@ -593,6 +607,7 @@ mod tests {
                     .map(|l| Headline {
                         label: l.to_string(),
                         values: vec![Some(y(x)), None],
+                        bound: None,
                     })
                     .collect();
                 let outcome = Outcome {

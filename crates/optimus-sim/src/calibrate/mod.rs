@@ -134,10 +134,7 @@ pub(crate) enum Eval {
 mod op;
 mod rpcacc;
 
-pub use op::{
-    pipelines_for, reproduce_op, reproduce_op_with, saturation, Curve, OpFigures, LINK_SATURATION,
-    SWEEP,
-};
+pub use op::{pipelines_for, reproduce_op, reproduce_op_with, saturation, Curve, OpFigures, SWEEP};
 pub use rpcacc::{reproduce_rpcacc, reproduce_rpcacc_with, LoadSweep, RpcFigures};
 
 pub(crate) fn rows(paper: Paper, eval: &dyn Fn(&str) -> Eval) -> Result<Vec<Row>> {

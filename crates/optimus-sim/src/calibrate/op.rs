@@ -10,7 +10,7 @@ use super::{rows, Eval, Paper, Row};
 use crate::cpu::CpuConfig;
 use crate::error::Result;
 use crate::op::dsb::{self, Service};
-use crate::op::{self, OpConfig, OpReport};
+use crate::op::{self, OpConfig, OpReport, LINK_SATURATION};
 use crate::parallel;
 use crate::workload::{MessageClass, MessageTrace, TraceSource};
 
@@ -107,9 +107,6 @@ pub const SWEEP: [u32; 16] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
 
 /// Fig. 9's curves of Mixed: `(mesh, time-sharing degree)`.
 const FIG9: [(u32, u32); 5] = [(4, 1), (4, 2), (8, 1), (8, 2), (8, 4)];
-
-/// Share of OP's port bandwidth at which its link counts as saturated (see [`saturation`]).
-pub const LINK_SATURATION: f64 = 0.85;
 
 /// A throughput curve: `(pipelines, Gbps, latency ns, Gbps through OP's port)`.
 pub type Curve = Vec<(u32, f64, f64, f64)>;

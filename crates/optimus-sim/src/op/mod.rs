@@ -20,4 +20,4 @@ mod writer;
 
 pub use config::{ConverterConfig, DispatcherConfig, OpConfig, ReaderConfig, WriterConfig};
 pub use mem::{BlockBufferConfig, MemoryConfig, NocConfig};
-pub use sim::{run, OpReport};
+pub use sim::{run, OpBound, OpReport, LINK_SATURATION};

@@ -21,7 +21,7 @@ use super::fields;
 use super::mem::{BlockBufferStats, Eviction};
 use super::memsys::MemorySystem;
 use super::pipeline::Pipeline;
-use super::reader::Context;
+use super::reader::{Context, ReaderStats};
 use super::tables::ProgramTables;
 use crate::error::{Result, SimError};
 use crate::program::{Program, LINE_BYTES};
@@ -36,6 +36,77 @@ const ARENA_POSITIONS: u64 = 64;
 const ARENA_CORE_SKEW: u64 = 11 * LINE_BYTES;
 /// Bytes of a core's request write to OP (the message's schema and object pointers).
 const REQUEST_BYTES: u32 = 16;
+
+/// Share of OP's port bandwidth at which its link counts as saturated: past it the port's
+/// queueing delay, and so the latency the paper sees rise (Fig. 9), grows steeply.
+pub const LINK_SATURATION: f64 = 0.85;
+
+/// What holds a run's throughput back ([`OpReport::bound`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpBound {
+    /// OP's NoC port carries at least [`LINK_SATURATION`] of its bandwidth (§6.2: the
+    /// plateau); more pipelines or contexts add latency, not throughput.
+    Port,
+    /// The Readers spend most of their cycles emitting Chunks (or rotating contexts): the
+    /// pipelines themselves are busy, and only more of them add throughput.
+    Readers,
+    /// The Readers spend most of their cycles waiting for memory: more prefetching,
+    /// time-sharing or pipelines overlap more of it (§4.6).
+    Memory,
+    /// The Readers spend most of their cycles with a Chunk ready that the Converter and
+    /// Writer cannot take.
+    ConverterWriter,
+    /// Without pipelining (OP_Base), the Readers spend most of their cycles waiting for the
+    /// previous field to leave the Converter and Writer.
+    NoPipelining,
+    /// The Readers spend most of their cycles without a message: the cores' requests (their
+    /// number and the gap after each completion) do not keep them fed.
+    Requests,
+}
+
+impl OpBound {
+    /// The name `--json` and the tables give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpBound::Port => "port",
+            OpBound::Readers => "readers",
+            OpBound::Memory => "memory",
+            OpBound::ConverterWriter => "converter_writer",
+            OpBound::NoPipelining => "no_pipelining",
+            OpBound::Requests => "requests",
+        }
+    }
+
+    /// The bound of a run whose port carried `port_share` of its bandwidth and whose
+    /// Readers counted `readers`: the port once it saturates, else what the Readers' cycles,
+    /// summed over them, went to most (ties to the earlier of busy, memory, converter and
+    /// writer, no pipelining, no request).
+    pub(super) fn of<'a>(port_share: f64, readers: impl Iterator<Item = &'a ReaderStats>) -> Self {
+        if port_share >= LINK_SATURATION {
+            return OpBound::Port;
+        }
+        let mut cycles = [
+            (0, OpBound::Readers),
+            (0, OpBound::Memory),
+            (0, OpBound::ConverterWriter),
+            (0, OpBound::NoPipelining),
+            (0, OpBound::Requests),
+        ];
+        for r in readers {
+            cycles[0].0 += r.busy_cycles + r.switch_cycles;
+            cycles[1].0 += r.stall_cycles;
+            cycles[2].0 += r.queue_full_cycles;
+            cycles[3].0 += r.drain_wait_cycles;
+            cycles[4].0 += r.idle_cycles;
+        }
+        cycles
+            .into_iter()
+            .rev()
+            .max_by_key(|&(n, _)| n)
+            .map_or(OpBound::Readers, |(_, b)| b)
+    }
+}
 
 /// Result of one Optimus Prime run.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -65,6 +136,8 @@ pub struct OpReport {
     /// memory: a message in a context, but no context's next Chunk has its data in
     /// (`reader.stall_cycles`).
     pub reader_stall_fraction: f64,
+    /// What holds the throughput back: OP's port, or what the Readers' cycles go to most.
+    pub bound: OpBound,
     /// One core of the software baseline (`cpu`) transforming the workload's messages, one
     /// of each, in Gbps; `None` where the messages cost it no time (no field in any).
     pub software_gbps: Option<f64>,
@@ -416,6 +489,10 @@ impl<'c> Model<'c> {
             port_gbps,
             mesh_link_utilization: mesh_util,
             reader_stall_fraction: stall as f64 / reader_cycles.max(1) as f64,
+            bound: OpBound::of(
+                port_gbps / self.cfg.port_gbps(),
+                self.pipes.iter().map(|p| &p.reader.stats),
+            ),
             measured_cycles: self.measured_cycles(),
             software_gbps,
             software_latency_ns,
@@ -537,6 +614,58 @@ mod tests {
                 "pipeline {p}: {ahead}"
             );
         }
+    }
+
+    #[test]
+    fn the_bound_names_what_holds_the_throughput_back() {
+        let mixed = crate::workload::named(
+            &mut optimus_core::binary::EngineTraces,
+            "mixed",
+            crate::workload::SUITE_SEED,
+        )
+        .unwrap();
+        let large = [one_large_field(64 << 10)];
+        let mut slow_writer = OpConfig::default();
+        slow_writer.writer.cycles_per_chunk = 4;
+        let mut idle_cores = OpConfig::default();
+        idle_cores.dispatcher.core_gap_cycles = 100_000;
+        for (cfg, work, bound) in [
+            // One pipeline waits on dependent misses (§6.1).
+            (OpConfig::default(), &mixed[..], OpBound::Memory),
+            // Six saturate OP's port (Fig. 9: "saturates with six pipelines").
+            (OpConfig::paper_4x4(6, 1), &mixed[..], OpBound::Port),
+            // A 64 KB field streams a Chunk a cycle.
+            (OpConfig::default(), &large[..], OpBound::Readers),
+            // A Writer taking four cycles a Chunk holds the Reader back.
+            (slow_writer, &large[..], OpBound::ConverterWriter),
+            // Cores that wait 50 µs after each completion leave the Readers idle.
+            (idle_cores, &mixed[..], OpBound::Requests),
+        ] {
+            let r = run(&cfg, work).unwrap();
+            assert_eq!(r.bound, bound, "{cfg:?}");
+        }
+        // Below the port's saturation the Readers' largest share decides; at it, the port.
+        let cycles = ReaderStats {
+            busy_cycles: 10,
+            stall_cycles: 30,
+            idle_cycles: 30,
+            ..ReaderStats::default()
+        };
+        // Memory's 30 cycles tie with idle's; the earlier in the list wins.
+        let once = || std::iter::once(&cycles);
+        assert_eq!(OpBound::of(0.5, once()), OpBound::Memory);
+        assert_eq!(OpBound::of(LINK_SATURATION, once()), OpBound::Port);
+        // Summed over the Readers: one draining in all its 70 cycles outweighs the other's
+        // 30 stalled and 30 idle.
+        let draining = ReaderStats {
+            drain_wait_cycles: 70,
+            ..ReaderStats::default()
+        };
+        assert_eq!(
+            OpBound::of(0.5, [cycles.clone(), draining].iter()),
+            OpBound::NoPipelining
+        );
+        assert_eq!(OpBound::of(0.0, std::iter::empty()), OpBound::Readers);
     }
 
     #[test]
