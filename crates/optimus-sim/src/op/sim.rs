@@ -511,18 +511,23 @@ mod tests {
     use super::*;
     use crate::program::{flat_trace, one_field_trace, one_large_field};
 
+    /// The embedded workload `name`, traced by the engine.
+    fn suite(name: &str) -> Vec<MessageTrace> {
+        crate::workload::named(
+            &mut optimus_core::binary::EngineTraces,
+            name,
+            crate::workload::SUITE_SEED,
+        )
+        .unwrap()
+    }
+
     #[test]
     fn a_window_covers_every_message_of_a_suite() {
         // DeathStarBench's messages, more than the 15 cores: the cores start spread over
         // them, and the window lasts until each has completed in it. Its throughput then
         // matches a window 75 times as long (it read 11.98 Gbps, the first cores' messages
         // only, where the long window gives 19.18).
-        let suite = crate::workload::named(
-            &mut optimus_core::binary::EngineTraces,
-            "socialnet",
-            crate::workload::SUITE_SEED,
-        )
-        .unwrap();
+        let suite = suite("socialnet");
         let cfg = OpConfig::default();
         assert!(suite.len() > cfg.cores() as usize);
         let long = OpConfig {
@@ -618,12 +623,7 @@ mod tests {
 
     #[test]
     fn the_bound_names_what_holds_the_throughput_back() {
-        let mixed = crate::workload::named(
-            &mut optimus_core::binary::EngineTraces,
-            "mixed",
-            crate::workload::SUITE_SEED,
-        )
-        .unwrap();
+        let mixed = suite("mixed");
         let large = [one_large_field(64 << 10)];
         let mut slow_writer = OpConfig::default();
         slow_writer.writer.cycles_per_chunk = 4;
