@@ -41,9 +41,9 @@ const REQUEST_BYTES: u32 = 16;
 /// queueing delay, and so the latency the paper sees rise (Fig. 9), grows steeply.
 pub const LINK_SATURATION: f64 = 0.85;
 
-/// What holds a run's throughput back ([`OpReport::bound`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+/// What holds a run's throughput back ([`OpReport::bound`]); serialized as its
+/// [`OpBound::name`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpBound {
     /// OP's NoC port carries at least [`LINK_SATURATION`] of its bandwidth (§6.2: the
     /// plateau); more pipelines or contexts add latency, not throughput.
@@ -105,6 +105,15 @@ impl OpBound {
             .rev()
             .max_by_key(|&(n, _)| n)
             .map_or(OpBound::Readers, |(_, b)| b)
+    }
+}
+
+impl serde::Serialize for OpBound {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 
