@@ -133,35 +133,83 @@ fn help_and_schema_listing() {
 }
 
 #[test]
-fn bench_decodes_into_a_reused_message() {
+fn bench_decodes_into_a_reused_message_beside_the_peers() {
+    for workload in ["flat", "mixed", "nested"] {
+        let out = optimus(
+            &[
+                "bench",
+                "--workload",
+                workload,
+                "--operation",
+                "decode-reuse",
+                "--seconds",
+                "0.05",
+                "--reps",
+                "3",
+                "--json",
+            ],
+            b"",
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        // Each peer decodes and re-encodes the workload to its very bytes, else it notes it.
+        assert!(!stderr.contains("note:"), "{stderr}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let rows: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let names: Vec<&str> = rows
+            .iter()
+            .map(|r| r["implementation"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["optimus", "prost", "prost-reflect"], "{text}");
+        for r in &rows {
+            assert_eq!(r["operation"], "decode-reuse");
+            assert!(r["ns_median"].as_f64().unwrap() > 0.0, "{text}");
+            let speedup = &r["optimus_speedup_median"];
+            assert_eq!(
+                speedup.is_number(),
+                r["implementation"] != "optimus",
+                "{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bench_json_rows_have_only_the_runtime_schema_peer() {
     let out = optimus(
         &[
             "bench",
             "--workload",
-            "nested",
+            "mixed",
             "--operation",
-            "decode-reuse",
+            "json-decode",
             "--seconds",
             "0.05",
             "--reps",
             "3",
             "--json",
+            "--peers",
+            "prost,prost-reflect",
         ],
         b"",
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("note:"), "{stderr}");
     let text = String::from_utf8(out.stdout).unwrap();
-    let rows: Vec<serde_json::Value> = text
+    let names: Vec<String> = text
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["implementation"].to_string()
+        })
         .collect();
-    assert_eq!(rows.len(), 1, "{text}");
-    assert_eq!(rows[0]["operation"], "decode-reuse");
-    assert!(rows[0]["ns_median"].as_f64().unwrap() > 0.0, "{text}");
+    assert_eq!(names, ["\"optimus\"", "\"prost-reflect\""], "{text}");
+    let out = optimus(&["bench", "--peers", "protobuf-c"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no peer named"));
 }
 
 #[test]

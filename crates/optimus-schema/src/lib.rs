@@ -17,5 +17,7 @@ mod types;
 
 pub use error::SchemaError;
 pub use kind::{Kind, WireType};
-pub use load::DEFAULT_PROTO_NAME;
+pub use load::{descriptor_set_from_proto_files, descriptor_set_from_sources, DEFAULT_PROTO_NAME};
+/// The descriptor set type that protox produces and `protoc -o` writes.
+pub use prost_types::FileDescriptorSet;
 pub use types::*;

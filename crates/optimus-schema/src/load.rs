@@ -26,33 +26,7 @@ impl SchemaSet {
         files: &[impl AsRef<Path>],
         includes: &[impl AsRef<Path>],
     ) -> Result<SchemaSet, SchemaError> {
-        let mut dirs: Vec<PathBuf> = includes.iter().map(|p| p.as_ref().to_path_buf()).collect();
-        if dirs.is_empty() {
-            for f in files {
-                let parent = f.as_ref().parent().unwrap_or(Path::new(""));
-                let parent = if parent.as_os_str().is_empty() {
-                    PathBuf::from(".")
-                } else {
-                    parent.to_path_buf()
-                };
-                if !dirs.contains(&parent) {
-                    dirs.push(parent);
-                }
-            }
-        }
-        for f in files {
-            let f = f.as_ref();
-            if !f.exists() {
-                return Err(SchemaError::Io {
-                    path: f.to_path_buf(),
-                    source: std::io::Error::from(std::io::ErrorKind::NotFound),
-                });
-            }
-        }
-        let mut compiler = protox::Compiler::new(&dirs).map_err(compile_error)?;
-        compiler.include_imports(true);
-        compiler.open_files(files).map_err(compile_error)?;
-        SchemaSet::from_descriptor_set(&compiler.file_descriptor_set())
+        SchemaSet::from_descriptor_set(&descriptor_set_from_proto_files(files, includes)?)
     }
 
     /// Compiles in-memory `.proto` sources, given as `(import name, text)` pairs; they may
@@ -62,20 +36,7 @@ impl SchemaSet {
     /// # Errors
     /// [`SchemaError::Compile`] when a source does not compile.
     pub fn from_sources(sources: &[(&str, &str)]) -> Result<SchemaSet, SchemaError> {
-        let mut chain = ChainFileResolver::new();
-        chain.add(MemoryResolver(
-            sources
-                .iter()
-                .map(|(n, s)| (n.to_string(), s.to_string()))
-                .collect(),
-        ));
-        chain.add(GoogleFileResolver::new());
-        let mut compiler = protox::Compiler::with_file_resolver(chain);
-        compiler.include_imports(true);
-        for (name, _) in sources {
-            compiler.open_file(name).map_err(compile_error)?;
-        }
-        SchemaSet::from_descriptor_set(&compiler.file_descriptor_set())
+        SchemaSet::from_descriptor_set(&descriptor_set_from_sources(sources)?)
     }
 
     /// Compiles one in-memory `.proto` source named [`DEFAULT_PROTO_NAME`].
@@ -117,6 +78,69 @@ impl SchemaSet {
     pub fn from_descriptor_set(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError> {
         crate::compile::compile(&with_well_known_types(set)?)
     }
+}
+
+/// The descriptors of `.proto` files found through `includes`, with their imports, as
+/// [`SchemaSet::from_proto_files`] compiles them: for a consumer that needs the descriptors
+/// themselves (another protobuf runtime fed the same schema).
+///
+/// # Errors
+/// As [`SchemaSet::from_proto_files`].
+pub fn descriptor_set_from_proto_files(
+    files: &[impl AsRef<Path>],
+    includes: &[impl AsRef<Path>],
+) -> Result<FileDescriptorSet, SchemaError> {
+    let mut dirs: Vec<PathBuf> = includes.iter().map(|p| p.as_ref().to_path_buf()).collect();
+    if dirs.is_empty() {
+        for f in files {
+            let parent = f.as_ref().parent().unwrap_or(Path::new(""));
+            let parent = if parent.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                parent.to_path_buf()
+            };
+            if !dirs.contains(&parent) {
+                dirs.push(parent);
+            }
+        }
+    }
+    for f in files {
+        let f = f.as_ref();
+        if !f.exists() {
+            return Err(SchemaError::Io {
+                path: f.to_path_buf(),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            });
+        }
+    }
+    let mut compiler = protox::Compiler::new(&dirs).map_err(compile_error)?;
+    compiler.include_imports(true);
+    compiler.open_files(files).map_err(compile_error)?;
+    Ok(compiler.file_descriptor_set())
+}
+
+/// The descriptors of in-memory `.proto` sources, as [`SchemaSet::from_sources`] compiles
+/// them.
+///
+/// # Errors
+/// As [`SchemaSet::from_sources`].
+pub fn descriptor_set_from_sources(
+    sources: &[(&str, &str)],
+) -> Result<FileDescriptorSet, SchemaError> {
+    let mut chain = ChainFileResolver::new();
+    chain.add(MemoryResolver(
+        sources
+            .iter()
+            .map(|(n, s)| (n.to_string(), s.to_string()))
+            .collect(),
+    ));
+    chain.add(GoogleFileResolver::new());
+    let mut compiler = protox::Compiler::with_file_resolver(chain);
+    compiler.include_imports(true);
+    for (name, _) in sources {
+        compiler.open_file(name).map_err(compile_error)?;
+    }
+    Ok(compiler.file_descriptor_set())
 }
 
 /// The well-known types every schema carries, imported or not, so they can be named with

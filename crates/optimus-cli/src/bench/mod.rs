@@ -1,5 +1,9 @@
 //! `optimus bench`: encode, decode and JSON speed on embedded workloads or the user's own
-//! messages, as ns/message with min/median/max over repetitions and Gbps.
+//! messages, as ns/message with min/median/max over repetitions and Gbps, beside the peers
+//! (`peers`) measured in the same run, with optimus's speedup over each.
+
+mod peers;
+mod prost_types;
 
 use std::hint::black_box;
 use std::io::{self, IsTerminal, Write};
@@ -11,27 +15,30 @@ use clap::Args;
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::{self, JsonOptions};
 use optimus_core::Message;
-use optimus_schema::{MessageId, SchemaSet};
+use optimus_schema::{descriptor_set_from_proto_files, descriptor_set_from_sources};
+use optimus_schema::{MessageId, SchemaSet, DEFAULT_PROTO_NAME};
+
+use peers::PeerSchema;
 
 use crate::source::find_type;
 
 /// The Optimus Prime message classes (ASPLOS'20, Table 2) as protobuf messages.
-const PEERS_PROTO: &str = include_str!("../../../testdata/peers.proto");
+const PEERS_PROTO: &str = include_str!("../../../../testdata/peers.proto");
 const WORKLOADS: &[(&str, &str, &[u8])] = &[
     (
         "flat",
         "bench.Flat",
-        include_bytes!("../../../testdata/flat.bin"),
+        include_bytes!("../../../../testdata/flat.bin"),
     ),
     (
         "mixed",
         "bench.Mixed",
-        include_bytes!("../../../testdata/mixed.bin"),
+        include_bytes!("../../../../testdata/mixed.bin"),
     ),
     (
         "nested",
         "bench.Nested",
-        include_bytes!("../../../testdata/nested.bin"),
+        include_bytes!("../../../../testdata/nested.bin"),
     ),
 ];
 
@@ -51,6 +58,14 @@ pub struct BenchArgs {
     /// Repetitions per cell; min/median/max are over these [default: 11].
     #[arg(long, value_name = "N", default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..))]
     reps: u32,
+    /// Peers to measure beside optimus, comma-separated (prost, prost-reflect), or none.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "prost,prost-reflect"
+    )]
+    peers: Vec<String>,
     /// Print one JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
@@ -68,26 +83,36 @@ pub struct BenchArgs {
     input: Option<PathBuf>,
 }
 
+/// One message to measure: its name in the output, type and serialized bytes.
 struct Workload {
     name: String,
     id: MessageId,
+    type_name: String,
     bytes: Vec<u8>,
 }
 
-/// One measured cell.
-struct Cell {
-    workload: String,
-    operation: &'static str,
-    bytes: usize,
-    ns: Vec<f64>,
+/// One implementation's call of one operation on one workload.
+struct Runner<'a> {
+    implementation: &'static str,
+    call: Box<dyn FnMut() -> Result<()> + 'a>,
 }
 
-impl Cell {
-    fn stat(&self, q: f64) -> f64 {
-        let mut v = self.ns.clone();
-        v.sort_by(f64::total_cmp);
-        v[((v.len() - 1) as f64 * q).round() as usize]
-    }
+/// One measured row: an implementation on a cell (workload × operation).
+struct Row<'a> {
+    workload: &'a str,
+    operation: &'static str,
+    implementation: &'static str,
+    bytes: usize,
+    ns: Vec<f64>,
+    /// For a peer: its time over optimus's in each repetition (optimus's speedup).
+    speedup: Option<Vec<f64>>,
+}
+
+/// The value at quantile `q` (0 min, 0.5 median, 1 max) of `values`.
+fn quantile(values: &[f64], q: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * q).round() as usize]
 }
 
 /// Runs `optimus bench`.
@@ -95,7 +120,22 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if !(args.seconds > 0.0 && args.seconds.is_finite()) {
         bail!("--seconds must be a positive number");
     }
-    let (schema, workloads) = load_workloads(&args)?;
+    let peer_names: Vec<String> = args
+        .peers
+        .iter()
+        .filter(|p| p.as_str() != "none")
+        .cloned()
+        .collect();
+    if let Some(p) = peer_names
+        .iter()
+        .find(|p| !peers::ALL.contains(&p.as_str()))
+    {
+        bail!(
+            "no peer named {p:?} (try {}, or none)",
+            peers::ALL.join(", ")
+        );
+    }
+    let (schema, peer_schema, workloads) = load_workloads(&args)?;
     let ops: [(&str, Op); 6] = [
         ("encode", Op::Encode),
         ("decode", Op::Decode),
@@ -106,13 +146,21 @@ pub fn run(args: BenchArgs) -> Result<()> {
     ];
     let progress = !args.json && io::stderr().is_terminal();
     let total = workloads.len() * ops.len();
-    let mut cells = Vec::new();
+    let mut done = 0;
     let mut out = io::stdout().lock();
     if !args.json {
         writeln!(
             out,
-            "{:<8} {:<17} {:>6} {:>11} {:>11} {:>11} {:>8}",
-            "workload", "operation", "bytes", "ns_median", "ns_min", "ns_max", "Gbps"
+            "{:<8} {:<17} {:<14} {:>6} {:>11} {:>11} {:>11} {:>8}   {}",
+            "workload",
+            "operation",
+            "implementation",
+            "bytes",
+            "ns_median",
+            "ns_min",
+            "ns_max",
+            "Gbps",
+            "optimus speedup: median (min-max)"
         )?;
     }
     for w in &workloads {
@@ -123,25 +171,34 @@ pub fn run(args: BenchArgs) -> Result<()> {
             if args.operation.as_deref().is_some_and(|o| o != name) {
                 continue;
             }
+            done += 1;
             if progress {
                 eprint!(
-                    "\roptimus: bench {}/{} {} {}            ",
-                    cells.len() + 1,
-                    total,
-                    w.name,
-                    name
+                    "\roptimus: bench {done}/{total} {} {name}            ",
+                    w.name
                 );
             }
             let mut reused = Message::new(&schema, w.id);
-            let ns = measure(&args, || op.run(&schema, w, &msg, &json_text, &mut reused))?;
-            let cell = Cell {
-                workload: w.name.clone(),
-                operation: name,
-                bytes: w.bytes.len(),
-                ns,
-            };
-            print_cell(&mut out, &cell, args.json)?;
-            cells.push(cell);
+            let mut runners = vec![Runner {
+                implementation: "optimus",
+                call: Box::new(|| op.run(&schema, w, &msg, &json_text, &mut reused)),
+            }];
+            runners.extend(peers::runners(&peer_names, op, w, &schema, &peer_schema)?);
+            let times = measure(&args, &mut runners)?;
+            let ours = &times[0];
+            for (r, ns) in runners.iter().zip(&times) {
+                let speedup = (r.implementation != "optimus")
+                    .then(|| ns.iter().zip(ours).map(|(p, o)| p / o).collect());
+                let row = Row {
+                    workload: &w.name,
+                    operation: name,
+                    implementation: r.implementation,
+                    bytes: w.bytes.len(),
+                    ns: ns.clone(),
+                    speedup,
+                };
+                print_row(&mut out, &row, args.json)?;
+            }
         }
     }
     if progress {
@@ -150,26 +207,52 @@ pub fn run(args: BenchArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_cell(out: &mut impl Write, c: &Cell, json: bool) -> Result<()> {
-    let median = c.stat(0.5);
-    let gbps = c.bytes as f64 * 8.0 / median;
+fn print_row(out: &mut impl Write, r: &Row, json: bool) -> Result<()> {
+    let median = quantile(&r.ns, 0.5);
+    let gbps = r.bytes as f64 * 8.0 / median;
     if json {
+        let speedup = r.speedup.as_ref().map_or(String::new(), |s| {
+            format!(
+                ",\"optimus_speedup_min\":{:.3},\"optimus_speedup_median\":{:.3},\"optimus_speedup_max\":{:.3}",
+                quantile(s, 0.0),
+                quantile(s, 0.5),
+                quantile(s, 1.0)
+            )
+        });
         writeln!(
             out,
-            "{{\"workload\":\"{}\",\"operation\":\"{}\",\"implementation\":\"optimus\",\"bytes\":{},\"ns_min\":{:.1},\"ns_median\":{:.1},\"ns_max\":{:.1},\"gbps\":{:.3},\"threads\":1,\"interleave\":1}}",
-            c.workload, c.operation, c.bytes, c.stat(0.0), median, c.stat(1.0), gbps
+            "{{\"workload\":\"{}\",\"operation\":\"{}\",\"implementation\":\"{}\",\"bytes\":{},\"ns_min\":{:.1},\"ns_median\":{:.1},\"ns_max\":{:.1},\"gbps\":{:.3},\"threads\":1,\"interleave\":1{}}}",
+            r.workload,
+            r.operation,
+            r.implementation,
+            r.bytes,
+            quantile(&r.ns, 0.0),
+            median,
+            quantile(&r.ns, 1.0),
+            gbps,
+            speedup
         )?;
     } else {
+        let speedup = r.speedup.as_ref().map_or(String::new(), |s| {
+            format!(
+                "{:.2}x ({:.2}-{:.2})",
+                quantile(s, 0.5),
+                quantile(s, 0.0),
+                quantile(s, 1.0)
+            )
+        });
         writeln!(
             out,
-            "{:<8} {:<17} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>8.2}",
-            c.workload,
-            c.operation,
-            c.bytes,
+            "{:<8} {:<17} {:<14} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>8.2}   {}",
+            r.workload,
+            r.operation,
+            r.implementation,
+            r.bytes,
             median,
-            c.stat(0.0),
-            c.stat(1.0),
-            gbps
+            quantile(&r.ns, 0.0),
+            quantile(&r.ns, 1.0),
+            gbps,
+            speedup
         )?;
     }
     Ok(())
@@ -242,33 +325,40 @@ impl Op {
     }
 }
 
-/// Times `f`: calibrates a batch size to about 1/reps of the cell's time, then returns the
-/// ns per call of each repetition.
-fn measure(args: &BenchArgs, mut f: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
+/// Times every runner of a cell: calibrates each one's batch to about 1/reps of the cell's
+/// time, then runs the repetitions in turn (optimus, each peer, optimus, ...), so drift in the
+/// machine's speed falls on all alike. Returns each runner's ns per call, per repetition.
+fn measure(args: &BenchArgs, runners: &mut [Runner]) -> Result<Vec<Vec<f64>>> {
     let per_rep = Duration::from_secs_f64(args.seconds / f64::from(args.reps));
-    let mut iters = 1u64;
-    loop {
-        let t = Instant::now();
-        for _ in 0..iters {
-            f()?;
+    let mut batches = Vec::with_capacity(runners.len());
+    for r in runners.iter_mut() {
+        let mut iters = 1u64;
+        loop {
+            let el = time(&mut r.call, iters)?;
+            if el >= per_rep / 4 || iters >= 1 << 30 {
+                let scale = per_rep.as_secs_f64() / el.as_secs_f64().max(1e-9);
+                batches.push(((iters as f64 * scale) as u64).max(1));
+                break;
+            }
+            iters *= 4;
         }
-        let el = t.elapsed();
-        if el >= per_rep / 4 || iters >= 1 << 30 {
-            let scale = per_rep.as_secs_f64() / el.as_secs_f64().max(1e-9);
-            iters = ((iters as f64 * scale) as u64).max(1);
-            break;
-        }
-        iters *= 4;
     }
-    let mut ns = Vec::with_capacity(args.reps as usize);
+    let mut ns = vec![Vec::with_capacity(args.reps as usize); runners.len()];
     for _ in 0..args.reps {
-        let t = Instant::now();
-        for _ in 0..iters {
-            f()?;
+        for ((r, &iters), ns) in runners.iter_mut().zip(&batches).zip(&mut ns) {
+            ns.push(time(&mut r.call, iters)?.as_nanos() as f64 / iters as f64);
         }
-        ns.push(t.elapsed().as_nanos() as f64 / iters as f64);
     }
     Ok(ns)
+}
+
+/// The time of `iters` calls of `f`.
+fn time(f: &mut dyn FnMut() -> Result<()>, iters: u64) -> Result<Duration> {
+    let t = Instant::now();
+    for _ in 0..iters {
+        f()?;
+    }
+    Ok(t.elapsed())
 }
 
 /// The schema, type and bytes of an embedded workload (flat, mixed, nested).
@@ -284,10 +374,12 @@ pub fn embedded_workload(name: &str) -> Result<(SchemaSet, MessageId, Vec<u8>)> 
     Ok((schema, id, bytes.to_vec()))
 }
 
-fn load_workloads(args: &BenchArgs) -> Result<(SchemaSet, Vec<Workload>)> {
+/// The workloads to measure, their schema, and the peers' view of the same descriptors.
+fn load_workloads(args: &BenchArgs) -> Result<(SchemaSet, PeerSchema, Vec<Workload>)> {
     if let (Some(proto), Some(type_name), Some(input)) = (&args.proto, &args.type_name, &args.input)
     {
-        let schema = SchemaSet::from_proto_files(&[proto], &args.include)?;
+        let set = descriptor_set_from_proto_files(&[proto], &args.include)?;
+        let schema = SchemaSet::from_descriptor_set(&set)?;
         let id = find_type(&schema, type_name)?;
         let data = std::fs::read(input).with_context(|| format!("reading {}", input.display()))?;
         let body = binary::delimited(&data)
@@ -295,17 +387,16 @@ fn load_workloads(args: &BenchArgs) -> Result<(SchemaSet, Vec<Workload>)> {
             .with_context(|| format!("{} is empty", input.display()))?
             .with_context(|| format!("{}: first message", input.display()))?
             .1;
-        let name = schema.message(id).name().to_string();
-        return Ok((
-            schema,
-            vec![Workload {
-                name,
-                id,
-                bytes: body.to_vec(),
-            }],
-        ));
+        let workload = Workload {
+            name: schema.message(id).name().to_string(),
+            id,
+            type_name: schema.message(id).full_name.clone(),
+            bytes: body.to_vec(),
+        };
+        return Ok((schema, PeerSchema::new(set)?, vec![workload]));
     }
-    let schema = SchemaSet::from_source(PEERS_PROTO)?;
+    let set = descriptor_set_from_sources(&[(DEFAULT_PROTO_NAME, PEERS_PROTO)])?;
+    let schema = SchemaSet::from_descriptor_set(&set)?;
     let mut workloads = Vec::new();
     for (name, type_name, bytes) in WORKLOADS {
         if args.workload.as_deref().is_some_and(|w| w != *name) {
@@ -317,6 +408,7 @@ fn load_workloads(args: &BenchArgs) -> Result<(SchemaSet, Vec<Workload>)> {
         workloads.push(Workload {
             name: name.to_string(),
             id,
+            type_name: type_name.to_string(),
             bytes: bytes.to_vec(),
         });
     }
@@ -326,5 +418,5 @@ fn load_workloads(args: &BenchArgs) -> Result<(SchemaSet, Vec<Workload>)> {
             args.workload.as_deref().unwrap_or("")
         );
     }
-    Ok((schema, workloads))
+    Ok((schema, PeerSchema::new(set)?, workloads))
 }

@@ -1,0 +1,185 @@
+//! The peers `optimus bench` measures beside optimus in the same run: prost (generated types,
+//! the embedded workloads only) and prost-reflect (the runtime-schema peer, any schema).
+//!
+//! Before a peer is timed it must do the same work: its decode of the workload must encode
+//! back to the very bytes, and its JSON must carry the same message. Where it does not, a
+//! note goes to stderr and its row still prints, so the user sees what was compared.
+
+use std::hint::black_box;
+
+use anyhow::{bail, Context, Result};
+use optimus_core::json::{self, JsonOptions};
+use optimus_schema::{FileDescriptorSet, SchemaSet};
+use prost::Message as _;
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
+
+use super::prost_types;
+use super::{Op, Runner, Workload};
+
+/// The peers, by the names `--peers` takes.
+pub const ALL: &[&str] = &["prost", "prost-reflect"];
+
+/// What the peers need of a workload: prost-reflect's descriptor of its type.
+pub struct PeerSchema {
+    pool: DescriptorPool,
+}
+
+impl PeerSchema {
+    /// The peers' view of the descriptors optimus compiled its schema from.
+    pub fn new(set: FileDescriptorSet) -> Result<Self> {
+        Ok(Self {
+            pool: DescriptorPool::from_file_descriptor_set(set)
+                .context("prost-reflect refused the schema")?,
+        })
+    }
+
+    fn descriptor(&self, full_name: &str) -> Result<MessageDescriptor> {
+        self.pool
+            .get_message_by_name(full_name)
+            .with_context(|| format!("prost-reflect has no message {full_name}"))
+    }
+}
+
+/// The runners of the peers named in `peers` that can perform `op` on `w`, each checked to do
+/// the same work as optimus first.
+pub fn runners<'a>(
+    peers: &[String],
+    op: Op,
+    w: &'a Workload,
+    schema: &SchemaSet,
+    peer_schema: &PeerSchema,
+) -> Result<Vec<Runner<'a>>> {
+    let mut out = Vec::new();
+    for peer in peers {
+        let runner = match peer.as_str() {
+            "prost" => prost_runner(op, w)?,
+            "prost-reflect" => Some(reflect_runner(op, w, schema, peer_schema)?),
+            other => bail!("no peer named {other:?} (try {})", ALL.join(", ")),
+        };
+        out.extend(runner);
+    }
+    Ok(out)
+}
+
+/// prost's generated code for an embedded workload, binary operations only (prost has no
+/// JSON mapping of its own).
+fn prost_runner(op: Op, w: &Workload) -> Result<Option<Runner<'_>>> {
+    match w.type_name.as_str() {
+        "bench.Flat" => typed::<prost_types::Flat>(op, w),
+        "bench.Mixed" => typed::<prost_types::Mixed>(op, w),
+        "bench.Nested" => typed::<prost_types::Nested>(op, w),
+        _ => Ok(None),
+    }
+}
+
+fn typed<T: prost::Message + Default + 'static>(
+    op: Op,
+    w: &Workload,
+) -> Result<Option<Runner<'_>>> {
+    let bytes = &w.bytes[..];
+    let msg = T::decode(bytes).context("prost decode")?;
+    same_bytes("prost", w, &msg.encode_to_vec());
+    let call: Box<dyn FnMut() -> Result<()>> = match op {
+        Op::Encode => Box::new(move || {
+            black_box(black_box(&msg).encode_to_vec());
+            Ok(())
+        }),
+        Op::Decode => Box::new(move || {
+            black_box(T::decode(black_box(bytes))?);
+            Ok(())
+        }),
+        Op::DecodeReuse => {
+            let mut reused = T::default();
+            Box::new(move || {
+                reused.clear();
+                reused.merge(black_box(bytes))?;
+                black_box(&reused);
+                Ok(())
+            })
+        }
+        Op::JsonEncode | Op::JsonDecode | Op::Transcode => return Ok(None),
+    };
+    Ok(Some(Runner {
+        implementation: "prost",
+        call,
+    }))
+}
+
+/// prost-reflect's dynamic messages, every operation (its proto3 JSON mapping through serde).
+fn reflect_runner<'a>(
+    op: Op,
+    w: &'a Workload,
+    schema: &SchemaSet,
+    peer_schema: &PeerSchema,
+) -> Result<Runner<'a>> {
+    let desc = peer_schema.descriptor(&w.type_name)?;
+    let bytes = &w.bytes[..];
+    let msg = DynamicMessage::decode(desc.clone(), bytes).context("prost-reflect decode")?;
+    same_bytes("prost-reflect", w, &msg.encode_to_vec());
+    let json_text = serde_json::to_string(&msg).context("prost-reflect JSON")?;
+    same_json(w, schema, &json_text);
+    let call: Box<dyn FnMut() -> Result<()>> = match op {
+        Op::Encode => Box::new(move || {
+            black_box(black_box(&msg).encode_to_vec());
+            Ok(())
+        }),
+        Op::Decode => Box::new(move || {
+            black_box(DynamicMessage::decode(desc.clone(), black_box(bytes))?);
+            Ok(())
+        }),
+        Op::DecodeReuse => {
+            let mut reused = DynamicMessage::new(desc);
+            Box::new(move || {
+                reused.clear();
+                reused.merge(black_box(bytes))?;
+                black_box(&reused);
+                Ok(())
+            })
+        }
+        Op::JsonEncode => Box::new(move || {
+            black_box(serde_json::to_string(black_box(&msg))?);
+            Ok(())
+        }),
+        Op::JsonDecode => Box::new(move || {
+            let mut de = serde_json::Deserializer::from_str(black_box(&json_text));
+            black_box(DynamicMessage::deserialize(desc.clone(), &mut de)?);
+            de.end()?;
+            Ok(())
+        }),
+        Op::Transcode => Box::new(move || {
+            let m = DynamicMessage::decode(desc.clone(), black_box(bytes))?;
+            black_box(serde_json::to_string(&m)?);
+            Ok(())
+        }),
+    };
+    Ok(Runner {
+        implementation: "prost-reflect",
+        call,
+    })
+}
+
+/// Notes on stderr where a peer's re-encoding of the workload differs from its bytes.
+fn same_bytes(peer: &str, w: &Workload, encoded: &[u8]) {
+    if encoded != w.bytes {
+        eprintln!(
+            "optimus: note: {peer} re-encodes {} as {} bytes that differ from the input's {}; \
+             its rows measure its own output",
+            w.name,
+            encoded.len(),
+            w.bytes.len()
+        );
+    }
+}
+
+/// Notes on stderr where prost-reflect's JSON, read by optimus, is not the workload's message.
+fn same_json(w: &Workload, schema: &SchemaSet, json_text: &str) {
+    let back = json::decode(schema, w.id, json_text, &JsonOptions::default())
+        .map(|m| optimus_core::binary::encode(schema, &m));
+    if back.as_deref().ok() != Some(&w.bytes[..]) {
+        eprintln!(
+            "optimus: note: prost-reflect's JSON of {} is not the same message to optimus; \
+             its JSON rows measure its own output",
+            w.name
+        );
+    }
+}
