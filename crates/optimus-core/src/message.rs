@@ -51,13 +51,19 @@ impl Message {
     }
 
     /// Allocates the record (slots and presence words) if it is not yet.
-    #[inline]
+    #[inline(always)]
     fn ensure_record(&mut self, schema: &SchemaSet) {
         if self.slots.is_empty() {
-            let layout = schema.message(self.type_id).layout;
-            self.presence = vec![0; layout.presence_words as usize];
-            self.slots.resize_with(layout.slot_count as usize, || UNSET);
+            self.allocate_record(schema);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn allocate_record(&mut self, schema: &SchemaSet) {
+        let layout = schema.message(self.type_id).layout;
+        self.presence = vec![0; layout.presence_words as usize];
+        self.slots.resize_with(layout.slot_count as usize, || UNSET);
     }
 
     /// Bytes of the record this message's type allocates once a field is set.
@@ -261,23 +267,21 @@ impl Message {
         }
     }
 
-    /// Unsets a field without presence whose value became its zero (after a decode wrote it).
-    pub(crate) fn drop_if_zero(&mut self, index: usize) {
-        if self.slots[index].is_zero() {
-            self.presence[index / 64] &= !(1 << (index % 64));
-            self.slots[index] = UNSET;
-        }
-    }
-
     /// Sets the presence bit of `index` and stores `value` without checks (decoder fast path).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn put(&mut self, schema: &SchemaSet, field: &Field, index: usize, value: Value) {
-        *self.slot_to_put(schema, field, index) = value;
+        let slot = self.slot_to_put(schema, field, index);
+        if slot.owns_heap() {
+            *slot = value;
+        } else {
+            // A scalar has nothing to drop: overwrite it without the drop glue's call.
+            std::mem::forget(std::mem::replace(slot, value));
+        }
     }
 
     /// The slot of `field` (at `index`), marked set and its oneof siblings unset, holding
     /// whatever it held: the caller stores the value.
-    #[inline]
+    #[inline(always)]
     fn slot_to_put(&mut self, schema: &SchemaSet, field: &Field, index: usize) -> &mut Value {
         self.ensure_record(schema);
         if field.oneof.is_some() {

@@ -251,7 +251,17 @@ impl Value {
         true
     }
 
+    /// Whether dropping this value frees memory (a scalar's does not).
+    #[inline(always)]
+    pub(crate) fn owns_heap(&self) -> bool {
+        matches!(
+            self,
+            Value::String(_) | Value::Bytes(_) | Value::Message(_) | Value::List(_) | Value::Map(_)
+        )
+    }
+
     /// Whether this is the zero value of its type (what proto3 implicit presence omits).
+    #[inline]
     pub fn is_zero(&self) -> bool {
         match self {
             Value::Bool(v) => !*v,

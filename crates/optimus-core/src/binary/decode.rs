@@ -135,28 +135,19 @@ impl<T: Tracer> Decoder<'_, T> {
                     }
                     let sub = msg.message_mut(self.schema, index);
                     self.merge_sub_message(sub, field, wire, pos, end, depth)?;
-                } else {
-                    let at = *pos;
-                    if self.store_singular(msg, field, index, pos, end)? {
-                        if T::ENABLED {
-                            trace_value(self.t, field.kind, at, *pos, msg.get(index));
-                        }
-                        if field.cardinality == Cardinality::Singular {
-                            msg.drop_if_zero(index);
-                        }
-                    } else {
-                        let buf = self.buf;
-                        self.keep_unknown(msg, tag_start, *pos, &buf[tag_start..*pos]);
-                    }
+                } else if !self.store_singular(msg, field, index, pos, end)? {
+                    let buf = self.buf;
+                    self.keep_unknown(msg, tag_start, *pos, &buf[tag_start..*pos]);
                 }
             }
         }
         Ok(true)
     }
 
-    /// Reads one value of the singular non-message `field` into its slot; `false` (nothing
-    /// stored) for a closed enum's unknown value, which the caller keeps as unknown bytes. In
-    /// a map entry such a value is stored, and the map keeps the whole entry as unknown.
+    /// Reads one value of the singular non-message `field` into its slot and reports it; a
+    /// zero leaves a field without presence unset. `false` (nothing stored) for a closed
+    /// enum's unknown value, which the caller keeps as unknown bytes. In a map entry such a
+    /// value is stored, and the map keeps the whole entry as unknown.
     fn store_singular(
         &mut self,
         msg: &mut Message,
@@ -165,11 +156,19 @@ impl<T: Tracer> Decoder<'_, T> {
         pos: &mut usize,
         end: usize,
     ) -> Result<bool, Fail> {
-        // Strings and bytes go into the slot's own buffer: a cleared message's is reused.
-        match field.kind {
-            Kind::String => msg.put_str(self.schema, field, index, read_str(self.buf, pos, end)?),
+        let at = *pos;
+        // Strings and bytes go into the slot's own buffer: a cleared message's is reused. A
+        // scalar's zero test is made on the value read, before it goes to the slot.
+        let zero = match field.kind {
+            Kind::String => {
+                let text = read_str(self.buf, pos, end)?;
+                msg.put_str(self.schema, field, index, text);
+                text.is_empty()
+            }
             Kind::Bytes => {
-                msg.put_bytes(self.schema, field, index, read_bytes(self.buf, pos, end)?)
+                let bytes = read_bytes(self.buf, pos, end)?;
+                msg.put_bytes(self.schema, field, index, bytes);
+                bytes.is_empty()
             }
             kind => {
                 let value = self.read_scalar(kind, pos, end)?;
@@ -178,8 +177,16 @@ impl<T: Tracer> Decoder<'_, T> {
                 {
                     return Ok(false);
                 }
+                let zero = value.is_zero();
                 msg.put(self.schema, field, index, value);
+                zero
             }
+        };
+        if T::ENABLED {
+            trace_value(self.t, field.kind, at, *pos, msg.get(index));
+        }
+        if zero && field.cardinality == Cardinality::Singular {
+            msg.clear(index);
         }
         Ok(true)
     }
@@ -400,7 +407,9 @@ impl<T: Tracer> Decoder<'_, T> {
     }
 
     /// Reads one non-message value of `kind` (untraced: the caller reports it once stored).
-    #[inline]
+    /// Inlined into its callers so the value goes to its slot in registers, not through a
+    /// returned `Value` in memory.
+    #[inline(always)]
     fn read_scalar(&mut self, kind: Kind, pos: &mut usize, end: usize) -> Result<Value, Fail> {
         let buf = self.buf;
         Ok(match kind {

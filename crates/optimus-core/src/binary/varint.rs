@@ -26,6 +26,22 @@ pub(crate) fn read_varint(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64
 #[inline(never)]
 fn read_varint_slow(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Fail> {
     let start = *pos;
+    // With a whole varint's room left, the bytes are read without a bound check each.
+    if let Some(bytes) = buf[..end].get(start..start + MAX_VARINT_BYTES) {
+        let bytes: &[u8; MAX_VARINT_BYTES] = bytes.try_into().expect("the slice's length");
+        let mut value = 0u64;
+        for (i, &b) in bytes.iter().enumerate() {
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b < 0x80 {
+                *pos = start + i + 1;
+                return Ok(value);
+            }
+        }
+        return Err(fail(
+            start,
+            DecodeErrorKind::VarintTooLong(MAX_VARINT_BYTES),
+        ));
+    }
     let mut value = 0u64;
     for i in 0..MAX_VARINT_BYTES {
         let p = start + i;
@@ -149,6 +165,12 @@ mod tests {
             // One byte short is truncated, never a panic.
             let mut pos = 0;
             assert!(read_varint(&out, &mut pos, out.len() - 1).is_err());
+            // With a whole varint's room after it (the path without per-byte bound checks).
+            let len = out.len();
+            out.extend([0x80; MAX_VARINT_BYTES]);
+            let mut pos = 0;
+            assert_eq!(read_varint(&out, &mut pos, out.len()).unwrap(), v);
+            assert_eq!(pos, len);
         }
     }
 
