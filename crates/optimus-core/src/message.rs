@@ -109,6 +109,14 @@ impl Message {
         }
     }
 
+    /// The set fields' indices with their values, in field-number order: what the encoders
+    /// walk.
+    #[inline]
+    pub fn set_values(&self) -> impl Iterator<Item = (usize, &Value)> {
+        self.set_fields()
+            .map(move |index| (index, &self.slots[index]))
+    }
+
     /// Number of set fields.
     pub fn set_count(&self) -> usize {
         self.presence.iter().map(|w| w.count_ones() as usize).sum()
