@@ -14,7 +14,11 @@ use crate::Error;
 #[derive(Debug, Clone)]
 pub struct Message {
     type_id: MessageId,
-    presence: Vec<u64>,
+    /// Presence bits of fields 0..64, kept inline: most types need no more, so a record costs
+    /// one allocation (its slots).
+    presence: u64,
+    /// Presence bits of fields from 64 on, a word per 64 (wide types only).
+    presence_rest: Vec<u64>,
     slots: Vec<Value>,
     unknown: Vec<u8>,
 }
@@ -44,7 +48,8 @@ impl Message {
         let _ = schema.message(id);
         Message {
             type_id: id,
-            presence: Vec::new(),
+            presence: 0,
+            presence_rest: Vec::new(),
             slots: Vec::new(),
             unknown: Vec::new(),
         }
@@ -62,7 +67,7 @@ impl Message {
     #[inline(never)]
     fn allocate_record(&mut self, schema: &SchemaSet) {
         let layout = schema.message(self.type_id).layout;
-        self.presence = vec![0; layout.presence_words as usize];
+        self.presence_rest = vec![0; (layout.presence_words as usize).saturating_sub(1)];
         self.slots.resize_with(layout.slot_count as usize, || UNSET);
     }
 
@@ -81,9 +86,23 @@ impl Message {
     /// Whether the field at `index` (in the type's `fields`) is set.
     #[inline]
     pub fn has(&self, index: usize) -> bool {
-        self.presence
-            .get(index / 64)
-            .is_some_and(|w| w & (1 << (index % 64)) != 0)
+        if index < 64 {
+            self.presence & (1 << index) != 0
+        } else {
+            self.presence_rest
+                .get(index / 64 - 1)
+                .is_some_and(|w| w & (1 << (index % 64)) != 0)
+        }
+    }
+
+    /// The presence word holding `index`'s bit (the record must be allocated).
+    #[inline(always)]
+    fn presence_word(&mut self, index: usize) -> &mut u64 {
+        if index < 64 {
+            &mut self.presence
+        } else {
+            &mut self.presence_rest[index / 64 - 1]
+        }
     }
 
     /// The value of the field at `index`, if it is set.
@@ -103,9 +122,9 @@ impl Message {
     /// The instance schema: indices of the set fields, in field-number order.
     pub fn set_fields(&self) -> SetFields<'_> {
         SetFields {
-            words: &self.presence,
+            words: &self.presence_rest,
             word_index: 0,
-            current: self.presence.first().copied().unwrap_or(0),
+            current: self.presence,
         }
     }
 
@@ -119,7 +138,12 @@ impl Message {
 
     /// Number of set fields.
     pub fn set_count(&self) -> usize {
-        self.presence.iter().map(|w| w.count_ones() as usize).sum()
+        self.presence.count_ones() as usize
+            + self
+                .presence_rest
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum::<usize>()
     }
 
     /// Sets the field at `index` to `value`, clearing the other members of its oneof. A field
@@ -189,7 +213,7 @@ impl Message {
     /// Unsets the field at `index`.
     pub fn clear(&mut self, index: usize) {
         if self.has(index) {
-            self.presence[index / 64] &= !(1 << (index % 64));
+            *self.presence_word(index) &= !(1 << (index % 64));
             self.slots[index] = UNSET;
         }
     }
@@ -301,7 +325,7 @@ impl Message {
 
     #[inline]
     fn mark(&mut self, index: usize) {
-        self.presence[index / 64] |= 1 << (index % 64);
+        *self.presence_word(index) |= 1 << (index % 64);
     }
 
     fn clear_oneof_siblings(&mut self, schema: &SchemaSet, field: &Field, index: usize) {
@@ -333,7 +357,8 @@ impl Message {
     /// Decoding many messages into one cleared message (see
     /// [`crate::binary::merge`]) allocates only where a message outgrows the previous ones.
     pub fn clear_all(&mut self) {
-        self.presence.fill(0);
+        self.presence = 0;
+        self.presence_rest.fill(0);
         self.unknown.clear();
     }
 
@@ -387,8 +412,11 @@ fn describe(field: &Field) -> String {
 
 /// Iterator over the set fields' indices in number order (see [`Message::set_fields`]).
 pub struct SetFields<'a> {
+    /// The presence words after the current one's first (fields from 64 on).
     words: &'a [u64],
+    /// Which word `current` is (0: the inline one).
     word_index: usize,
+    /// The current word's bits not yet visited.
     current: u64,
 }
 
@@ -403,8 +431,8 @@ impl Iterator for SetFields<'_> {
                 self.current &= self.current - 1;
                 return Some(self.word_index * 64 + bit);
             }
-            self.word_index += 1;
             self.current = *self.words.get(self.word_index)?;
+            self.word_index += 1;
         }
     }
 }
@@ -450,5 +478,33 @@ mod tests {
         assert_eq!(m.get_by_name(&s, "x").unwrap(), Value::I32(0));
         m.clear_all();
         assert_eq!(m.set_count(), 0);
+    }
+
+    #[test]
+    fn presence_past_the_inline_word() {
+        let fields: String = (1..=130).map(|n| format!("int32 f{n} = {n}; ")).collect();
+        let s = SchemaSet::from_source(&format!("syntax = \"proto3\"; message W {{ {fields} }}"))
+            .unwrap();
+        let id = s.message_by_name("W").unwrap();
+        let mut m = Message::new(&s, id);
+        for i in [129, 64, 0, 63, 65, 128] {
+            m.set(&s, i, Value::I32(i as i32 + 1)).unwrap();
+        }
+        assert_eq!(
+            m.set_fields().collect::<Vec<_>>(),
+            [0, 63, 64, 65, 128, 129]
+        );
+        assert_eq!(m.set_count(), 6);
+        assert!(m.has(64) && m.has(129) && !m.has(66) && !m.has(127));
+        m.clear(64);
+        m.clear(0);
+        assert_eq!(
+            m.set_values().map(|(i, _)| i).collect::<Vec<_>>(),
+            [63, 65, 128, 129]
+        );
+        assert_eq!(m.get(128), Some(&Value::I32(129)));
+        m.clear_all();
+        assert_eq!(m.set_count(), 0);
+        assert_eq!(m.set_fields().count(), 0);
     }
 }
