@@ -150,10 +150,10 @@ impl<'s, 'o> Encoder<'s, 'o> {
                         MapKey::Bool(b) => {
                             self.out.push_str(if *b { "\"true\"" } else { "\"false\"" })
                         }
-                        MapKey::I32(n) => quoted(self.out, n),
-                        MapKey::I64(n) => quoted(self.out, n),
-                        MapKey::U32(n) => quoted(self.out, n),
-                        MapKey::U64(n) => quoted(self.out, n),
+                        MapKey::I32(n) => quoted(self.out, *n),
+                        MapKey::I64(n) => quoted(self.out, *n),
+                        MapKey::U32(n) => quoted(self.out, *n),
+                        MapKey::U64(n) => quoted(self.out, *n),
                     }
                     self.out.push(':');
                     self.write_value(value_field, v)
@@ -181,10 +181,10 @@ impl<'s, 'o> Encoder<'s, 'o> {
         }
         match list {
             List::Bool(v) => each!(v, |out, x| out.push_str(if *x { "true" } else { "false" })),
-            List::I32(v) => each!(v, |out, x| write!(out, "{x}").unwrap_or(())),
-            List::U32(v) => each!(v, |out, x| write!(out, "{x}").unwrap_or(())),
-            List::I64(v) => each!(v, |out, x| quoted(out, x)),
-            List::U64(v) => each!(v, |out, x| quoted(out, x)),
+            List::I32(v) => each!(v, |out, x| write_int(out, *x)),
+            List::U32(v) => each!(v, |out, x| write_int(out, *x)),
+            List::I64(v) => each!(v, |out, x| quoted(out, *x)),
+            List::U64(v) => each!(v, |out, x| quoted(out, *x)),
             List::F32(v) => each!(v, |out, x| write_f32(out, *x)),
             List::F64(v) => each!(v, |out, x| write_f64(out, *x)),
             List::Enum(v) => each!(v, |out, x| write_enum(self.schema, out, field, *x)),
@@ -209,10 +209,10 @@ impl<'s, 'o> Encoder<'s, 'o> {
         let out = &mut *self.out;
         match v {
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Value::I32(n) => write!(out, "{n}").unwrap_or(()),
-            Value::U32(n) => write!(out, "{n}").unwrap_or(()),
-            Value::I64(n) => quoted(out, n),
-            Value::U64(n) => quoted(out, n),
+            Value::I32(n) => write_int(out, *n),
+            Value::U32(n) => write_int(out, *n),
+            Value::I64(n) => quoted(out, *n),
+            Value::U64(n) => quoted(out, *n),
             Value::F32(x) => write_f32(out, *x),
             Value::F64(x) => write_f64(out, *x),
             Value::Enum(n) => write_enum(self.schema, out, field, *n),
@@ -246,14 +246,24 @@ fn key_segment(k: &MapKey) -> String {
     }
 }
 
-fn quoted(out: &mut String, n: impl std::fmt::Display) {
-    let _ = write!(out, "\"{n}\"");
+/// Appends an integer as JSON number text.
+#[inline]
+pub(crate) fn write_int(out: &mut String, n: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(n));
+}
+
+/// Appends an integer as a JSON string (how proto3 JSON writes 64-bit integers and map keys).
+#[inline]
+fn quoted(out: &mut String, n: impl itoa::Integer) {
+    out.push('"');
+    write_int(out, n);
+    out.push('"');
 }
 
 /// Enum values by name; numbers without a name as numbers; `NullValue` as `null`.
 fn write_enum(schema: &SchemaSet, out: &mut String, field: &Field, n: i32) {
     let Some(e) = field.enum_type.map(|e| schema.enum_type(e)) else {
-        let _ = write!(out, "{n}");
+        write_int(out, n);
         return;
     };
     if e.full_name == "google.protobuf.NullValue" {
@@ -261,7 +271,7 @@ fn write_enum(schema: &SchemaSet, out: &mut String, field: &Field, n: i32) {
     } else if let Some(v) = e.value_by_number(n) {
         write_str(out, &v.name);
     } else {
-        let _ = write!(out, "{n}");
+        write_int(out, n);
     }
 }
 
@@ -271,30 +281,42 @@ fn write_bytes(out: &mut String, b: &[u8]) {
     out.push('"');
 }
 
+/// The bytes a JSON string must escape: `"`, `\\` and the control characters.
+const NEEDS_ESCAPE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
 /// Appends `s` as a JSON string: `"` and `\` escaped, control characters as `\n`-style or
-/// `\u00XX` escapes, everything else as is.
+/// `\u00XX` escapes, everything else as is, in runs between the bytes that need escaping.
 pub(crate) fn write_str(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut run = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        let esc = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
-        };
+        if !NEEDS_ESCAPE[usize::from(b)] {
+            continue;
+        }
         // `i` is at an ASCII byte, so both slices end on char boundaries.
         out.push_str(&s[run..i]);
-        if esc.is_empty() {
-            let _ = write!(out, "\\u{b:04x}");
-        } else {
-            out.push_str(esc);
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
+                let _ = write!(out, "\\u{b:04x}");
+            }
         }
         run = i + 1;
     }

@@ -52,7 +52,8 @@ impl Default for JsonOptions {
 /// `google.protobuf.Value`, an `Any` whose type is not in `schema` or whose payload does not
 /// decode.
 pub fn encode(schema: &SchemaSet, msg: &Message, opts: &JsonOptions) -> Result<String, Error> {
-    let mut out = String::new();
+    // Room for a small message's document, so the first few growths are not paid.
+    let mut out = String::with_capacity(256);
     encode_to(schema, msg, opts, &mut out)?;
     Ok(out)
 }

@@ -124,7 +124,9 @@ pub(crate) fn write_f64(out: &mut String, v: f64) {
     if let Some(s) = special(v) {
         out.push_str(s);
     } else {
-        layout(out, &format!("{v:e}"));
+        let mut sci = SciText::default();
+        let _ = write!(sci, "{v:e}");
+        layout(out, sci.as_str());
     }
 }
 
@@ -133,7 +135,36 @@ pub(crate) fn write_f32(out: &mut String, v: f32) {
     if let Some(s) = special(f64::from(v)) {
         out.push_str(s);
     } else {
-        layout(out, &format!("{v:e}"));
+        let mut sci = SciText::default();
+        let _ = write!(sci, "{v:e}");
+        layout(out, sci.as_str());
+    }
+}
+
+/// Rust's shortest scientific form of a finite float (`-1.7976931348623157e308` at the
+/// longest: 23 bytes), written on the stack instead of into a `String` of its own.
+#[derive(Default)]
+struct SciText {
+    bytes: [u8; 32],
+    len: usize,
+}
+
+impl SciText {
+    fn as_str(&self) -> &str {
+        // Only whole `&str`s are appended, so the bytes are UTF-8 (ASCII, in fact).
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl Write for SciText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        self.bytes
+            .get_mut(self.len..end)
+            .ok_or(std::fmt::Error)?
+            .copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 
