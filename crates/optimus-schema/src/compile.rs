@@ -146,12 +146,15 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
         };
         let mut dense = vec![NO_FIELD; dense_len];
         let mut by_name = HashMap::new();
+        let mut names_unique = true;
         for (i, f) in fields.iter().enumerate() {
             if (f.number as usize) < dense_len {
                 dense[f.number as usize] = i as u32;
             }
-            by_name.insert(f.json_name.clone(), i as u32);
-            by_name.insert(f.name.clone(), i as u32);
+            for name in [&f.json_name, &f.name] {
+                let earlier = by_name.insert(name.clone(), i as u32);
+                names_unique &= earlier.is_none_or(|e| e == i as u32);
+            }
         }
         let required_fields = fields
             .iter()
@@ -182,6 +185,7 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
             may_lack_required: false,
             dense,
             by_name,
+            names_unique,
         });
     }
 

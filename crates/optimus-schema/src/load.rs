@@ -293,4 +293,53 @@ mod tests {
         assert!(matches!(e, SchemaError::Compile(_)), "{e}");
         assert!(SchemaSet::from_descriptor_set_bytes(b"\xff\xff").is_err());
     }
+
+    #[test]
+    fn names_found_from_a_hint_as_without_one() {
+        let s = SchemaSet::from_source(
+            "syntax = \"proto2\"; message M { optional int32 foo_bar = 1; optional int32 b = 2; }",
+        )
+        .unwrap();
+        let m = s.message(s.message_by_name("M").unwrap());
+        for name in ["foo_bar", "fooBar", "b", "nope"] {
+            for hint in 0..4 {
+                let found = m.field_index_by_name_from(name, hint);
+                assert_eq!(found, m.field_index_by_name(name), "{name} from {hint}");
+            }
+        }
+        // Where one name belongs to two fields (protox refuses such a source; a descriptor
+        // set may still hold it), the hint never overrides the table.
+        use prost_types::field_descriptor_proto::{Label, Type};
+        use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto};
+        let field = |name: &str, number| FieldDescriptorProto {
+            name: Some(name.into()),
+            number: Some(number),
+            label: Some(Label::Optional as i32),
+            r#type: Some(Type::Int32 as i32),
+            json_name: Some("fooBar".into()),
+            ..Default::default()
+        };
+        let set = FileDescriptorSet {
+            file: vec![FileDescriptorProto {
+                name: Some("m.proto".into()),
+                syntax: Some("proto2".into()),
+                message_type: vec![DescriptorProto {
+                    name: Some("M".into()),
+                    field: vec![field("fooBar", 1), field("foo_bar", 2)],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        };
+        let s = SchemaSet::from_descriptor_set(&set).unwrap();
+        let m = s.message(s.message_by_name("M").unwrap());
+        assert_eq!(m.field_index_by_name("fooBar"), Some(1));
+        for hint in 0..3 {
+            assert_eq!(
+                m.field_index_by_name_from("fooBar", hint),
+                Some(1),
+                "from {hint}"
+            );
+        }
+    }
 }

@@ -214,6 +214,9 @@ pub struct MessageType {
     pub may_lack_required: bool,
     pub(crate) dense: Vec<u32>,
     pub(crate) by_name: HashMap<String, u32>,
+    /// No name (declared or JSON) belongs to two fields, so a field whose own name matches is
+    /// the one `by_name` holds.
+    pub(crate) names_unique: bool,
 }
 
 /// `dense` entries that hold no field.
@@ -240,6 +243,21 @@ impl MessageType {
     /// `[full.name]`.
     pub fn field_index_by_name(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).map(|&i| i as usize)
+    }
+
+    /// [`Self::field_index_by_name`], trying the field at `hint` first: a reader that passes
+    /// the index after the last field it met finds fields written in number order (as every
+    /// proto3 JSON writer emits them) without hashing their names.
+    #[inline]
+    pub fn field_index_by_name_from(&self, name: &str, hint: usize) -> Option<usize> {
+        if self.names_unique {
+            if let Some(f) = self.fields.get(hint) {
+                if f.json_name == name || f.name == name {
+                    return Some(hint);
+                }
+            }
+        }
+        self.field_index_by_name(name)
     }
 
     /// The field with this declared name or JSON name.

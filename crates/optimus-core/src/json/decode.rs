@@ -101,6 +101,8 @@ impl<'a, 's> Decoder<'a, 's> {
         let ty = schema.message(msg.type_id());
         let mut seen = BitSet::new(ty.fields.len());
         let mut oneof_set = BitSet::new(ty.oneofs.len());
+        // The field after the last one read: where a writer in number order puts the next.
+        let mut next = 0;
         while let Some((key, key_at)) = self.r.next_key(&mut first)? {
             if type_key != TypeKey::Field && key == "@type" {
                 if type_key == TypeKey::Duplicate {
@@ -109,13 +111,14 @@ impl<'a, 's> Decoder<'a, 's> {
                 self.skip()?;
                 continue;
             }
-            let Some(index) = ty.field_index_by_name(&key) else {
+            let Some(index) = ty.field_index_by_name_from(&key, next) else {
                 if self.opts.ignore_unknown {
                     self.skip()?;
                     continue;
                 }
                 return Err(unknown_field(key_at, &key, ty));
             };
+            next = index + 1;
             let field = &ty.fields[index];
             if !seen.insert(index) {
                 return Err(json_err(key_at, format!("duplicate field \"{key}\"")));
