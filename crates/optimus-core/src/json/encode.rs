@@ -281,19 +281,6 @@ fn write_bytes(out: &mut String, b: &[u8]) {
     out.push('"');
 }
 
-/// The bytes a JSON string must escape: `"`, `\\` and the control characters.
-const NEEDS_ESCAPE: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
-        b += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
-};
-
 /// Appends `s` as a JSON string: `"` and `\` escaped, control characters as `\n`-style or
 /// `\u00XX` escapes, everything else as is, in runs between the bytes that need escaping.
 pub(crate) fn write_str(out: &mut String, s: &str) {
@@ -301,7 +288,7 @@ pub(crate) fn write_str(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
     let mut run = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        if !NEEDS_ESCAPE[usize::from(b)] {
+        if !super::STRING_SPECIAL[usize::from(b)] {
             continue;
         }
         // `i` is at an ASCII byte, so both slices end on char boundaries.

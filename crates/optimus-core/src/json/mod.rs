@@ -16,6 +16,20 @@ mod wkt;
 
 use optimus_schema::{MessageId, SchemaSet};
 
+/// The bytes that end a plain run inside a JSON string: `"`, `\\` and the control characters
+/// (which a writer escapes and a reader stops at).
+const STRING_SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
 use crate::error::Error;
 use crate::message::Message;
 

@@ -35,6 +35,13 @@ const EXPONENT_CLAMP: i64 = 1 << 20;
 
 /// The exact integer value of the JSON number `text`, if it is one within `[min, max]`.
 pub(crate) fn parse_integer(text: &str, min: i128, max: i128) -> Result<i128, IntError> {
+    if let Some(v) = plain_integer(text) {
+        return if v < min || v > max {
+            Err(IntError::OutOfRange)
+        } else {
+            Ok(v)
+        };
+    }
     if !is_number(text) {
         return Err(IntError::NotNumber);
     }
@@ -93,6 +100,27 @@ pub(crate) fn parse_integer(text: &str, min: i128, max: i128) -> Result<i128, In
         return Err(IntError::OutOfRange);
     }
     Ok(v)
+}
+
+/// The value of the commonest integer text, an optional `-` and 1 to 18 digits without a
+/// leading zero (so it fits an `i64` and is a valid JSON number); `None` for any other text,
+/// which [`parse_integer`] reads the long way.
+#[inline]
+fn plain_integer(text: &str) -> Option<i128> {
+    let (negative, digits) = match text.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        all => (false, all),
+    };
+    let plain = matches!(digits.len(), 1..=18)
+        && (digits[0] != b'0' || digits.len() == 1)
+        && digits.iter().all(u8::is_ascii_digit);
+    if !plain {
+        return None;
+    }
+    let v = digits
+        .iter()
+        .fold(0i64, |v, &d| v * 10 + i64::from(d - b'0'));
+    Some(i128::from(if negative { -v } else { v }))
 }
 
 /// A float field's value from a JSON number's text: `None` when it is beyond the range of
@@ -260,7 +288,14 @@ mod tests {
             p("100000000000000000000000", U64),
             Err(IntError::OutOfRange)
         );
-        for bad in ["3x3", " 1", "1 ", "+1", "0x10", "01", "", "1e", "Infinity"] {
+        // The plain form (up to 18 digits) and the long way agree at the boundary.
+        assert_eq!(p("999999999999999999", I64), Ok(999_999_999_999_999_999));
+        assert_eq!(p("-999999999999999999", I64), Ok(-999_999_999_999_999_999));
+        assert_eq!(p("1000000000000000000", I64), Ok(1_000_000_000_000_000_000));
+        assert_eq!(p("-7", I32), Ok(-7));
+        for bad in [
+            "3x3", " 1", "1 ", "+1", "0x10", "01", "", "1e", "Infinity", "-", "-01", "--1",
+        ] {
             assert_eq!(p(bad, I64), Err(IntError::NotNumber), "{bad}");
         }
     }

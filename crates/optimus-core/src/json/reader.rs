@@ -206,18 +206,16 @@ impl<'a> Reader<'a> {
         let start = self.pos;
         // Fast path: no escapes, the string is a slice of the input. Every stop is at an ASCII
         // byte, so the slice bounds are char boundaries.
-        loop {
-            match self.bytes.get(self.pos) {
-                None => return Err(json_err(open, "unterminated string")),
-                Some(b'"') => {
-                    let s = &self.src[start..self.pos];
-                    self.pos += 1;
-                    return Ok(Cow::Borrowed(s));
-                }
-                Some(b'\\') => break,
-                Some(&b) if b < 0x20 => return Err(control_char(self.pos, b)),
-                Some(_) => self.pos += 1,
+        self.pos = self.plain_run(start);
+        match self.bytes.get(self.pos) {
+            None => return Err(json_err(open, "unterminated string")),
+            Some(b'"') => {
+                let s = &self.src[start..self.pos];
+                self.pos += 1;
+                return Ok(Cow::Borrowed(s));
             }
+            Some(b'\\') => {}
+            Some(&b) => return Err(control_char(self.pos, b)),
         }
         let mut out = String::with_capacity(self.pos - start + 16);
         out.push_str(&self.src[start..self.pos]);
@@ -232,16 +230,22 @@ impl<'a> Reader<'a> {
                 Some(&b) if b < 0x20 => return Err(control_char(self.pos, b)),
                 Some(_) => {
                     let run = self.pos;
-                    while let Some(&b) = self.bytes.get(self.pos) {
-                        if b == b'"' || b == b'\\' || b < 0x20 {
-                            break;
-                        }
-                        self.pos += 1;
-                    }
+                    self.pos = self.plain_run(run);
                     out.push_str(&self.src[run..self.pos]);
                 }
             }
         }
+    }
+
+    /// The end of the run of plain string bytes from `from`: the index of the first `"`, `\\`
+    /// or control character, or the input's end.
+    #[inline]
+    fn plain_run(&self, from: usize) -> usize {
+        let rest = self.bytes.get(from..).unwrap_or_default();
+        from + rest
+            .iter()
+            .position(|&b| super::STRING_SPECIAL[usize::from(b)])
+            .unwrap_or(rest.len())
     }
 
     /// Reads one escape sequence (the cursor is at its backslash) and appends its character.
