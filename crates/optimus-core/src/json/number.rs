@@ -102,25 +102,26 @@ pub(crate) fn parse_integer(text: &str, min: i128, max: i128) -> Result<i128, In
     Ok(v)
 }
 
-/// The value of the commonest integer text, an optional `-` and 1 to 18 digits without a
-/// leading zero (so it fits an `i64` and is a valid JSON number); `None` for any other text,
-/// which [`parse_integer`] reads the long way.
+/// The value of the commonest integer text, an optional `-` and 1 to 20 digits (every
+/// `uint64`) without a leading zero, a valid JSON number; `None` for any other text, which
+/// [`parse_integer`] reads the long way.
 #[inline]
 fn plain_integer(text: &str) -> Option<i128> {
     let (negative, digits) = match text.as_bytes() {
         [b'-', rest @ ..] => (true, rest),
         all => (false, all),
     };
-    let plain = matches!(digits.len(), 1..=18)
+    let plain = matches!(digits.len(), 1..=20)
         && (digits[0] != b'0' || digits.len() == 1)
         && digits.iter().all(u8::is_ascii_digit);
     if !plain {
         return None;
     }
+    // 20 digits stay far inside an i128.
     let v = digits
         .iter()
-        .fold(0i64, |v, &d| v * 10 + i64::from(d - b'0'));
-    Some(i128::from(if negative { -v } else { v }))
+        .fold(0i128, |v, &d| v * 10 + i128::from(d - b'0'));
+    Some(if negative { -v } else { v })
 }
 
 /// A float field's value from a JSON number's text: `None` when it is beyond the range of
@@ -288,11 +289,14 @@ mod tests {
             p("100000000000000000000000", U64),
             Err(IntError::OutOfRange)
         );
-        // The plain form (up to 18 digits) and the long way agree at the boundary.
+        // The plain form (up to 20 digits) and the long way agree at its boundary.
         assert_eq!(p("999999999999999999", I64), Ok(999_999_999_999_999_999));
         assert_eq!(p("-999999999999999999", I64), Ok(-999_999_999_999_999_999));
         assert_eq!(p("1000000000000000000", I64), Ok(1_000_000_000_000_000_000));
         assert_eq!(p("-7", I32), Ok(-7));
+        assert_eq!(p("99999999999999999999", U64), Err(IntError::OutOfRange));
+        assert_eq!(p("184467440737095516150", U64), Err(IntError::OutOfRange));
+        assert_eq!(p("1844674407370955161.5e1", U64), Ok(u64::MAX as i128));
         for bad in [
             "3x3", " 1", "1 ", "+1", "0x10", "01", "", "1e", "Infinity", "-", "-01", "--1",
         ] {

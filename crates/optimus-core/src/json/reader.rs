@@ -122,7 +122,9 @@ impl<'a> Reader<'a> {
 
     /// The next member name of the object being read and its offset, with the `:` after it
     /// consumed; `None` once the closing `}` has been consumed. `first` starts `true` for
-    /// each object and is kept by this function.
+    /// each object and is kept by this function. Inlined into the object loops, so the key
+    /// comes back in registers.
+    #[inline(always)]
     pub(crate) fn next_key(
         &mut self,
         first: &mut bool,
