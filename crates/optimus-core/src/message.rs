@@ -358,7 +358,11 @@ impl Message {
     /// [`crate::binary::merge`]) allocates only where a message outgrows the previous ones.
     pub fn clear_all(&mut self) {
         self.presence = 0;
-        self.presence_rest.fill(0);
+        // Only wide types have more words; an empty `fill` would still call libc's memset,
+        // which cost a reused Nested decode (eleven messages cleared) two thirds of its time.
+        if !self.presence_rest.is_empty() {
+            self.presence_rest.fill(0);
+        }
         self.unknown.clear();
     }
 
