@@ -63,6 +63,7 @@ impl Message {
         }
     }
 
+    /// Makes the record: every slot unset, and the presence words past the inline one.
     #[cold]
     #[inline(never)]
     fn allocate_record(&mut self, schema: &SchemaSet) {

@@ -2,9 +2,9 @@
 //!
 //! The size pass records the length of every sub-message in pre-order; the write pass walks
 //! the same fields in the same order, takes each length from that record, and fills the
-//! output grown once to the size pass's total (a [`Sink`]: no capacity check per byte). Fields come out in number order (the presence bitmap's order), map
-//! entries sorted by key, unknown fields last — byte-identical to Google protobuf's
-//! deterministic serialization.
+//! output grown once to the size pass's total (a [`Sink`]: no capacity check per byte).
+//! Fields come out in number order (the presence bitmap's order), map entries sorted by key,
+//! unknown fields last — byte-identical to Google protobuf's deterministic serialization.
 
 use optimus_schema::{Cardinality, Field, Kind, SchemaSet, WireType};
 use optimus_trace::{Direction, Format, Region, Tracer};
@@ -70,12 +70,14 @@ struct Sink<'a> {
 }
 
 impl Sink<'_> {
+    /// Writes one byte.
     #[inline(always)]
     fn byte(&mut self, b: u8) {
         self.buf[self.pos] = b;
         self.pos += 1;
     }
 
+    /// Writes `v` as a varint.
     #[inline(always)]
     fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
@@ -85,6 +87,7 @@ impl Sink<'_> {
         self.byte(v as u8);
     }
 
+    /// Writes `b` as it is.
     #[inline(always)]
     fn bytes(&mut self, b: &[u8]) {
         self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
