@@ -102,25 +102,28 @@ pub(crate) fn parse_integer(text: &str, min: i128, max: i128) -> Result<i128, In
     Ok(v)
 }
 
-/// The value of the commonest integer text, an optional `-` and 1 to 20 digits (every
-/// `uint64`) without a leading zero, a valid JSON number; `None` for any other text, which
-/// [`parse_integer`] reads the long way.
+/// The value of the commonest integer text, an optional `-` and 1 to 20 digits without a
+/// leading zero, a valid JSON number whose magnitude fits a `u64` (every protobuf integer
+/// range lies inside that); `None` for any other text, which [`parse_integer`] reads the long
+/// way.
 #[inline]
 fn plain_integer(text: &str) -> Option<i128> {
     let (negative, digits) = match text.as_bytes() {
         [b'-', rest @ ..] => (true, rest),
         all => (false, all),
     };
-    let plain = matches!(digits.len(), 1..=20)
-        && (digits[0] != b'0' || digits.len() == 1)
-        && digits.iter().all(u8::is_ascii_digit);
-    if !plain {
+    if !matches!(digits.len(), 1..=20) || (digits[0] == b'0' && digits.len() > 1) {
         return None;
     }
-    // 20 digits stay far inside an i128.
-    let v = digits
-        .iter()
-        .fold(0i128, |v, &d| v * 10 + i128::from(d - b'0'));
+    let mut v = 0u64;
+    for &d in digits {
+        let digit = d.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(digit))?;
+    }
+    let v = i128::from(v);
     Some(if negative { -v } else { v })
 }
 
