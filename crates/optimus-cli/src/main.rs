@@ -1,6 +1,6 @@
 //! `optimus`: the command-line front end. Thin glue over the library crates: it parses
 //! arguments, owns stdin/stdout/stderr, and turns errors into one line and exit code 1.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod bench;
 mod convert;

@@ -2,6 +2,9 @@
 //! messages, as ns/message with min/median/max over repetitions and Gbps, beside the peers
 //! (`peers`) measured in the same run, with optimus's speedup over each.
 
+#[cfg(cpp_peer)]
+#[allow(unsafe_code)]
+mod cpp_peer;
 mod peers;
 mod prost_types;
 
@@ -58,12 +61,14 @@ pub struct BenchArgs {
     /// Repetitions per cell; min/median/max are over these [default: 11].
     #[arg(long, value_name = "N", default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..))]
     reps: u32,
-    /// Peers to measure beside optimus, comma-separated (prost, prost-reflect), or none.
+    /// Peers to measure beside optimus, comma-separated (prost, prost-reflect, and
+    /// protobuf-cpp where the build found libprotobuf), or none [default: every one built].
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "prost,prost-reflect"
+        default_value = peers::DEFAULT,
+        hide_default_value = true
     )]
     peers: Vec<String>,
     /// Print one JSON object per line instead of a table.
@@ -130,6 +135,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .iter()
         .find(|p| !peers::ALL.contains(&p.as_str()))
     {
+        if p == "protobuf-cpp" {
+            bail!("this optimus was built without the protobuf-cpp peer: build it where protoc and libprotobuf are installed");
+        }
         bail!(
             "no peer named {p:?} (try {}, or none)",
             peers::ALL.join(", ")

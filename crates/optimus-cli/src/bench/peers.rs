@@ -1,5 +1,7 @@
 //! The peers `optimus bench` measures beside optimus in the same run: prost (generated types,
-//! the embedded workloads only) and prost-reflect (the runtime-schema peer, any schema).
+//! the embedded workloads only), prost-reflect (the runtime-schema peer, any schema) and,
+//! where the build found libprotobuf, Google protobuf C++ (generated code, the embedded
+//! workloads only).
 //!
 //! Before a peer is timed it must do the same work: its decode of the workload must encode
 //! back to the very bytes, and its JSON must carry the same message. Where it does not, a
@@ -16,8 +18,19 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 use super::prost_types;
 use super::{Op, Runner, Workload};
 
-/// The peers, by the names `--peers` takes.
+/// The peers this build can measure, by the names `--peers` takes.
+#[cfg(cpp_peer)]
+pub const ALL: &[&str] = &["prost", "prost-reflect", "protobuf-cpp"];
+/// The peers this build can measure, by the names `--peers` takes.
+#[cfg(not(cpp_peer))]
 pub const ALL: &[&str] = &["prost", "prost-reflect"];
+
+/// `--peers`' default: every peer this build has.
+#[cfg(cpp_peer)]
+pub const DEFAULT: &str = "prost,prost-reflect,protobuf-cpp";
+/// `--peers`' default: every peer this build has.
+#[cfg(not(cpp_peer))]
+pub const DEFAULT: &str = "prost,prost-reflect";
 
 /// What the peers need of a workload: prost-reflect's descriptor of its type.
 pub struct PeerSchema {
@@ -54,6 +67,8 @@ pub fn runners<'a>(
         let runner = match peer.as_str() {
             "prost" => prost_runner(op, w)?,
             "prost-reflect" => Some(reflect_runner(op, w, schema, peer_schema)?),
+            #[cfg(cpp_peer)]
+            "protobuf-cpp" => cpp_runner(op, w, schema)?,
             other => bail!("no peer named {other:?} (try {})", ALL.join(", ")),
         };
         out.extend(runner);
@@ -117,7 +132,7 @@ fn reflect_runner<'a>(
     let msg = DynamicMessage::decode(desc.clone(), bytes).context("prost-reflect decode")?;
     same_bytes("prost-reflect", w, &msg.encode_to_vec());
     let json_text = serde_json::to_string(&msg).context("prost-reflect JSON")?;
-    same_json(w, schema, &json_text);
+    same_json("prost-reflect", w, schema, &json_text);
     let call: Box<dyn FnMut() -> Result<()>> = match op {
         Op::Encode => Box::new(move || {
             black_box(black_box(&msg).encode_to_vec());
@@ -171,15 +186,57 @@ fn same_bytes(peer: &str, w: &Workload, encoded: &[u8]) {
     }
 }
 
-/// Notes on stderr where prost-reflect's JSON, read by optimus, is not the workload's message.
-fn same_json(w: &Workload, schema: &SchemaSet, json_text: &str) {
+/// Notes on stderr where a peer's JSON, read by optimus, is not the workload's message.
+fn same_json(peer: &str, w: &Workload, schema: &SchemaSet, json_text: &str) {
     let back = json::decode(schema, w.id, json_text, &JsonOptions::default())
         .map(|m| optimus_core::binary::encode(schema, &m));
     if back.as_deref().ok() != Some(&w.bytes[..]) {
         eprintln!(
-            "optimus: note: prost-reflect's JSON of {} is not the same message to optimus; \
+            "optimus: note: {peer}'s JSON of {} is not the same message to optimus; \
              its JSON rows measure its own output",
             w.name
         );
     }
+}
+
+/// Google protobuf C++'s generated code for an embedded workload, every operation (JSON
+/// through its json_util). Encode writes a new string per message, as optimus and prost
+/// write a new buffer.
+#[cfg(cpp_peer)]
+fn cpp_runner<'a>(op: Op, w: &'a Workload, schema: &SchemaSet) -> Result<Option<Runner<'a>>> {
+    use super::cpp_peer::{self, CppMessage};
+    let Some(which) = cpp_peer::which(&w.type_name) else {
+        return Ok(None);
+    };
+    let bytes = &w.bytes[..];
+    let mut msg = CppMessage::new(which)?;
+    msg.parse(bytes)?;
+    same_bytes("protobuf-cpp", w, &msg.serialize());
+    let json_text = msg.to_json()?;
+    same_json("protobuf-cpp", w, schema, &json_text);
+    let call: Box<dyn FnMut() -> Result<()>> = match op {
+        Op::Encode => Box::new(move || {
+            black_box(black_box(&msg).serialize_len());
+            Ok(())
+        }),
+        Op::Decode => Box::new(move || cpp_peer::parse_new(which, black_box(bytes))),
+        Op::DecodeReuse => {
+            let mut reused = CppMessage::new(which)?;
+            Box::new(move || {
+                reused.parse(black_box(bytes))?;
+                black_box(&reused);
+                Ok(())
+            })
+        }
+        Op::JsonEncode => Box::new(move || {
+            black_box(black_box(&msg).to_json_len()?);
+            Ok(())
+        }),
+        Op::JsonDecode => Box::new(move || cpp_peer::from_json_new(which, black_box(&json_text))),
+        Op::Transcode => Box::new(move || cpp_peer::protobuf_to_json(which, black_box(bytes))),
+    };
+    Ok(Some(Runner {
+        implementation: "protobuf-cpp",
+        call,
+    }))
 }

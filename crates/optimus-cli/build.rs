@@ -1,0 +1,103 @@
+//! Builds the Google protobuf C++ peer of `optimus bench` (`cpp/peer.cc` over the code protoc
+//! generates from `testdata/peers.proto`) where protoc and libprotobuf are installed, and then
+//! sets `cfg(cpp_peer)`; elsewhere the bench runs without it and the build says why in a
+//! warning. `OPTIMUS_NO_CPP_PEER=1` leaves it out on purpose; `OPTIMUS_REQUIRE_CPP_PEER=1`
+//! (set by scripts/test, which installs libprotobuf) makes its absence an error instead.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(cpp_peer)");
+    println!("cargo:rerun-if-changed=cpp/peer.cc");
+    println!("cargo:rerun-if-changed=../../testdata/peers.proto");
+    println!("cargo:rerun-if-env-changed=PROTOC");
+    println!("cargo:rerun-if-env-changed=OPTIMUS_NO_CPP_PEER");
+    println!("cargo:rerun-if-env-changed=OPTIMUS_REQUIRE_CPP_PEER");
+    if env::var_os("OPTIMUS_NO_CPP_PEER").is_some_and(|v| v != "0") {
+        return;
+    }
+    match build_cpp_peer() {
+        Ok(()) => println!("cargo:rustc-cfg=cpp_peer"),
+        Err(why) if env::var_os("OPTIMUS_REQUIRE_CPP_PEER").is_some_and(|v| v != "0") => {
+            panic!("OPTIMUS_REQUIRE_CPP_PEER is set, but the C++ peer cannot be built: {why}")
+        }
+        Err(why) => println!(
+            "cargo:warning=optimus bench is built without its Google protobuf C++ peer: {why} \
+             (install protobuf-compiler and libprotobuf-dev to measure it)"
+        ),
+    }
+}
+
+fn build_cpp_peer() -> Result<(), String> {
+    let out = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?);
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
+    let testdata = manifest.join("../../testdata");
+    let lib_flags = protobuf_link_flags()?;
+    let protoc = env::var("PROTOC").unwrap_or_else(|_| "protoc".into());
+    let status = Command::new(&protoc)
+        .arg(format!("--cpp_out={}", out.display()))
+        .arg(format!("-I{}", testdata.display()))
+        .arg("peers.proto")
+        .status()
+        .map_err(|e| format!("cannot run {protoc}: {e}"))?;
+    if !status.success() {
+        return Err(format!("{protoc} failed on peers.proto ({status})"));
+    }
+    cc::Build::new()
+        .cpp(true)
+        .std("c++17")
+        .opt_level(2)
+        .include(&out)
+        .file(out.join("peers.pb.cc"))
+        .file(manifest.join("cpp/peer.cc"))
+        .warnings(false)
+        .cargo_warnings(false)
+        .try_compile("optimus_cpp_peer")
+        .map_err(|e| {
+            format!(
+                "the C++ peer does not compile (protoc and libprotobuf of other versions?): {e}"
+            )
+        })?;
+    for flag in lib_flags {
+        println!("cargo:{flag}");
+    }
+    Ok(())
+}
+
+/// How to link libprotobuf: pkg-config's answer, else the library in a system directory.
+fn protobuf_link_flags() -> Result<Vec<String>, String> {
+    if let Ok(o) = Command::new("pkg-config")
+        .args(["--libs", "protobuf"])
+        .output()
+    {
+        if o.status.success() {
+            let libs = String::from_utf8_lossy(&o.stdout);
+            return Ok(libs
+                .split_whitespace()
+                .filter_map(|f| {
+                    f.strip_prefix("-L")
+                        .map(|d| format!("rustc-link-search=native={d}"))
+                        .or_else(|| f.strip_prefix("-l").map(|l| format!("rustc-link-lib={l}")))
+                })
+                .collect());
+        }
+    }
+    let dirs = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib",
+        "/usr/local/lib",
+    ];
+    dirs.iter()
+        .map(Path::new)
+        .find(|d| d.join("libprotobuf.so").exists())
+        .map(|d| {
+            vec![
+                format!("rustc-link-search=native={}", d.display()),
+                "rustc-link-lib=protobuf".into(),
+            ]
+        })
+        .ok_or_else(|| "no libprotobuf found (pkg-config or a system library directory)".into())
+}
