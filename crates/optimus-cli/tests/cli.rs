@@ -160,7 +160,7 @@ fn bench_decodes_into_a_reused_message_beside_the_peers() {
         );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
-        // Each peer decodes and re-encodes the workload to its very bytes, else it notes it.
+        // Each peer re-encodes the workload to the bytes optimus does (its own), else it notes it.
         assert!(!stderr.contains("note:"), "{stderr}");
         let text = String::from_utf8(out.stdout).unwrap();
         let rows: Vec<serde_json::Value> = text

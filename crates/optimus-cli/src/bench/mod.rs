@@ -21,7 +21,7 @@ use optimus_core::Message;
 use optimus_schema::{descriptor_set_from_proto_files, descriptor_set_from_sources};
 use optimus_schema::{MessageId, SchemaSet, DEFAULT_PROTO_NAME};
 
-use peers::PeerSchema;
+use peers::{Notes, PeerSchema};
 
 use crate::source::find_type;
 
@@ -136,7 +136,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .find(|p| !peers::ALL.contains(&p.as_str()))
     {
         if p == "protobuf-cpp" {
-            bail!("this optimus was built without the protobuf-cpp peer: build it where protoc and libprotobuf are installed");
+            bail!(
+                "this optimus was built without the protobuf-cpp peer: build it where protoc \
+                 and libprotobuf are installed"
+            );
         }
         bail!(
             "no peer named {p:?} (try {}, or none)",
@@ -156,6 +159,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let total = workloads.len() * ops.len();
     let mut done = 0;
     let mut out = io::stdout().lock();
+    let mut notes = Notes::default();
     if !args.json {
         writeln!(
             out,
@@ -183,7 +187,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 implementation: "optimus",
                 call: Box::new(|| op.run(&schema, w, &msg, &json_text, &mut reused)),
             }];
-            runners.extend(peers::runners(&peer_names, op, w, &schema, &peer_schema)?);
+            runners.extend(peers::runners(
+                &peer_names,
+                op,
+                w,
+                &schema,
+                &peer_schema,
+                &mut notes,
+            )?);
             let times = measure(&args, &mut runners)?;
             let ours = &times[0];
             for (r, ns) in runners.iter().zip(&times) {

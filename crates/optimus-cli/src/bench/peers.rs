@@ -4,12 +4,17 @@
 //! workloads only).
 //!
 //! Before a peer is timed it must do the same work: its decode of the workload must encode
-//! back to the very bytes, and its JSON must carry the same message. Where it does not, a
-//! note goes to stderr and its row still prints, so the user sees what was compared.
+//! to the bytes optimus encodes it as (the input's own, where the input is canonical), and
+//! its JSON must carry the same message. Where it does not, a
+//! note goes to stderr (once per peer and workload) and its row still prints, so the user
+//! sees what was compared.
+
+use std::collections::HashSet;
 
 use std::hint::black_box;
 
 use anyhow::{bail, Context, Result};
+use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::{self, JsonOptions};
 use optimus_schema::{FileDescriptorSet, SchemaSet};
 use prost::Message as _;
@@ -31,6 +36,20 @@ pub const DEFAULT: &str = "prost,prost-reflect,protobuf-cpp";
 /// `--peers`' default: every peer this build has.
 #[cfg(not(cpp_peer))]
 pub const DEFAULT: &str = "prost,prost-reflect";
+
+/// The notes already written to stderr, so each is written once however many operations
+/// check it.
+#[derive(Default)]
+pub struct Notes(HashSet<String>);
+
+impl Notes {
+    fn note(&mut self, text: String) {
+        if !self.0.contains(&text) {
+            eprintln!("optimus: note: {text}");
+            self.0.insert(text);
+        }
+    }
+}
 
 /// What the peers need of a workload: prost-reflect's descriptor of its type.
 pub struct PeerSchema {
@@ -61,14 +80,15 @@ pub fn runners<'a>(
     w: &'a Workload,
     schema: &SchemaSet,
     peer_schema: &PeerSchema,
+    notes: &mut Notes,
 ) -> Result<Vec<Runner<'a>>> {
     let mut out = Vec::new();
     for peer in peers {
         let runner = match peer.as_str() {
-            "prost" => prost_runner(op, w)?,
-            "prost-reflect" => Some(reflect_runner(op, w, schema, peer_schema)?),
+            "prost" => prost_runner(op, w, schema, notes)?,
+            "prost-reflect" => Some(reflect_runner(op, w, schema, peer_schema, notes)?),
             #[cfg(cpp_peer)]
-            "protobuf-cpp" => cpp_runner(op, w, schema)?,
+            "protobuf-cpp" => cpp_runner(op, w, schema, notes)?,
             other => bail!("no peer named {other:?} (try {})", ALL.join(", ")),
         };
         out.extend(runner);
@@ -78,22 +98,29 @@ pub fn runners<'a>(
 
 /// prost's generated code for an embedded workload, binary operations only (prost has no
 /// JSON mapping of its own).
-fn prost_runner(op: Op, w: &Workload) -> Result<Option<Runner<'_>>> {
+fn prost_runner<'a>(
+    op: Op,
+    w: &'a Workload,
+    schema: &SchemaSet,
+    notes: &mut Notes,
+) -> Result<Option<Runner<'a>>> {
     match w.type_name.as_str() {
-        "bench.Flat" => typed::<prost_types::Flat>(op, w),
-        "bench.Mixed" => typed::<prost_types::Mixed>(op, w),
-        "bench.Nested" => typed::<prost_types::Nested>(op, w),
+        "bench.Flat" => typed::<prost_types::Flat>(op, w, schema, notes),
+        "bench.Mixed" => typed::<prost_types::Mixed>(op, w, schema, notes),
+        "bench.Nested" => typed::<prost_types::Nested>(op, w, schema, notes),
         _ => Ok(None),
     }
 }
 
-fn typed<T: prost::Message + Default + 'static>(
+fn typed<'a, T: prost::Message + Default + 'static>(
     op: Op,
-    w: &Workload,
-) -> Result<Option<Runner<'_>>> {
+    w: &'a Workload,
+    schema: &SchemaSet,
+    notes: &mut Notes,
+) -> Result<Option<Runner<'a>>> {
     let bytes = &w.bytes[..];
     let msg = T::decode(bytes).context("prost decode")?;
-    same_bytes("prost", w, &msg.encode_to_vec());
+    same_bytes(notes, "prost", w, schema, &msg.encode_to_vec());
     let call: Box<dyn FnMut() -> Result<()>> = match op {
         Op::Encode => Box::new(move || {
             black_box(black_box(&msg).encode_to_vec());
@@ -126,13 +153,14 @@ fn reflect_runner<'a>(
     w: &'a Workload,
     schema: &SchemaSet,
     peer_schema: &PeerSchema,
+    notes: &mut Notes,
 ) -> Result<Runner<'a>> {
     let desc = peer_schema.descriptor(&w.type_name)?;
     let bytes = &w.bytes[..];
     let msg = DynamicMessage::decode(desc.clone(), bytes).context("prost-reflect decode")?;
-    same_bytes("prost-reflect", w, &msg.encode_to_vec());
+    same_bytes(notes, "prost-reflect", w, schema, &msg.encode_to_vec());
     let json_text = serde_json::to_string(&msg).context("prost-reflect JSON")?;
-    same_json("prost-reflect", w, schema, &json_text);
+    same_json(notes, "prost-reflect", w, schema, &json_text);
     let call: Box<dyn FnMut() -> Result<()>> = match op {
         Op::Encode => Box::new(move || {
             black_box(black_box(&msg).encode_to_vec());
@@ -173,29 +201,35 @@ fn reflect_runner<'a>(
     })
 }
 
-/// Notes on stderr where a peer's re-encoding of the workload differs from its bytes.
-fn same_bytes(peer: &str, w: &Workload, encoded: &[u8]) {
-    if encoded != w.bytes {
-        eprintln!(
-            "optimus: note: {peer} re-encodes {} as {} bytes that differ from the input's {}; \
-             its rows measure its own output",
+/// What optimus encodes the workload's message as: the bytes every peer's re-encoding of it
+/// must equal (the input itself, where the input is canonical).
+fn optimus_bytes(schema: &SchemaSet, w: &Workload) -> Option<Vec<u8>> {
+    let msg = binary::decode(schema, w.id, &w.bytes, &DecodeOptions::default()).ok()?;
+    Some(binary::encode(schema, &msg))
+}
+
+/// Notes where a peer's re-encoding of the workload differs from optimus's.
+fn same_bytes(notes: &mut Notes, peer: &str, w: &Workload, schema: &SchemaSet, encoded: &[u8]) {
+    if optimus_bytes(schema, w).as_deref() != Some(encoded) {
+        notes.note(format!(
+            "{peer} re-encodes {} as {} bytes that differ from optimus's; its rows measure \
+             its own output",
             w.name,
             encoded.len(),
-            w.bytes.len()
-        );
+        ));
     }
 }
 
-/// Notes on stderr where a peer's JSON, read by optimus, is not the workload's message.
-fn same_json(peer: &str, w: &Workload, schema: &SchemaSet, json_text: &str) {
+/// Notes where a peer's JSON, read by optimus, is not the workload's message.
+fn same_json(notes: &mut Notes, peer: &str, w: &Workload, schema: &SchemaSet, json_text: &str) {
     let back = json::decode(schema, w.id, json_text, &JsonOptions::default())
-        .map(|m| optimus_core::binary::encode(schema, &m));
-    if back.as_deref().ok() != Some(&w.bytes[..]) {
-        eprintln!(
-            "optimus: note: {peer}'s JSON of {} is not the same message to optimus; \
-             its JSON rows measure its own output",
+        .map(|m| binary::encode(schema, &m));
+    if back.ok() != optimus_bytes(schema, w) {
+        notes.note(format!(
+            "{peer}'s JSON of {} is not the same message to optimus; its JSON rows measure \
+             its own output",
             w.name
-        );
+        ));
     }
 }
 
@@ -203,7 +237,12 @@ fn same_json(peer: &str, w: &Workload, schema: &SchemaSet, json_text: &str) {
 /// through its json_util). Encode writes a new string per message, as optimus and prost
 /// write a new buffer.
 #[cfg(cpp_peer)]
-fn cpp_runner<'a>(op: Op, w: &'a Workload, schema: &SchemaSet) -> Result<Option<Runner<'a>>> {
+fn cpp_runner<'a>(
+    op: Op,
+    w: &'a Workload,
+    schema: &SchemaSet,
+    notes: &mut Notes,
+) -> Result<Option<Runner<'a>>> {
     use super::cpp_peer::{self, CppMessage};
     let Some(which) = cpp_peer::which(&w.type_name) else {
         return Ok(None);
@@ -211,9 +250,9 @@ fn cpp_runner<'a>(op: Op, w: &'a Workload, schema: &SchemaSet) -> Result<Option<
     let bytes = &w.bytes[..];
     let mut msg = CppMessage::new(which)?;
     msg.parse(bytes)?;
-    same_bytes("protobuf-cpp", w, &msg.serialize());
+    same_bytes(notes, "protobuf-cpp", w, schema, &msg.serialize());
     let json_text = msg.to_json()?;
-    same_json("protobuf-cpp", w, schema, &json_text);
+    same_json(notes, "protobuf-cpp", w, schema, &json_text);
     let call: Box<dyn FnMut() -> Result<()>> = match op {
         Op::Encode => Box::new(move || {
             black_box(black_box(&msg).serialize_len());
