@@ -289,6 +289,36 @@ impl Message {
         }
     }
 
+    /// The sub-message of the singular message `field` at `index`, made empty if unset (the
+    /// decoder's path: no dispatch on what the field may hold).
+    #[inline]
+    pub(crate) fn sub_message(
+        &mut self,
+        schema: &SchemaSet,
+        field: &Field,
+        index: usize,
+    ) -> &mut Message {
+        if !self.has(index) {
+            self.ensure_record(schema);
+            if field.oneof.is_some() {
+                self.clear_oneof_siblings(schema, field, index);
+            }
+            match &mut self.slots[index] {
+                // Left by `clear_all`: emptied and reused with its allocations.
+                Value::Message(m) => m.clear_all(),
+                slot => {
+                    let id = field.message.expect("message field has a type");
+                    *slot = Value::Message(Box::new(Message::new(schema, id)));
+                }
+            }
+            self.mark(index);
+        }
+        match &mut self.slots[index] {
+            Value::Message(m) => m,
+            other => panic!("field {index} is not a message: {other:?}"),
+        }
+    }
+
     /// The sub-message of the message field at `index` (created empty if unset).
     ///
     /// # Panics

@@ -133,7 +133,7 @@ impl<T: Tracer> Decoder<'_, T> {
                         let sub_id = field.message.expect("message field has a type");
                         self.charge(sub_id, *pos)?;
                     }
-                    let sub = msg.message_mut(self.schema, index);
+                    let sub = msg.sub_message(self.schema, field, index);
                     self.merge_sub_message(sub, field, wire, pos, end, depth)?;
                 } else if !self.store_singular(msg, field, index, pos, end)? {
                     let buf = self.buf;
