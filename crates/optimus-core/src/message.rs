@@ -245,7 +245,7 @@ impl Message {
                 s.clear();
                 s.push_str(text);
             }
-            slot => *slot = Value::String(text.to_owned()),
+            slot => overwrite(slot, Value::String(text.to_owned())),
         }
     }
 
@@ -263,7 +263,7 @@ impl Message {
                 b.clear();
                 b.extend_from_slice(bytes);
             }
-            slot => *slot = Value::Bytes(bytes.to_vec()),
+            slot => overwrite(slot, Value::Bytes(bytes.to_vec())),
         }
     }
 
@@ -308,7 +308,7 @@ impl Message {
                 Value::Message(m) => m.clear_all(),
                 slot => {
                     let id = field.message.expect("message field has a type");
-                    *slot = Value::Message(Box::new(Message::new(schema, id)));
+                    overwrite(slot, Value::Message(Box::new(Message::new(schema, id))));
                 }
             }
             self.mark(index);
@@ -333,13 +333,7 @@ impl Message {
     /// Sets the presence bit of `index` and stores `value` without checks (decoder fast path).
     #[inline(always)]
     pub(crate) fn put(&mut self, schema: &SchemaSet, field: &Field, index: usize, value: Value) {
-        let slot = self.slot_to_put(schema, field, index);
-        if slot.owns_heap() {
-            *slot = value;
-        } else {
-            // A scalar has nothing to drop: overwrite it without the drop glue's call.
-            std::mem::forget(std::mem::replace(slot, value));
-        }
+        overwrite(self.slot_to_put(schema, field, index), value);
     }
 
     /// The slot of `field` (at `index`), marked set and its oneof siblings unset, holding
@@ -434,6 +428,17 @@ impl Message {
             }
         }
         None
+    }
+}
+
+/// Stores `value` in `slot`. A scalar there has nothing to drop, so it is overwritten without
+/// a call of the drop glue (which the decoders' slot writes would otherwise make each time).
+#[inline(always)]
+fn overwrite(slot: &mut Value, value: Value) {
+    if slot.owns_heap() {
+        *slot = value;
+    } else {
+        std::mem::forget(std::mem::replace(slot, value));
     }
 }
 
