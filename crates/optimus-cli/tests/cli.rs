@@ -132,72 +132,17 @@ fn help_and_schema_listing() {
     assert!(text.contains("bench.MixedGeo"), "{text}");
 }
 
-#[test]
-fn bench_decodes_into_a_reused_message_beside_the_peers() {
-    // scripts/test installs protoc and libprotobuf, so there the C++ peer must be built in.
-    #[cfg(not(cpp_peer))]
-    if std::env::var_os("OPTIMUS_REQUIRE_CPP_PEER").is_some_and(|v| v != "0") {
-        panic!(
-            "OPTIMUS_REQUIRE_CPP_PEER is set, but this build has no protobuf-cpp peer (see the \
-             warning of optimus-cli's build script)"
-        );
-    }
-    for workload in ["flat", "mixed", "nested"] {
-        let out = optimus(
-            &[
-                "bench",
-                "--workload",
-                workload,
-                "--operation",
-                "decode-reuse",
-                "--seconds",
-                "0.05",
-                "--reps",
-                "3",
-                "--json",
-            ],
-            b"",
-        );
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
-        // Each peer re-encodes the workload to the bytes optimus does (its own), else it notes it.
-        assert!(!stderr.contains("note:"), "{stderr}");
-        let text = String::from_utf8(out.stdout).unwrap();
-        let rows: Vec<serde_json::Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        let names: Vec<&str> = rows
-            .iter()
-            .map(|r| r["implementation"].as_str().unwrap())
-            .collect();
-        let mut expected = vec!["optimus", "prost", "prost-reflect"];
-        if cfg!(cpp_peer) {
-            expected.push("protobuf-cpp");
-        }
-        assert_eq!(names, expected, "{text}");
-        for r in &rows {
-            assert_eq!(r["operation"], "decode-reuse");
-            assert!(r["ns_median"].as_f64().unwrap() > 0.0, "{text}");
-            let speedup = &r["optimus_speedup_median"];
-            assert_eq!(
-                speedup.is_number(),
-                r["implementation"] != "optimus",
-                "{text}"
-            );
-        }
-    }
-}
-
-#[test]
-fn bench_json_rows_leave_out_prost() {
+/// The JSON rows of a short `optimus bench` of one workload and operation with the default
+/// peers, checked to succeed without a note (each peer re-encodes the workload to the bytes
+/// optimus does, and its JSON is the same message, else it writes one).
+fn bench_rows(workload: &str, operation: &str) -> Vec<serde_json::Value> {
     let out = optimus(
         &[
             "bench",
             "--workload",
-            "mixed",
+            workload,
             "--operation",
-            "json-decode",
+            operation,
             "--seconds",
             "0.05",
             "--reps",
@@ -210,18 +155,59 @@ fn bench_json_rows_leave_out_prost() {
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("note:"), "{stderr}");
     let text = String::from_utf8(out.stdout).unwrap();
-    let names: Vec<String> = text
+    let rows: Vec<serde_json::Value> = text
         .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["implementation"].to_string()
-        })
+        .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    // prost has no JSON mapping; the peers that have one are measured.
-    let mut expected = vec!["\"optimus\"", "\"prost-reflect\""];
-    if cfg!(cpp_peer) {
-        expected.push("\"protobuf-cpp\"");
+    for r in &rows {
+        assert_eq!(r["operation"], operation, "{text}");
+        assert!(r["ns_median"].as_f64().unwrap() > 0.0, "{text}");
+        let speedup = &r["optimus_speedup_median"];
+        assert_eq!(
+            speedup.is_number(),
+            r["implementation"] != "optimus",
+            "{text}"
+        );
     }
-    assert_eq!(names, expected, "{text}");
+    rows
+}
+
+/// The implementations of `rows`, in order.
+fn implementations(rows: &[serde_json::Value]) -> Vec<&str> {
+    rows.iter()
+        .map(|r| r["implementation"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn bench_decodes_into_a_reused_message_beside_the_peers() {
+    // scripts/test installs protoc and libprotobuf, so there the C++ peer must be built in.
+    #[cfg(not(cpp_peer))]
+    if std::env::var_os("OPTIMUS_REQUIRE_CPP_PEER").is_some_and(|v| v != "0") {
+        panic!(
+            "OPTIMUS_REQUIRE_CPP_PEER is set, but this build has no protobuf-cpp peer (see the \
+             warning of optimus-cli's build script)"
+        );
+    }
+    let mut expected = vec!["optimus", "prost", "prost-reflect"];
+    if cfg!(cpp_peer) {
+        expected.push("protobuf-cpp");
+    }
+    for workload in ["flat", "mixed", "nested"] {
+        let rows = bench_rows(workload, "decode-reuse");
+        assert_eq!(implementations(&rows), expected, "{workload}");
+    }
+}
+
+#[test]
+fn bench_json_rows_leave_out_prost() {
+    // prost has no JSON mapping; the peers that have one are measured.
+    let mut expected = vec!["optimus", "prost-reflect"];
+    if cfg!(cpp_peer) {
+        expected.push("protobuf-cpp");
+    }
+    let rows = bench_rows("mixed", "json-decode");
+    assert_eq!(implementations(&rows), expected);
     let out = optimus(&["bench", "--peers", "protobuf-c"], b"");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no peer named"));
