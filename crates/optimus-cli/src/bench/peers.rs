@@ -5,12 +5,10 @@
 //!
 //! Before a peer is timed it must do the same work: its decode of the workload must encode
 //! to the bytes optimus encodes it as (the input's own, where the input is canonical), and
-//! its JSON must carry the same message. Where it does not, a
-//! note goes to stderr (once per peer and workload) and its row still prints, so the user
-//! sees what was compared.
+//! its JSON must carry the same message. Where it does not, a note goes to stderr (once per
+//! peer and workload) and its row still prints, so the user sees what was compared.
 
 use std::collections::HashSet;
-
 use std::hint::black_box;
 
 use anyhow::{bail, Context, Result};
