@@ -164,6 +164,14 @@ impl Message {
                 expected: describe(field),
             });
         }
+        self.store(schema, field, index, value);
+        Ok(())
+    }
+
+    /// Sets `field` (at `index`) to `value`, already known to be of the field's type: what
+    /// [`Message::set`] does once it has checked. A field without presence set to its zero
+    /// value (or an empty list or map) becomes unset.
+    pub(crate) fn store(&mut self, schema: &SchemaSet, field: &Field, index: usize, value: Value) {
         let clears = match field.cardinality {
             Cardinality::Singular | Cardinality::Repeated | Cardinality::Map => value.is_zero(),
             Cardinality::Optional => false,
@@ -171,12 +179,8 @@ impl Message {
         if clears {
             self.clear(index);
         } else {
-            self.ensure_record(schema);
-            self.clear_oneof_siblings(schema, field, index);
-            self.slots[index] = value;
-            self.mark(index);
+            self.put(schema, field, index, value);
         }
-        Ok(())
     }
 
     /// Sets the field named `name` (declared or JSON name).

@@ -166,17 +166,9 @@ impl<'a, 's> Decoder<'a, 's> {
                 None => return Ok(false),
             },
         };
-        // What `Message::set` does, without its type check: the value was read as the field's.
+        // `Message::set` without its type check: the value was read as the field's.
         debug_assert!(value.matches(field), "read as {}'s type", field.name);
-        let clears = match field.cardinality {
-            Cardinality::Singular | Cardinality::Repeated | Cardinality::Map => value.is_zero(),
-            Cardinality::Optional => false,
-        };
-        if clears {
-            msg.clear(index);
-        } else {
-            msg.put(schema, field, index, value);
-        }
+        msg.store(schema, field, index, value);
         Ok(true)
     }
 
