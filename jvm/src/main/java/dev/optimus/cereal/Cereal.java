@@ -1,0 +1,319 @@
+package dev.optimus.cereal;
+
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.LinkedList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The Cereal serializer: configuration, the class registry, and one-graph entry points.
+ *
+ * <p>Serializes arbitrary object graphs in the format of Cereal (Jang et al., ISCA 2020): a value
+ * array of the objects' words, a packed array of relative references and a packed layout bitmap
+ * ({@link Format}). Shared objects and cycles keep their identity. Supported: primitives and
+ * their arrays, object arrays, strings, boxed values, enums, {@code ArrayList},
+ * {@code LinkedList}, {@code ArrayDeque}, {@code HashSet}, {@code LinkedHashSet},
+ * {@code TreeSet} and {@code TreeMap} (natural ordering), {@code HashMap}, {@code LinkedHashMap},
+ * the immutable {@code List.of}/{@code Set.of}/{@code Map.of} (rebuilt), other collections and
+ * maps with a public no-argument constructor (by content), and any other class by its non-static,
+ * non-transient fields, inherited ones included.
+ *
+ * <p>Like Kryo, classes are registered ({@link #register(Class)}) and written as small IDs, and
+ * writer and reader must register the same classes with the same IDs. With
+ * {@link #setRegistrationRequired(boolean) setRegistrationRequired(false)} an unregistered class
+ * is named in the stream instead, once per stream; a reader then loads classes by name (without
+ * initializing them), so only turn it off for trusted input.
+ *
+ * <p>Use: register and configure first, then serialize from any number of threads (the registry
+ * must not change while graphs are written or read). {@link #serialize}/{@link #deserialize} are
+ * thread-safe; {@link CerealOutput}/{@link CerealInput} are streams of many graphs, one per
+ * thread, as a Spark {@code SerializationStream}/{@code DeserializationStream} would hold them.
+ */
+public final class Cereal implements AutoCloseable {
+  private final Map<Class<?>, ClassInfo> registered = new IdentityHashMap<>();
+  private ClassInfo[] byId = new ClassInfo[64];
+  private int nextId = Format.FIRST_USER_ID;
+  private boolean registrationRequired = true;
+  private ClassLoader classLoader = Cereal.class.getClassLoader();
+  private int threads = Math.max(1, Runtime.getRuntime().availableProcessors());
+  private int parallelThreshold = 1 << 16;
+  private int maxGraphWords = Format.MAX_WORDS;
+  private volatile ExecutorService pool;
+  private final ThreadLocal<GraphWriter> writers = ThreadLocal.withInitial(() -> new GraphWriter(this));
+
+  private final ClassValue<ClassInfo> infos = new ClassValue<>() {
+    @Override
+    protected ClassInfo computeValue(Class<?> type) {
+      Class<?> key = type;
+      if (type.getSuperclass() != null && type.getSuperclass().isEnum()) key = type.getSuperclass();
+      ClassInfo ci = registered.get(key);
+      if (ci != null) return ci;
+      if (registrationRequired) {
+        throw new CerealException("class " + type.getName() + " is not registered: call "
+            + "register(" + type.getSimpleName() + ".class) on writer and reader alike, or "
+            + "setRegistrationRequired(false)");
+      }
+      return ClassInfo.of(key, -1);
+    }
+  };
+
+  /** A serializer with the built-in classes registered and registration required. */
+  public Cereal() {
+    builtin(String.class, ClassInfo.STRING, Format.ID_STRING);
+    builtin(Boolean.class, ClassInfo.BOOLEAN, Format.ID_BOOLEAN);
+    builtin(Byte.class, ClassInfo.BYTE, Format.ID_BYTE);
+    builtin(Short.class, ClassInfo.SHORT, Format.ID_SHORT);
+    builtin(Character.class, ClassInfo.CHAR, Format.ID_CHAR);
+    builtin(Integer.class, ClassInfo.INT, Format.ID_INT);
+    builtin(Long.class, ClassInfo.LONG, Format.ID_LONG);
+    builtin(Float.class, ClassInfo.FLOAT, Format.ID_FLOAT);
+    builtin(Double.class, ClassInfo.DOUBLE, Format.ID_DOUBLE);
+    builtin(boolean[].class, ClassInfo.A_BOOLEAN, Format.ID_A_BOOLEAN);
+    builtin(byte[].class, ClassInfo.A_BYTE, Format.ID_A_BYTE);
+    builtin(short[].class, ClassInfo.A_SHORT, Format.ID_A_SHORT);
+    builtin(char[].class, ClassInfo.A_CHAR, Format.ID_A_CHAR);
+    builtin(int[].class, ClassInfo.A_INT, Format.ID_A_INT);
+    builtin(long[].class, ClassInfo.A_LONG, Format.ID_A_LONG);
+    builtin(float[].class, ClassInfo.A_FLOAT, Format.ID_A_FLOAT);
+    builtin(double[].class, ClassInfo.A_DOUBLE, Format.ID_A_DOUBLE);
+    builtin(Object[].class, ClassInfo.OBJ_ARRAY, Format.ID_OBJECT_ARRAY);
+    builtin(String[].class, ClassInfo.OBJ_ARRAY, Format.ID_STRING_ARRAY);
+    builtin(ArrayList.class, ClassInfo.ARRAY_LIST, Format.ID_ARRAY_LIST);
+    builtin(LinkedList.class, ClassInfo.LINKED_LIST, Format.ID_LINKED_LIST);
+    builtin(ArrayDeque.class, ClassInfo.ARRAY_DEQUE, Format.ID_ARRAY_DEQUE);
+    builtin(HashSet.class, ClassInfo.HASH_SET, Format.ID_HASH_SET);
+    builtin(LinkedHashSet.class, ClassInfo.LINKED_HASH_SET, Format.ID_LINKED_HASH_SET);
+    builtin(TreeSet.class, ClassInfo.TREE_SET, Format.ID_TREE_SET);
+    builtin(HashMap.class, ClassInfo.HASH_MAP, Format.ID_HASH_MAP);
+    builtin(LinkedHashMap.class, ClassInfo.LINKED_HASH_MAP, Format.ID_LINKED_HASH_MAP);
+    builtin(TreeMap.class, ClassInfo.TREE_MAP, Format.ID_TREE_MAP);
+    // The immutable collections' classes are private to java.util: find them by example. Each
+    // ID stands for all the classes of one interface; the reader rebuilds with List.of & co.,
+    // which pick the same class for the same size.
+    ClassInfo list = builtin(List.of().getClass(), ClassInfo.IMM_LIST, Format.ID_IMM_LIST);
+    ClassInfo set = builtin(Set.of().getClass(), ClassInfo.IMM_SET, Format.ID_IMM_SET);
+    ClassInfo map = builtin(Map.of().getClass(), ClassInfo.IMM_MAP, Format.ID_IMM_MAP);
+    for (Object o : new Object[] {List.of(1), List.of(1, 2), List.of(1, 2, 3),
+        Arrays.asList(1, 2).stream().toList()}) {
+      registered.putIfAbsent(o.getClass(), list);
+    }
+    for (Object o : new Object[] {Set.of(1), Set.of(1, 2), Set.of(1, 2, 3)}) {
+      registered.putIfAbsent(o.getClass(), set);
+    }
+    for (Object o : new Object[] {Map.of(1, 1), Map.of(1, 1, 2, 2)}) {
+      registered.putIfAbsent(o.getClass(), map);
+    }
+  }
+
+  private ClassInfo builtin(Class<?> type, int kind, int id) {
+    ClassInfo ci = ClassInfo.builtin(type, kind, id);
+    registered.put(type, ci);
+    byId[id] = ci;
+    return ci;
+  }
+
+  // ------------------------------------------------------------------ registry
+
+  /** Registers {@code type} under the next free ID and returns the ID (a built-in's own ID). */
+  public synchronized int register(Class<?> type) {
+    ClassInfo ci = registered.get(type);
+    if (ci != null) return ci.id;
+    while (nextId < byId.length && byId[nextId] != null) nextId++;
+    register(type, nextId);
+    return nextId;
+  }
+
+  /**
+   * Registers {@code type} under {@code id} (from 32 to 2^24 - 1): writer and reader must agree.
+   * Computes the class's layout now.
+   */
+  public synchronized void register(Class<?> type, int id) {
+    if (id < Format.FIRST_USER_ID || id >= Format.DYNAMIC_BASE) {
+      throw new IllegalArgumentException("class IDs go from " + Format.FIRST_USER_ID + " to "
+          + (Format.DYNAMIC_BASE - 1) + ": " + id);
+    }
+    if (id < byId.length && byId[id] != null && byId[id].type != type) {
+      throw new IllegalArgumentException("ID " + id + " is already " + byId[id].type.getName());
+    }
+    ClassInfo old = registered.get(type);
+    if (old != null) {
+      if (old.id == id) return;
+      throw new IllegalArgumentException(type.getName() + " is already registered as " + old.id);
+    }
+    ClassInfo ci = ClassInfo.of(type, id);
+    if (ci.type != type) throw new IllegalArgumentException("register the enum " + ci.type.getName() + " itself");
+    if (id >= byId.length) byId = Arrays.copyOf(byId, Math.max(id + 1, byId.length * 2));
+    byId[id] = ci;
+    registered.put(type, ci);
+    infos.remove(type);
+  }
+
+  /** Whether every class written must be registered (the default: true). */
+  public boolean isRegistrationRequired() {
+    return registrationRequired;
+  }
+
+  /** With false, unregistered classes are written by name, once per stream (trusted input only). */
+  public synchronized void setRegistrationRequired(boolean required) {
+    this.registrationRequired = required;
+  }
+
+  /** The loader of classes named in a stream (default: Cereal's own). */
+  public void setClassLoader(ClassLoader loader) {
+    this.classLoader = loader;
+  }
+
+  /** Threads fixing references of a large graph (default: the available processors). */
+  public void setDeserializationThreads(int threads) {
+    if (threads < 1) throw new IllegalArgumentException("threads < 1");
+    this.threads = threads;
+  }
+
+  public int deserializationThreads() {
+    return threads;
+  }
+
+  /** References from which a graph's references are fixed on several threads (default 65536). */
+  public void setParallelThreshold(int references) {
+    if (references < 1) throw new IllegalArgumentException("threshold < 1");
+    this.parallelThreshold = references;
+  }
+
+  public int parallelThreshold() {
+    return parallelThreshold;
+  }
+
+  /** The most layout words a graph read may have (default: the format's limit, 2^31 - 17). */
+  public void setMaxGraphWords(int words) {
+    if (words < 1) throw new IllegalArgumentException("words < 1");
+    this.maxGraphWords = Math.min(words, Format.MAX_WORDS);
+  }
+
+  public int maxGraphWords() {
+    return maxGraphWords;
+  }
+
+  ClassInfo infoFor(Class<?> type) {
+    return infos.get(type);
+  }
+
+  ClassInfo infoById(int id) {
+    ClassInfo[] t = byId;
+    return id > 0 && id < t.length ? t[id] : null;
+  }
+
+  ClassInfo infoForName(String name, long at) {
+    Class<?> type;
+    try {
+      type = Class.forName(name, false, classLoader);
+    } catch (ClassNotFoundException | LinkageError e) {
+      throw new CerealException("corrupt Cereal frame: unknown class " + name, at, null);
+    }
+    try {
+      return infos.get(type);
+    } catch (CerealException e) {
+      throw new CerealException("corrupt Cereal frame: " + e.getMessage(), at, null);
+    }
+  }
+
+  ExecutorService pool() {
+    ExecutorService p = pool;
+    if (p == null) {
+      synchronized (this) {
+        p = pool;
+        if (p == null) {
+          AtomicInteger n = new AtomicInteger();
+          ThreadFactory f = r -> {
+            Thread t = new Thread(r, "cereal-fixup-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+          };
+          pool = p = Executors.newFixedThreadPool(threads, f);
+        }
+      }
+    }
+    return p;
+  }
+
+  /** Stops the reference fix-up threads, if any were started. */
+  @Override
+  public synchronized void close() {
+    if (pool != null) {
+      pool.shutdown();
+      pool = null;
+    }
+  }
+
+  // ------------------------------------------------------------------ one graph
+
+  /** One frame holding the graph of {@code root} (which may be null). */
+  public byte[] serialize(Object root) {
+    GraphWriter w = writers.get();
+    w.write(root);
+    return Arrays.copyOf(w.frameBuffer(), w.frameLength());
+  }
+
+  /** The graph of the one frame that is all of {@code frame}. */
+  public Object deserialize(byte[] frame) {
+    return deserialize(frame, 0, frame.length);
+  }
+
+  /** The graph of the one frame that is all of {@code b[offset..offset+length)}. */
+  public Object deserialize(byte[] b, int offset, int length) {
+    int end = offset + length;
+    GraphReader.FrameHeader h = GraphReader.frameHeader(b, offset, end, -offset);
+    if (h.bodyLength() > end - h.bodyStart()) {
+      throw new CerealException("frame of " + h.bodyLength() + " bytes is past the "
+          + (end - h.bodyStart()) + " bytes of input", h.bodyStart() - offset, null);
+    }
+    if (h.bodyLength() < end - h.bodyStart()) {
+      throw new CerealException((end - h.bodyStart() - h.bodyLength())
+          + " bytes after the frame", h.bodyStart() + h.bodyLength() - offset, null);
+    }
+    return new GraphReader(this).read(b, h.bodyStart(), h.bodyLength(), h.flags(), -offset);
+  }
+
+  /** {@link #deserialize(byte[])}, checked to be a {@code type}. */
+  public <T> T deserialize(byte[] frame, Class<T> type) {
+    Object o = deserialize(frame);
+    if (o != null && !type.isInstance(o)) {
+      throw new CerealException("the graph's root is a " + o.getClass().getName() + ", not a "
+          + type.getName());
+    }
+    return type.cast(o);
+  }
+
+  /** A stream of graphs written to {@code out}. */
+  public CerealOutput newOutput(OutputStream out) {
+    return new CerealOutput(this, out);
+  }
+
+  /** A stream of graphs read from {@code in}. */
+  public CerealInput newInput(InputStream in) {
+    return new CerealInput(this, in);
+  }
+
+  GraphWriter newWriter() {
+    return new GraphWriter(this);
+  }
+
+  GraphReader newReader() {
+    return new GraphReader(this);
+  }
+}

@@ -1,0 +1,272 @@
+package dev.optimus.cereal;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What Cereal knows about one class, computed once per class and {@link Cereal} instance: how its
+ * objects are laid out as words of the value array and where their references are.
+ *
+ * <p>Every object starts with one header word (class ID in the low 32 bits, a length or other
+ * small value in the high 32; see {@link Format}). After it, by kind:
+ *
+ * <ul>
+ *   <li>{@link #PLAIN} (a user class, fields of superclasses included; static and transient
+ *       fields are not written): the primitive fields packed into {@link #primWords} words,
+ *       sorted by size (8, 4, 2, 1 bytes) then by declaring class (superclass first) and name,
+ *       then one reference word per reference field in the same order. This is HotSpot's own
+ *       field order (sizes descending, references together), made deterministic so that writer
+ *       and reader compute the same layout from the class alone.
+ *   <li>boxed values: one word holding the value. Enums: the header only (the ordinal in its high
+ *       half).
+ *   <li>strings: the characters, Latin-1 (1 byte each) or UTF-16LE (2), padded to a word.
+ *   <li>primitive arrays: the elements little-endian, padded to a word.
+ *   <li>object arrays: one reference word per element.
+ *   <li>collections and maps: one reference word per element (key, value per entry): their
+ *       logical content, never their internal tables. Immutable ones ({@code List.of},
+ *       {@code Set.of}, {@code Map.of}) are rebuilt from that content.
+ * </ul>
+ */
+final class ClassInfo {
+  // Kinds. Order matters only in the groupings tested by the predicates below.
+  static final int PLAIN = 0;
+  static final int ENUM = 1;
+  static final int BOOLEAN = 2, BYTE = 3, SHORT = 4, CHAR = 5, INT = 6, LONG = 7, FLOAT = 8,
+      DOUBLE = 9;
+  static final int STRING = 10;
+  static final int A_BOOLEAN = 11, A_BYTE = 12, A_SHORT = 13, A_CHAR = 14, A_INT = 15,
+      A_LONG = 16, A_FLOAT = 17, A_DOUBLE = 18;
+  static final int OBJ_ARRAY = 19;
+  // Collections (one reference per element).
+  static final int ARRAY_LIST = 20, LINKED_LIST = 21, ARRAY_DEQUE = 22, HASH_SET = 23,
+      LINKED_HASH_SET = 24, TREE_SET = 25, GENERIC_COLLECTION = 26;
+  // Maps (two references per entry).
+  static final int HASH_MAP = 27, LINKED_HASH_MAP = 28, TREE_MAP = 29, GENERIC_MAP = 30;
+  // Rebuilt after their content exists (immutable).
+  static final int IMM_LIST = 31, IMM_SET = 32, IMM_MAP = 33;
+
+  /** Primitive field kinds, as in {@link #primKinds}. */
+  static final byte F_LONG = 0, F_DOUBLE = 1, F_INT = 2, F_FLOAT = 3, F_SHORT = 4, F_CHAR = 5,
+      F_BYTE = 6, F_BOOLEAN = 7;
+
+  final Class<?> type;
+  final int kind;
+  /** Registered class ID, or -1 for a class named in the stream (registration optional). */
+  final int id;
+
+  // PLAIN only.
+  int primWords;
+  long[] primOffsets = new long[0];
+  byte[] primKinds = new byte[0];
+  int[] primPos = new int[0];
+  int refCount;
+  long[] refOffsets = new long[0];
+  /** Declared type of each reference field; null where any object fits (Object). */
+  Class<?>[] refTypes = new Class<?>[0];
+  String[] refNames = new String[0];
+
+  /** OBJ_ARRAY: the component type, or null for Object[] (no store check needed). */
+  Class<?> component;
+  /** ENUM: the constants by ordinal. */
+  Object[] enumConstants;
+  /** GENERIC_COLLECTION / GENERIC_MAP: the public no-argument constructor, as ()Object. */
+  MethodHandle ctor;
+
+  private ClassInfo(Class<?> type, int kind, int id) {
+    this.type = type;
+    this.kind = kind;
+    this.id = id;
+  }
+
+  boolean isCollection() {
+    return kind >= ARRAY_LIST && kind <= GENERIC_COLLECTION;
+  }
+
+  boolean isMap() {
+    return kind >= HASH_MAP && kind <= GENERIC_MAP;
+  }
+
+  /** Collections, maps and the rebuilt immutables: content staged by pass 2, added in pass 3. */
+  boolean isContainer() {
+    return kind >= ARRAY_LIST;
+  }
+
+  boolean isRebuilt() {
+    return kind >= IMM_LIST;
+  }
+
+  /** Whether the container orders or hashes its elements (so they must be complete first). */
+  boolean hashesContent() {
+    return kind == HASH_SET || kind == LINKED_HASH_SET || kind == TREE_SET || kind == HASH_MAP
+        || kind == LINKED_HASH_MAP || kind == TREE_MAP || kind == GENERIC_COLLECTION
+        || kind == GENERIC_MAP || kind == IMM_SET || kind == IMM_MAP;
+  }
+
+  /** Bytes per element of a primitive array kind. */
+  static int elementSize(int kind) {
+    switch (kind) {
+      case A_BOOLEAN: case A_BYTE: return 1;
+      case A_SHORT: case A_CHAR: return 2;
+      case A_INT: case A_FLOAT: return 4;
+      default: return 8;
+    }
+  }
+
+  static boolean isPrimitiveArray(int kind) {
+    return kind >= A_BOOLEAN && kind <= A_DOUBLE;
+  }
+
+  /** The info of a built-in class (the kind is fixed by the class). */
+  static ClassInfo builtin(Class<?> type, int kind, int id) {
+    ClassInfo ci = new ClassInfo(type, kind, id);
+    if (kind == OBJ_ARRAY) ci.component = type == Object[].class ? null : type.getComponentType();
+    return ci;
+  }
+
+  /** The kind a class gets when it is registered or named: a rule of {@link Format}. */
+  static ClassInfo of(Class<?> type, int id) {
+    if (type.isPrimitive() || type.isInterface() || Modifier.isAbstract(type.getModifiers())
+        && !type.isArray()) {
+      throw new CerealException("cannot serialize " + type.getName()
+          + ": interfaces, abstract and primitive classes have no instances");
+    }
+    if (type.isEnum() || (type.getSuperclass() != null && type.getSuperclass().isEnum())) {
+      Class<?> e = type.isEnum() ? type : type.getSuperclass();
+      ClassInfo ci = new ClassInfo(e, ENUM, id);
+      ci.enumConstants = e.getEnumConstants();
+      return ci;
+    }
+    if (type.isArray()) {
+      if (type.getComponentType().isPrimitive()) {
+        throw new CerealException("primitive arrays are built in: " + type.getName());
+      }
+      ClassInfo ci = new ClassInfo(type, OBJ_ARRAY, id);
+      ci.component = type.getComponentType() == Object.class ? null : type.getComponentType();
+      return ci;
+    }
+    if (type.isRecord() || type.isHidden()) {
+      throw new CerealException("cannot serialize " + type.getName()
+          + ": records and hidden classes (lambdas) have no field offsets to write by");
+    }
+    if (type == Class.class || ClassLoader.class.isAssignableFrom(type)
+        || Thread.class.isAssignableFrom(type)) {
+      throw new CerealException("cannot serialize " + type.getName() + ": not a data class");
+    }
+    if (Collection.class.isAssignableFrom(type) || Map.class.isAssignableFrom(type)) {
+      MethodHandle ctor = publicNoArgConstructor(type);
+      if (ctor != null) {
+        ClassInfo ci = new ClassInfo(type,
+            Map.class.isAssignableFrom(type) ? GENERIC_MAP : GENERIC_COLLECTION, id);
+        ci.ctor = ctor;
+        return ci;
+      }
+      // No public constructor (Collections.unmodifiableList, Arrays.asList...): their fields.
+    }
+    ClassInfo ci = new ClassInfo(type, PLAIN, id);
+    ci.computeFields();
+    return ci;
+  }
+
+  private static MethodHandle publicNoArgConstructor(Class<?> type) {
+    if (!Modifier.isPublic(type.getModifiers())) return null;
+    try {
+      return MethodHandles.publicLookup()
+          .findConstructor(type, MethodType.methodType(void.class))
+          .asType(MethodType.methodType(Object.class));
+    } catch (NoSuchMethodException | IllegalAccessException e) {
+      return null;
+    }
+  }
+
+  private record FieldRef(Field field, int depth, int size) {}
+
+  private void computeFields() {
+    List<FieldRef> prims = new ArrayList<>();
+    List<FieldRef> refs = new ArrayList<>();
+    List<Class<?>> chain = new ArrayList<>();
+    for (Class<?> c = type; c != null && c != Object.class; c = c.getSuperclass()) chain.add(0, c);
+    for (int depth = 0; depth < chain.size(); depth++) {
+      for (Field f : chain.get(depth).getDeclaredFields()) {
+        int m = f.getModifiers();
+        if (Modifier.isStatic(m) || Modifier.isTransient(m)) continue;
+        Class<?> t = f.getType();
+        if (t.isPrimitive()) prims.add(new FieldRef(f, depth, sizeOf(t)));
+        else refs.add(new FieldRef(f, depth, 0));
+      }
+    }
+    Comparator<FieldRef> order = Comparator.comparingInt((FieldRef r) -> -r.size())
+        .thenComparingInt(FieldRef::depth)
+        .thenComparing(r -> r.field().getName());
+    prims.sort(order);
+    refs.sort(order);
+    int n = prims.size();
+    primOffsets = new long[n];
+    primKinds = new byte[n];
+    primPos = new int[n];
+    int pos = 0;
+    for (int i = 0; i < n; i++) {
+      Field f = prims.get(i).field();
+      primOffsets[i] = offset(f);
+      primKinds[i] = primKind(f.getType());
+      primPos[i] = pos;
+      pos += prims.get(i).size();
+    }
+    primWords = (pos + 7) >>> 3;
+    refCount = refs.size();
+    refOffsets = new long[refCount];
+    refTypes = new Class<?>[refCount];
+    refNames = new String[refCount];
+    for (int i = 0; i < refCount; i++) {
+      Field f = refs.get(i).field();
+      refOffsets[i] = offset(f);
+      Class<?> t = f.getType();
+      refTypes[i] = t == Object.class ? null : t;
+      refNames[i] = f.getDeclaringClass().getSimpleName() + "." + f.getName();
+    }
+  }
+
+  private long offset(Field f) {
+    try {
+      return UnsafeAccess.fieldOffset(f);
+    } catch (RuntimeException e) {
+      throw new CerealException("cannot serialize " + type.getName() + ": no offset for field "
+          + f.getName() + " (" + e + ")");
+    }
+  }
+
+  /** Words an object of this class takes in the layout (header, values and references). */
+  int plainWords() {
+    return 1 + primWords + refCount;
+  }
+
+  static int sizeOf(Class<?> t) {
+    if (t == long.class || t == double.class) return 8;
+    if (t == int.class || t == float.class) return 4;
+    if (t == short.class || t == char.class) return 2;
+    return 1;
+  }
+
+  static byte primKind(Class<?> t) {
+    if (t == long.class) return F_LONG;
+    if (t == double.class) return F_DOUBLE;
+    if (t == int.class) return F_INT;
+    if (t == float.class) return F_FLOAT;
+    if (t == short.class) return F_SHORT;
+    if (t == char.class) return F_CHAR;
+    if (t == byte.class) return F_BYTE;
+    return F_BOOLEAN;
+  }
+
+  @Override
+  public String toString() {
+    return type.getName() + "#" + id;
+  }
+}

@@ -1,0 +1,731 @@
+package dev.optimus.cereal;
+
+import static dev.optimus.cereal.UnsafeAccess.U;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.reflect.Array;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.LinkedList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+
+/**
+ * Deserialization of one frame in the paper's two passes, plus one for collections.
+ *
+ * <ol>
+ *   <li><b>Allocate</b> (sequential, one scan of the value array): read each header, check its
+ *       class ID and length against what is left of the input, allocate the object without a
+ *       constructor, copy its value words into its primitive fields, check that the layout
+ *       bitmap marks exactly its reference words, and record it at its first layout word.
+ *   <li><b>Fix references</b> (parallel for large graphs): each reference is decoded on its own
+ *       (its target is its own word plus its offset), so the objects are cut into chunks, each
+ *       chunk starting at a known reference index (the bitmap's population count up to the
+ *       chunk, which pass 1 counted) and bucket of the packed reference array, and the chunks are
+ *       fixed on {@link Cereal#setDeserializationThreads} threads. Every target is checked to be
+ *       an object's first word and of the field's declared type before it is stored.
+ *   <li><b>Fill collections</b> (sequential): collections and maps get their elements, hashed
+ *       or sorted ones only once their elements' own contents are complete, in reverse breadth-
+ *       first order (children before parents); immutable ones are built here and the references
+ *       to them, deferred by pass 2, stored.
+ * </ol>
+ *
+ * <p>Every count read from the frame is checked against the bytes left before anything is
+ * allocated from it; every error is a {@link CerealException} with the byte offset. Not
+ * thread-safe (a reader is per stream: it holds the stream's named classes).
+ */
+final class GraphReader {
+  private final Cereal cereal;
+  private final List<ClassInfo> named = new ArrayList<>();
+
+  GraphReader(Cereal cereal) {
+    this.cereal = cereal;
+  }
+
+  /** Where a frame's body lies and its flags, from {@link #frameHeader}. */
+  record FrameHeader(int flags, int bodyStart, int bodyLength) {}
+
+  /**
+   * Parses a frame's prefix (magic, version, flags, body length) at {@code b[pos..end)}. The body
+   * length is checked against {@code end} by the caller (a stream reads it first).
+   */
+  static FrameHeader frameHeader(byte[] b, int pos, int end, long base) {
+    if (end - pos < 4) throw new CerealException("truncated frame header", base + end, null);
+    int magic = b[pos] & 0xFF;
+    if (magic != Format.MAGIC) {
+      throw new CerealException(String.format("not a Cereal frame: magic 0x%02X, expected 0x%02X",
+          magic, Format.MAGIC), base + pos, null);
+    }
+    int version = b[pos + 1] & 0xFF;
+    if (version != Format.VERSION) {
+      throw new CerealException("unsupported Cereal format version " + version, base + pos + 1, null);
+    }
+    int flags = b[pos + 2] & 0xFF;
+    if ((flags & ~Format.FLAG_RESET_CLASSES) != 0) {
+      throw new CerealException(String.format("unknown frame flags 0x%02X", flags), base + pos + 2, null);
+    }
+    long v = varint(b, pos + 3, end, base, "frame length");
+    return new FrameHeader(flags, (int) (v >>> 32), (int) v);
+  }
+
+  /** Reads a varint at {@code pos}; returns {@code (nextPos << 32) | value}. */
+  static long varint(byte[] b, int pos, int end, long base, String what) {
+    int start = pos;
+    int v = 0;
+    for (int shift = 0; ; shift += 7) {
+      if (pos >= end) throw new CerealException("truncated " + what, base + start, null);
+      int x = b[pos++];
+      if (shift == 28 && (x & 0xF8) != 0) {
+        throw new CerealException(what + " is not a non-negative 31-bit varint", base + start, null);
+      }
+      v |= (x & 0x7F) << shift;
+      if (x >= 0) break;
+    }
+    return ((long) pos << 32) | (v & 0xFFFFFFFFL);
+  }
+
+  // ------------------------------------------------------------------ per graph
+
+  private byte[] b;
+  private long base;
+  private int pos;
+  private int end;
+  private int words;
+  private Object[] byWord;
+  private Object[] objs;
+  private ClassInfo[] infos;
+  private int[] starts;
+  private long[] bits;
+  private int refStart;
+  private int refEnd;
+  private int refCount;
+  private final ArrayList<Container> containers = new ArrayList<>();
+  private int[] chunkObj;
+  private int[] chunkRef;
+  private int chunks;
+
+  private long next(String what) {
+    long v = varint(b, pos, end, base, what);
+    pos = (int) (v >>> 32);
+    return (int) v;
+  }
+
+  private CerealException error(String message, long at) {
+    return new CerealException("corrupt Cereal frame: " + message, at < 0 ? -1 : base + at, null);
+  }
+
+  /**
+   * Decodes the body {@code b[start..start+length)} of a frame with {@code flags}; {@code base}
+   * is the stream offset of {@code b[0]}, for errors.
+   */
+  Object read(byte[] b, int start, int length, int flags, long base) {
+    this.b = b;
+    this.base = base;
+    this.pos = start;
+    this.end = start + length;
+    containers.clear();
+    chunks = 0;
+    try {
+      return readBody(flags);
+    } catch (CerealException e) {
+      throw e;
+    } catch (RuntimeException | StackOverflowError e) {
+      throw new CerealException("corrupt Cereal frame: " + e, base + start, e);
+    } finally {
+      this.b = null;
+      byWord = null;
+      objs = null;
+      infos = null;
+      starts = null;
+      bits = null;
+      containers.clear();
+    }
+  }
+
+  private Object readBody(int flags) {
+    if ((flags & Format.FLAG_RESET_CLASSES) != 0) named.clear();
+    int nameCount = (int) next("class count");
+    if (nameCount > 0 && cereal.isRegistrationRequired()) {
+      throw error("the frame names classes but registration is required", pos);
+    }
+    for (int i = 0; i < nameCount; i++) {
+      int at = pos;
+      int len = (int) next("class name length");
+      if (len == 0 || len > Format.MAX_NAME || len > end - pos) {
+        throw error("class name length " + len + " is past the frame or the limit", at);
+      }
+      String name = new String(b, pos, len, StandardCharsets.UTF_8);
+      pos += len;
+      named.add(cereal.infoForName(name, base + at));
+    }
+    int objectCount = (int) next("object count");
+    int valueWords = (int) next("value word count");
+    refCount = (int) next("reference count");
+    int refBytes = (int) next("reference array length");
+    int bitmapBytes = (int) next("bitmap length");
+    int valueStart = pos;
+    long left = end - pos;
+    if ((long) valueWords * 8 + refBytes + bitmapBytes != left) {
+      throw error("sections (" + valueWords + " value words, " + refBytes + " reference bytes, "
+          + bitmapBytes + " bitmap bytes) do not fill the " + left + " bytes of the frame", pos);
+    }
+    if (objectCount == 0) {
+      if (valueWords != 0 || refCount != 0) throw error("no objects but non-empty arrays", pos);
+      return null;
+    }
+    if (objectCount > valueWords) {
+      throw error(objectCount + " objects cannot fit " + valueWords + " value words", pos);
+    }
+    long minRefBytes = (refCount + (long) Format.BUCKET - 1) / Format.BUCKET;
+    if (refBytes < minRefBytes || refBytes > minRefBytes + 4L * refCount) {
+      throw error(refCount + " references cannot take " + refBytes + " bytes", pos);
+    }
+    long w = (long) valueWords + refCount;
+    if (w > cereal.maxGraphWords()) {
+      throw error("graph of " + w + " words is over the limit of " + cereal.maxGraphWords(), pos);
+    }
+    words = (int) w;
+    int groups = (int) ((w + 63) >>> 6);
+    if (bitmapBytes < groups || bitmapBytes > 9L * groups) {
+      throw error(words + " layout words cannot take " + bitmapBytes + " bitmap bytes", pos);
+    }
+    int valueEnd = valueStart + valueWords * 8;
+    refStart = valueEnd;
+    refEnd = refStart + refBytes;
+    bits = Packing.unpackBitmap(b, refEnd, end, groups, base);
+
+    byWord = new Object[words];
+    objs = new Object[objectCount];
+    infos = new ClassInfo[objectCount];
+    starts = new int[objectCount];
+    boolean parallel = cereal.deserializationThreads() > 1
+        && refCount >= cereal.parallelThreshold();
+    allocate(objectCount, valueStart, valueEnd, parallel);
+    List<Deferred> deferred = new ArrayList<>();
+    if (parallel) fixParallel(deferred);
+    else fixSequential(objectCount, deferred);
+    if (!containers.isEmpty()) fillContainers();
+    for (Deferred d : deferred) d.apply(this);
+    Object root = byWord[0];
+    return root instanceof Container c ? c.target : root;
+  }
+
+  // ------------------------------------------------------------------ pass 1
+
+  private ClassInfo classOf(int id, int i, int at) {
+    ClassInfo ci = null;
+    if (id >= Format.DYNAMIC_BASE) {
+      int k = id - Format.DYNAMIC_BASE;
+      if (k < named.size()) ci = named.get(k);
+    } else {
+      ci = cereal.infoById(id);
+    }
+    if (ci == null) throw error("unknown class ID " + id + " in the header of object " + i, at);
+    return ci;
+  }
+
+  private void allocate(int objectCount, int vpos, int valueEnd, boolean parallel) {
+    int word = 0;
+    int refsSeen = 0;
+    int chunkRefs = 0;
+    long nextChunk = Long.MAX_VALUE;
+    if (parallel) {
+      chunkRefs = Math.max(1024, refCount / (cereal.deserializationThreads() * 4));
+      chunkObj = new int[16];
+      chunkRef = new int[16];
+      nextChunk = 0;
+    }
+    for (int i = 0; i < objectCount; i++) {
+      if (refsSeen >= nextChunk) {
+        if (chunks == chunkObj.length) {
+          chunkObj = Arrays.copyOf(chunkObj, chunks * 2);
+          chunkRef = Arrays.copyOf(chunkRef, chunks * 2);
+        }
+        chunkObj[chunks] = i;
+        chunkRef[chunks++] = refsSeen;
+        nextChunk = (long) refsSeen + chunkRefs;
+      }
+      if (valueEnd - vpos < 8) throw error("value array ends before object " + i, vpos);
+      long h = UnsafeAccess.getLong(b, vpos);
+      int aux = (int) (h >>> 32);
+      ClassInfo ci = classOf((int) h, i, vpos);
+      long vw;
+      long rw = 0;
+      int leftBytes = valueEnd - vpos - 8;
+      int leftRefs = refCount - refsSeen;
+      Object obj;
+      int kind = ci.kind;
+      int p = vpos + 8;
+      switch (kind) {
+        case ClassInfo.PLAIN: {
+          vw = 1 + ci.primWords;
+          rw = ci.refCount;
+          if ((vw - 1) * 8 > leftBytes) throw error(ci.type.getName() + " object " + i + " runs past the value array", vpos);
+          if (rw > leftRefs) throw error(ci.type.getName() + " object " + i + " has more references than are left", vpos);
+          obj = instantiate(ci, vpos);
+          long[] offs = ci.primOffsets;
+          byte[] kinds = ci.primKinds;
+          int[] pp = ci.primPos;
+          for (int k = 0; k < offs.length; k++) {
+            int q = p + pp[k];
+            long off = offs[k];
+            switch (kinds[k]) {
+              case ClassInfo.F_LONG: case ClassInfo.F_DOUBLE:
+                U.putLong(obj, off, UnsafeAccess.getLong(b, q));
+                break;
+              case ClassInfo.F_INT: case ClassInfo.F_FLOAT:
+                U.putInt(obj, off, UnsafeAccess.getInt(b, q));
+                break;
+              case ClassInfo.F_SHORT: case ClassInfo.F_CHAR:
+                U.putShort(obj, off, UnsafeAccess.getShort(b, q));
+                break;
+              case ClassInfo.F_BYTE:
+                U.putByte(obj, off, b[q]);
+                break;
+              default:
+                U.putBoolean(obj, off, b[q] != 0);
+            }
+          }
+          break;
+        }
+        case ClassInfo.ENUM:
+          vw = 1;
+          if (aux < 0 || aux >= ci.enumConstants.length) {
+            throw error("ordinal " + Integer.toUnsignedString(aux) + " is not a constant of "
+                + ci.type.getName(), vpos);
+          }
+          obj = ci.enumConstants[aux];
+          break;
+        case ClassInfo.STRING: {
+          long n = (aux & 0xFFFFFFFFL) >>> 1;
+          boolean utf16 = (aux & 1) != 0;
+          long bytes = utf16 ? 2 * n : n;
+          vw = 1 + ((bytes + 7) >>> 3);
+          if (bytes > leftBytes) throw error("string of " + n + " chars runs past the value array", vpos);
+          obj = new String(b, p, (int) bytes,
+              utf16 ? StandardCharsets.UTF_16LE : StandardCharsets.ISO_8859_1);
+          break;
+        }
+        case ClassInfo.OBJ_ARRAY:
+          vw = 1;
+          rw = aux & 0xFFFFFFFFL;
+          if (rw > leftRefs) throw error("array length " + rw + " is more than the " + leftRefs + " references left", vpos);
+          obj = ci.component == null ? new Object[(int) rw] : Array.newInstance(ci.component, (int) rw);
+          break;
+        default:
+          if (kind <= ClassInfo.DOUBLE) {
+            vw = 2;
+            if (leftBytes < 8) throw error("boxed value runs past the value array", vpos);
+            obj = boxed(kind, UnsafeAccess.getLong(b, p));
+          } else if (ClassInfo.isPrimitiveArray(kind)) {
+            long n = aux & 0xFFFFFFFFL;
+            long bytes = n * ClassInfo.elementSize(kind);
+            if (bytes > leftBytes) throw error("array of " + n + " elements runs past the value array", vpos);
+            vw = 1 + ((bytes + 7) >>> 3);
+            obj = primitiveArray(kind, (int) n, p);
+          } else {
+            vw = 1;
+            long n = aux & 0xFFFFFFFFL;
+            rw = ci.isMap() || kind == ClassInfo.IMM_MAP ? 2 * n : n;
+            if (rw > leftRefs) throw error(ci.type.getName() + " of " + n + " elements: more than the " + leftRefs + " references left", vpos);
+            Container c = new Container(ci, (int) rw, i, vpos);
+            c.target = newContainer(ci, (int) n, vpos);
+            containers.add(c);
+            obj = c;
+          }
+      }
+      int v = (int) vw;
+      int r = (int) rw;
+      if (!Packing.isRange(bits, word, word + v, false) || !Packing.isRange(bits, word + v, word + v + r, true)) {
+        throw error("layout bitmap disagrees with the layout of " + ci.type.getName() + " (object " + i + " at word " + word + ")", vpos);
+      }
+      byWord[word] = obj;
+      objs[i] = obj;
+      infos[i] = ci;
+      starts[i] = word;
+      word += v + r;
+      vpos += 8 * v;
+      refsSeen += r;
+    }
+    if (vpos != valueEnd) throw error((valueEnd - vpos) + " bytes of the value array are past the last object", vpos);
+    if (refsSeen != refCount) throw error("objects hold " + refsSeen + " references, the frame says " + refCount, vpos);
+    if (!Packing.isRange(bits, words, bits.length * 64, false)) throw error("layout bitmap has bits past the last word", refEnd);
+  }
+
+  private Object instantiate(ClassInfo ci, int at) {
+    try {
+      return U.allocateInstance(ci.type);
+    } catch (InstantiationException e) {
+      throw error("cannot instantiate " + ci.type.getName() + ": " + e.getMessage(), at);
+    }
+  }
+
+  private static Object boxed(int kind, long v) {
+    switch (kind) {
+      case ClassInfo.BOOLEAN: return v != 0;
+      case ClassInfo.BYTE: return (byte) v;
+      case ClassInfo.SHORT: return (short) v;
+      case ClassInfo.CHAR: return (char) v;
+      case ClassInfo.INT: return (int) v;
+      case ClassInfo.LONG: return v;
+      case ClassInfo.FLOAT: return Float.intBitsToFloat((int) v);
+      default: return Double.longBitsToDouble(v);
+    }
+  }
+
+  private Object primitiveArray(int kind, int n, int p) {
+    Object a;
+    switch (kind) {
+      case ClassInfo.A_BOOLEAN: {
+        boolean[] z = new boolean[n];
+        for (int i = 0; i < n; i++) z[i] = b[p + i] != 0;
+        return z;
+      }
+      case ClassInfo.A_BYTE: return Arrays.copyOfRange(b, p, p + n);
+      case ClassInfo.A_SHORT: a = new short[n]; break;
+      case ClassInfo.A_CHAR: a = new char[n]; break;
+      case ClassInfo.A_INT: a = new int[n]; break;
+      case ClassInfo.A_FLOAT: a = new float[n]; break;
+      case ClassInfo.A_LONG: a = new long[n]; break;
+      default: a = new double[n];
+    }
+    if (n == 0) return a;
+    if (UnsafeAccess.LITTLE_ENDIAN) {
+      U.copyMemory(b, UnsafeAccess.BYTE_BASE + p, a, U.arrayBaseOffset(a.getClass()),
+          (long) n * ClassInfo.elementSize(kind));
+      return a;
+    }
+    for (int i = 0; i < n; i++) {
+      switch (kind) {
+        case ClassInfo.A_SHORT: ((short[]) a)[i] = UnsafeAccess.getShort(b, p + 2 * i); break;
+        case ClassInfo.A_CHAR: ((char[]) a)[i] = (char) UnsafeAccess.getShort(b, p + 2 * i); break;
+        case ClassInfo.A_INT: ((int[]) a)[i] = UnsafeAccess.getInt(b, p + 4 * i); break;
+        case ClassInfo.A_FLOAT: ((float[]) a)[i] = Float.intBitsToFloat(UnsafeAccess.getInt(b, p + 4 * i)); break;
+        case ClassInfo.A_LONG: ((long[]) a)[i] = UnsafeAccess.getLong(b, p + 8 * i); break;
+        default: ((double[]) a)[i] = Double.longBitsToDouble(UnsafeAccess.getLong(b, p + 8 * i));
+      }
+    }
+    return a;
+  }
+
+  private Object newContainer(ClassInfo ci, int n, int at) {
+    int cap = (int) Math.min(1 << 30, n / 0.75f + 1);
+    switch (ci.kind) {
+      case ClassInfo.ARRAY_LIST: return new ArrayList<>(n);
+      case ClassInfo.LINKED_LIST: return new LinkedList<>();
+      case ClassInfo.ARRAY_DEQUE: return new ArrayDeque<>(n);
+      case ClassInfo.HASH_SET: return new HashSet<>(cap);
+      case ClassInfo.LINKED_HASH_SET: return new LinkedHashSet<>(cap);
+      case ClassInfo.TREE_SET: return new TreeSet<>();
+      case ClassInfo.HASH_MAP: return new HashMap<>(cap);
+      case ClassInfo.LINKED_HASH_MAP: return new LinkedHashMap<>(cap);
+      case ClassInfo.TREE_MAP: return new TreeMap<>();
+      case ClassInfo.GENERIC_COLLECTION:
+      case ClassInfo.GENERIC_MAP:
+        try {
+          MethodHandle ctor = ci.ctor;
+          return (Object) ctor.invokeExact();
+        } catch (Throwable t) {
+          throw error("constructor of " + ci.type.getName() + " failed: " + t, at);
+        }
+      default:
+        return null; // immutable: built in pass 3
+    }
+  }
+
+  // ------------------------------------------------------------------ pass 2
+
+  /** A reader of the packed reference array from reference {@code index} on. */
+  private final class RefCursor {
+    int p;
+    int index;
+    int width;
+    int left;
+
+    /** Positions at reference {@code k}, whose bucket starts at byte {@code bucketPos}. */
+    RefCursor(int k, int bucketPos) {
+      index = k;
+      p = bucketPos;
+      int inBucket = k % Format.BUCKET;
+      if (inBucket != 0) {
+        width = b[p++];
+        left = Math.min(Format.BUCKET, refCount - (k - inBucket)) - inBucket;
+        p += inBucket * width;
+      }
+    }
+
+    /** The next reference value (unsigned). */
+    long next() {
+      if (left == 0) {
+        if (p >= refEnd) throw error("reference array ends before reference " + index, p);
+        int w = b[p++];
+        if (w < 0 || w > 4) throw error("reference bucket width " + w + " is not 0 to 4", p - 1);
+        int n = Math.min(Format.BUCKET, refCount - index);
+        if ((long) n * w > refEnd - p) throw error("reference bucket runs past the reference array", p - 1);
+        width = w;
+        left = n;
+      }
+      left--;
+      index++;
+      int q = p;
+      switch (width) {
+        case 0: return 0;
+        case 1: p = q + 1; return b[q] & 0xFFL;
+        case 2: p = q + 2; return UnsafeAccess.getShort(b, q) & 0xFFFFL;
+        case 3: p = q + 3; return (UnsafeAccess.getShort(b, q) & 0xFFFFL) | (b[q + 2] & 0xFFL) << 16;
+        default: p = q + 4; return UnsafeAccess.getInt(b, q) & 0xFFFFFFFFL;
+      }
+    }
+
+    /** The object (or container record) a reference value in layout word {@code slot} names. */
+    Object target(long v, int slot) {
+      if (v == 0) return null;
+      long t = slot + Format.unzigzag(v);
+      Object o;
+      if (t < 0 || t >= words || (o = byWord[(int) t]) == null) {
+        throw error("reference in word " + slot + " points to word " + t
+            + ", which does not start an object", p - width);
+      }
+      return o;
+    }
+  }
+
+  private void fixSequential(int objectCount, List<Deferred> deferred) {
+    RefCursor c = new RefCursor(0, refStart);
+    fix(c, 0, objectCount, deferred);
+    if (c.p != refEnd) throw error((refEnd - c.p) + " bytes of the reference array are past the last reference", c.p);
+  }
+
+  private void fixParallel(List<Deferred> deferred) throws CerealException {
+    // Where each bucket starts: one scan over the width bytes, which also checks the total.
+    int buckets = (refCount + Format.BUCKET - 1) / Format.BUCKET;
+    int[] bucketPos = new int[buckets + 1];
+    int q = refStart;
+    for (int k = 0; k < buckets; k++) {
+      if (q >= refEnd) throw error("reference array ends in bucket " + k, q);
+      bucketPos[k] = q;
+      int w = b[q];
+      if (w < 0 || w > 4) throw error("reference bucket width " + w + " is not 0 to 4", q);
+      q += 1 + w * Math.min(Format.BUCKET, refCount - k * Format.BUCKET);
+    }
+    if (q != refEnd) throw error("reference buckets take " + (q - refStart) + " bytes, the frame says " + (refEnd - refStart), refStart);
+    bucketPos[buckets] = refEnd;
+    ExecutorService pool = cereal.pool();
+    List<Future<List<Deferred>>> futures = new ArrayList<>(chunks);
+    for (int c = 0; c < chunks; c++) {
+      int from = chunkObj[c];
+      int to = c + 1 < chunks ? chunkObj[c + 1] : objs.length;
+      int k = chunkRef[c];
+      futures.add(pool.submit(() -> {
+        List<Deferred> d = new ArrayList<>();
+        fix(new RefCursor(k, bucketPos[k / Format.BUCKET]), from, to, d);
+        return d;
+      }));
+    }
+    CerealException failure = null;
+    for (Future<List<Deferred>> f : futures) {
+      try {
+        deferred.addAll(f.get());
+      } catch (ExecutionException e) {
+        Throwable t = e.getCause();
+        if (failure == null) {
+          failure = t instanceof CerealException ce ? ce
+              : new CerealException("corrupt Cereal frame: " + t, base + refStart, t);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new CerealException("interrupted while deserializing", e);
+      }
+    }
+    if (failure != null) throw failure;
+  }
+
+  /** Pass 2 over objects {@code [from, to)}. */
+  private void fix(RefCursor c, int from, int to, List<Deferred> deferred) {
+    for (int i = from; i < to; i++) {
+      ClassInfo ci = infos[i];
+      switch (ci.kind) {
+        case ClassInfo.PLAIN: {
+          Object o = objs[i];
+          long[] offs = ci.refOffsets;
+          Class<?>[] types = ci.refTypes;
+          int slot = starts[i] + 1 + ci.primWords;
+          for (int r = 0; r < offs.length; r++, slot++) {
+            Object t = c.target(c.next(), slot);
+            if (t instanceof Container k) {
+              if (k.target == null) {
+                deferred.add(new Deferred(o, ci, r, k, slot));
+                continue;
+              }
+              t = k.target;
+            }
+            Class<?> type = types[r];
+            if (type != null && t != null && !type.isInstance(t)) {
+              throw error("reference in word " + slot + " to a " + t.getClass().getName()
+                  + " cannot go into field " + ci.refNames[r], c.p - c.width);
+            }
+            U.putObject(o, offs[r], t);
+          }
+          break;
+        }
+        case ClassInfo.OBJ_ARRAY: {
+          Object[] a = (Object[]) objs[i];
+          Class<?> type = ci.component;
+          int slot = starts[i] + 1;
+          for (int j = 0; j < a.length; j++, slot++) {
+            Object t = c.target(c.next(), slot);
+            if (t instanceof Container k) {
+              if (k.target == null) {
+                deferred.add(new Deferred(a, ci, j, k, slot));
+                continue;
+              }
+              t = k.target;
+            }
+            if (type != null && t != null && !type.isInstance(t)) {
+              throw error("reference in word " + slot + " to a " + t.getClass().getName()
+                  + " cannot go into a " + ci.type.getSimpleName(), c.p - c.width);
+            }
+            a[j] = t;
+          }
+          break;
+        }
+        default:
+          if (ci.isContainer()) {
+            Container k = (Container) objs[i];
+            Object[] e = k.elems;
+            int slot = starts[i] + 1;
+            for (int j = 0; j < e.length; j++, slot++) e[j] = c.target(c.next(), slot);
+          }
+      }
+    }
+  }
+
+  /** A reference to an immutable collection, stored once pass 3 has built it. */
+  private record Deferred(Object holder, ClassInfo ci, int index, Container target, int slot) {
+    void apply(GraphReader r) {
+      Object t = target.target;
+      if (ci.kind == ClassInfo.PLAIN) {
+        Class<?> type = ci.refTypes[index];
+        if (type != null && !type.isInstance(t)) {
+          throw r.error("reference in word " + slot + " to a " + t.getClass().getName()
+              + " cannot go into field " + ci.refNames[index], -1);
+        }
+        U.putObject(holder, ci.refOffsets[index], t);
+      } else {
+        Object[] a = (Object[]) holder;
+        if (ci.component != null && !ci.component.isInstance(t)) {
+          throw r.error("reference in word " + slot + " to a " + t.getClass().getName()
+              + " cannot go into a " + ci.type.getSimpleName(), -1);
+        }
+        a[index] = t;
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ pass 3
+
+  /** A collection or map of the graph and its content, between pass 1 and pass 3. */
+  static final class Container {
+    final ClassInfo ci;
+    final Object[] elems;
+    final int index;
+    final int at;
+    Object target;
+    byte state; // 0 new, 1 visiting, 2 done
+
+    Container(ClassInfo ci, int refs, int index, int at) {
+      this.ci = ci;
+      this.elems = new Object[refs];
+      this.index = index;
+      this.at = at;
+    }
+  }
+
+  private void fillContainers() {
+    ArrayDeque<Container> stack = new ArrayDeque<>();
+    for (int i = containers.size() - 1; i >= 0; i--) {
+      Container root = containers.get(i);
+      if (root.state == 2) continue;
+      stack.push(root);
+      while (!stack.isEmpty()) {
+        Container c = stack.peek();
+        if (c.state == 2) {
+          stack.pop();
+          continue;
+        }
+        if (c.state == 0) {
+          c.state = 1;
+          boolean hashes = c.ci.hashesContent();
+          for (Object e : c.elems) {
+            if (e instanceof Container k && k.state == 0 && (hashes || k.target == null)) stack.push(k);
+          }
+          continue;
+        }
+        stack.pop();
+        fill(c);
+        c.state = 2;
+      }
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private void fill(Container c) {
+    Object[] e = c.elems;
+    for (int j = 0; j < e.length; j++) {
+      if (e[j] instanceof Container k) {
+        if (k.target == null) {
+          throw error("immutable " + k.ci.type.getSimpleName() + " (object " + k.index
+              + ") contains itself", k.at);
+        }
+        e[j] = k.target;
+      }
+    }
+    int kind = c.ci.kind;
+    try {
+      switch (kind) {
+        case ClassInfo.IMM_LIST: {
+          boolean nulls = false;
+          for (Object x : e) nulls |= x == null;
+          c.target = nulls ? Arrays.stream(e).toList() : List.of(e);
+          break;
+        }
+        case ClassInfo.IMM_SET:
+          c.target = Set.of(e);
+          break;
+        case ClassInfo.IMM_MAP: {
+          @SuppressWarnings("rawtypes")
+          Map.Entry[] entries = new Map.Entry[e.length / 2];
+          for (int j = 0; j < entries.length; j++) entries[j] = Map.entry(e[2 * j], e[2 * j + 1]);
+          c.target = Map.ofEntries(entries);
+          break;
+        }
+        default:
+          if (c.ci.isMap()) {
+            Map<Object, Object> m = (Map<Object, Object>) c.target;
+            for (int j = 0; j < e.length; j += 2) m.put(e[j], e[j + 1]);
+          } else if (kind == ClassInfo.ARRAY_LIST) {
+            ((ArrayList<Object>) c.target).addAll(Arrays.asList(e));
+          } else {
+            Collection<Object> coll = (Collection<Object>) c.target;
+            for (Object x : e) coll.add(x);
+          }
+      }
+    } catch (RuntimeException | StackOverflowError x) {
+      throw new CerealException("corrupt Cereal frame: cannot fill " + c.ci.type.getName()
+          + " (object " + c.index + "): " + x, base + c.at, x);
+    }
+  }
+}

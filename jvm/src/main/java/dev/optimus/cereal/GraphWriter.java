@@ -1,0 +1,482 @@
+package dev.optimus.cereal;
+
+import static dev.optimus.cereal.UnsafeAccess.U;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.lang.reflect.Array;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SortedMap;
+import java.util.SortedSet;
+
+/**
+ * Serialization: turns one object graph into a frame (value array, packed reference array,
+ * packed layout bitmap; {@link Format}).
+ *
+ * <p>One breadth-first pass. An object gets its offset (first layout word) when it is first
+ * reached, as the running total of the sizes of the objects reached before it, which are known
+ * on reaching them (a class's word count, or an array's or collection's length); so the queue is
+ * in offset order and each object's words are appended to the value array as it is dequeued.
+ * Each reference is then the target's offset minus the reference word's own, available at once
+ * whether the target was written already (a shared object, a cycle) or just queued. The visited
+ * set is an {@link IdentityIntMap}.
+ *
+ * <p>Not thread-safe: one per thread ({@link Cereal#serialize}) or per {@link CerealOutput}.
+ * Buffers are kept between graphs. Named classes (registration optional) are numbered per
+ * writer, i.e. per stream, each name written once, in the first frame that uses it.
+ */
+final class GraphWriter {
+  private static final long STRING_CODER_OFFSET = stringCoderOffset();
+
+  private final Cereal cereal;
+  private final IdentityIntMap seen = new IdentityIntMap();
+  private final IdentityHashMap<Class<?>, Integer> named = new IdentityHashMap<>();
+  private final List<String> newNames = new ArrayList<>();
+  private boolean resetPending;
+
+  // The graph being written.
+  private byte[] val = new byte[4096];
+  private int valPos;
+  private int[] refs = new int[1024];
+  private int refCount;
+  private long[] bitmap = new long[64];
+  private Object[] queue = new Object[256];
+  private ClassInfo[] queueInfo = new ClassInfo[256];
+  private int[] queueAux = new int[256];
+  private int queueSize;
+  private int objectCount;
+  private int top;
+
+  // The frame, assembled.
+  private byte[] frame = new byte[4096];
+  private int frameLength;
+
+  GraphWriter(Cereal cereal) {
+    this.cereal = cereal;
+  }
+
+  /** Forgets the named classes: the next frame carries the reset flag and names them anew. */
+  void resetClasses() {
+    named.clear();
+    resetPending = true;
+  }
+
+  /** Serializes {@code root} into the frame buffer; see {@link #frame()} and {@link #writeTo}. */
+  void write(Object root) {
+    valPos = 0;
+    refCount = 0;
+    queueSize = 0;
+    objectCount = 0;
+    top = 0;
+    newNames.clear();
+    int namedBefore = named.size();
+    try {
+      if (root != null) {
+        discover(root);
+        int word = 0;
+        for (int head = 0; head < queueSize; head++) {
+          Object o = queue[head];
+          queue[head] = null;
+          word = writeObject(o, queueInfo[head], queueAux[head], word);
+        }
+      }
+      objectCount = queueSize;
+      assemble();
+    } catch (RuntimeException | StackOverflowError e) {
+      // Names given out for this frame were never written: take them back.
+      if (named.size() != namedBefore) named.values().removeIf(id -> id - Format.DYNAMIC_BASE >= namedBefore);
+      Arrays.fill(queue, 0, queueSize, null);
+      Arrays.fill(bitmap, 0L);
+      throw e instanceof CerealException ce ? ce
+          : new CerealException("cannot serialize the graph: " + e, e);
+    } finally {
+      seen.clear();
+    }
+  }
+
+  byte[] frameBuffer() {
+    return frame;
+  }
+
+  int frameLength() {
+    return frameLength;
+  }
+
+  void writeTo(OutputStream out) throws IOException {
+    out.write(frame, 0, frameLength);
+  }
+
+  /** The unpacked references of the last graph (to measure bucket sizes). */
+  int[] lastRefs() {
+    return Arrays.copyOf(refs, refCount);
+  }
+
+  // ---------------------------------------------------------------- traversal
+
+  private int classId(ClassInfo ci) {
+    if (ci.id >= 0) return ci.id;
+    Integer id = named.get(ci.type);
+    if (id == null) {
+      id = Format.DYNAMIC_BASE + named.size();
+      named.put(ci.type, id);
+      newNames.add(ci.type.getName());
+    }
+    return id;
+  }
+
+  /** Gives {@code o} the next offset, queues it and returns the offset. */
+  private int discover(Object o) {
+    int off = top;
+    ClassInfo ci = cereal.infoFor(o.getClass());
+    int aux;
+    long words;
+    switch (ci.kind) {
+      case ClassInfo.PLAIN:
+        aux = 0;
+        words = ci.plainWords();
+        break;
+      case ClassInfo.ENUM:
+        aux = ((Enum<?>) o).ordinal();
+        words = 1;
+        break;
+      case ClassInfo.STRING: {
+        String s = (String) o;
+        int n = s.length();
+        boolean utf16 = !isLatin1(s);
+        aux = (n << 1) | (utf16 ? 1 : 0);
+        words = 1 + (((utf16 ? 2L : 1L) * n + 7) >>> 3);
+        break;
+      }
+      case ClassInfo.OBJ_ARRAY:
+        aux = ((Object[]) o).length;
+        words = 1L + aux;
+        break;
+      default:
+        if (ci.kind <= ClassInfo.DOUBLE) {
+          aux = 0;
+          words = 2;
+        } else if (ClassInfo.isPrimitiveArray(ci.kind)) {
+          aux = Array.getLength(o);
+          words = 1 + (((long) aux * ClassInfo.elementSize(ci.kind) + 7) >>> 3);
+        } else if (ci.isMap() || ci.kind == ClassInfo.IMM_MAP) {
+          if (ci.kind == ClassInfo.TREE_MAP && ((SortedMap<?, ?>) o).comparator() != null) {
+            throw new CerealException("a TreeMap with a comparator cannot be serialized "
+                + "(only natural ordering is rebuilt)");
+          }
+          aux = ((Map<?, ?>) o).size();
+          words = 1 + 2L * aux;
+        } else {
+          if (ci.kind == ClassInfo.TREE_SET && ((SortedSet<?>) o).comparator() != null) {
+            throw new CerealException("a TreeSet with a comparator cannot be serialized "
+                + "(only natural ordering is rebuilt)");
+          }
+          aux = ((Collection<?>) o).size();
+          words = 1L + aux;
+        }
+    }
+    if (words > Format.MAX_WORDS - (long) off) {
+      throw new CerealException("graph too large: more than " + Format.MAX_WORDS + " words");
+    }
+    top = off + (int) words;
+    seen.putIfAbsent(o, off);
+    if (queueSize == queue.length) growQueue();
+    queue[queueSize] = o;
+    queueInfo[queueSize] = ci;
+    queueAux[queueSize] = aux;
+    queueSize++;
+    return off;
+  }
+
+  /** The reference word for {@code target} in layout word {@code slot}. */
+  private void ref(Object target, int slot) {
+    int v;
+    if (target == null) {
+      v = 0;
+    } else {
+      int off = seen.get(target);
+      if (off < 0) off = discover(target);
+      v = (int) Format.zigzag((long) off - slot);
+    }
+    if (refCount == refs.length) refs = Arrays.copyOf(refs, refs.length * 2);
+    refs[refCount++] = v;
+  }
+
+  private void ensureVal(long bytes) {
+    long need = valPos + bytes;
+    if (need > val.length) {
+      if (need > Integer.MAX_VALUE - 16) throw new CerealException("value array too large");
+      val = Arrays.copyOf(val, (int) Math.min(Integer.MAX_VALUE - 16, Math.max(need, val.length * 2L)));
+    }
+  }
+
+  private void header(ClassInfo ci, int aux) {
+    UnsafeAccess.putLong(val, valPos, (classId(ci) & 0xFFFFFFFFL) | ((long) aux << 32));
+    valPos += 8;
+  }
+
+  /** Appends the words of the object at layout word {@code word}; returns the next word. */
+  private int writeObject(Object o, ClassInfo ci, int aux, int word) {
+    switch (ci.kind) {
+      case ClassInfo.PLAIN: {
+        int pw = ci.primWords;
+        ensureVal(8L * (1 + pw));
+        header(ci, 0);
+        int base = valPos;
+        for (int w = 0; w < pw; w++) UnsafeAccess.putLong(val, base + 8 * w, 0L);
+        long[] offs = ci.primOffsets;
+        byte[] kinds = ci.primKinds;
+        int[] pos = ci.primPos;
+        for (int k = 0; k < offs.length; k++) {
+          int p = base + pos[k];
+          long off = offs[k];
+          switch (kinds[k]) {
+            case ClassInfo.F_LONG: case ClassInfo.F_DOUBLE:
+              UnsafeAccess.putLong(val, p, U.getLong(o, off));
+              break;
+            case ClassInfo.F_INT: case ClassInfo.F_FLOAT:
+              UnsafeAccess.putInt(val, p, U.getInt(o, off));
+              break;
+            case ClassInfo.F_SHORT: case ClassInfo.F_CHAR:
+              UnsafeAccess.putShort(val, p, U.getShort(o, off));
+              break;
+            default:
+              val[p] = U.getByte(o, off);
+          }
+        }
+        valPos = base + 8 * pw;
+        int slot = word + 1 + pw;
+        long[] roffs = ci.refOffsets;
+        int rc = roffs.length;
+        if (rc > 0) {
+          ensureBitmap(slot + rc);
+          Packing.setRange(bitmap, slot, slot + rc);
+          for (int r = 0; r < rc; r++) ref(U.getObject(o, roffs[r]), slot + r);
+        }
+        return slot + rc;
+      }
+      case ClassInfo.ENUM:
+        ensureVal(8);
+        header(ci, aux);
+        return word + 1;
+      case ClassInfo.STRING: {
+        String s = (String) o;
+        int n = aux >>> 1;
+        boolean utf16 = (aux & 1) != 0;
+        long bytes = utf16 ? 2L * n : n;
+        int words = (int) ((bytes + 7) >>> 3);
+        ensureVal(8L + 8L * words);
+        header(ci, aux);
+        if (words > 0) UnsafeAccess.putLong(val, valPos + 8 * (words - 1), 0L);
+        if (utf16) {
+          for (int i = 0; i < n; i++) UnsafeAccess.putShort(val, valPos + 2 * i, (short) s.charAt(i));
+        } else {
+          latin1(s, n, val, valPos);
+        }
+        valPos += 8 * words;
+        return word + 1 + words;
+      }
+      case ClassInfo.OBJ_ARRAY: {
+        Object[] a = (Object[]) o;
+        ensureVal(8);
+        header(ci, aux);
+        int slot = word + 1;
+        int n = a.length;
+        ensureBitmap(slot + n);
+        Packing.setRange(bitmap, slot, slot + n);
+        for (int i = 0; i < n; i++) ref(a[i], slot + i);
+        return slot + n;
+      }
+      default:
+        if (ci.kind <= ClassInfo.DOUBLE) {
+          ensureVal(16);
+          header(ci, 0);
+          UnsafeAccess.putLong(val, valPos, boxedBits(o, ci.kind));
+          valPos += 8;
+          return word + 2;
+        }
+        if (ClassInfo.isPrimitiveArray(ci.kind)) {
+          long bytes = (long) aux * ClassInfo.elementSize(ci.kind);
+          int words = (int) ((bytes + 7) >>> 3);
+          ensureVal(8L + 8L * words);
+          header(ci, aux);
+          if (words > 0) UnsafeAccess.putLong(val, valPos + 8 * (words - 1), 0L);
+          copyPrimitiveArray(o, ci.kind, aux, val, valPos);
+          valPos += 8 * words;
+          return word + 1 + words;
+        }
+        return writeContainer(o, ci, aux, word);
+    }
+  }
+
+  private int writeContainer(Object o, ClassInfo ci, int n, int word) {
+    ensureVal(8);
+    header(ci, n);
+    int slot = word + 1;
+    boolean map = ci.isMap() || ci.kind == ClassInfo.IMM_MAP;
+    int words = map ? 2 * n : n;
+    ensureBitmap(slot + words);
+    Packing.setRange(bitmap, slot, slot + words);
+    int i = 0;
+    if (map) {
+      for (Map.Entry<?, ?> e : ((Map<?, ?>) o).entrySet()) {
+        if (i == words) break;
+        ref(e.getKey(), slot + i);
+        ref(e.getValue(), slot + i + 1);
+        i += 2;
+      }
+    } else if (ci.kind == ClassInfo.ARRAY_LIST) {
+      List<?> l = (List<?>) o;
+      if (l.size() == n) {
+        for (; i < n; i++) ref(l.get(i), slot + i);
+      }
+    } else {
+      for (Object e : (Collection<?>) o) {
+        if (i == words) break;
+        ref(e, slot + i);
+        i++;
+      }
+    }
+    if (i != words) {
+      throw new CerealException(ci.type.getName() + " changed size while being serialized");
+    }
+    return slot + words;
+  }
+
+  private static long boxedBits(Object o, int kind) {
+    switch (kind) {
+      case ClassInfo.BOOLEAN: return ((Boolean) o) ? 1 : 0;
+      case ClassInfo.BYTE: return (Byte) o;
+      case ClassInfo.SHORT: return (Short) o;
+      case ClassInfo.CHAR: return (Character) o;
+      case ClassInfo.INT: return (Integer) o;
+      case ClassInfo.LONG: return (Long) o;
+      case ClassInfo.FLOAT: return Float.floatToRawIntBits((Float) o);
+      default: return Double.doubleToRawLongBits((Double) o);
+    }
+  }
+
+  static void copyPrimitiveArray(Object a, int kind, int n, byte[] dst, int pos) {
+    if (n == 0) return;
+    if (UnsafeAccess.LITTLE_ENDIAN) {
+      long bytes = (long) n * ClassInfo.elementSize(kind);
+      U.copyMemory(a, U.arrayBaseOffset(a.getClass()), dst, UnsafeAccess.BYTE_BASE + pos, bytes);
+      return;
+    }
+    switch (kind) {
+      case ClassInfo.A_BOOLEAN: for (boolean v : (boolean[]) a) dst[pos++] = (byte) (v ? 1 : 0); break;
+      case ClassInfo.A_BYTE: System.arraycopy(a, 0, dst, pos, n); break;
+      case ClassInfo.A_SHORT: for (short v : (short[]) a) { UnsafeAccess.putShort(dst, pos, v); pos += 2; } break;
+      case ClassInfo.A_CHAR: for (char v : (char[]) a) { UnsafeAccess.putShort(dst, pos, (short) v); pos += 2; } break;
+      case ClassInfo.A_INT: for (int v : (int[]) a) { UnsafeAccess.putInt(dst, pos, v); pos += 4; } break;
+      case ClassInfo.A_FLOAT: for (float v : (float[]) a) { UnsafeAccess.putInt(dst, pos, Float.floatToRawIntBits(v)); pos += 4; } break;
+      case ClassInfo.A_LONG: for (long v : (long[]) a) { UnsafeAccess.putLong(dst, pos, v); pos += 8; } break;
+      default: for (double v : (double[]) a) { UnsafeAccess.putLong(dst, pos, Double.doubleToRawLongBits(v)); pos += 8; }
+    }
+  }
+
+  // ---------------------------------------------------------------- strings
+
+  private static long stringCoderOffset() {
+    try {
+      return UnsafeAccess.fieldOffset(String.class.getDeclaredField("coder"));
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  /** Whether every char of {@code s} is below 256 (read from String's coder where we can). */
+  private static boolean isLatin1(String s) {
+    if (STRING_CODER_OFFSET >= 0) {
+      if (U.getByte(s, STRING_CODER_OFFSET) == 0) return true;
+      // coder UTF16 can still hold only Latin-1 chars with -XX:-CompactStrings: scan.
+    }
+    for (int i = 0, n = s.length(); i < n; i++) if (s.charAt(i) > 0xFF) return false;
+    return true;
+  }
+
+  @SuppressWarnings("deprecation")
+  private static void latin1(String s, int n, byte[] dst, int pos) {
+    s.getBytes(0, n, dst, pos); // copies the low byte of each char: exact for Latin-1
+  }
+
+  // ---------------------------------------------------------------- frame
+
+  private void ensureBitmap(int words) {
+    int groups = (words + 63) >>> 6;
+    if (groups > bitmap.length) bitmap = Arrays.copyOf(bitmap, Math.max(groups, bitmap.length * 2));
+  }
+
+  private void growQueue() {
+    int n = queue.length * 2;
+    queue = Arrays.copyOf(queue, n);
+    queueInfo = Arrays.copyOf(queueInfo, n);
+    queueAux = Arrays.copyOf(queueAux, n);
+  }
+
+  private void assemble() {
+    int words = top;
+    ensureBitmap(words);
+    byte[][] names = new byte[newNames.size()][];
+    long namesBytes = Format.varintSize(names.length);
+    for (int i = 0; i < names.length; i++) {
+      names[i] = newNames.get(i).getBytes(StandardCharsets.UTF_8);
+      namesBytes += Format.varintSize(names[i].length) + names[i].length;
+    }
+    int valueWords = valPos >>> 3;
+    byte[] refOut = refScratch(Packing.maxRefBytes(refCount));
+    int refBytes = Packing.packRefs(refs, refCount, refOut);
+    byte[] bitOut = bitmapScratch(words);
+    int bitmapBytes = Packing.packBitmap(bitmap, words, bitOut);
+    Arrays.fill(bitmap, 0, (words + 63) >>> 6, 0L);
+    long body = namesBytes + Format.varintSize(objectCount) + Format.varintSize(valueWords)
+        + Format.varintSize(refCount) + Format.varintSize(refBytes)
+        + Format.varintSize(bitmapBytes) + valPos + refBytes + bitmapBytes;
+    if (body > Integer.MAX_VALUE - 32) throw new CerealException("graph too large for one frame");
+    int total = 3 + Format.varintSize((int) body) + (int) body;
+    if (frame.length < total) frame = new byte[Math.max(total, (int) Math.min(Integer.MAX_VALUE - 32, frame.length * 2L))];
+    int p = 0;
+    frame[p++] = (byte) Format.MAGIC;
+    frame[p++] = (byte) Format.VERSION;
+    frame[p++] = (byte) (resetPending ? Format.FLAG_RESET_CLASSES : 0);
+    p = Format.putVarint(frame, p, (int) body);
+    p = Format.putVarint(frame, p, names.length);
+    for (byte[] nm : names) {
+      p = Format.putVarint(frame, p, nm.length);
+      System.arraycopy(nm, 0, frame, p, nm.length);
+      p += nm.length;
+    }
+    p = Format.putVarint(frame, p, objectCount);
+    p = Format.putVarint(frame, p, valueWords);
+    p = Format.putVarint(frame, p, refCount);
+    p = Format.putVarint(frame, p, refBytes);
+    p = Format.putVarint(frame, p, bitmapBytes);
+    System.arraycopy(val, 0, frame, p, valPos);
+    p += valPos;
+    System.arraycopy(refOut, 0, frame, p, refBytes);
+    p += refBytes;
+    System.arraycopy(bitOut, 0, frame, p, bitmapBytes);
+    p += bitmapBytes;
+    frameLength = p;
+    resetPending = false;
+  }
+
+  private byte[] refOut = new byte[1024];
+  private byte[] bitmapOut = new byte[1024];
+
+  private byte[] refScratch(int n) {
+    if (refOut.length < n) refOut = new byte[Math.max(n, refOut.length * 2)];
+    return refOut;
+  }
+
+  private byte[] bitmapScratch(int words) {
+    int n = Packing.maxBitmapBytes(words);
+    if (bitmapOut.length < n) bitmapOut = new byte[Math.max(n, bitmapOut.length * 2)];
+    return bitmapOut;
+  }
+}

@@ -1,0 +1,172 @@
+package dev.optimus.cereal;
+
+/**
+ * Cereal's packing of metadata (§IV of the paper): the reference array kept to the significant
+ * bytes of each reference, in buckets sharing one width byte, and the layout bitmap kept to its
+ * non-zero bytes. Byte layouts in {@link Format}; the choice of {@link Format#BUCKET} in
+ * docs/cereal.md, measured with {@link #packedRefBytes}.
+ */
+public final class Packing {
+  private Packing() {}
+
+  /** Bytes needed for an unsigned 32-bit value (0 for 0). */
+  static int width(int v) {
+    return (32 - Integer.numberOfLeadingZeros(v) + 7) >>> 3;
+  }
+
+  /** Upper bound of {@link #packRefs}'s output for {@code count} references. */
+  static int maxRefBytes(int count) {
+    return (count + Format.BUCKET - 1) / Format.BUCKET + 4 * count;
+  }
+
+  /** Packs {@code refs[0..count)} (unsigned 32-bit values) into {@code out}; returns the length. */
+  static int packRefs(int[] refs, int count, byte[] out) {
+    int pos = 0;
+    for (int b = 0; b < count; b += Format.BUCKET) {
+      int end = Math.min(count, b + Format.BUCKET);
+      int or = 0;
+      for (int i = b; i < end; i++) or |= refs[i];
+      int w = width(or);
+      out[pos++] = (byte) w;
+      switch (w) {
+        case 0:
+          break;
+        case 1:
+          for (int i = b; i < end; i++) out[pos++] = (byte) refs[i];
+          break;
+        case 2:
+          for (int i = b; i < end; i++, pos += 2) UnsafeAccess.putShort(out, pos, (short) refs[i]);
+          break;
+        case 3:
+          for (int i = b; i < end; i++, pos += 3) {
+            int v = refs[i];
+            UnsafeAccess.putShort(out, pos, (short) v);
+            out[pos + 2] = (byte) (v >>> 16);
+          }
+          break;
+        default:
+          for (int i = b; i < end; i++, pos += 4) UnsafeAccess.putInt(out, pos, refs[i]);
+      }
+    }
+    return pos;
+  }
+
+  /**
+   * What {@code count} references would take packed in buckets of {@code bucket}: the
+   * measurement behind {@link Format#BUCKET}. {@code bucket} 1 is one width byte per reference.
+   */
+  public static long packedRefBytes(int[] refs, int count, int bucket) {
+    long total = 0;
+    for (int b = 0; b < count; b += bucket) {
+      int end = Math.min(count, b + bucket);
+      int or = 0;
+      for (int i = b; i < end; i++) or |= refs[i];
+      total += 1 + (long) width(or) * (end - b);
+    }
+    return total;
+  }
+
+  /** Upper bound of {@link #packBitmap}'s output for {@code words} layout words. */
+  static int maxBitmapBytes(int words) {
+    return ((words + 63) >>> 6) * 9;
+  }
+
+  /** Packs the bitmap of {@code words} layout words into {@code out}; returns the length. */
+  static int packBitmap(long[] bits, int words, byte[] out) {
+    int groups = (words + 63) >>> 6;
+    int pos = 0;
+    for (int g = 0; g < groups; g++) {
+      long v = bits[g];
+      if (v == 0) {
+        out[pos++] = 0;
+      } else if (v == -1L) {
+        out[pos++] = (byte) 0xFF;
+        UnsafeAccess.putLong(out, pos, v);
+        pos += 8;
+      } else {
+        int maskPos = pos++;
+        int mask = 0;
+        for (int j = 0; j < 8; j++) {
+          byte by = (byte) (v >>> (8 * j));
+          if (by != 0) {
+            mask |= 1 << j;
+            out[pos++] = by;
+          }
+        }
+        out[maskPos] = (byte) mask;
+      }
+    }
+    return pos;
+  }
+
+  /**
+   * Unpacks a bitmap of {@code groups} 64-bit groups from {@code b[pos..end)}, which it must fill
+   * exactly. {@code base} turns array positions into stream offsets for errors.
+   */
+  static long[] unpackBitmap(byte[] b, int pos, int end, int groups, long base) {
+    long[] bits = new long[groups];
+    for (int g = 0; g < groups; g++) {
+      if (pos >= end) {
+        throw new CerealException("layout bitmap ends after " + g + " of " + groups + " groups",
+            base + pos, null);
+      }
+      int mask = b[pos++] & 0xFF;
+      int n = Integer.bitCount(mask);
+      if (end - pos < n) {
+        throw new CerealException("layout bitmap group " + g + " runs past the bitmap's "
+            + "bytes", base + pos, null);
+      }
+      if (mask == 0xFF) {
+        bits[g] = UnsafeAccess.getLong(b, pos);
+        pos += 8;
+        continue;
+      }
+      long v = 0;
+      while (mask != 0) {
+        int j = Integer.numberOfTrailingZeros(mask);
+        mask &= mask - 1;
+        byte by = b[pos++];
+        if (by == 0) {
+          throw new CerealException("layout bitmap group " + g + " marks a zero byte as "
+              + "significant", base + pos - 1, null);
+        }
+        v |= (by & 0xFFL) << (8 * j);
+      }
+      bits[g] = v;
+    }
+    if (pos != end) {
+      throw new CerealException("layout bitmap has " + (end - pos) + " bytes past its "
+          + groups + " groups", base + pos, null);
+    }
+    return bits;
+  }
+
+  /** Sets bits {@code [from, to)}. */
+  static void setRange(long[] bits, int from, int to) {
+    if (from >= to) return;
+    int g0 = from >>> 6, g1 = (to - 1) >>> 6;
+    long first = -1L << from, last = -1L >>> -to;
+    if (g0 == g1) {
+      bits[g0] |= first & last;
+      return;
+    }
+    bits[g0] |= first;
+    for (int g = g0 + 1; g < g1; g++) bits[g] = -1L;
+    bits[g1] |= last;
+  }
+
+  /** Whether bits {@code [from, to)} are all {@code ones} (true: all set; false: all clear). */
+  static boolean isRange(long[] bits, int from, int to, boolean ones) {
+    if (from >= to) return true;
+    long want = ones ? -1L : 0L;
+    int g0 = from >>> 6, g1 = (to - 1) >>> 6;
+    long first = -1L << from, last = -1L >>> -to;
+    if (g0 == g1) {
+      long m = first & last;
+      return (bits[g0] & m) == (want & m);
+    }
+    if ((bits[g0] & first) != (want & first)) return false;
+    for (int g = g0 + 1; g < g1; g++) if (bits[g] != want) return false;
+    return (bits[g1] & last) == (want & last);
+  }
+}
