@@ -10,16 +10,21 @@
 #![warn(missing_docs)]
 
 pub mod binary;
+pub mod engine;
 mod error;
 pub mod json;
 mod message;
 pub mod placement;
+mod record;
 mod value;
+mod view;
 
 pub use error::{DecodeError, DecodeErrorKind, Error};
 pub use message::{Message, SetFields};
 pub use optimus_schema as schema;
+pub use record::Arena;
 pub use value::{List, Map, MapKey, Value};
+pub use view::{FieldRef, Record};
 
 /// Nesting depth that decoders accept unless told otherwise (as Google protobuf).
 pub const DEFAULT_DEPTH_LIMIT: u32 = 100;

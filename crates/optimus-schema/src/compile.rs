@@ -6,6 +6,7 @@ use prost_types::field_descriptor_proto::Label;
 use prost_types::{DescriptorProto, EnumDescriptorProto, FieldDescriptorProto, FileDescriptorSet};
 
 use crate::kind::Kind;
+use crate::table::{self, Table};
 use crate::types::*;
 use crate::SchemaError;
 
@@ -163,7 +164,7 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
             .map(|(i, _)| i as u32)
             .collect();
         let options = p.proto.options.as_ref();
-        schema.messages.push(MessageType {
+        let mut ty = MessageType {
             full_name: p.full_name.clone(),
             syntax: p.syntax,
             layout: Layout {
@@ -186,7 +187,11 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
             dense,
             by_name,
             names_unique,
-        });
+            table: Table::default(),
+        };
+        let enums = &schema.enums;
+        ty.table = table::build(&ty, |e| enums[e as usize].is_closed);
+        schema.messages.push(ty);
     }
 
     mark_required_reachability(&mut schema);

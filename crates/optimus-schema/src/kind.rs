@@ -59,7 +59,7 @@ macro_rules! kind_table {
             }
 
             /// The wire type a single (unpacked) value of this kind is written with.
-            pub fn wire_type(self) -> WireType {
+            pub const fn wire_type(self) -> WireType {
                 match self {
                     $( Kind::$kind => WireType::$wire, )*
                 }

@@ -13,6 +13,7 @@ mod compile;
 mod error;
 mod kind;
 mod load;
+pub mod table;
 mod types;
 
 pub use error::SchemaError;
@@ -20,4 +21,5 @@ pub use kind::{Kind, WireType};
 pub use load::{descriptor_set_from_proto_files, descriptor_set_from_sources, DEFAULT_PROTO_NAME};
 /// The descriptor set type that protox produces and `protoc -o` writes.
 pub use prost_types::FileDescriptorSet;
+pub use table::{Entry, EntryFlags, JsonForm, Op, Scalar, Shape, Table};
 pub use types::*;

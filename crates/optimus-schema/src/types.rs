@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use crate::kind::{Kind, WireType};
+use crate::table::Table;
 
 /// Index of a message type in its [`SchemaSet`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -212,6 +213,8 @@ pub struct MessageType {
     /// Whether this type or any type reachable through its message fields has a required
     /// field (when not, checking a message for missing required fields is a no-op).
     pub may_lack_required: bool,
+    /// The op table the engine's walkers dispatch on, and the record layout it addresses.
+    pub table: Table,
     pub(crate) dense: Vec<u32>,
     pub(crate) by_name: HashMap<String, u32>,
     /// No name (declared or JSON) belongs to two fields, so a field whose own name matches is

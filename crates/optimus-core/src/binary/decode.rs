@@ -443,48 +443,70 @@ impl<T: Tracer> Decoder<'_, T> {
         end: usize,
         depth: u32,
     ) -> Result<(), Fail> {
-        match wire {
-            WireType::Varint => {
-                read_varint(self.buf, pos, end)?;
+        skip_field(
+            self.buf,
+            number,
+            wire,
+            tag_start,
+            pos,
+            end,
+            depth,
+            self.opts.depth_limit,
+        )
+    }
+}
+
+/// Moves `*pos` past the value of a field (`number`, `wire`) whose tag started at
+/// `tag_start`: a group's fields up to its end-group tag, nested groups included.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn skip_field(
+    buf: &[u8],
+    number: u32,
+    wire: WireType,
+    tag_start: usize,
+    pos: &mut usize,
+    end: usize,
+    depth: u32,
+    depth_limit: u32,
+) -> Result<(), Fail> {
+    match wire {
+        WireType::Varint => {
+            read_varint(buf, pos, end)?;
+        }
+        WireType::Fixed64 => {
+            read_fixed::<8>(buf, pos, end)?;
+        }
+        WireType::Fixed32 => {
+            read_fixed::<4>(buf, pos, end)?;
+        }
+        WireType::LengthDelimited => {
+            *pos = read_length(buf, pos, end)?;
+        }
+        WireType::StartGroup => {
+            if depth + 1 > depth_limit {
+                return Err(fail(tag_start, DecodeErrorKind::TooDeep(depth_limit)));
             }
-            WireType::Fixed64 => {
-                read_fixed::<8>(self.buf, pos, end)?;
-            }
-            WireType::Fixed32 => {
-                read_fixed::<4>(self.buf, pos, end)?;
-            }
-            WireType::LengthDelimited => {
-                *pos = read_length(self.buf, pos, end)?;
-            }
-            WireType::StartGroup => {
-                if depth + 1 > self.opts.depth_limit {
-                    return Err(fail(
-                        tag_start,
-                        DecodeErrorKind::TooDeep(self.opts.depth_limit),
-                    ));
+            loop {
+                if *pos >= end {
+                    return Err(fail(end, DecodeErrorKind::UnterminatedGroup(number)));
                 }
-                loop {
-                    if *pos >= end {
-                        return Err(fail(end, DecodeErrorKind::UnterminatedGroup(number)));
+                let inner_start = *pos;
+                let tag = read_varint(buf, pos, end)?;
+                let (n, w) = split_tag(tag, inner_start)?;
+                if w == WireType::EndGroup {
+                    if n == number {
+                        break;
                     }
-                    let inner_start = *pos;
-                    let tag = read_varint(self.buf, pos, end)?;
-                    let (n, w) = split_tag(tag, inner_start)?;
-                    if w == WireType::EndGroup {
-                        if n == number {
-                            break;
-                        }
-                        return Err(fail(inner_start, DecodeErrorKind::UnexpectedEndGroup(n)));
-                    }
-                    self.skip_field(n, w, inner_start, pos, end, depth + 1)?;
+                    return Err(fail(inner_start, DecodeErrorKind::UnexpectedEndGroup(n)));
                 }
-            }
-            WireType::EndGroup => {
-                return Err(fail(tag_start, DecodeErrorKind::UnexpectedEndGroup(number)));
+                skip_field(buf, n, w, inner_start, pos, end, depth + 1, depth_limit)?;
             }
         }
-        Ok(())
+        WireType::EndGroup => {
+            return Err(fail(tag_start, DecodeErrorKind::UnexpectedEndGroup(number)));
+        }
     }
+    Ok(())
 }
 
 /// Reads a length-delimited value at `*pos` and moves past it.

@@ -1,7 +1,7 @@
 //! The protobuf binary wire format: decode (merge semantics, unknown fields kept) and
 //! deterministic encode.
 
-mod decode;
+pub(crate) mod decode;
 mod encode;
 pub(crate) mod varint;
 

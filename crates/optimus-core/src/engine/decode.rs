@@ -1,0 +1,568 @@
+//! The decode walker: protobuf wire bytes into arena records, one `match` on each field's
+//! op per value. Unknown fields and wire-type mismatches are kept as unknown bytes.
+
+use optimus_schema::{Entry, MessageId, Scalar, SchemaSet, Shape, Table, WireType};
+
+use crate::binary::decode::{skip_field, split_tag};
+use crate::binary::varint::{read_fixed, read_length, read_varint, unzigzag32, unzigzag64};
+use crate::binary::{fail, within, Fail};
+use crate::record::{bytes_of, Arena, RecPtr, View};
+use crate::DecodeErrorKind;
+
+/// Decodes wire bytes into records of one schema. `COPY` copies strings and bytes into the
+/// arena; otherwise records view them in `buf`, which outlives the arena's records.
+pub(crate) struct Decoder<'a, const COPY: bool> {
+    pub(crate) schema: &'a SchemaSet,
+    pub(crate) buf: &'a [u8],
+    pub(crate) arena: &'a Arena,
+    pub(crate) depth_limit: u32,
+    /// Bytes of records and sequences this decode may still take from the arena.
+    pub(crate) budget: usize,
+    /// The budget it started with (for the error).
+    pub(crate) memory_limit: usize,
+}
+
+impl<const COPY: bool> Decoder<'_, COPY> {
+    /// Takes `bytes` from the budget, or fails at `at`.
+    #[inline]
+    fn charge(&mut self, bytes: usize, at: usize) -> Result<(), Fail> {
+        match self.budget.checked_sub(bytes) {
+            Some(rest) => {
+                self.budget = rest;
+                Ok(())
+            }
+            None => Err(fail(at, DecodeErrorKind::MemoryLimit(self.memory_limit))),
+        }
+    }
+
+    /// A new zeroed record of type `id`, charged to the budget.
+    #[inline]
+    pub(crate) fn new_record(&mut self, id: u32, at: usize) -> Result<RecPtr, Fail> {
+        let table = &self.schema.message(MessageId(id)).table;
+        self.charge(table.size as usize, at)?;
+        Ok(RecPtr::new(self.arena, table))
+    }
+
+    /// Merges the fields in `buf[*pos..end]` into `rec`, a record of type `id`. With
+    /// `group = Some(n)` the input is group `n`'s body and ends at its end-group tag.
+    pub(crate) fn merge(
+        &mut self,
+        rec: RecPtr,
+        id: u32,
+        pos: &mut usize,
+        end: usize,
+        depth: u32,
+        group: Option<u32>,
+    ) -> Result<(), Fail> {
+        let ty = self.schema.message(MessageId(id));
+        let table = &ty.table;
+        let mut guess = 0;
+        while *pos < end {
+            let tag_start = *pos;
+            let tag = read_varint(self.buf, pos, end)?;
+            let (number, wire) = split_tag(tag, tag_start)?;
+            let index = match table.find_from(number, guess) {
+                Some(i) => i,
+                None => {
+                    if wire == WireType::EndGroup && group == Some(number) {
+                        return Ok(());
+                    }
+                    self.unknown(
+                        rec,
+                        table,
+                        ty.is_map_entry,
+                        number,
+                        wire,
+                        tag_start,
+                        pos,
+                        end,
+                        depth,
+                    )?;
+                    continue;
+                }
+            };
+            guess = index + 1;
+            let e = &table.entries[index];
+            let stored = if accepts(e, wire) {
+                self.field(
+                    rec,
+                    table,
+                    index,
+                    e,
+                    wire,
+                    tag_start,
+                    pos,
+                    end,
+                    depth,
+                    ty.is_map_entry,
+                )
+                .map_err(|err| within(err, &ty.fields[index].name))?
+            } else if wire == WireType::EndGroup && group == Some(number) {
+                return Ok(());
+            } else {
+                false
+            };
+            if !stored {
+                self.unknown(
+                    rec,
+                    table,
+                    ty.is_map_entry,
+                    number,
+                    wire,
+                    tag_start,
+                    pos,
+                    end,
+                    depth,
+                )?;
+            }
+        }
+        match group {
+            Some(n) => Err(fail(end, DecodeErrorKind::UnterminatedGroup(n))),
+            None => Ok(()),
+        }
+    }
+
+    /// Skips the field whose tag started at `tag_start` and keeps its bytes as unknown (a
+    /// map entry drops them: a map keeps only key and value).
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn unknown(
+        &mut self,
+        rec: RecPtr,
+        table: &Table,
+        is_map_entry: bool,
+        number: u32,
+        wire: WireType,
+        tag_start: usize,
+        pos: &mut usize,
+        end: usize,
+        depth: u32,
+    ) -> Result<(), Fail> {
+        if wire == WireType::EndGroup {
+            return Err(fail(tag_start, DecodeErrorKind::UnexpectedEndGroup(number)));
+        }
+        skip_field(
+            self.buf,
+            number,
+            wire,
+            tag_start,
+            pos,
+            end,
+            depth,
+            self.depth_limit,
+        )?;
+        if !is_map_entry {
+            self.keep_unknown(rec, table, tag_start, *pos)?;
+        }
+        Ok(())
+    }
+
+    /// Appends `buf[from..to]` to the record's unknown bytes.
+    #[cold]
+    fn keep_unknown(
+        &mut self,
+        rec: RecPtr,
+        table: &Table,
+        from: usize,
+        to: usize,
+    ) -> Result<(), Fail> {
+        self.charge(to - from, from)?;
+        let bytes = &self.buf[from..to];
+        // SAFETY: `unknown_offset` holds the record's sequence of unknown bytes (width 1).
+        unsafe { rec.extend_bytes(self.arena, table.unknown_offset, bytes) };
+        Ok(())
+    }
+
+    /// Decodes one occurrence of the field at `index`. `false` (nothing consumed) when the
+    /// value is to be kept as unknown bytes: a closed enum's undeclared number, or a wire
+    /// type the field cannot take.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn field(
+        &mut self,
+        rec: RecPtr,
+        table: &Table,
+        index: usize,
+        e: &Entry,
+        wire: WireType,
+        tag_start: usize,
+        pos: &mut usize,
+        end: usize,
+        depth: u32,
+        in_map_entry: bool,
+    ) -> Result<bool, Fail> {
+        let scalar = e.op.scalar();
+        match e.op.shape() {
+            Shape::Single => {
+                if scalar.is_message() {
+                    if e.in_oneof() {
+                        clear_oneof_siblings(rec, table, index);
+                    }
+                    self.single_message(rec, table, index, e, pos, end, depth)?;
+                    return Ok(true);
+                }
+                let at = *pos;
+                let mut value = [0u8; 16];
+                let nonzero = self.scalar(scalar, &mut value, pos, end)?;
+                // A map entry keeps the value: the map then keeps the whole entry as unknown.
+                if scalar == Scalar::ClosedEnum
+                    && !in_map_entry
+                    && !self.is_declared(table, e, &value)
+                {
+                    *pos = at;
+                    return Ok(false);
+                }
+                if e.in_oneof() {
+                    clear_oneof_siblings(rec, table, index);
+                }
+                // SAFETY: `e` is entry `index` of `rec`'s table; its slot is `width` bytes.
+                unsafe {
+                    write_slot(rec, e.offset, scalar.width(), &value);
+                    rec.set_bit(index, nonzero || e.has_presence());
+                }
+            }
+            Shape::Map => {
+                if wire != WireType::LengthDelimited {
+                    return Ok(false);
+                }
+                self.map_entry(rec, table, index, e, tag_start, pos, end, depth)?;
+            }
+            Shape::Repeated | Shape::Packed => {
+                if wire == WireType::LengthDelimited
+                    && !scalar.is_bytes_like()
+                    && !scalar.is_message()
+                {
+                    self.packed(rec, table, index, e, pos, end)?;
+                } else if scalar.is_message() {
+                    let sub_id = table.sub_message(e);
+                    let sub = self.new_record(sub_id, *pos)?;
+                    self.message_body(sub, sub_id, scalar, e.number, pos, end, depth)?;
+                    // SAFETY: entry `index` is a sequence of 8-byte record pointers.
+                    unsafe {
+                        rec.push(self.arena, e.offset, 8, bytes_of(&sub.as_slot()));
+                        rec.set_bit(index, true);
+                    }
+                } else {
+                    let at = *pos;
+                    let mut value = [0u8; 16];
+                    self.scalar(scalar, &mut value, pos, end)?;
+                    if scalar == Scalar::ClosedEnum && !self.is_declared(table, e, &value) {
+                        *pos = at;
+                        return Ok(false);
+                    }
+                    let width = scalar.width() as usize;
+                    self.charge(width, at)?;
+                    // SAFETY: entry `index` is a sequence of `width`-byte values.
+                    unsafe {
+                        rec.push(self.arena, e.offset, width, &value);
+                        rec.set_bit(index, true);
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Reads one value of `scalar` into `out` (its record bytes); returns whether it is
+    /// nonzero (non-empty for strings and bytes).
+    #[inline(always)]
+    fn scalar(
+        &mut self,
+        scalar: Scalar,
+        out: &mut [u8; 16],
+        pos: &mut usize,
+        end: usize,
+    ) -> Result<bool, Fail> {
+        let buf = self.buf;
+        Ok(match scalar {
+            Scalar::Int32 | Scalar::Uint32 | Scalar::OpenEnum | Scalar::ClosedEnum => {
+                let v = read_varint(buf, pos, end)? as u32;
+                out[..4].copy_from_slice(&v.to_le_bytes());
+                v != 0
+            }
+            Scalar::Int64 | Scalar::Uint64 => {
+                let v = read_varint(buf, pos, end)?;
+                out[..8].copy_from_slice(&v.to_le_bytes());
+                v != 0
+            }
+            Scalar::Sint32 => {
+                let v = unzigzag32(read_varint(buf, pos, end)? as u32);
+                out[..4].copy_from_slice(&v.to_le_bytes());
+                v != 0
+            }
+            Scalar::Sint64 => {
+                let v = unzigzag64(read_varint(buf, pos, end)?);
+                out[..8].copy_from_slice(&v.to_le_bytes());
+                v != 0
+            }
+            Scalar::Bool => {
+                let v = read_varint(buf, pos, end)? != 0;
+                out[0] = u8::from(v);
+                v
+            }
+            Scalar::Fixed32 | Scalar::Sfixed32 => {
+                let v = read_fixed::<4>(buf, pos, end)?;
+                out[..4].copy_from_slice(&v);
+                v != [0; 4]
+            }
+            Scalar::Float => {
+                let v = read_fixed::<4>(buf, pos, end)?;
+                out[..4].copy_from_slice(&v);
+                // -0.0 is not the default: proto3 writes it.
+                u32::from_le_bytes(v) != 0
+            }
+            Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => {
+                let v = read_fixed::<8>(buf, pos, end)?;
+                out[..8].copy_from_slice(&v);
+                v != [0; 8]
+            }
+            Scalar::String | Scalar::Bytes => {
+                let at = *pos;
+                let value_end = read_length(buf, pos, end)?;
+                let bytes = &buf[*pos..value_end];
+                *pos = value_end;
+                if scalar == Scalar::String && std::str::from_utf8(bytes).is_err() {
+                    return Err(fail(at, DecodeErrorKind::InvalidUtf8));
+                }
+                let view = if COPY && !bytes.is_empty() {
+                    self.charge(bytes.len(), at)?;
+                    self.arena.alloc_copy(bytes)
+                } else {
+                    View::of(bytes)
+                };
+                out.copy_from_slice(bytes_of(&view));
+                !bytes.is_empty()
+            }
+            Scalar::Message | Scalar::Group => unreachable!("messages are not scalars"),
+        })
+    }
+
+    /// Whether a closed enum value read into `value` is one its enum declares.
+    #[cold]
+    fn is_declared(&self, table: &Table, e: &Entry, value: &[u8; 16]) -> bool {
+        let n = i32::from_le_bytes([value[0], value[1], value[2], value[3]]);
+        self.schema
+            .enum_type(optimus_schema::EnumId(table.enum_type(e)))
+            .contains(n)
+    }
+
+    /// Merges a singular sub-message (or group) into the record it already has, or a new one.
+    #[allow(clippy::too_many_arguments)]
+    fn single_message(
+        &mut self,
+        rec: RecPtr,
+        table: &Table,
+        index: usize,
+        e: &Entry,
+        pos: &mut usize,
+        end: usize,
+        depth: u32,
+    ) -> Result<(), Fail> {
+        let sub_id = table.sub_message(e);
+        // SAFETY: entry `index` is a single message: an 8-byte record pointer slot.
+        let existing = unsafe { rec.has(index) }
+            .then(|| RecPtr::from_slot(unsafe { rec.read::<*mut u8>(e.offset) }))
+            .flatten();
+        let sub = match existing {
+            Some(sub) => sub,
+            None => {
+                let sub = self.new_record(sub_id, *pos)?;
+                // SAFETY: as above.
+                unsafe {
+                    rec.write(e.offset, sub.as_slot());
+                    rec.set_bit(index, true);
+                }
+                sub
+            }
+        };
+        self.message_body(sub, sub_id, e.op.scalar(), e.number, pos, end, depth)
+    }
+
+    /// Decodes a message value: a length-delimited body, or a group's fields up to its
+    /// end-group tag.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn message_body(
+        &mut self,
+        sub: RecPtr,
+        sub_id: u32,
+        scalar: Scalar,
+        number: u32,
+        pos: &mut usize,
+        end: usize,
+        depth: u32,
+    ) -> Result<(), Fail> {
+        if depth + 1 > self.depth_limit {
+            return Err(fail(*pos, DecodeErrorKind::TooDeep(self.depth_limit)));
+        }
+        if scalar == Scalar::Group {
+            return self.merge(sub, sub_id, pos, end, depth + 1, Some(number));
+        }
+        let body_end = read_length(self.buf, pos, end)?;
+        self.merge(sub, sub_id, pos, body_end, depth + 1, None)?;
+        *pos = body_end;
+        Ok(())
+    }
+
+    /// Decodes a packed run of the repeated scalar field at `index`.
+    #[allow(clippy::too_many_arguments)]
+    fn packed(
+        &mut self,
+        rec: RecPtr,
+        table: &Table,
+        index: usize,
+        e: &Entry,
+        pos: &mut usize,
+        end: usize,
+    ) -> Result<(), Fail> {
+        let scalar = e.op.scalar();
+        let width = scalar.width() as usize;
+        let run_end = read_length(self.buf, pos, end)?;
+        let start = *pos;
+        let run = &self.buf[*pos..run_end];
+        let count = match scalar.wire_type() {
+            WireType::Fixed32 | WireType::Fixed64 => {
+                let size = if scalar.wire_type() == WireType::Fixed32 {
+                    4
+                } else {
+                    8
+                };
+                if !run.len().is_multiple_of(size) {
+                    return Err(fail(
+                        start,
+                        DecodeErrorKind::PackedLength {
+                            len: run.len(),
+                            size,
+                        },
+                    ));
+                }
+                run.len() / size
+            }
+            // Each varint ends in one byte below 0x80.
+            _ => run.iter().filter(|&&b| b < 0x80).count(),
+        };
+        self.charge(count * width, start)?;
+        // SAFETY: entry `index` is a sequence of `width`-byte values.
+        unsafe { rec.reserve(self.arena, e.offset, width, count) };
+        while *pos < run_end {
+            let at = *pos;
+            let mut value = [0u8; 16];
+            self.scalar(scalar, &mut value, pos, run_end)?;
+            if scalar == Scalar::ClosedEnum && !self.is_declared(table, e, &value) {
+                self.keep_packed_unknown(rec, table, e, at, *pos)?;
+                continue;
+            }
+            // SAFETY: as above.
+            unsafe { rec.push(self.arena, e.offset, width, &value) };
+        }
+        // SAFETY: `index` is an entry of the record's table.
+        unsafe {
+            let seq: crate::record::Seq = rec.read(e.offset);
+            rec.set_bit(index, seq.len() > 0 || rec.has(index));
+        }
+        Ok(())
+    }
+
+    /// Keeps a closed enum's undeclared value from a packed run as an unknown varint field.
+    #[cold]
+    fn keep_packed_unknown(
+        &mut self,
+        rec: RecPtr,
+        table: &Table,
+        e: &Entry,
+        from: usize,
+        to: usize,
+    ) -> Result<(), Fail> {
+        let mut bytes = Vec::with_capacity(16);
+        crate::binary::varint::write_varint(&mut bytes, u64::from(e.number) << 3);
+        bytes.extend_from_slice(&self.buf[from..to]);
+        self.charge(bytes.len(), from)?;
+        // SAFETY: `unknown_offset` holds the record's unknown bytes (width 1).
+        unsafe { rec.extend_bytes(self.arena, table.unknown_offset, &bytes) };
+        Ok(())
+    }
+
+    /// Decodes one map entry into a new entry record and appends it. An entry whose value is
+    /// a closed enum's undeclared number is kept whole as unknown bytes.
+    #[allow(clippy::too_many_arguments)]
+    fn map_entry(
+        &mut self,
+        rec: RecPtr,
+        table: &Table,
+        index: usize,
+        e: &Entry,
+        tag_start: usize,
+        pos: &mut usize,
+        end: usize,
+        depth: u32,
+    ) -> Result<(), Fail> {
+        let entry_id = table.sub_message(e);
+        let entry = self.new_record(entry_id, *pos)?;
+        self.message_body(entry, entry_id, Scalar::Message, e.number, pos, end, depth)?;
+        let entry_table = &self.schema.message(MessageId(entry_id)).table;
+        if let Some(v) = entry_table.entries.get(1) {
+            // SAFETY: entry 1 of the entry record is its value; a closed enum's slot is 4 bytes.
+            let undeclared = v.op.scalar() == Scalar::ClosedEnum && unsafe { entry.has(1) } && {
+                let mut value = [0u8; 16];
+                // SAFETY: as above.
+                value[..4].copy_from_slice(&unsafe { entry.read::<i32>(v.offset) }.to_le_bytes());
+                !self.is_declared(entry_table, v, &value)
+            };
+            if undeclared {
+                return self.keep_unknown(rec, table, tag_start, *pos);
+            }
+        }
+        // SAFETY: entry `index` is a sequence of 8-byte entry record pointers.
+        unsafe {
+            rec.push(self.arena, e.offset, 8, bytes_of(&entry.as_slot()));
+            rec.set_bit(index, true);
+        }
+        Ok(())
+    }
+}
+
+/// Whether a field can take a value of wire type `wire`: its own, or for a repeated scalar
+/// either form (a packed run or one element).
+#[inline(always)]
+fn accepts(e: &Entry, wire: WireType) -> bool {
+    let scalar = e.op.scalar();
+    wire == scalar.wire_type()
+        || wire == e.op.tag_wire_type()
+        || (wire == WireType::LengthDelimited
+            && matches!(e.op.shape(), Shape::Repeated | Shape::Packed)
+            && !scalar.is_bytes_like()
+            && !scalar.is_message())
+}
+
+/// Writes the first `width` bytes of `value` to the slot at `offset`.
+///
+/// # Safety
+/// `offset` is the offset of a `width`-byte slot of `rec`'s table.
+#[inline(always)]
+unsafe fn write_slot(rec: RecPtr, offset: u32, width: u32, value: &[u8; 16]) {
+    // SAFETY: the caller's duty; each arm writes exactly the slot's width.
+    unsafe {
+        match width {
+            1 => rec.write(offset, value[0]),
+            4 => rec.write(offset, crate::record::read_le::<u32>(value)),
+            8 => rec.write(offset, crate::record::read_le::<u64>(value)),
+            _ => rec.write(offset, crate::record::read_le::<[u64; 2]>(value)),
+        }
+    }
+}
+
+/// Unsets the other members of entry `index`'s oneof.
+#[cold]
+fn clear_oneof_siblings(rec: RecPtr, table: &Table, index: usize) {
+    let oneof = table.oneof_of[index] as usize;
+    for &(word, mask) in &table.oneof_masks[oneof] {
+        let keep = if word as usize == index / 64 {
+            1u64 << (index % 64)
+        } else {
+            0
+        };
+        // SAFETY: the masks' words are presence words of `rec`'s table.
+        unsafe { rec.clear_bits(word as usize, mask & !keep) };
+    }
+}

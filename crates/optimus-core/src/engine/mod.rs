@@ -1,0 +1,192 @@
+//! Engine v2: the protobuf binary format over op tables and arena records.
+//!
+//! [`decode`] walks wire bytes into a [`Record`] in an [`Arena`] (strings and bytes viewed in
+//! the input), [`decode_copied`] copies them into the arena instead, and [`encode`] walks a
+//! record back to deterministic wire bytes. Each is one walker over the type's op table
+//! (`optimus_schema::table`): per field, a lookup that first tries the entry after the last
+//! one, then one `match` on the entry's op. Decoding into a reset arena and encoding into a
+//! reused buffer allocate nothing once both have grown to the largest message.
+
+mod decode;
+mod encode;
+
+use std::cell::RefCell;
+
+use optimus_schema::{MessageId, SchemaSet};
+
+use crate::binary::DecodeOptions;
+use crate::record::{Arena, RecPtr};
+use crate::view::Record;
+use crate::{DecodeErrorKind, Error};
+
+/// Decodes one message of type `id` from `input` into `arena`; its strings and bytes are
+/// views of `input`, which the borrow keeps alive as long as the record.
+///
+/// # Errors
+/// [`Error::Decode`] with the field path and byte offset when the bytes are malformed, nest
+/// deeper than `opts.depth_limit`, hold invalid UTF-8 in a string, would take more memory than
+/// the budget, or (with `check_required`) lack a required field.
+pub fn decode<'a>(
+    schema: &'a SchemaSet,
+    id: MessageId,
+    input: &'a [u8],
+    arena: &'a Arena,
+    opts: &DecodeOptions,
+) -> Result<Record<'a>, Error> {
+    // The records view `input`: both borrows last for 'a, as long as the record.
+    let rec = decode_into::<false>(schema, id, input, arena, opts)?;
+    finish(schema, id, rec, input.len(), opts)
+}
+
+/// Decodes like [`decode`], copying strings and bytes into the arena so the record does not
+/// borrow `input`.
+///
+/// # Errors
+/// As [`decode`].
+pub fn decode_copied<'a>(
+    schema: &'a SchemaSet,
+    id: MessageId,
+    input: &[u8],
+    arena: &'a Arena,
+    opts: &DecodeOptions,
+) -> Result<Record<'a>, Error> {
+    // With COPY the decoder keeps no pointer into `input`.
+    let rec = decode_into::<true>(schema, id, input, arena, opts)?;
+    finish(schema, id, rec, input.len(), opts)
+}
+
+/// Decodes `input` into a new record in `arena`. Without `COPY` the record views `input`:
+/// the public callers make the input outlive the record.
+fn decode_into<const COPY: bool>(
+    schema: &SchemaSet,
+    id: MessageId,
+    input: &[u8],
+    arena: &Arena,
+    opts: &DecodeOptions,
+) -> Result<RecPtr, Error> {
+    let budget = opts.memory_budget(input.len());
+    let mut d = decode::Decoder::<'_, COPY> {
+        schema,
+        buf: input,
+        arena,
+        depth_limit: opts.depth_limit,
+        budget,
+        memory_limit: budget,
+    };
+    let root = || schema.message(id).full_name.clone();
+    let rec = d
+        .new_record(id.0, 0)
+        .map_err(|e| Error::Decode(e).within(root()))?;
+    let mut pos = 0;
+    d.merge(rec, id.0, &mut pos, input.len(), 0, None)
+        .map_err(|e| Error::Decode(e).within(root()))?;
+    Ok(rec)
+}
+
+fn finish<'a>(
+    schema: &'a SchemaSet,
+    id: MessageId,
+    rec: RecPtr,
+    len: usize,
+    opts: &DecodeOptions,
+) -> Result<Record<'a>, Error> {
+    let record = Record::new(schema, id, rec);
+    if opts.check_required && schema.message(id).may_lack_required {
+        if let Some(missing) = missing_required(record) {
+            return Err(
+                Error::decode(len, DecodeErrorKind::MissingRequired(missing))
+                    .within(schema.message(id).full_name.clone()),
+            );
+        }
+    }
+    Ok(record)
+}
+
+/// The path of the first required field that is not set, if any (recursively).
+#[cold]
+fn missing_required(record: Record<'_>) -> Option<String> {
+    let schema = record.schema();
+    let ty = schema.message(record.type_id());
+    if !ty.may_lack_required {
+        return None;
+    }
+    for &r in &ty.required_fields {
+        if !record.has(r as usize) {
+            return Some(format!("{}.{}", ty.full_name, ty.fields[r as usize].name));
+        }
+    }
+    for index in record.set_fields() {
+        if !ty.fields[index].kind.is_message() {
+            continue;
+        }
+        let subs = record.get(index).into_iter().chain(record.elements(index));
+        for v in subs {
+            if let crate::FieldRef::Message(sub) = v {
+                let found = if ty.fields[index].is_map() {
+                    sub.get(1).and_then(|v| match v {
+                        crate::FieldRef::Message(m) => missing_required(m),
+                        _ => None,
+                    })
+                } else {
+                    missing_required(sub)
+                };
+                if found.is_some() {
+                    return found;
+                }
+            }
+        }
+    }
+    None
+}
+
+thread_local! {
+    /// Each thread's sub-message length cache, reused by every encode on it.
+    static SIZES: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Encodes `record` deterministically (fields by number, map entries by key, unknown fields
+/// last), appending to `out`.
+pub fn encode(record: Record<'_>, out: &mut Vec<u8>) {
+    SIZES.with(|cell| {
+        let mut sizes = cell.take();
+        sizes.clear();
+        let mut enc = encode::Encoder {
+            schema: record.schema(),
+            sizes: &mut sizes,
+            next: 0,
+        };
+        let total = enc.size(record.ptr, record.type_id().0);
+        let start = out.len();
+        out.resize(start + total, 0);
+        let mut sink = encode::Sink {
+            buf: &mut out[..],
+            pos: start,
+        };
+        enc.write(record.ptr, record.type_id().0, &mut sink);
+        debug_assert_eq!(
+            sink.pos,
+            start + total,
+            "the write pass wrote what the size pass counted"
+        );
+        cell.replace(sizes);
+    });
+}
+
+/// The number of bytes [`encode`] writes for `record`.
+pub fn encoded_len(record: Record<'_>) -> usize {
+    SIZES.with(|cell| {
+        let mut sizes = cell.take();
+        sizes.clear();
+        let mut enc = encode::Encoder {
+            schema: record.schema(),
+            sizes: &mut sizes,
+            next: 0,
+        };
+        let total = enc.size(record.ptr, record.type_id().0);
+        cell.replace(sizes);
+        total
+    })
+}
+
+#[cfg(test)]
+mod tests;

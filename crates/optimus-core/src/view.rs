@@ -1,0 +1,389 @@
+//! The reflective view over arena records: [`Record`] reads a field by index as a
+//! [`FieldRef`], and converts to and from the reflective [`Message`] tree.
+
+use optimus_schema::{Entry, MessageId, Scalar, SchemaSet, Shape, Table};
+
+use crate::record::{bytes_of, read_le, Arena, Life, RecPtr, Seq, View};
+use crate::value::{List, Map, MapKey, Value};
+use crate::Message;
+
+/// A message in an arena: a record laid out by its type's op table. Cheap to copy; valid as
+/// long as the arena (and, for a borrowing decode, the input) it was made from.
+#[derive(Clone, Copy)]
+pub struct Record<'a> {
+    schema: &'a SchemaSet,
+    id: MessageId,
+    pub(crate) ptr: RecPtr,
+    _life: Life<'a>,
+}
+
+impl std::fmt::Debug for Record<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Record")
+            .field("type", &self.schema.message(self.id).full_name)
+            .field("set_fields", &self.set_fields().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// One value read from a record: a scalar, a string or bytes view, or a sub-message.
+#[derive(Debug, Clone, Copy)]
+pub enum FieldRef<'a> {
+    /// `bool`.
+    Bool(bool),
+    /// `int32`, `sint32`, `sfixed32`.
+    I32(i32),
+    /// `int64`, `sint64`, `sfixed64`.
+    I64(i64),
+    /// `uint32`, `fixed32`.
+    U32(u32),
+    /// `uint64`, `fixed64`.
+    U64(u64),
+    /// `float`.
+    F32(f32),
+    /// `double`.
+    F64(f64),
+    /// An enum value number.
+    Enum(i32),
+    /// `string`, checked UTF-8.
+    Str(&'a str),
+    /// `bytes`.
+    Bytes(&'a [u8]),
+    /// A sub-message or group (for a map: an entry, key at index 0 and value at 1).
+    Message(Record<'a>),
+}
+
+impl<'a> Record<'a> {
+    /// A view of `ptr`, a record of type `id` made for `schema` in an arena living for `'a`.
+    pub(crate) fn new(schema: &'a SchemaSet, id: MessageId, ptr: RecPtr) -> Record<'a> {
+        Record {
+            schema,
+            id,
+            ptr,
+            _life: Life::default(),
+        }
+    }
+
+    /// An empty message of type `id` in `arena`.
+    ///
+    /// # Panics
+    /// If `id` does not come from `schema`.
+    pub fn new_in(schema: &'a SchemaSet, id: MessageId, arena: &'a Arena) -> Record<'a> {
+        Record::new(schema, id, RecPtr::new(arena, &schema.message(id).table))
+    }
+
+    /// The message's type.
+    pub fn type_id(&self) -> MessageId {
+        self.id
+    }
+
+    /// The schema the record is laid out by.
+    pub fn schema(&self) -> &'a SchemaSet {
+        self.schema
+    }
+
+    fn table(&self) -> &'a Table {
+        &self.schema.message(self.id).table
+    }
+
+    /// Whether the field at `index` (in the type's `fields`) is set; `false` past the end.
+    pub fn has(&self, index: usize) -> bool {
+        // SAFETY: `index` is checked to be an entry of this record's table.
+        index < self.table().entries.len() && unsafe { self.ptr.has(index) }
+    }
+
+    /// The instance schema: indices of the set fields, in field-number order.
+    pub fn set_fields(&self) -> impl Iterator<Item = usize> + 'a {
+        let ptr = self.ptr;
+        let words = self.table().presence_words as usize;
+        (0..words).flat_map(move |w| {
+            // SAFETY: `w` is below the table's presence word count.
+            let mut bits = unsafe { ptr.presence_word(w) };
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let i = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    i
+                })
+            })
+        })
+    }
+
+    /// The value of the single field at `index`, if it is set and not a sequence.
+    pub fn get(&self, index: usize) -> Option<FieldRef<'a>> {
+        let e = self.table().entries.get(index)?;
+        if !self.has(index) || e.op.shape() != Shape::Single {
+            return None;
+        }
+        // SAFETY: `e` is entry `index` of this record's table, a single value.
+        let raw = unsafe { slot_bytes(self.ptr, e) };
+        Some(self.decode_value(e, raw))
+    }
+
+    /// The values of the repeated field (or map entries) at `index`, in order.
+    pub fn elements(&self, index: usize) -> impl Iterator<Item = FieldRef<'a>> + 'a {
+        let this = *self;
+        let entry = self
+            .table()
+            .entries
+            .get(index)
+            .filter(|e| e.op.shape().is_sequence() && self.has(index));
+        let (raw, width) = match entry {
+            Some(e) => {
+                let width = e.op.scalar().width() as usize;
+                // SAFETY: `e` is a sequence entry of this record's table.
+                (unsafe { self.ptr.read::<Seq>(e.offset).raw(width) }, width)
+            }
+            None => (&[][..], 1),
+        };
+        let e = entry.copied();
+        raw.chunks_exact(width).map(move |v| {
+            this.decode_value(e.as_ref().expect("elements exist only for an entry"), v)
+        })
+    }
+
+    /// The bytes of fields the type does not know, in wire format, in arrival order.
+    pub fn unknown_fields(&self) -> &'a [u8] {
+        // SAFETY: `unknown_offset` holds the record's unknown bytes.
+        unsafe { self.ptr.read::<Seq>(self.table().unknown_offset).raw(1) }
+    }
+
+    /// A value of entry `e` from its record bytes (a slot or a sequence element).
+    fn decode_value(&self, e: &Entry, raw: &[u8]) -> FieldRef<'a> {
+        let scalar = e.op.scalar();
+        match scalar {
+            Scalar::Bool => FieldRef::Bool(raw[0] != 0),
+            Scalar::Int32 | Scalar::Sint32 | Scalar::Sfixed32 => FieldRef::I32(read_le(raw)),
+            Scalar::Int64 | Scalar::Sint64 | Scalar::Sfixed64 => FieldRef::I64(read_le(raw)),
+            Scalar::Uint32 | Scalar::Fixed32 => FieldRef::U32(read_le(raw)),
+            Scalar::Uint64 | Scalar::Fixed64 => FieldRef::U64(read_le(raw)),
+            Scalar::Float => FieldRef::F32(read_le(raw)),
+            Scalar::Double => FieldRef::F64(read_le(raw)),
+            Scalar::OpenEnum | Scalar::ClosedEnum => FieldRef::Enum(read_le(raw)),
+            Scalar::String => {
+                // SAFETY: string views are made from checked UTF-8 in memory living for 'a.
+                let bytes = unsafe { read_le::<View>(raw).bytes() };
+                // SAFETY: checked once, when decoded or set.
+                FieldRef::Str(unsafe { std::str::from_utf8_unchecked(bytes) })
+            }
+            // SAFETY: bytes views point into memory living for 'a.
+            Scalar::Bytes => FieldRef::Bytes(unsafe { read_le::<View>(raw).bytes() }),
+            Scalar::Message | Scalar::Group => {
+                let table = self.table();
+                let sub =
+                    RecPtr::from_slot(read_le(raw)).expect("a set message slot holds a record");
+                FieldRef::Message(Record::new(
+                    self.schema,
+                    MessageId(table.sub_message(e)),
+                    sub,
+                ))
+            }
+        }
+    }
+
+    /// The reflective [`Message`] tree with the same content.
+    pub fn to_message(&self) -> Message {
+        let schema = self.schema;
+        let ty = schema.message(self.id);
+        let mut msg = Message::new(schema, self.id);
+        for index in self.set_fields() {
+            let e = &ty.table.entries[index];
+            let field = &ty.fields[index];
+            let value = match e.op.shape() {
+                Shape::Single => to_value(self.get(index).expect("a set single field")),
+                Shape::Repeated | Shape::Packed => {
+                    let mut list = List::new(field.kind);
+                    for v in self.elements(index) {
+                        list.push(to_value(v))
+                            .expect("elements of the field's kind");
+                    }
+                    Value::List(list)
+                }
+                Shape::Map => {
+                    let mut map = Map::new();
+                    for entry in self.elements(index) {
+                        let FieldRef::Message(entry) = entry else {
+                            unreachable!("map entries")
+                        };
+                        let (key, value) = entry.map_entry_parts();
+                        map.insert(key, value);
+                    }
+                    Value::Map(map)
+                }
+            };
+            msg.set(schema, index, value)
+                .expect("a record holds its fields' kinds");
+        }
+        msg.push_unknown(self.unknown_fields());
+        msg
+    }
+
+    /// A map entry's key and value, defaults where unset (as the wire's missing parts mean).
+    fn map_entry_parts(&self) -> (MapKey, Value) {
+        let ty = self.schema.message(self.id);
+        let part = |i: usize| match self.get(i) {
+            Some(v) => to_value(v),
+            None => Value::default_for(self.schema, &ty.fields[i]),
+        };
+        let key = part(0)
+            .into_map_key()
+            .expect("map keys are integers, bool or string");
+        (key, part(1))
+    }
+
+    /// A record in `arena` with the content of `msg` (strings and bytes copied).
+    pub fn from_message(schema: &'a SchemaSet, msg: &Message, arena: &'a Arena) -> Record<'a> {
+        let rec = Record::new_in(schema, msg.type_id(), arena);
+        let ty = schema.message(msg.type_id());
+        for (index, value) in msg.set_values() {
+            let e = &ty.table.entries[index];
+            match value {
+                Value::List(list) => {
+                    for v in (0..list.len()).filter_map(|i| list.get(i)) {
+                        // SAFETY: `e` is entry `index`, a sequence of the list's kind.
+                        unsafe { push_value(rec.ptr, e, &v, schema, &ty.table, arena) };
+                    }
+                }
+                Value::Map(map) => {
+                    let entry_id = MessageId(ty.table.sub_message(e));
+                    for (key, v) in map {
+                        let entry = Record::new_in(schema, entry_id, arena);
+                        let entry_ty = schema.message(entry_id);
+                        // SAFETY: entries 0 and 1 of a map entry type are its key and value.
+                        unsafe {
+                            set_value(
+                                entry.ptr,
+                                &entry_ty.table.entries[0],
+                                &key.to_value(),
+                                schema,
+                                &entry_ty.table,
+                                arena,
+                            );
+                            entry.ptr.set_bit(0, true);
+                            set_value(
+                                entry.ptr,
+                                &entry_ty.table.entries[1],
+                                v,
+                                schema,
+                                &entry_ty.table,
+                                arena,
+                            );
+                            entry.ptr.set_bit(1, true);
+                            rec.ptr
+                                .push(arena, e.offset, 8, bytes_of(&entry.ptr.as_slot()));
+                        }
+                    }
+                }
+                // SAFETY: `e` is entry `index`, a single value of the value's kind.
+                v => unsafe { set_value(rec.ptr, e, v, schema, &ty.table, arena) },
+            }
+            // SAFETY: `index` is an entry of the record's table.
+            unsafe { rec.ptr.set_bit(index, true) };
+        }
+        if !msg.unknown_fields().is_empty() {
+            // SAFETY: `unknown_offset` holds the record's unknown bytes.
+            unsafe {
+                rec.ptr
+                    .extend_bytes(arena, ty.table.unknown_offset, msg.unknown_fields())
+            };
+        }
+        rec
+    }
+}
+
+/// The record bytes of a single field's slot.
+///
+/// # Safety
+/// `e` is an entry of `rec`'s table.
+unsafe fn slot_bytes<'a>(rec: RecPtr, e: &Entry) -> &'a [u8] {
+    let width = e.op.slot_width() as usize;
+    // SAFETY: the caller's duty: the slot lies inside the record (`layout_is_sound`).
+    unsafe { std::slice::from_raw_parts(rec.as_slot().add(e.offset as usize), width) }
+}
+
+fn to_value(v: FieldRef<'_>) -> Value {
+    match v {
+        FieldRef::Bool(b) => Value::Bool(b),
+        FieldRef::I32(x) => Value::I32(x),
+        FieldRef::I64(x) => Value::I64(x),
+        FieldRef::U32(x) => Value::U32(x),
+        FieldRef::U64(x) => Value::U64(x),
+        FieldRef::F32(x) => Value::F32(x),
+        FieldRef::F64(x) => Value::F64(x),
+        FieldRef::Enum(x) => Value::Enum(x),
+        FieldRef::Str(s) => Value::String(s.to_owned()),
+        FieldRef::Bytes(b) => Value::Bytes(b.to_vec()),
+        FieldRef::Message(m) => Value::Message(Box::new(m.to_message())),
+    }
+}
+
+/// The record bytes of one value (at most 16) and their width.
+fn value_bytes(
+    v: &Value,
+    arena: &Arena,
+    schema: &SchemaSet,
+    e: &Entry,
+    table: &Table,
+) -> ([u8; 16], usize) {
+    let mut out = [0u8; 16];
+    let mut put = |bytes: &[u8]| {
+        out[..bytes.len()].copy_from_slice(bytes);
+        bytes.len()
+    };
+    let width = match v {
+        Value::Bool(b) => put(&[u8::from(*b)]),
+        Value::I32(x) | Value::Enum(x) => put(&x.to_le_bytes()),
+        Value::I64(x) => put(&x.to_le_bytes()),
+        Value::U32(x) => put(&x.to_le_bytes()),
+        Value::U64(x) => put(&x.to_le_bytes()),
+        Value::F32(x) => put(&x.to_le_bytes()),
+        Value::F64(x) => put(&x.to_le_bytes()),
+        Value::String(s) => put(bytes_of(&arena.alloc_copy(s.as_bytes()))),
+        Value::Bytes(b) => put(bytes_of(&arena.alloc_copy(b))),
+        Value::Message(m) => {
+            debug_assert_eq!(m.type_id().0, table.sub_message(e));
+            let sub = Record::from_message(schema, m, arena);
+            put(bytes_of(&sub.ptr.as_slot()))
+        }
+        Value::List(_) | Value::Map(_) => unreachable!("sequences are set element by element"),
+    };
+    (out, width)
+}
+
+/// Writes `v` to the single slot of `e`.
+///
+/// # Safety
+/// `e` is a single entry of `rec`'s table whose kind is `v`'s.
+unsafe fn set_value(
+    rec: RecPtr,
+    e: &Entry,
+    v: &Value,
+    schema: &SchemaSet,
+    table: &Table,
+    arena: &Arena,
+) {
+    let (bytes, width) = value_bytes(v, arena, schema, e, table);
+    debug_assert_eq!(width, e.op.slot_width() as usize);
+    // SAFETY: the caller's duty: the slot is `width` bytes inside the record.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), rec.as_slot().add(e.offset as usize), width)
+    };
+}
+
+/// Appends `v` to the sequence of `e`.
+///
+/// # Safety
+/// `e` is a sequence entry of `rec`'s table whose kind is `v`'s; `rec` lives in `arena`.
+unsafe fn push_value(
+    rec: RecPtr,
+    e: &Entry,
+    v: &Value,
+    schema: &SchemaSet,
+    table: &Table,
+    arena: &Arena,
+) {
+    let (bytes, width) = value_bytes(v, arena, schema, e, table);
+    debug_assert_eq!(width, e.op.scalar().width() as usize);
+    // SAFETY: the caller's duty.
+    unsafe { rec.push(arena, e.offset, width, &bytes) };
+}
