@@ -133,16 +133,16 @@ final class ClassInfo {
 
   /** The kind a class gets when it is registered or named: a rule of {@link Format}. */
   static ClassInfo of(Class<?> type, int id) {
-    if (type.isPrimitive() || type.isInterface() || Modifier.isAbstract(type.getModifiers())
-        && !type.isArray()) {
-      throw new CerealException("cannot serialize " + type.getName()
-          + ": interfaces, abstract and primitive classes have no instances");
-    }
     if (type.isEnum() || (type.getSuperclass() != null && type.getSuperclass().isEnum())) {
       Class<?> e = type.isEnum() ? type : type.getSuperclass();
       ClassInfo ci = new ClassInfo(e, ENUM, id);
       ci.enumConstants = e.getEnumConstants();
       return ci;
+    }
+    if (type.isPrimitive() || type.isInterface()
+        || (Modifier.isAbstract(type.getModifiers()) && !type.isArray())) {
+      throw new CerealException("cannot serialize " + type.getName()
+          + ": interfaces, abstract and primitive classes have no instances");
     }
     if (type.isArray()) {
       if (type.getComponentType().isPrimitive()) {
