@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/util/json_util.h>
 
 #include "peers.pb.h"
@@ -22,6 +23,16 @@ Message* make(int which) {
     case 0: return new bench::Flat();
     case 1: return new bench::Mixed();
     case 2: return new bench::Nested();
+    default: return nullptr;
+  }
+}
+
+// A new message of type `which` on `arena`, or null for an unknown `which`.
+Message* make_on(google::protobuf::Arena* arena, int which) {
+  switch (which) {
+    case 0: return google::protobuf::Arena::CreateMessage<bench::Flat>(arena);
+    case 1: return google::protobuf::Arena::CreateMessage<bench::Mixed>(arena);
+    case 2: return google::protobuf::Arena::CreateMessage<bench::Nested>(arena);
     default: return nullptr;
   }
 }
@@ -46,19 +57,33 @@ int optimus_cpp_parse(void* m, const uint8_t* data, size_t len) {
   return static_cast<Message*>(m)->ParseFromArray(data, static_cast<int>(len)) ? 1 : 0;
 }
 
-// Parses `data` into a new message of type `which`, then drops it: 1 on success.
-int optimus_cpp_parse_new(int which, const uint8_t* data, size_t len) {
-  Message* m = make(which);
-  if (m == nullptr) return 0;
-  bool ok = m->ParseFromArray(data, static_cast<int>(len));
-  delete m;
-  return ok ? 1 : 0;
-}
-
 // Serializes `m` into a new string (copied to `out` when it fits in `cap`): its size.
 size_t optimus_cpp_serialize(const void* m, uint8_t* out, size_t cap) {
   return copy_out(static_cast<const Message*>(m)->SerializeAsString(),
                   reinterpret_cast<char*>(out), cap);
+}
+
+// Serializes `m` into `out` when it fits in `cap` (SerializeToArray's fastest form: the size,
+// then the bytes into caller memory, no string): its size either way.
+size_t optimus_cpp_serialize_to(const void* m, uint8_t* out, size_t cap) {
+  const Message* msg = static_cast<const Message*>(m);
+  size_t n = msg->ByteSizeLong();
+  if (out != nullptr && n <= cap) msg->SerializeWithCachedSizesToArray(out);
+  return n;
+}
+
+// A new arena for `optimus_cpp_parse_on_arena`.
+void* optimus_cpp_arena_new() { return new google::protobuf::Arena(); }
+
+void optimus_cpp_arena_delete(void* a) { delete static_cast<google::protobuf::Arena*>(a); }
+
+// Resets `arena` (its first block kept) and parses `data` into a new message of type `which`
+// on it: 1 on success.
+int optimus_cpp_parse_on_arena(void* arena, int which, const uint8_t* data, size_t len) {
+  google::protobuf::Arena* a = static_cast<google::protobuf::Arena*>(arena);
+  a->Reset();
+  Message* m = make_on(a, which);
+  return m != nullptr && m->ParseFromArray(data, static_cast<int>(len)) ? 1 : 0;
 }
 
 // Writes `m` as proto3 JSON into a new string (copied to `out` when it fits): its size, or

@@ -15,8 +15,16 @@ mod ffi {
         pub fn optimus_cpp_new(which: c_int) -> *mut c_void;
         pub fn optimus_cpp_delete(m: *mut c_void);
         pub fn optimus_cpp_parse(m: *mut c_void, data: *const u8, len: usize) -> c_int;
-        pub fn optimus_cpp_parse_new(which: c_int, data: *const u8, len: usize) -> c_int;
         pub fn optimus_cpp_serialize(m: *const c_void, out: *mut u8, cap: usize) -> usize;
+        pub fn optimus_cpp_serialize_to(m: *const c_void, out: *mut u8, cap: usize) -> usize;
+        pub fn optimus_cpp_arena_new() -> *mut c_void;
+        pub fn optimus_cpp_arena_delete(a: *mut c_void);
+        pub fn optimus_cpp_parse_on_arena(
+            a: *mut c_void,
+            which: c_int,
+            data: *const u8,
+            len: usize,
+        ) -> c_int;
         pub fn optimus_cpp_to_json(m: *const c_void, out: *mut c_char, cap: usize) -> usize;
         pub fn optimus_cpp_from_json_new(which: c_int, text: *const c_char, len: usize) -> c_int;
         pub fn optimus_cpp_protobuf_to_json(which: c_int, data: *const u8, len: usize) -> c_int;
@@ -65,6 +73,20 @@ impl CppMessage {
         unsafe { ffi::optimus_cpp_serialize(self.ptr.as_ptr(), std::ptr::null_mut(), 0) }
     }
 
+    /// Serializes the message into `out` (its fastest form: no string), returning the length;
+    /// `out` must have room for it.
+    pub fn serialize_into(&self, out: &mut [u8]) -> Result<usize> {
+        // SAFETY: `ptr` is a live message; `out` is writable for `out.len()` bytes, and the
+        // callee writes only when the encoding fits in them.
+        let n = unsafe {
+            ffi::optimus_cpp_serialize_to(self.ptr.as_ptr(), out.as_mut_ptr(), out.len())
+        };
+        if n > out.len() {
+            bail!("the C++ peer's encoding outgrew its buffer");
+        }
+        Ok(n)
+    }
+
     /// The message's serialized bytes.
     pub fn serialize(&self) -> Vec<u8> {
         let mut out = vec![0u8; self.serialize_len()];
@@ -105,13 +127,40 @@ impl Drop for CppMessage {
     }
 }
 
-/// Parses `data` into a new message of type `which`, then drops it.
-pub fn parse_new(which: c_int, data: &[u8]) -> Result<()> {
-    // SAFETY: `data` is valid for its length; the callee owns the message it makes.
-    if unsafe { ffi::optimus_cpp_parse_new(which, data.as_ptr(), data.len()) } == 0 {
-        bail!("Google protobuf C++ does not parse the workload");
+/// A Google protobuf C++ `Arena`, owned, reset before each message parsed on it.
+pub struct CppArena {
+    ptr: NonNull<c_void>,
+}
+
+impl CppArena {
+    /// A new arena.
+    pub fn new() -> Result<CppArena> {
+        // SAFETY: `optimus_cpp_arena_new` takes nothing and returns a new arena.
+        match NonNull::new(unsafe { ffi::optimus_cpp_arena_new() }) {
+            Some(ptr) => Ok(CppArena { ptr }),
+            None => bail!("the C++ peer could not make an arena"),
+        }
     }
-    Ok(())
+
+    /// Resets the arena and parses `data` into a new message of type `which` on it.
+    pub fn parse(&mut self, which: c_int, data: &[u8]) -> Result<()> {
+        // SAFETY: `ptr` is a live arena this value owns; `data` is valid for its length.
+        let ok = unsafe {
+            ffi::optimus_cpp_parse_on_arena(self.ptr.as_ptr(), which, data.as_ptr(), data.len())
+        };
+        if ok == 0 {
+            bail!("Google protobuf C++ does not parse the workload");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for CppArena {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `optimus_cpp_arena_new`, is owned by this value and freed
+        // once.
+        unsafe { ffi::optimus_cpp_arena_delete(self.ptr.as_ptr()) }
+    }
 }
 
 /// Reads proto3 JSON into a new message of type `which`, then drops it.

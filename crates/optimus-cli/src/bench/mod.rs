@@ -17,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::{self, JsonOptions};
-use optimus_core::Message;
+use optimus_core::{engine, Arena, Message};
 use optimus_schema::{descriptor_set_from_proto_files, descriptor_set_from_sources};
 use optimus_schema::{MessageId, SchemaSet, DEFAULT_PROTO_NAME};
 
@@ -171,6 +171,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let msg = binary::decode(&schema, w.id, &w.bytes, &DecodeOptions::default())
             .with_context(|| format!("workload {}", w.name))?;
         let json_text = json::encode(&schema, &msg, &JsonOptions::default())?;
+        let record_arena = Arena::new();
         for (name, op) in ops {
             if args.operation.as_deref().is_some_and(|o| o != name) {
                 continue;
@@ -183,10 +184,23 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 );
             }
             let mut reused = Message::new(&schema, w.id);
-            let mut runners = vec![Runner {
+            let message_runner = Runner {
                 implementation: "optimus",
                 call: Box::new(|| op.run(&schema, w, &msg, &json_text, &mut reused)),
-            }];
+            };
+            // The binary format runs on arena records (engine v2); the reflective Message
+            // codec is measured beside it.
+            let mut runners = if op.on_records() {
+                vec![
+                    records_runner(op, &schema, w, &record_arena)?,
+                    Runner {
+                        implementation: "optimus-message",
+                        ..message_runner
+                    },
+                ]
+            } else {
+                vec![message_runner]
+            };
             runners.extend(peers::runners(
                 &peer_names,
                 op,
@@ -281,6 +295,11 @@ enum Op {
 }
 
 impl Op {
+    /// Whether optimus runs this operation on arena records (engine v2).
+    fn on_records(self) -> bool {
+        matches!(self, Op::Encode | Op::Decode | Op::DecodeReuse)
+    }
+
     fn run(
         self,
         schema: &SchemaSet,
@@ -334,6 +353,48 @@ impl Op {
         }
         Ok(())
     }
+}
+
+/// optimus's binary operations on arena records, each in its fastest form: encode a record
+/// into a reused buffer; decode into an arena reset before each message (a new message each
+/// time, so `decode` and `decode-reuse` are the same call).
+fn records_runner<'a>(
+    op: Op,
+    schema: &'a SchemaSet,
+    w: &'a Workload,
+    record_arena: &'a Arena,
+) -> Result<Runner<'a>> {
+    let opts = DecodeOptions::default();
+    let call: Box<dyn FnMut() -> Result<()> + 'a> = match op {
+        Op::Encode => {
+            let record = engine::decode(schema, w.id, &w.bytes, record_arena, &opts)?;
+            let mut out = Vec::with_capacity(w.bytes.len());
+            Box::new(move || {
+                out.clear();
+                engine::encode(black_box(record), &mut out);
+                black_box(&out);
+                Ok(())
+            })
+        }
+        _ => {
+            let mut arena = Arena::new();
+            Box::new(move || {
+                arena.reset();
+                black_box(engine::decode(
+                    schema,
+                    w.id,
+                    black_box(&w.bytes),
+                    &arena,
+                    &opts,
+                )?);
+                Ok(())
+            })
+        }
+    };
+    Ok(Runner {
+        implementation: "optimus",
+        call,
+    })
 }
 
 /// Times every runner of a cell: calibrates each one's batch to about 1/reps of the cell's

@@ -120,10 +120,15 @@ fn typed<'a, T: prost::Message + Default + 'static>(
     let msg = T::decode(bytes).context("prost decode")?;
     same_bytes(notes, "prost", w, schema, &msg.encode_to_vec());
     let call: Box<dyn FnMut() -> Result<()>> = match op {
-        Op::Encode => Box::new(move || {
-            black_box(black_box(&msg).encode_to_vec());
-            Ok(())
-        }),
+        Op::Encode => {
+            let mut out = Vec::with_capacity(bytes.len());
+            Box::new(move || {
+                out.clear();
+                black_box(&msg).encode(&mut out)?;
+                black_box(&out);
+                Ok(())
+            })
+        }
         Op::Decode => Box::new(move || {
             black_box(T::decode(black_box(bytes))?);
             Ok(())
@@ -160,10 +165,15 @@ fn reflect_runner<'a>(
     let json_text = serde_json::to_string(&msg).context("prost-reflect JSON")?;
     same_json(notes, "prost-reflect", w, schema, &json_text);
     let call: Box<dyn FnMut() -> Result<()>> = match op {
-        Op::Encode => Box::new(move || {
-            black_box(black_box(&msg).encode_to_vec());
-            Ok(())
-        }),
+        Op::Encode => {
+            let mut out = Vec::with_capacity(bytes.len());
+            Box::new(move || {
+                out.clear();
+                black_box(&msg).encode(&mut out)?;
+                black_box(&out);
+                Ok(())
+            })
+        }
         Op::Decode => Box::new(move || {
             black_box(DynamicMessage::decode(desc.clone(), black_box(bytes))?);
             Ok(())
@@ -252,11 +262,19 @@ fn cpp_runner<'a>(
     let json_text = msg.to_json()?;
     same_json(notes, "protobuf-cpp", w, schema, &json_text);
     let call: Box<dyn FnMut() -> Result<()>> = match op {
-        Op::Encode => Box::new(move || {
-            black_box(black_box(&msg).serialize_len());
-            Ok(())
-        }),
-        Op::Decode => Box::new(move || cpp_peer::parse_new(which, black_box(bytes))),
+        Op::Encode => {
+            let mut out = vec![0u8; bytes.len() * 2 + 64];
+            Box::new(move || {
+                black_box(black_box(&msg).serialize_into(&mut out)?);
+                Ok(())
+            })
+        }
+        // A new message each time, on an arena reset before each parse: C++'s fastest way
+        // to a new message.
+        Op::Decode => {
+            let mut arena = cpp_peer::CppArena::new()?;
+            Box::new(move || arena.parse(which, black_box(bytes)))
+        }
         Op::DecodeReuse => {
             let mut reused = CppMessage::new(which)?;
             Box::new(move || {
