@@ -53,6 +53,10 @@ public final class CerealInput implements Closeable {
     int bodyStart = h.bodyStart();
     int length = h.bodyLength();
     if (have != bodyStart) throw new CerealException("corrupt frame header", frameStart + have, null);
+    if (length > Integer.MAX_VALUE - 16 - bodyStart) {
+      throw new CerealException("frame of " + length + " bytes is over the limit of a frame",
+          frameStart + 3, null);
+    }
     int total = bodyStart + length;
     if (buf.length < Math.min(total, TRUSTED)) buf = Arrays.copyOf(buf, Math.min(total, TRUSTED));
     int got = bodyStart;
