@@ -87,6 +87,12 @@ pub(crate) struct View {
 const _: () = assert!(std::mem::size_of::<View>() == optimus_schema::table::VIEW_BYTES as usize);
 
 impl View {
+    /// Number of bytes viewed.
+    #[inline]
+    pub(crate) fn len(self) -> usize {
+        self.len
+    }
+
     /// A view of `bytes`, which must stay alive as long as the record holding the view.
     #[inline]
     pub(crate) fn of(bytes: &[u8]) -> View {

@@ -59,6 +59,59 @@ impl<const COPY: bool> Decoder<'_, COPY> {
         let mut guess = 0;
         while *pos < end {
             let tag_start = *pos;
+            // The fast path (upb's fasttable): the input's next bytes are the tag of the entry
+            // after the last one read, so neither the tag's varint nor its field is looked up.
+            if let Some(e) = table.entries.get(guess) {
+                if let Some(len) = tag_matches(self.buf, tag_start, end, e) {
+                    *pos += len;
+                    let index = guess;
+                    guess += 1;
+                    let scalar = e.op.scalar();
+                    if e.op.shape() == Shape::Single && scalar == Scalar::Message && !e.in_oneof() {
+                        self.single_message(rec, table, index, e, pos, end, depth)
+                            .map_err(|err| within(err, &ty.fields[index].name))?;
+                        continue;
+                    }
+                    if e.op.shape() == Shape::Single
+                        && !scalar.is_message()
+                        && scalar != Scalar::ClosedEnum
+                        && !e.in_oneof()
+                    {
+                        self.single_scalar(rec, index, e, pos, end)
+                            .map_err(|err| within(err, &ty.fields[index].name))?;
+                        continue;
+                    } else if self
+                        .field(
+                            rec,
+                            table,
+                            index,
+                            e,
+                            e.op.tag_wire_type(),
+                            tag_start,
+                            pos,
+                            end,
+                            depth,
+                            ty.is_map_entry,
+                        )
+                        .map_err(|err| within(err, &ty.fields[index].name))?
+                    {
+                        continue;
+                    }
+                    let wire = e.op.tag_wire_type();
+                    self.unknown(
+                        rec,
+                        table,
+                        ty.is_map_entry,
+                        e.number,
+                        wire,
+                        tag_start,
+                        pos,
+                        end,
+                        depth,
+                    )?;
+                    continue;
+                }
+            }
             let tag = read_varint(self.buf, pos, end)?;
             let (number, wire) = split_tag(tag, tag_start)?;
             let index = match table.find_from(number, guess) {
@@ -264,6 +317,72 @@ impl<const COPY: bool> Decoder<'_, COPY> {
         Ok(true)
     }
 
+    /// Reads a single scalar (not a closed enum, not in a oneof) straight into its slot: the
+    /// hot path.
+    #[inline(always)]
+    fn single_scalar(
+        &mut self,
+        rec: RecPtr,
+        index: usize,
+        e: &Entry,
+        pos: &mut usize,
+        end: usize,
+    ) -> Result<(), Fail> {
+        let buf = self.buf;
+        let off = e.offset;
+        // SAFETY (every arm): `e` is entry `index` of `rec`'s table, whose slot has the
+        // scalar's width at `off`.
+        let nonzero = match e.op.scalar() {
+            Scalar::Int32 | Scalar::Uint32 | Scalar::OpenEnum => {
+                let v = read_varint(buf, pos, end)? as u32;
+                unsafe { rec.write(off, v) };
+                v != 0
+            }
+            Scalar::Int64 | Scalar::Uint64 => {
+                let v = read_varint(buf, pos, end)?;
+                unsafe { rec.write(off, v) };
+                v != 0
+            }
+            Scalar::Sint32 => {
+                let v = unzigzag32(read_varint(buf, pos, end)? as u32);
+                unsafe { rec.write(off, v) };
+                v != 0
+            }
+            Scalar::Sint64 => {
+                let v = unzigzag64(read_varint(buf, pos, end)?);
+                unsafe { rec.write(off, v) };
+                v != 0
+            }
+            Scalar::Bool => {
+                let v = read_varint(buf, pos, end)? != 0;
+                unsafe { rec.write(off, u8::from(v)) };
+                v
+            }
+            Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => {
+                let v = u32::from_le_bytes(read_fixed::<4>(buf, pos, end)?);
+                unsafe { rec.write(off, v) };
+                v != 0
+            }
+            Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => {
+                let v = u64::from_le_bytes(read_fixed::<8>(buf, pos, end)?);
+                unsafe { rec.write(off, v) };
+                v != 0
+            }
+            scalar => {
+                debug_assert!(
+                    scalar.is_bytes_like(),
+                    "closed enums and messages go through `field`"
+                );
+                let view = self.view(scalar, pos, end)?;
+                unsafe { rec.write(off, view) };
+                view.len() != 0
+            }
+        };
+        // SAFETY: `index` is an entry of `rec`'s table.
+        unsafe { rec.set_bit(index, nonzero || e.has_presence()) };
+        Ok(())
+    }
+
     /// Reads one value of `scalar` into `out` (its record bytes); returns whether it is
     /// nonzero (non-empty for strings and bytes).
     #[inline(always)]
@@ -318,23 +437,30 @@ impl<const COPY: bool> Decoder<'_, COPY> {
                 v != [0; 8]
             }
             Scalar::String | Scalar::Bytes => {
-                let at = *pos;
-                let value_end = read_length(buf, pos, end)?;
-                let bytes = &buf[*pos..value_end];
-                *pos = value_end;
-                if scalar == Scalar::String && std::str::from_utf8(bytes).is_err() {
-                    return Err(fail(at, DecodeErrorKind::InvalidUtf8));
-                }
-                let view = if COPY && !bytes.is_empty() {
-                    self.charge(bytes.len(), at)?;
-                    self.arena.alloc_copy(bytes)
-                } else {
-                    View::of(bytes)
-                };
+                let view = self.view(scalar, pos, end)?;
                 out.copy_from_slice(bytes_of(&view));
-                !bytes.is_empty()
+                view.len() != 0
             }
             Scalar::Message | Scalar::Group => unreachable!("messages are not scalars"),
+        })
+    }
+
+    /// Reads a string or bytes value: a view of the input, or (with `COPY`) of an arena
+    /// copy. A string is checked to be UTF-8 here, once.
+    #[inline(always)]
+    fn view(&mut self, scalar: Scalar, pos: &mut usize, end: usize) -> Result<View, Fail> {
+        let at = *pos;
+        let value_end = read_length(self.buf, pos, end)?;
+        let bytes = &self.buf[*pos..value_end];
+        *pos = value_end;
+        if scalar == Scalar::String && !is_utf8(bytes) {
+            return Err(fail(at, DecodeErrorKind::InvalidUtf8));
+        }
+        Ok(if COPY && !bytes.is_empty() {
+            self.charge(bytes.len(), at)?;
+            self.arena.alloc_copy(bytes)
+        } else {
+            View::of(bytes)
         })
     }
 
@@ -520,6 +646,33 @@ impl<const COPY: bool> Decoder<'_, COPY> {
         }
         Ok(())
     }
+}
+
+/// Whether `bytes` is UTF-8: ASCII eight bytes at a time, the rest through the standard check.
+#[inline(always)]
+fn is_utf8(bytes: &[u8]) -> bool {
+    let mut chunks = bytes.chunks_exact(8);
+    let ascii = chunks.by_ref().all(|c| {
+        u64::from_le_bytes(c.try_into().expect("eight bytes")) & 0x8080_8080_8080_8080 == 0
+    }) && chunks.remainder().iter().all(|&b| b < 0x80);
+    ascii || std::str::from_utf8(bytes).is_ok()
+}
+
+/// The length of `e`'s tag when the input at `pos` starts with it (one- and two-byte tags).
+#[inline(always)]
+fn tag_matches(buf: &[u8], pos: usize, end: usize, e: &Entry) -> Option<usize> {
+    let len = e.tag_len();
+    let raw = match buf.get(pos..pos + 2) {
+        Some(b) if pos + 2 <= end => u32::from(u16::from_le_bytes([b[0], b[1]])),
+        _ if pos < end && len == 1 => u32::from(buf[pos]),
+        _ => return None,
+    };
+    let mask = match len {
+        1 => 0xff,
+        2 => 0xffff,
+        _ => return None,
+    };
+    (raw & mask == e.tag).then_some(len)
 }
 
 /// Whether a field can take a value of wire type `wire`: its own, or for a repeated scalar
