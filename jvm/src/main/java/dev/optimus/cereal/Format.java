@@ -36,10 +36,10 @@ package dev.optimus.cereal;
  * reference (an all-null bucket is the one byte 0). The last bucket holds the remainder.
  *
  * <p><b>Layout bitmap</b>: one bit per layout word, set for reference words; bit {@code i} of
- * little-endian 64-bit word {@code g} describes layout word {@code 64 g + i}. Packed the same
- * way (only significant bytes): for each 64-bit group, one mask byte whose bit {@code j} says
- * that byte {@code j} of the group is non-zero, then those bytes. Bits past the last layout word
- * are 0.
+ * little-endian 64-bit group {@code g} describes layout word {@code 64 g + i}. Packed by
+ * leaving out what is zero: per block of 8 groups (the last block may be shorter), one mask byte
+ * whose bit {@code j} says that group {@code j} of the block is non-zero, then those groups,
+ * 8 bytes each. Bits past the last layout word are 0.
  */
 final class Format {
   private Format() {}

@@ -199,7 +199,7 @@ final class GraphReader {
     }
     words = (int) w;
     int groups = (int) ((w + 63) >>> 6);
-    if (bitmapBytes < groups || bitmapBytes > 9L * groups) {
+    if (bitmapBytes < (groups + 7L) / 8 || bitmapBytes > Packing.maxBitmapBytes(words)) {
       throw error(words + " layout words cannot take " + bitmapBytes + " bitmap bytes", pos);
     }
     int valueEnd = valueStart + valueWords * 8;

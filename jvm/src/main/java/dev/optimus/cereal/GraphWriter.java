@@ -112,6 +112,16 @@ final class GraphWriter {
     out.write(frame, 0, frameLength);
   }
 
+  /** Layout words of the last graph. */
+  int lastWords() {
+    return top;
+  }
+
+  /** Packed bitmap bytes of the last graph. */
+  int lastBitmapBytes() {
+    return lastBitmapBytes;
+  }
+
   /** The unpacked references of the last graph (to measure bucket sizes). */
   int[] lastRefs() {
     return Arrays.copyOf(refs, refCount);
@@ -433,6 +443,7 @@ final class GraphWriter {
     int refBytes = Packing.packRefs(refs, refCount, refOut);
     byte[] bitOut = bitmapScratch(words);
     int bitmapBytes = Packing.packBitmap(bitmap, words, bitOut);
+    lastBitmapBytes = bitmapBytes;
     Arrays.fill(bitmap, 0, (words + 63) >>> 6, 0L);
     long body = namesBytes + Format.varintSize(objectCount) + Format.varintSize(valueWords)
         + Format.varintSize(refCount) + Format.varintSize(refBytes)
@@ -466,6 +477,7 @@ final class GraphWriter {
     resetPending = false;
   }
 
+  private int lastBitmapBytes;
   private byte[] refOut = new byte[1024];
   private byte[] bitmapOut = new byte[1024];
 

@@ -3,7 +3,7 @@ package dev.optimus.cereal;
 /**
  * Cereal's packing of metadata (§IV of the paper): the reference array kept to the significant
  * bytes of each reference, in buckets sharing one width byte, and the layout bitmap kept to its
- * non-zero bytes. Byte layouts in {@link Format}; the choice of {@link Format#BUCKET} in
+ * non-zero 64-bit groups. Byte layouts in {@link Format}; the choice of {@link Format#BUCKET} in
  * docs/cereal.md, measured with {@link #packedRefBytes}.
  */
 public final class Packing {
@@ -68,33 +68,31 @@ public final class Packing {
 
   /** Upper bound of {@link #packBitmap}'s output for {@code words} layout words. */
   static int maxBitmapBytes(int words) {
-    return ((words + 63) >>> 6) * 9;
+    int groups = (words + 63) >>> 6;
+    return (groups + 7) / 8 + 8 * groups;
   }
 
-  /** Packs the bitmap of {@code words} layout words into {@code out}; returns the length. */
+  /**
+   * Packs the bitmap of {@code words} layout words into {@code out}; returns the length. Per
+   * block of 8 groups (64-bit words of the bitmap; the last block may be shorter): one mask byte,
+   * bit {@code j} set when group {@code j} of the block is non-zero, then those groups, 8 bytes
+   * little-endian each.
+   */
   static int packBitmap(long[] bits, int words, byte[] out) {
     int groups = (words + 63) >>> 6;
     int pos = 0;
-    for (int g = 0; g < groups; g++) {
-      long v = bits[g];
-      if (v == 0) {
-        out[pos++] = 0;
-      } else if (v == -1L) {
-        out[pos++] = (byte) 0xFF;
-        UnsafeAccess.putLong(out, pos, v);
-        pos += 8;
-      } else {
-        int maskPos = pos++;
-        int mask = 0;
-        for (int j = 0; j < 8; j++) {
-          byte by = (byte) (v >>> (8 * j));
-          if (by != 0) {
-            mask |= 1 << j;
-            out[pos++] = by;
-          }
+    for (int g0 = 0; g0 < groups; g0 += 8) {
+      int maskPos = pos++;
+      int mask = 0;
+      for (int j = 0, n = Math.min(8, groups - g0); j < n; j++) {
+        long v = bits[g0 + j];
+        if (v != 0) {
+          mask |= 1 << j;
+          UnsafeAccess.putLong(out, pos, v);
+          pos += 8;
         }
-        out[maskPos] = (byte) mask;
       }
+      out[maskPos] = (byte) mask;
     }
     return pos;
   }
@@ -105,34 +103,30 @@ public final class Packing {
    */
   static long[] unpackBitmap(byte[] b, int pos, int end, int groups, long base) {
     long[] bits = new long[groups];
-    for (int g = 0; g < groups; g++) {
+    for (int g0 = 0; g0 < groups; g0 += 8) {
       if (pos >= end) {
-        throw new CerealException("layout bitmap ends after " + g + " of " + groups + " groups",
+        throw new CerealException("layout bitmap ends after " + g0 + " of " + groups + " groups",
             base + pos, null);
       }
+      int n = Math.min(8, groups - g0);
       int mask = b[pos++] & 0xFF;
-      int n = Integer.bitCount(mask);
-      if (end - pos < n) {
-        throw new CerealException("layout bitmap group " + g + " runs past the bitmap's "
+      if ((mask >>> n) != 0) {
+        throw new CerealException("layout bitmap mask marks groups past the last", base + pos - 1, null);
+      }
+      if (end - pos < 8 * Integer.bitCount(mask)) {
+        throw new CerealException("layout bitmap block at group " + g0 + " runs past the bitmap's "
             + "bytes", base + pos, null);
       }
-      if (mask == 0xFF) {
-        bits[g] = UnsafeAccess.getLong(b, pos);
-        pos += 8;
-        continue;
-      }
-      long v = 0;
       while (mask != 0) {
         int j = Integer.numberOfTrailingZeros(mask);
         mask &= mask - 1;
-        byte by = b[pos++];
-        if (by == 0) {
-          throw new CerealException("layout bitmap group " + g + " marks a zero byte as "
-              + "significant", base + pos - 1, null);
+        long v = UnsafeAccess.getLong(b, pos);
+        if (v == 0) {
+          throw new CerealException("layout bitmap marks a zero group as non-zero", base + pos, null);
         }
-        v |= (by & 0xFFL) << (8 * j);
+        bits[g0 + j] = v;
+        pos += 8;
       }
-      bits[g] = v;
     }
     if (pos != end) {
       throw new CerealException("layout bitmap has " + (end - pos) + " bytes past its "

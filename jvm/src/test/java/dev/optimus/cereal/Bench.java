@@ -1,0 +1,283 @@
+package dev.optimus.cereal;
+
+import com.esotericsoftware.kryo.Kryo;
+import com.esotericsoftware.kryo.io.Input;
+import com.esotericsoftware.kryo.io.Output;
+import java.io.BufferedReader;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * The benchmark harness: serialize (S) and deserialize (D) time and serialized bytes of Cereal,
+ * Java serialization and Kryo (with and without reference tracking) on MediaContent and the
+ * paper's shapes ({@link BenchData}).
+ *
+ * <p>Every (workload, serializer) pair runs in its own forked JVMs ({@code --forks}, default 2),
+ * as JMH does, so one serializer's JIT profile cannot slow another's. In a fork: the result of
+ * one round trip is checked against the original ({@link GraphAssert}), then time-boxed warm-up,
+ * then {@code --reps} measured repetitions of S and of D, each repeating the operation for at
+ * least 100 ms; the parent prints min / median / max of the per-operation times over all
+ * repetitions of all forks. Cereal deserializes on one thread (per-core comparison). Forks run
+ * with a 1 GiB thread stack: Java serialization and Kryo recurse once per object of a list.
+ *
+ * <pre>
+ * mvn -q -f jvm/pom.xml test-compile dependency:build-classpath -Dmdep.outputFile=target/cp.txt
+ * taskset -c 1 java -cp jvm/target/classes:jvm/target/test-classes:$(cat jvm/target/cp.txt) \
+ *     dev.optimus.cereal.Bench [--forks 2] [--reps 5] [--warmup-ms 1500] [--only SUBSTRING]
+ * </pre>
+ */
+public final class Bench {
+  static final String[] SERIALIZERS = {"java", "kryo", "kryo-norefs", "cereal"};
+
+  /** The workloads, by name, in table order. */
+  static Map<String, Supplier<Object>> workloads() {
+    Map<String, Supplier<Object>> w = new LinkedHashMap<>();
+    w.put("MediaContent", BenchData::mediaContent);
+    w.put("Tree narrow 1k", () -> BenchData.tree(1_000, 2));
+    w.put("Tree narrow 100k", () -> BenchData.tree(100_000, 2));
+    w.put("Tree wide 1k", () -> BenchData.tree(1_000, 16));
+    w.put("Tree wide 100k", () -> BenchData.tree(100_000, 16));
+    w.put("List small (1k)", () -> BenchData.list(1_000));
+    w.put("List large (100k)", () -> BenchData.list(100_000));
+    w.put("Graph sparse 1k", () -> BenchData.graph(1_000, 2));
+    w.put("Graph sparse 50k", () -> BenchData.graph(50_000, 2));
+    w.put("Graph dense 1k", () -> BenchData.graph(1_000, 16));
+    w.put("Graph dense 50k", () -> BenchData.graph(50_000, 16));
+    return w;
+  }
+
+  /** One serializer as the benchmark drives it; instances are reused between operations. */
+  interface Codec {
+    byte[] serialize(Object o) throws Exception;
+
+    Object deserialize(byte[] b) throws Exception;
+
+    /** Whether the copy keeps shared objects shared (false: only trees are comparable). */
+    default boolean keepsIdentity() {
+      return true;
+    }
+  }
+
+  static Codec codec(String name) {
+    switch (name) {
+      case "java":
+        return new Codec() {
+          public byte[] serialize(Object o) throws IOException {
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream(256);
+            try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
+              out.writeObject(o);
+            }
+            return bytes.toByteArray();
+          }
+
+          public Object deserialize(byte[] b) throws Exception {
+            try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(b))) {
+              return in.readObject();
+            }
+          }
+        };
+      case "kryo":
+      case "kryo-norefs": {
+        boolean refs = name.equals("kryo");
+        Kryo kryo = new Kryo();
+        kryo.setRegistrationRequired(true);
+        kryo.setReferences(refs);
+        kryo.register(ArrayList.class);
+        for (Class<?> c : BenchData.CLASSES) kryo.register(c);
+        Output out = new Output(1 << 16, -1);
+        Input in = new Input();
+        return new Codec() {
+          public byte[] serialize(Object o) {
+            out.reset();
+            kryo.writeClassAndObject(out, o);
+            return out.toBytes();
+          }
+
+          public Object deserialize(byte[] b) {
+            in.setBuffer(b);
+            return kryo.readClassAndObject(in);
+          }
+
+          public boolean keepsIdentity() {
+            return refs;
+          }
+        };
+      }
+      case "cereal": {
+        Cereal cereal = new Cereal();
+        for (Class<?> c : BenchData.CLASSES) cereal.register(c);
+        cereal.setDeserializationThreads(1);
+        return new Codec() {
+          public byte[] serialize(Object o) {
+            return cereal.serialize(o);
+          }
+
+          public Object deserialize(byte[] b) {
+            return cereal.deserialize(b);
+          }
+        };
+      }
+      default:
+        throw new IllegalArgumentException(name);
+    }
+  }
+
+  public static void main(String[] args) throws Exception {
+    Map<String, String> opt = new LinkedHashMap<>();
+    for (int i = 0; i + 1 < args.length; i += 2) opt.put(args[i], args[i + 1]);
+    if (opt.containsKey("--child")) {
+      Thread t = new Thread(null, () -> {
+        try {
+          child(opt.get("--child"), opt.get("--serializer"), Integer.parseInt(opt.get("--reps")),
+              Long.parseLong(opt.get("--warmup-ms")));
+        } catch (Exception e) {
+          System.out.println("ERROR " + e);
+        }
+      }, "bench", 1L << 30);
+      t.start();
+      t.join();
+      return;
+    }
+    int forks = Integer.parseInt(opt.getOrDefault("--forks", "2"));
+    int reps = Integer.parseInt(opt.getOrDefault("--reps", "5"));
+    String warmup = opt.getOrDefault("--warmup-ms", "1500");
+    String only = opt.getOrDefault("--only", "");
+    if (opt.containsKey("--packing")) {
+      packing();
+      return;
+    }
+    String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
+    String cp = System.getProperty("java.class.path");
+    System.out.println("| workload | serializer | S µs min / median / max | D µs min / median / max | bytes |");
+    System.out.println("|---|---|---|---|---|");
+    for (String w : workloads().keySet()) {
+      if (!w.contains(only)) continue;
+      for (String s : SERIALIZERS) {
+        List<Double> ser = new ArrayList<>(), de = new ArrayList<>();
+        String bytes = "?", note = null;
+        for (int f = 0; f < forks && note == null; f++) {
+          Process p = new ProcessBuilder(java, "-Xms2g", "-Xmx2g", "-XX:+UseParallelGC", "-cp", cp,
+              Bench.class.getName(), "--child", w, "--serializer", s, "--reps", "" + reps,
+              "--warmup-ms", warmup).redirectErrorStream(true).start();
+          try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream()))) {
+            for (String line; (line = r.readLine()) != null; ) {
+              String[] f2 = line.split(" ");
+              switch (f2[0]) {
+                case "S": for (int i = 1; i < f2.length; i++) ser.add(Double.parseDouble(f2[i])); break;
+                case "D": for (int i = 1; i < f2.length; i++) de.add(Double.parseDouble(f2[i])); break;
+                case "BYTES": bytes = f2[1]; break;
+                case "NA": note = line.substring(3); break;
+                default: if (note == null) note = line;
+              }
+            }
+          }
+          p.waitFor();
+        }
+        if (note != null) {
+          System.out.printf("| %s | %s | n/a: %s | | |%n", w, s, note);
+        } else {
+          System.out.printf("| %s | %s | %s | %s | %s |%n", w, s, stats(ser), stats(de), bytes);
+        }
+        System.out.flush();
+      }
+    }
+  }
+
+  private static String stats(List<Double> v) {
+    if (v.isEmpty()) return "?";
+    double[] a = v.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+    double med = a.length % 2 == 1 ? a[a.length / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
+    return String.format("%s / **%s** / %s", fmt(a[0]), fmt(med), fmt(a[a.length - 1]));
+  }
+
+  private static String fmt(double us) {
+    return us >= 100 ? String.format("%.0f", us) : us >= 10 ? String.format("%.1f", us) : String.format("%.2f", us);
+  }
+
+  /** One fork: check, warm up, measure; prints S and D lines of µs per operation. */
+  static void child(String workload, String serializer, int reps, long warmupMs) throws Exception {
+    Object data = workloads().get(workload).get();
+    Codec c = codec(serializer);
+    if (!c.keepsIdentity() && workload.startsWith("Graph")) {
+      System.out.println("NA cycles need reference tracking");
+      return;
+    }
+    byte[] bytes = c.serialize(data);
+    GraphAssert.assertSameGraph(data, c.deserialize(bytes));
+    System.out.println("BYTES " + bytes.length);
+    long end = System.nanoTime() + warmupMs * 1_000_000;
+    while (System.nanoTime() < end) {
+      c.deserialize(c.serialize(data));
+    }
+    int batch = calibrate(() -> c.serialize(data));
+    StringBuilder s = new StringBuilder("S");
+    for (int r = 0; r < reps; r++) {
+      long t0 = System.nanoTime();
+      for (int i = 0; i < batch; i++) sink(c.serialize(data));
+      s.append(' ').append((System.nanoTime() - t0) / 1e3 / batch);
+    }
+    System.out.println(s);
+    batch = calibrate(() -> c.deserialize(bytes));
+    StringBuilder d = new StringBuilder("D");
+    for (int r = 0; r < reps; r++) {
+      long t0 = System.nanoTime();
+      for (int i = 0; i < batch; i++) sink(c.deserialize(bytes));
+      d.append(' ').append((System.nanoTime() - t0) / 1e3 / batch);
+    }
+    System.out.println(d);
+  }
+
+  interface Op {
+    Object run() throws Exception;
+  }
+
+  /** Operations per repetition so that one repetition takes at least 100 ms. */
+  private static int calibrate(Op op) throws Exception {
+    long t0 = System.nanoTime();
+    int n = 0;
+    while (System.nanoTime() - t0 < 20_000_000L) {
+      sink(op.run());
+      n++;
+    }
+    return Math.max(1, n * 5);
+  }
+
+  static volatile Object blackhole;
+
+  private static void sink(Object o) {
+    blackhole = o;
+  }
+
+  /** Packed sizes of each workload's references and bitmap under other bucket sizes. */
+  static void packing() {
+    Cereal cereal = new Cereal();
+    for (Class<?> c : BenchData.CLASSES) cereal.register(c);
+    System.out.println("| workload | refs | bytes/ref at bucket 1 / 4 / 8 / 16 / 32 / 64 | bitmap raw → packed bytes | frame bytes |");
+    System.out.println("|---|---|---|---|---|");
+    for (Map.Entry<String, Supplier<Object>> e : workloads().entrySet()) {
+      GraphWriter w = cereal.newWriter();
+      w.write(e.getValue().get());
+      int[] refs = w.lastRefs();
+      StringBuilder sb = new StringBuilder();
+      for (int b : new int[] {1, 4, 8, 16, 32, 64}) {
+        if (sb.length() > 0) sb.append(" / ");
+        sb.append(String.format("%.2f", Packing.packedRefBytes(refs, refs.length, b) / (double) Math.max(1, refs.length)));
+      }
+      byte[] frame = Arrays.copyOf(w.frameBuffer(), w.frameLength());
+      int words = w.lastWords();
+      System.out.printf("| %s | %d | %s | %d → %d | %d |%n", e.getKey(), refs.length, sb,
+          (words + 7) / 8, w.lastBitmapBytes(), frame.length);
+    }
+  }
+}
