@@ -33,6 +33,7 @@ import java.util.SortedSet;
  */
 final class GraphWriter {
   private static final long STRING_CODER_OFFSET = stringCoderOffset();
+  private static final byte[][] NO_NAMES = {};
 
   private final Cereal cereal;
   private final IdentityIntMap seen = new IdentityIntMap();
@@ -52,6 +53,8 @@ final class GraphWriter {
   private int queueSize;
   private int objectCount;
   private int top;
+  private Class<?> lastType;
+  private ClassInfo lastInfo;
 
   // The frame, assembled.
   private byte[] frame = new byte[4096];
@@ -78,6 +81,7 @@ final class GraphWriter {
     int namedBefore = named.size();
     try {
       if (root != null) {
+        seen.putIfAbsent(root, 0);
         discover(root);
         int word = 0;
         for (int head = 0; head < queueSize; head++) {
@@ -140,10 +144,21 @@ final class GraphWriter {
     return id;
   }
 
-  /** Gives {@code o} the next offset, queues it and returns the offset. */
+  /**
+   * Gives {@code o} the next offset, queues it and returns the offset. The caller has entered
+   * {@code o} into {@link #seen} at that offset ({@link #top}), or is writing the root.
+   */
   private int discover(Object o) {
     int off = top;
-    ClassInfo ci = cereal.infoFor(o.getClass());
+    Class<?> type = o.getClass();
+    ClassInfo ci;
+    if (type == lastType) {
+      ci = lastInfo; // graphs repeat classes: skip the ClassValue look-up
+    } else {
+      ci = cereal.infoFor(type);
+      lastType = type;
+      lastInfo = ci;
+    }
     int aux;
     long words;
     switch (ci.kind) {
@@ -194,7 +209,6 @@ final class GraphWriter {
       throw new CerealException("graph too large: more than " + Format.MAX_WORDS + " words");
     }
     top = off + (int) words;
-    seen.putIfAbsent(o, off);
     if (queueSize == queue.length) growQueue();
     queue[queueSize] = o;
     queueInfo[queueSize] = ci;
@@ -209,7 +223,8 @@ final class GraphWriter {
     if (target == null) {
       v = 0;
     } else {
-      int off = seen.get(target);
+      // One probe: claims the next offset for the target if it is new.
+      int off = seen.putIfAbsent(target, top);
       if (off < 0) off = discover(target);
       v = (int) Format.zigzag((long) off - slot);
     }
@@ -432,7 +447,7 @@ final class GraphWriter {
   private void assemble() {
     int words = top;
     ensureBitmap(words);
-    byte[][] names = new byte[newNames.size()][];
+    byte[][] names = newNames.isEmpty() ? NO_NAMES : new byte[newNames.size()][];
     long namesBytes = Format.varintSize(names.length);
     for (int i = 0; i < names.length; i++) {
       names[i] = newNames.get(i).getBytes(StandardCharsets.UTF_8);
