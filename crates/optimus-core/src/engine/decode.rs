@@ -335,36 +335,43 @@ impl<const COPY: bool> Decoder<'_, COPY> {
         let nonzero = match e.op.scalar() {
             Scalar::Int32 | Scalar::Uint32 | Scalar::OpenEnum => {
                 let v = read_varint(buf, pos, end)? as u32;
+                // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, v) };
                 v != 0
             }
             Scalar::Int64 | Scalar::Uint64 => {
                 let v = read_varint(buf, pos, end)?;
+                // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, v) };
                 v != 0
             }
             Scalar::Sint32 => {
                 let v = unzigzag32(read_varint(buf, pos, end)? as u32);
+                // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, v) };
                 v != 0
             }
             Scalar::Sint64 => {
                 let v = unzigzag64(read_varint(buf, pos, end)?);
+                // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, v) };
                 v != 0
             }
             Scalar::Bool => {
                 let v = read_varint(buf, pos, end)? != 0;
+                // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, u8::from(v)) };
                 v
             }
             Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => {
                 let v = u32::from_le_bytes(read_fixed::<4>(buf, pos, end)?);
+                // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, v) };
                 v != 0
             }
             Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => {
                 let v = u64::from_le_bytes(read_fixed::<8>(buf, pos, end)?);
+                // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, v) };
                 v != 0
             }
@@ -374,6 +381,7 @@ impl<const COPY: bool> Decoder<'_, COPY> {
                     "closed enums and messages go through `field`"
                 );
                 let view = self.view(scalar, pos, end)?;
+                // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, view) };
                 view.len() != 0
             }

@@ -1,117 +1,265 @@
-//! The encode walker: arena records to protobuf wire bytes, deterministic, in two passes.
+//! The encode walker: arena records to protobuf wire bytes, deterministic, in one pass
+//! written backwards (upb's encoder does the same).
 //!
-//! The size pass walks the set fields (the presence bits, in number order) and records every
-//! sub-message's and map entry's length in pre-order; the write pass walks the same fields in
-//! the same order, takes each length from that cache, and fills an output grown once to the
-//! total. Map entries come out sorted by key, unknown fields last: byte-identical to Google
-//! protobuf's deterministic serialization.
+//! Fields are written from the last to the first into the end of a buffer that grows toward
+//! its front, so a sub-message's length is known when its body is done and goes in front of
+//! it: no size pass and no length cache. Fields come out in number order (the presence bits
+//! walked from the top), map entries sorted by key, unknown fields last — byte-identical to
+//! Google protobuf's deterministic serialization.
 
 use optimus_schema::{Entry, MessageId, Scalar, SchemaSet, Shape, Table, WireType};
 
-use crate::binary::varint::{varint_len, zigzag32, zigzag64};
+use crate::binary::varint::{zigzag32, zigzag64};
 use crate::record::{read_le, RecPtr, Seq, View};
 
-/// The state of one encode: the schema and the sub-message length cache (reused).
-pub(crate) struct Encoder<'a> {
-    pub(crate) schema: &'a SchemaSet,
-    pub(crate) sizes: &'a mut Vec<u32>,
-    pub(crate) next: usize,
-}
-
-/// The output of the write pass: a slice grown to the size pass's total and a position.
-pub(crate) struct Sink<'o> {
-    pub(crate) buf: &'o mut [u8],
+/// A buffer written from its end toward its front: the bytes written are `buf[pos..]`.
+#[derive(Default)]
+pub(crate) struct Back {
+    pub(crate) buf: Vec<u8>,
     pub(crate) pos: usize,
 }
 
-impl Sink<'_> {
+impl Back {
+    /// Bytes written so far.
+    #[inline(always)]
+    pub(crate) fn written(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// The bytes written.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    /// Empties the buffer, keeping its memory.
+    pub(crate) fn clear(&mut self) {
+        self.pos = self.buf.len();
+    }
+
+    #[inline(always)]
+    fn reserve(&mut self, n: usize) {
+        if self.pos < n {
+            self.grow(n);
+        }
+    }
+
+    /// Moves what is written to the end of a buffer at least twice as large.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, n: usize) {
+        let used = self.written();
+        let len = (self.buf.len() * 2).max(used + n).max(256);
+        let mut fresh = vec![0u8; len];
+        fresh[len - used..].copy_from_slice(&self.buf[self.pos..]);
+        self.buf = fresh;
+        self.pos = len - used;
+    }
+
     #[inline(always)]
     fn put(&mut self, bytes: &[u8]) {
+        self.reserve(bytes.len());
+        self.pos -= bytes.len();
         self.buf[self.pos..self.pos + bytes.len()].copy_from_slice(bytes);
-        self.pos += bytes.len();
     }
 
     #[inline(always)]
     fn byte(&mut self, b: u8) {
+        self.reserve(1);
+        self.pos -= 1;
         self.buf[self.pos] = b;
-        self.pos += 1;
     }
 
     #[inline(always)]
-    fn varint(&mut self, mut v: u64) {
+    fn varint(&mut self, v: u64) {
         if v < 0x80 {
             return self.byte(v as u8);
         }
+        self.varint_long(v);
+    }
+
+    #[inline]
+    fn varint_long(&mut self, mut v: u64) {
+        let mut bytes = [0u8; 10];
+        let mut n = 0;
         while v >= 0x80 {
-            self.byte(v as u8 | 0x80);
+            bytes[n] = v as u8 | 0x80;
             v >>= 7;
+            n += 1;
         }
-        self.byte(v as u8);
+        bytes[n] = v as u8;
+        self.put(&bytes[..=n]);
     }
 
     /// The entry's precomputed tag bytes (a five-byte tag from its number).
     #[inline(always)]
     fn tag(&mut self, e: &Entry) {
-        let len = e.tag_len();
-        if len <= 4 {
-            self.put(&e.tag.to_le_bytes()[..len]);
-        } else {
-            self.varint(u64::from(e.tag_value()));
+        match e.tag_len() {
+            1 => self.byte(e.tag as u8),
+            2 => self.put(&(e.tag as u16).to_le_bytes()),
+            3 | 4 => self.put(&e.tag.to_le_bytes()[..e.tag_len()]),
+            _ => self.varint(u64::from(e.tag_value())),
         }
     }
 }
 
-/// The value of a scalar slot as the bits the wire form converts.
+/// Writes one scalar value (not a message) held in `raw`, its record bytes.
 #[inline(always)]
-fn load(rec_bytes: &[u8], scalar: Scalar) -> u64 {
-    match scalar.width() {
-        1 => u64::from(rec_bytes[0]),
-        4 => u64::from(read_le::<u32>(rec_bytes)),
-        _ => read_le::<u64>(rec_bytes),
-    }
-}
-
-/// Bytes a scalar's value takes on the wire (without its tag). `bits` is [`load`]'s value.
-#[inline(always)]
-fn scalar_size(scalar: Scalar, bits: u64, view: Option<View>) -> usize {
+fn value(out: &mut Back, scalar: Scalar, raw: &[u8]) {
     match scalar {
         Scalar::Int32 | Scalar::OpenEnum | Scalar::ClosedEnum => {
-            varint_len(bits as u32 as i32 as i64 as u64)
+            out.varint(read_le::<i32>(raw) as i64 as u64)
         }
-        Scalar::Uint32 | Scalar::Int64 | Scalar::Uint64 => varint_len(bits),
-        Scalar::Sint32 => varint_len(u64::from(zigzag32(bits as u32 as i32))),
-        Scalar::Sint64 => varint_len(zigzag64(bits as i64)),
-        Scalar::Bool => 1,
-        Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => 4,
-        Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => 8,
+        Scalar::Uint32 => out.varint(u64::from(read_le::<u32>(raw))),
+        Scalar::Int64 | Scalar::Uint64 => out.varint(read_le::<u64>(raw)),
+        Scalar::Sint32 => out.varint(u64::from(zigzag32(read_le::<i32>(raw)))),
+        Scalar::Sint64 => out.varint(zigzag64(read_le::<i64>(raw))),
+        Scalar::Bool => out.byte(raw[0]),
+        Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => out.put(&raw[..4]),
+        Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => out.put(&raw[..8]),
         Scalar::String | Scalar::Bytes => {
-            // SAFETY: a string or bytes slot holds a view made by the decoder or a setter.
-            let len = unsafe { view.expect("a view for a bytes-like value").bytes() }.len();
-            varint_len(len as u64) + len
-        }
-        Scalar::Message | Scalar::Group => unreachable!("messages are sized by the walker"),
-    }
-}
-
-#[inline(always)]
-fn write_scalar(out: &mut Sink<'_>, scalar: Scalar, bits: u64, view: Option<View>) {
-    match scalar {
-        Scalar::Int32 | Scalar::OpenEnum | Scalar::ClosedEnum => {
-            out.varint(bits as u32 as i32 as i64 as u64)
-        }
-        Scalar::Uint32 | Scalar::Int64 | Scalar::Uint64 => out.varint(bits),
-        Scalar::Sint32 => out.varint(u64::from(zigzag32(bits as u32 as i32))),
-        Scalar::Sint64 => out.varint(zigzag64(bits as i64)),
-        Scalar::Bool => out.byte(bits as u8),
-        Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => out.put(&(bits as u32).to_le_bytes()),
-        Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => out.put(&bits.to_le_bytes()),
-        Scalar::String | Scalar::Bytes => {
-            // SAFETY: as in `scalar_size`.
-            let bytes = unsafe { view.expect("a view for a bytes-like value").bytes() };
-            out.varint(bytes.len() as u64);
+            // SAFETY: a string or bytes slot holds a view made by the decoder or a setter,
+            // of memory that outlives the record.
+            let bytes = unsafe { read_le::<View>(raw).bytes() };
             out.put(bytes);
+            out.varint(bytes.len() as u64);
         }
         Scalar::Message | Scalar::Group => unreachable!("messages are written by the walker"),
+    }
+}
+
+/// The record bytes of a single field's slot.
+///
+/// # Safety
+/// `e` is an entry of `rec`'s table.
+#[inline(always)]
+unsafe fn slot<'r>(rec: RecPtr, e: &Entry) -> &'r [u8] {
+    // SAFETY: the caller's duty: the slot lies inside the record.
+    unsafe {
+        std::slice::from_raw_parts(
+            rec.as_slot().add(e.offset as usize),
+            e.op.slot_width() as usize,
+        )
+    }
+}
+
+/// Writes record `rec` of type `id`: unknown bytes last, set fields before them in number
+/// order (so, backwards: unknown bytes first, then fields from the highest set bit down).
+pub(crate) fn message(schema: &SchemaSet, rec: RecPtr, id: u32, out: &mut Back) {
+    let table = &schema.message(MessageId(id)).table;
+    // SAFETY: `unknown_offset` holds the record's unknown bytes.
+    let unknown = unsafe { rec.read::<Seq>(table.unknown_offset) };
+    if unknown.len() > 0 {
+        // SAFETY: as above.
+        out.put(unsafe { unknown.raw(1) });
+    }
+    for w in (0..table.presence_words as usize).rev() {
+        // SAFETY: `w` is below the table's presence word count.
+        let mut bits = unsafe { rec.presence_word(w) };
+        while bits != 0 {
+            let top = 63 - bits.leading_zeros() as usize;
+            bits &= !(1u64 << top);
+            field(schema, rec, table, &table.entries[w * 64 + top], out);
+        }
+    }
+}
+
+/// Writes one set field (backwards: values, then the tag in front).
+#[inline(always)]
+fn field(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back) {
+    let scalar = e.op.scalar();
+    match e.op.shape() {
+        Shape::Single if scalar.is_message() => {
+            // SAFETY: a set single message slot holds a record pointer of its type.
+            let sub = RecPtr::from_slot(unsafe { rec.read::<*mut u8>(e.offset) });
+            message_value(schema, sub, table.sub_message(e), e, out);
+        }
+        Shape::Single => {
+            // SAFETY: `e` is a single scalar entry of `rec`'s table.
+            value(out, scalar, unsafe { slot(rec, e) });
+            out.tag(e);
+        }
+        Shape::Repeated | Shape::Packed => {
+            let width = scalar.width() as usize;
+            // SAFETY: a sequence entry's slot holds its sequence of `width`-byte values.
+            let raw = unsafe { rec.read::<Seq>(e.offset).raw(width) };
+            if scalar.is_message() {
+                let sub_id = table.sub_message(e);
+                for p in raw.rchunks_exact(8) {
+                    message_value(schema, RecPtr::from_slot(read_le(p)), sub_id, e, out);
+                }
+            } else if e.op.shape() == Shape::Packed {
+                if raw.is_empty() {
+                    return;
+                }
+                let end = out.written();
+                for v in raw.rchunks_exact(width) {
+                    value(out, scalar, v);
+                }
+                out.varint((out.written() - end) as u64);
+                out.tag(e);
+            } else {
+                for v in raw.rchunks_exact(width) {
+                    value(out, scalar, v);
+                    out.tag(e);
+                }
+            }
+        }
+        Shape::Map => map(schema, rec, table, e, out),
+    }
+}
+
+/// Writes a message value: a length-prefixed body, or a group between its tags.
+fn message_value(schema: &SchemaSet, sub: Option<RecPtr>, sub_id: u32, e: &Entry, out: &mut Back) {
+    if e.op.scalar() == Scalar::Group {
+        out.varint(u64::from(e.number << 3 | WireType::EndGroup as u32));
+        if let Some(s) = sub {
+            message(schema, s, sub_id, out);
+        }
+        out.tag(e);
+        return;
+    }
+    let end = out.written();
+    if let Some(s) = sub {
+        message(schema, s, sub_id, out);
+    }
+    out.varint((out.written() - end) as u64);
+    out.tag(e);
+}
+
+/// Writes a map's entries sorted by key, each with key and value even when zero (as
+/// Google protobuf does).
+#[inline(never)]
+fn map(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back) {
+    let entry_table = &schema.message(MessageId(table.sub_message(e))).table;
+    canonicalize_map(rec, e, entry_table);
+    // SAFETY: a map slot holds a sequence of entry record pointers.
+    let raw = unsafe { rec.read::<Seq>(e.offset).raw(8) };
+    for p in raw.rchunks_exact(8) {
+        let entry = RecPtr::from_slot(read_le(p)).expect("map entries are records");
+        let end = out.written();
+        for (i, part) in entry_table.entries.iter().take(2).enumerate().rev() {
+            let scalar = part.op.scalar();
+            if scalar.is_message() {
+                // SAFETY: entry `i` of a map entry record is its key or value.
+                let sub = unsafe { entry.has(i) }
+                    // SAFETY: as above: a set message slot holds a record pointer.
+                    .then(|| RecPtr::from_slot(unsafe { entry.read::<*mut u8>(part.offset) }))
+                    .flatten();
+                message_value(schema, sub, entry_table.sub_message(part), part, out);
+            } else {
+                // SAFETY: as above.
+                let (bits, view) = unsafe { map_part(entry, i, part, schema, entry_table) };
+                let mut raw = [0u8; 16];
+                match view {
+                    Some(v) => raw.copy_from_slice(crate::record::bytes_of(&v)),
+                    None => raw[..8].copy_from_slice(&bits.to_le_bytes()),
+                }
+                value(out, scalar, &raw);
+                out.tag(part);
+            }
+        }
+        out.varint((out.written() - end) as u64);
+        out.tag(e);
     }
 }
 
@@ -133,240 +281,6 @@ unsafe fn single(rec: RecPtr, e: &Entry) -> (u64, Option<View>) {
                 _ => rec.read::<u64>(e.offset),
             };
             (bits, None)
-        }
-    }
-}
-
-/// Indices of the set fields of a record, in number order.
-#[inline(always)]
-fn for_each_set(rec: RecPtr, table: &Table, mut f: impl FnMut(usize)) {
-    for w in 0..table.presence_words as usize {
-        // SAFETY: `w` is below the table's presence word count.
-        let mut bits = unsafe { rec.presence_word(w) };
-        while bits != 0 {
-            let i = w * 64 + bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            f(i);
-        }
-    }
-}
-
-impl Encoder<'_> {
-    /// Size of record `rec` of type `id` on the wire (its fields and unknown bytes), pushing
-    /// its sub-messages' lengths in pre-order.
-    pub(crate) fn size(&mut self, rec: RecPtr, id: u32) -> usize {
-        let table = &self.schema.message(MessageId(id)).table;
-        let mut size = 0;
-        for_each_set(rec, table, |i| {
-            let e = &table.entries[i];
-            size += self.field_size(rec, table, e);
-        });
-        // SAFETY: `unknown_offset` holds the record's unknown bytes.
-        size + unsafe { rec.read::<Seq>(table.unknown_offset) }.len()
-    }
-
-    fn field_size(&mut self, rec: RecPtr, table: &Table, e: &Entry) -> usize {
-        let scalar = e.op.scalar();
-        let tag = e.tag_len();
-        match e.op.shape() {
-            Shape::Single if scalar.is_message() => {
-                // SAFETY: a set single message slot holds a record pointer of its type.
-                let sub = RecPtr::from_slot(unsafe { rec.read::<*mut u8>(e.offset) });
-                self.message_size(sub, table.sub_message(e), scalar, tag)
-            }
-            Shape::Single => {
-                // SAFETY: `e` is a single scalar entry of `rec`'s table.
-                let (bits, view) = unsafe { single(rec, e) };
-                tag + scalar_size(scalar, bits, view)
-            }
-            Shape::Repeated | Shape::Packed => {
-                // SAFETY: a sequence entry's slot holds its sequence of `width`-byte values.
-                let seq: Seq = unsafe { rec.read(e.offset) };
-                let width = scalar.width() as usize;
-                // SAFETY: as above.
-                let raw = unsafe { seq.raw(width) };
-                if scalar.is_message() {
-                    let sub_id = table.sub_message(e);
-                    raw.chunks_exact(8)
-                        .map(|p| {
-                            self.message_size(RecPtr::from_slot(read_le(p)), sub_id, scalar, tag)
-                        })
-                        .sum()
-                } else if e.op.shape() == Shape::Packed {
-                    if seq.len() == 0 {
-                        return 0;
-                    }
-                    let body = packed_body_size(scalar, raw);
-                    tag + varint_len(body as u64) + body
-                } else {
-                    raw.chunks_exact(width)
-                        .map(|v| tag + element_size(scalar, v))
-                        .sum()
-                }
-            }
-            Shape::Map => {
-                let entry_id = table.sub_message(e);
-                let entry_table = &self.schema.message(MessageId(entry_id)).table;
-                canonicalize_map(rec, e, entry_table);
-                // SAFETY: a map slot holds a sequence of entry record pointers.
-                let raw = unsafe { rec.read::<Seq>(e.offset).raw(8) };
-                let mut size = 0;
-                for p in raw.chunks_exact(8) {
-                    let entry = RecPtr::from_slot(read_le(p)).expect("map entries are records");
-                    let slot = self.sizes.len();
-                    self.sizes.push(0);
-                    let body = self.entry_body_size(entry, entry_table);
-                    self.sizes[slot] = body as u32;
-                    size += tag + varint_len(body as u64) + body;
-                }
-                size
-            }
-        }
-    }
-
-    /// A map entry's key and value, both written even when zero (as Google protobuf does).
-    fn entry_body_size(&mut self, entry: RecPtr, entry_table: &Table) -> usize {
-        let mut size = 0;
-        for (i, e) in entry_table.entries.iter().take(2).enumerate() {
-            let scalar = e.op.scalar();
-            if scalar.is_message() {
-                // SAFETY: entry `i` of a map entry record is its key or value.
-                let sub = unsafe { entry.has(i) }
-                    .then(|| RecPtr::from_slot(unsafe { entry.read::<*mut u8>(e.offset) }))
-                    .flatten();
-                size += self.message_size(sub, entry_table.sub_message(e), scalar, e.tag_len());
-            } else {
-                // SAFETY: as above.
-                let (bits, view) = unsafe { map_part(entry, i, e, self.schema, entry_table) };
-                size += e.tag_len() + scalar_size(scalar, bits, view);
-            }
-        }
-        size
-    }
-
-    /// Size of a message value with its tag: length-prefixed, or a group between its tags.
-    fn message_size(
-        &mut self,
-        sub: Option<RecPtr>,
-        sub_id: u32,
-        scalar: Scalar,
-        tag: usize,
-    ) -> usize {
-        if scalar == Scalar::Group {
-            let body = sub.map_or(0, |s| self.size(s, sub_id));
-            return 2 * tag + body;
-        }
-        let slot = self.sizes.len();
-        self.sizes.push(0);
-        let body = sub.map_or(0, |s| self.size(s, sub_id));
-        self.sizes[slot] = body as u32;
-        tag + varint_len(body as u64) + body
-    }
-
-    #[inline(always)]
-    fn take(&mut self) -> usize {
-        let len = self.sizes[self.next];
-        self.next += 1;
-        len as usize
-    }
-
-    /// Writes record `rec` of type `id`: its set fields in number order, then unknown bytes.
-    pub(crate) fn write(&mut self, rec: RecPtr, id: u32, out: &mut Sink<'_>) {
-        let table = &self.schema.message(MessageId(id)).table;
-        for_each_set(rec, table, |i| {
-            let e = &table.entries[i];
-            self.write_field(rec, table, e, out);
-        });
-        // SAFETY: `unknown_offset` holds the record's unknown bytes.
-        out.put(unsafe { rec.read::<Seq>(table.unknown_offset).raw(1) });
-    }
-
-    fn write_field(&mut self, rec: RecPtr, table: &Table, e: &Entry, out: &mut Sink<'_>) {
-        let scalar = e.op.scalar();
-        match e.op.shape() {
-            Shape::Single if scalar.is_message() => {
-                // SAFETY: as in `field_size`.
-                let sub = RecPtr::from_slot(unsafe { rec.read::<*mut u8>(e.offset) });
-                self.write_message(sub, table.sub_message(e), e, out);
-            }
-            Shape::Single => {
-                // SAFETY: `e` is a single scalar entry of `rec`'s table.
-                let (bits, view) = unsafe { single(rec, e) };
-                out.tag(e);
-                write_scalar(out, scalar, bits, view);
-            }
-            Shape::Repeated | Shape::Packed => {
-                let width = scalar.width() as usize;
-                // SAFETY: as in `field_size`.
-                let seq: Seq = unsafe { rec.read(e.offset) };
-                // SAFETY: as above.
-                let raw = unsafe { seq.raw(width) };
-                if scalar.is_message() {
-                    let sub_id = table.sub_message(e);
-                    for p in raw.chunks_exact(8) {
-                        self.write_message(RecPtr::from_slot(read_le(p)), sub_id, e, out);
-                    }
-                } else if e.op.shape() == Shape::Packed {
-                    if seq.len() == 0 {
-                        return;
-                    }
-                    out.tag(e);
-                    out.varint(packed_body_size(scalar, raw) as u64);
-                    for v in raw.chunks_exact(width) {
-                        write_element(out, scalar, v);
-                    }
-                } else {
-                    for v in raw.chunks_exact(width) {
-                        out.tag(e);
-                        write_element(out, scalar, v);
-                    }
-                }
-            }
-            Shape::Map => {
-                let entry_table = &self.schema.message(MessageId(table.sub_message(e))).table;
-                // SAFETY: a map slot holds a sequence of entry record pointers.
-                let raw = unsafe { rec.read::<Seq>(e.offset).raw(8) };
-                for p in raw.chunks_exact(8) {
-                    let entry = RecPtr::from_slot(read_le(p)).expect("map entries are records");
-                    out.tag(e);
-                    out.varint(self.take() as u64);
-                    for (i, part) in entry_table.entries.iter().take(2).enumerate() {
-                        let scalar = part.op.scalar();
-                        if scalar.is_message() {
-                            // SAFETY: as in `entry_body_size`.
-                            let sub = unsafe { entry.has(i) }
-                                .then(|| {
-                                    RecPtr::from_slot(unsafe { entry.read::<*mut u8>(part.offset) })
-                                })
-                                .flatten();
-                            self.write_message(sub, entry_table.sub_message(part), part, out);
-                        } else {
-                            // SAFETY: as above.
-                            let (bits, view) =
-                                unsafe { map_part(entry, i, part, self.schema, entry_table) };
-                            out.tag(part);
-                            write_scalar(out, scalar, bits, view);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn write_message(&mut self, sub: Option<RecPtr>, sub_id: u32, e: &Entry, out: &mut Sink<'_>) {
-        if e.op.scalar() == Scalar::Group {
-            out.tag(e);
-            if let Some(s) = sub {
-                self.write(s, sub_id, out);
-            }
-            out.varint(u64::from(e.number << 3 | WireType::EndGroup as u32));
-            return;
-        }
-        out.tag(e);
-        let len = self.take();
-        out.varint(len as u64);
-        if let Some(s) = sub {
-            self.write(s, sub_id, out);
         }
     }
 }
@@ -395,37 +309,6 @@ unsafe fn map_part(
         }
         s if s.is_bytes_like() => (0, Some(View::of(&[]))),
         _ => (0, None),
-    }
-}
-
-/// One element's wire size (a value of `scalar` in its `width` record bytes).
-#[inline(always)]
-fn element_size(scalar: Scalar, v: &[u8]) -> usize {
-    if scalar.is_bytes_like() {
-        scalar_size(scalar, 0, Some(read_le::<View>(v)))
-    } else {
-        scalar_size(scalar, load(v, scalar), None)
-    }
-}
-
-#[inline(always)]
-fn write_element(out: &mut Sink<'_>, scalar: Scalar, v: &[u8]) {
-    if scalar.is_bytes_like() {
-        write_scalar(out, scalar, 0, Some(read_le::<View>(v)));
-    } else {
-        write_scalar(out, scalar, load(v, scalar), None);
-    }
-}
-
-/// Size of a packed run's body.
-fn packed_body_size(scalar: Scalar, raw: &[u8]) -> usize {
-    match scalar.wire_type() {
-        WireType::Fixed32 => raw.len() / scalar.width() as usize * 4,
-        WireType::Fixed64 => raw.len(),
-        _ => raw
-            .chunks_exact(scalar.width() as usize)
-            .map(|v| element_size(scalar, v))
-            .sum(),
     }
 }
 

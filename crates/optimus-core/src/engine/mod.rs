@@ -140,51 +140,33 @@ fn missing_required(record: Record<'_>) -> Option<String> {
 }
 
 thread_local! {
-    /// Each thread's sub-message length cache, reused by every encode on it.
-    static SIZES: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+    /// Each thread's backward buffer, reused by every encode on it.
+    static BACK: RefCell<encode::Back> = const {
+        RefCell::new(encode::Back { buf: Vec::new(), pos: 0 })
+    };
 }
 
 /// Encodes `record` deterministically (fields by number, map entries by key, unknown fields
 /// last), appending to `out`.
 pub fn encode(record: Record<'_>, out: &mut Vec<u8>) {
-    SIZES.with(|cell| {
-        let mut sizes = cell.take();
-        sizes.clear();
-        let mut enc = encode::Encoder {
-            schema: record.schema(),
-            sizes: &mut sizes,
-            next: 0,
-        };
-        let total = enc.size(record.ptr, record.type_id().0);
-        let start = out.len();
-        out.resize(start + total, 0);
-        let mut sink = encode::Sink {
-            buf: &mut out[..],
-            pos: start,
-        };
-        enc.write(record.ptr, record.type_id().0, &mut sink);
-        debug_assert_eq!(
-            sink.pos,
-            start + total,
-            "the write pass wrote what the size pass counted"
-        );
-        cell.replace(sizes);
+    BACK.with(|cell| {
+        let mut back = cell.take();
+        back.clear();
+        encode::message(record.schema(), record.ptr, record.type_id().0, &mut back);
+        out.extend_from_slice(back.bytes());
+        cell.replace(back);
     });
 }
 
 /// The number of bytes [`encode`] writes for `record`.
 pub fn encoded_len(record: Record<'_>) -> usize {
-    SIZES.with(|cell| {
-        let mut sizes = cell.take();
-        sizes.clear();
-        let mut enc = encode::Encoder {
-            schema: record.schema(),
-            sizes: &mut sizes,
-            next: 0,
-        };
-        let total = enc.size(record.ptr, record.type_id().0);
-        cell.replace(sizes);
-        total
+    BACK.with(|cell| {
+        let mut back = cell.take();
+        back.clear();
+        encode::message(record.schema(), record.ptr, record.type_id().0, &mut back);
+        let len = back.written();
+        cell.replace(back);
+        len
     })
 }
 
