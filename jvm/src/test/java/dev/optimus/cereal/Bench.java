@@ -35,6 +35,8 @@ import java.util.function.Supplier;
  * mvn -q -f jvm/pom.xml test-compile dependency:build-classpath -Dmdep.outputFile=target/cp.txt
  * taskset -c 1 java -cp jvm/target/classes:jvm/target/test-classes:$(cat jvm/target/cp.txt) \
  *     dev.optimus.cereal.Bench [--forks 2] [--reps 5] [--warmup-ms 1500] [--only SUBSTRING]
+ * java -cp ... dev.optimus.cereal.Bench --packing 1      # reference bytes per bucket size
+ * java -cp ... dev.optimus.cereal.Bench --scaling 2      # deserialization on 1 and 2 threads
  * </pre>
  */
 public final class Bench {
@@ -157,6 +159,10 @@ public final class Bench {
       packing();
       return;
     }
+    if (opt.containsKey("--scaling")) {
+      scaling(Integer.parseInt(opt.get("--scaling")), reps);
+      return;
+    }
     String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
     String cp = System.getProperty("java.class.path");
     System.out.println("| workload | serializer | S µs min / median / max | D µs min / median / max | bytes |");
@@ -263,6 +269,38 @@ public final class Bench {
 
   private static void sink(Object o) {
     blackhole = o;
+  }
+
+  /**
+   * Cereal's deserialization of the large workloads on 1 to {@code maxThreads} threads (the
+   * reference fix-up of pass 2 in parallel; passes 1 and 3 stay sequential). In this JVM, after
+   * a warm-up; prints min / median / max µs.
+   */
+  static void scaling(int maxThreads, int reps) throws Exception {
+    System.out.println("| workload | threads | D µs min / median / max |");
+    System.out.println("|---|---|---|");
+    for (Map.Entry<String, Supplier<Object>> e : workloads().entrySet()) {
+      if (!e.getKey().contains("50k") && !e.getKey().contains("100k")) continue;
+      Object data = e.getValue().get();
+      for (int t = 1; t <= maxThreads; t++) {
+        try (Cereal cereal = new Cereal()) {
+          for (Class<?> c : BenchData.CLASSES) cereal.register(c);
+          cereal.setDeserializationThreads(t);
+          cereal.setParallelThreshold(1);
+          byte[] bytes = cereal.serialize(data);
+          GraphAssert.assertSameGraph(data, cereal.deserialize(bytes));
+          long end = System.nanoTime() + 1_500_000_000L;
+          while (System.nanoTime() < end) sink(cereal.deserialize(bytes));
+          List<Double> times = new ArrayList<>();
+          for (int r = 0; r < reps * 4; r++) {
+            long t0 = System.nanoTime();
+            sink(cereal.deserialize(bytes));
+            times.add((System.nanoTime() - t0) / 1e3);
+          }
+          System.out.printf("| %s | %d | %s |%n", e.getKey(), t, stats(times));
+        }
+      }
+    }
   }
 
   /** Packed sizes of each workload's references and bitmap under other bucket sizes. */
