@@ -9,7 +9,7 @@
 
 use optimus_schema::{Entry, MessageId, Scalar, SchemaSet, Shape, Table, WireType};
 
-use crate::binary::varint::{zigzag32, zigzag64};
+use crate::binary::varint::{varint_len, zigzag32, zigzag64};
 use crate::record::{read_le, RecPtr, Seq, View};
 
 /// A buffer written from its end toward its front: the bytes written are `buf[pos..]`.
@@ -77,17 +77,20 @@ impl Back {
         self.varint_long(v);
     }
 
+    /// A varint of two bytes or more, its bytes stored in place (a copy of a run of unknown
+    /// length would cost a call of `memmove`).
     #[inline]
     fn varint_long(&mut self, mut v: u64) {
-        let mut bytes = [0u8; 10];
-        let mut n = 0;
-        while v >= 0x80 {
-            bytes[n] = v as u8 | 0x80;
+        let n = varint_len(v);
+        self.reserve(n);
+        self.pos -= n;
+        let bytes = &mut self.buf[self.pos..self.pos + n];
+        let (last, head) = bytes.split_last_mut().expect("a varint has bytes");
+        for b in head {
+            *b = v as u8 | 0x80;
             v >>= 7;
-            n += 1;
         }
-        bytes[n] = v as u8;
-        self.put(&bytes[..=n]);
+        *last = v as u8;
     }
 
     /// The entry's precomputed tag bytes (a five-byte tag from its number).
