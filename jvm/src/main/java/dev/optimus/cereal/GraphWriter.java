@@ -70,7 +70,7 @@ final class GraphWriter {
     resetPending = true;
   }
 
-  /** Serializes {@code root} into the frame buffer; see {@link #frame()} and {@link #writeTo}. */
+  /** Serializes {@code root} into the frame buffer; see {@link #frameBuffer()} and {@link #writeTo}. */
   void write(Object root) {
     valPos = 0;
     refCount = 0;
