@@ -148,7 +148,20 @@ impl<'a> Record<'a> {
         unsafe { self.ptr.read::<Seq>(self.table().unknown_offset).raw(1) }
     }
 
+    /// The value of the single field of entry `e`, which the caller knows is set (the
+    /// walkers' path: no index or presence check).
+    ///
+    /// # Safety
+    /// `e` is a single-shape entry of this record's table.
+    #[inline(always)]
+    pub(crate) unsafe fn single_unchecked(&self, e: &Entry) -> FieldRef<'a> {
+        // SAFETY: the caller's duty.
+        let raw = unsafe { slot_bytes(self.ptr, e) };
+        self.decode_value(e, raw)
+    }
+
     /// A value of entry `e` from its record bytes (a slot or a sequence element).
+    #[inline(always)]
     fn decode_value(&self, e: &Entry, raw: &[u8]) -> FieldRef<'a> {
         let scalar = e.op.scalar();
         match scalar {

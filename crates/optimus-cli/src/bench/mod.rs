@@ -188,8 +188,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 implementation: "optimus",
                 call: Box::new(|| op.run(&schema, w, &msg, &json_text, &mut reused)),
             };
-            // The binary format runs on arena records (engine v2); the reflective Message
-            // codec is measured beside it.
+            // Binary and JSON output run on arena records (engine v2); the reflective
+            // Message codec is measured beside them.
             let mut runners = if op.on_records() {
                 vec![
                     records_runner(op, &schema, w, &record_arena)?,
@@ -297,7 +297,7 @@ enum Op {
 impl Op {
     /// Whether optimus runs this operation on arena records (engine v2).
     fn on_records(self) -> bool {
-        matches!(self, Op::Encode | Op::Decode | Op::DecodeReuse)
+        !matches!(self, Op::JsonDecode)
     }
 
     fn run(
@@ -355,9 +355,9 @@ impl Op {
     }
 }
 
-/// optimus's binary operations on arena records, each in its fastest form: encode a record
-/// into a reused buffer; decode into an arena reset before each message (a new message each
-/// time, so `decode` and `decode-reuse` are the same call).
+/// optimus's operations on arena records, each in its fastest form: encode a record (binary
+/// or JSON) into a reused buffer; decode into an arena reset before each message (a new
+/// message each time, so `decode` and `decode-reuse` are the same call); transcode by both.
 fn records_runner<'a>(
     op: Op,
     schema: &'a SchemaSet,
@@ -376,7 +376,31 @@ fn records_runner<'a>(
                 Ok(())
             })
         }
-        _ => {
+        Op::JsonEncode => {
+            let record = engine::decode(schema, w.id, &w.bytes, record_arena, &opts)?;
+            let mut out = String::with_capacity(w.bytes.len() * 3);
+            let json_opts = JsonOptions::default();
+            Box::new(move || {
+                out.clear();
+                engine::encode_json(black_box(record), &json_opts, &mut out)?;
+                black_box(&out);
+                Ok(())
+            })
+        }
+        Op::Transcode => {
+            let mut arena = Arena::new();
+            let mut out = String::with_capacity(w.bytes.len() * 3);
+            let json_opts = JsonOptions::default();
+            Box::new(move || {
+                arena.reset();
+                out.clear();
+                let record = engine::decode(schema, w.id, black_box(&w.bytes), &arena, &opts)?;
+                engine::encode_json(record, &json_opts, &mut out)?;
+                black_box(&out);
+                Ok(())
+            })
+        }
+        Op::Decode | Op::DecodeReuse | Op::JsonDecode => {
             let mut arena = Arena::new();
             Box::new(move || {
                 arena.reset();

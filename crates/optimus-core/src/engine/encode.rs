@@ -347,7 +347,7 @@ fn key_of<'a>(entry: RecPtr, key: &Entry) -> Key<'a> {
 /// Sorts a map's entries by key and keeps the last of equal keys (a decoded map may hold a
 /// key twice; the last one wins). The map's content is unchanged; only its order and
 /// duplicates go, so a map already canonical costs one pass.
-fn canonicalize_map(rec: RecPtr, e: &Entry, entry_table: &Table) {
+pub(crate) fn canonicalize_map(rec: RecPtr, e: &Entry, entry_table: &Table) {
     let key = &entry_table.entries[0];
     // SAFETY: a map slot holds a sequence of 8-byte entry record pointers.
     let seq: Seq = unsafe { rec.read(e.offset) };

@@ -9,12 +9,14 @@
 
 mod decode;
 mod encode;
+mod json;
 
 use std::cell::RefCell;
 
 use optimus_schema::{MessageId, SchemaSet};
 
 use crate::binary::DecodeOptions;
+use crate::json::JsonOptions;
 use crate::record::{Arena, RecPtr};
 use crate::view::Record;
 use crate::{DecodeErrorKind, Error};
@@ -167,6 +169,25 @@ pub fn encoded_len(record: Record<'_>) -> usize {
         let len = back.written();
         cell.replace(back);
         len
+    })
+}
+
+/// Writes `record` as compact proto3 JSON, appending to `out` (on error `out` holds a
+/// partial document). The same text as [`crate::json::encode`] writes for the same message.
+///
+/// # Errors
+/// As [`crate::json::encode`]: values JSON cannot represent, naming the field.
+pub fn encode_json(record: Record<'_>, opts: &JsonOptions, out: &mut String) -> Result<(), Error> {
+    let schema = record.schema();
+    json::JsonWriter {
+        schema,
+        opts,
+        out,
+        depth: 0,
+    }
+    .message(record)
+    .map_err(|e| {
+        crate::json::encode::within(e, schema.message(record.type_id()).full_name.as_str())
     })
 }
 

@@ -42,6 +42,23 @@ fn check_same(schema: &SchemaSet, id: MessageId, input: &[u8]) -> bool {
             let mut again = Vec::new();
             encode(copied, &mut again);
             assert_eq!(again, want);
+            for opts in [
+                JsonOptions::default(),
+                JsonOptions {
+                    emit_defaults: true,
+                    proto_names: true,
+                    ..JsonOptions::default()
+                },
+            ] {
+                let want = crate::json::encode(schema, &m, &opts);
+                let mut got = String::new();
+                let r = encode_json(r, &opts, &mut got);
+                match (want, r) {
+                    (Ok(want), Ok(())) => assert_eq!(got, want, "JSON of {input:?}"),
+                    (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                    (a, b) => panic!("JSON of {input:?}: reflective {a:?}, tables {b:?}"),
+                }
+            }
             let built_arena = Arena::new();
             let built = Record::from_message(schema, &m, &built_arena);
             let mut from_message = Vec::new();

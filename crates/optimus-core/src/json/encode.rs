@@ -26,7 +26,7 @@ pub(crate) struct Encoder<'s, 'o> {
     pub(crate) schema: &'s SchemaSet,
     pub(crate) opts: &'s JsonOptions,
     pub(crate) out: &'o mut String,
-    depth: u32,
+    pub(crate) depth: u32,
 }
 
 /// An encode error with an empty path.
@@ -112,7 +112,12 @@ impl<'s, 'o> Encoder<'s, 'o> {
         Ok(())
     }
 
-    fn write_member(&mut self, field: &Field, v: &Value, first: &mut bool) -> Result<(), Error> {
+    pub(crate) fn write_member(
+        &mut self,
+        field: &Field,
+        v: &Value,
+        first: &mut bool,
+    ) -> Result<(), Error> {
         if !*first {
             self.out.push(',');
         }
@@ -227,7 +232,7 @@ impl<'s, 'o> Encoder<'s, 'o> {
 
 /// Whether `emit_defaults` writes this field when it is unset: fields without presence
 /// (outside oneofs), lists and maps.
-fn emits_default(field: &Field) -> bool {
+pub(crate) fn emits_default(field: &Field) -> bool {
     field.oneof.is_none()
         && matches!(
             field.cardinality,
@@ -235,7 +240,7 @@ fn emits_default(field: &Field) -> bool {
         )
 }
 
-fn key_segment(k: &MapKey) -> String {
+pub(crate) fn key_segment(k: &MapKey) -> String {
     match k {
         MapKey::String(s) => format!("[{s:?}]"),
         MapKey::Bool(b) => format!("[{b}]"),
@@ -254,14 +259,14 @@ pub(crate) fn write_int(out: &mut String, n: impl itoa::Integer) {
 
 /// Appends an integer as a JSON string (how proto3 JSON writes 64-bit integers and map keys).
 #[inline]
-fn quoted(out: &mut String, n: impl itoa::Integer) {
+pub(crate) fn quoted(out: &mut String, n: impl itoa::Integer) {
     out.push('"');
     write_int(out, n);
     out.push('"');
 }
 
 /// Enum values by name; numbers without a name as numbers; `NullValue` as `null`.
-fn write_enum(schema: &SchemaSet, out: &mut String, field: &Field, n: i32) {
+pub(crate) fn write_enum(schema: &SchemaSet, out: &mut String, field: &Field, n: i32) {
     let Some(e) = field.enum_type.map(|e| schema.enum_type(e)) else {
         write_int(out, n);
         return;
@@ -275,7 +280,7 @@ fn write_enum(schema: &SchemaSet, out: &mut String, field: &Field, n: i32) {
     }
 }
 
-fn write_bytes(out: &mut String, b: &[u8]) {
+pub(crate) fn write_bytes(out: &mut String, b: &[u8]) {
     out.push('"');
     BASE64.encode_string(b, out);
     out.push('"');

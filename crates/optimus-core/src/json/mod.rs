@@ -9,10 +9,10 @@
 //! rejected. Duplicate keys inside a map or `Struct` object keep the last value, as upb does.
 
 mod decode;
-mod encode;
-mod number;
+pub(crate) mod encode;
+pub(crate) mod number;
 mod reader;
-mod wkt;
+pub(crate) mod wkt;
 
 use optimus_schema::{MessageId, SchemaSet};
 

@@ -1,0 +1,237 @@
+//! Proto3 JSON written from arena records: the op table's fields in number order, each value
+//! in its scalar's JSON form. Well-known types keep their special forms (Timestamp, Any,
+//! Struct, wrappers, ...) through the reflective writer, which sees them as `Message`s.
+
+use optimus_schema::{Entry, Field, Kind, MessageId, SchemaSet, Shape, WellKnown};
+
+use crate::json::encode::{
+    emits_default, encode_err, quoted, within, write_bytes, write_enum, write_int, write_str,
+    Encoder, ENCODE_DEPTH_LIMIT,
+};
+use crate::json::number::{write_f32, write_f64};
+use crate::json::{wkt, JsonOptions};
+use crate::view::{FieldRef, Record};
+use crate::{Error, Value};
+
+/// Writes records as JSON into one `String`.
+pub(crate) struct JsonWriter<'s, 'o> {
+    pub(crate) schema: &'s SchemaSet,
+    pub(crate) opts: &'s JsonOptions,
+    pub(crate) out: &'o mut String,
+    pub(crate) depth: u32,
+}
+
+impl JsonWriter<'_, '_> {
+    /// Writes one message: an object, or a well-known type's own form.
+    pub(crate) fn message(&mut self, rec: Record<'_>) -> Result<(), Error> {
+        if self.depth >= ENCODE_DEPTH_LIMIT {
+            return Err(encode_err(format!(
+                "messages nest deeper than {ENCODE_DEPTH_LIMIT} levels"
+            )));
+        }
+        if let Some(wk) = wkt::special_form(self.schema, rec.type_id()) {
+            return self.well_known(rec, wk);
+        }
+        self.depth += 1;
+        self.out.push('{');
+        let r = self.fields(rec);
+        self.out.push('}');
+        self.depth -= 1;
+        r
+    }
+
+    /// A well-known type's special form, through the reflective writer.
+    #[cold]
+    fn well_known(&mut self, rec: Record<'_>, wk: WellKnown) -> Result<(), Error> {
+        let msg = rec.to_message();
+        let mut enc = Encoder::new(self.schema, self.opts, self.out);
+        enc.depth = self.depth + 1;
+        wkt::write(&mut enc, &msg, wk)
+    }
+
+    fn fields(&mut self, rec: Record<'_>) -> Result<(), Error> {
+        let ty = self.schema.message(rec.type_id());
+        let mut first = true;
+        if self.opts.emit_defaults {
+            for (index, field) in ty.fields.iter().enumerate() {
+                if rec.has(index) {
+                    self.member(rec, index, field, &mut first)?;
+                } else if emits_default(field) {
+                    let v = Value::default_for(self.schema, field);
+                    let mut enc = Encoder::new(self.schema, self.opts, self.out);
+                    enc.depth = self.depth;
+                    enc.write_member(field, &v, &mut first)?;
+                }
+            }
+        } else {
+            for index in rec.set_fields() {
+                self.member(rec, index, &ty.fields[index], &mut first)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a member's name and colon (a comma before all but the first).
+    #[inline(always)]
+    fn name(&mut self, field: &Field, first: &mut bool) {
+        if !*first {
+            self.out.push(',');
+        }
+        *first = false;
+        let name = if self.opts.proto_names && !field.is_extension {
+            &field.name
+        } else {
+            &field.json_name
+        };
+        write_str(self.out, name);
+        self.out.push(':');
+    }
+
+    #[inline]
+    fn member(
+        &mut self,
+        rec: Record<'_>,
+        index: usize,
+        field: &Field,
+        first: &mut bool,
+    ) -> Result<(), Error> {
+        self.name(field, first);
+        let e = &self.schema.message(rec.type_id()).table.entries[index];
+        self.field_value(rec, index, e, field).map_err(|err| {
+            within(
+                err,
+                if field.is_extension {
+                    &field.json_name
+                } else {
+                    &field.name
+                },
+            )
+        })
+    }
+
+    #[inline]
+    fn field_value(
+        &mut self,
+        rec: Record<'_>,
+        index: usize,
+        e: &Entry,
+        field: &Field,
+    ) -> Result<(), Error> {
+        match e.op.shape() {
+            Shape::Single => {
+                // SAFETY: `e` is entry `index` of the record's table, a single field.
+                let v = unsafe { rec.single_unchecked(e) };
+                self.value(field, v)
+            }
+            Shape::Repeated | Shape::Packed => {
+                self.out.push('[');
+                for (i, v) in rec.elements(index).enumerate() {
+                    if i > 0 {
+                        self.out.push(',');
+                    }
+                    self.value(field, v)
+                        .map_err(|err| within(err, &format!("[{i}]")))?;
+                }
+                self.out.push(']');
+                Ok(())
+            }
+            Shape::Map => self.map(rec, index, e),
+        }
+    }
+
+    /// A map as an object, its keys in order (as the binary writer sorts them).
+    fn map(&mut self, rec: Record<'_>, index: usize, e: &Entry) -> Result<(), Error> {
+        let entry_id = MessageId(self.schema.message(rec.type_id()).table.sub_message(e));
+        let entry_ty = self.schema.message(entry_id);
+        super::encode::canonicalize_map(rec.ptr, e, &entry_ty.table);
+        let (key_field, value_field) = (&entry_ty.fields[0], &entry_ty.fields[1]);
+        self.out.push('{');
+        for (i, entry) in rec.elements(index).enumerate() {
+            let FieldRef::Message(entry) = entry else {
+                unreachable!("map entries are records")
+            };
+            if i > 0 {
+                self.out.push(',');
+            }
+            let key = entry.get(0);
+            let segment = self.map_key(key, key_field);
+            self.out.push(':');
+            let r = match entry.get(1) {
+                Some(v) => self.value(value_field, v),
+                None => {
+                    let v = Value::default_for(self.schema, value_field);
+                    let mut enc = Encoder::new(self.schema, self.opts, self.out);
+                    enc.depth = self.depth;
+                    enc.write_value(value_field, &v)
+                }
+            };
+            r.map_err(|err| within(err, &segment))?;
+        }
+        self.out.push('}');
+        Ok(())
+    }
+
+    /// Writes a map key as a JSON string and returns its error path segment.
+    fn map_key(&mut self, key: Option<FieldRef<'_>>, key_field: &Field) -> String {
+        let out = &mut *self.out;
+        match key {
+            Some(FieldRef::Str(s)) => {
+                write_str(out, s);
+                format!("[{s:?}]")
+            }
+            Some(FieldRef::Bool(b)) => {
+                out.push_str(if b { "\"true\"" } else { "\"false\"" });
+                format!("[{b}]")
+            }
+            Some(FieldRef::I32(n)) => {
+                quoted(out, n);
+                format!("[{n}]")
+            }
+            Some(FieldRef::I64(n)) => {
+                quoted(out, n);
+                format!("[{n}]")
+            }
+            Some(FieldRef::U32(n)) => {
+                quoted(out, n);
+                format!("[{n}]")
+            }
+            Some(FieldRef::U64(n)) => {
+                quoted(out, n);
+                format!("[{n}]")
+            }
+            None if key_field.kind == Kind::String => {
+                out.push_str("\"\"");
+                "[\"\"]".to_owned()
+            }
+            None if key_field.kind == Kind::Bool => {
+                out.push_str("\"false\"");
+                "[false]".to_owned()
+            }
+            None => {
+                out.push_str("\"0\"");
+                "[0]".to_owned()
+            }
+            Some(other) => unreachable!("map keys are integers, bool or string: {other:?}"),
+        }
+    }
+
+    /// One value in its scalar's JSON form.
+    #[inline(always)]
+    fn value(&mut self, field: &Field, v: FieldRef<'_>) -> Result<(), Error> {
+        let out = &mut *self.out;
+        match v {
+            FieldRef::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+            FieldRef::I32(n) => write_int(out, n),
+            FieldRef::U32(n) => write_int(out, n),
+            FieldRef::I64(n) => quoted(out, n),
+            FieldRef::U64(n) => quoted(out, n),
+            FieldRef::F32(x) => write_f32(out, x),
+            FieldRef::F64(x) => write_f64(out, x),
+            FieldRef::Enum(n) => write_enum(self.schema, out, field, n),
+            FieldRef::Str(s) => write_str(out, s),
+            FieldRef::Bytes(b) => write_bytes(out, b),
+            FieldRef::Message(m) => return self.message(m),
+        }
+        Ok(())
+    }
+}
