@@ -15,6 +15,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Counts allocations for `optimus bench`'s allocations-per-message column.
+#[global_allocator]
+static ALLOCATOR: bench::alloc_count::Counting = bench::alloc_count::Counting;
+
 /// Schema-driven data transformation for RPCs: protobuf binary and JSON, table-driven.
 #[derive(Parser)]
 #[command(name = "optimus", version, about, propagate_version = true)]

@@ -197,6 +197,12 @@ fn bench_decodes_into_a_reused_message_beside_the_peers() {
     for workload in ["flat", "mixed", "nested"] {
         let rows = bench_rows(workload, "decode-reuse");
         assert_eq!(implementations(&rows), expected, "{workload}");
+        // Decoding into a reset arena allocates nothing once the arena has grown.
+        assert_eq!(rows[0]["allocs_per_message"], 0.0, "{workload}");
+        assert!(
+            rows[1]["allocs_per_message"].as_f64().unwrap() > 0.0,
+            "{workload}"
+        );
     }
 }
 

@@ -2,6 +2,8 @@
 //! messages, as ns/message with min/median/max over repetitions and Gbps, beside the peers
 //! (`peers`) measured in the same run, with optimus's speedup over each.
 
+#[allow(unsafe_code)]
+pub mod alloc_count;
 #[cfg(cpp_peer)]
 #[allow(unsafe_code)]
 mod cpp_peer;
@@ -102,6 +104,14 @@ struct Runner<'a> {
     call: Box<dyn FnMut() -> Result<()> + 'a>,
 }
 
+impl Runner<'_> {
+    /// Whether the process's allocation counter sees this implementation's allocations
+    /// (Rust's allocator); the C++ peer allocates through its own.
+    fn allocations_counted(&self) -> bool {
+        self.implementation != "protobuf-cpp"
+    }
+}
+
 /// One measured row: an implementation on a cell (workload × operation).
 struct Row<'a> {
     workload: &'a str,
@@ -109,6 +119,9 @@ struct Row<'a> {
     implementation: &'static str,
     bytes: usize,
     ns: Vec<f64>,
+    /// Heap allocations per message (per call), over all repetitions; `None` for a peer
+    /// whose allocations the counter cannot see (C++ allocates through `operator new`).
+    allocs_per_message: Option<f64>,
     /// For a peer: its time over optimus's in each repetition (optimus's speedup).
     speedup: Option<Vec<f64>>,
 }
@@ -163,8 +176,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if !args.json {
         writeln!(
             out,
-            "{:<8} {:<17} {:<14} {:>6} {:>11} {:>11} {:>11} {:>8}   optimus speedup: median (min-max)",
-            "workload", "operation", "implementation", "bytes", "ns_median", "ns_min", "ns_max", "Gbps"
+            "{:<8} {:<17} {:<15} {:>6} {:>11} {:>11} {:>11} {:>8} {:>7}   optimus speedup: median (min-max)",
+            "workload", "operation", "implementation", "bytes", "ns_median", "ns_min", "ns_max", "Gbps", "allocs"
         )?;
     }
     for w in &workloads {
@@ -209,9 +222,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 &peer_schema,
                 &mut notes,
             )?);
-            let times = measure(&args, &mut runners)?;
+            let (times, allocations) = measure(&args, &mut runners)?;
             let ours = &times[0];
-            for (r, ns) in runners.iter().zip(&times) {
+            for ((r, ns), &allocs_per_message) in runners.iter().zip(&times).zip(&allocations) {
                 let speedup = (r.implementation != "optimus")
                     .then(|| ns.iter().zip(ours).map(|(p, o)| p / o).collect());
                 let row = Row {
@@ -220,6 +233,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     implementation: r.implementation,
                     bytes: w.bytes.len(),
                     ns: ns.clone(),
+                    allocs_per_message: r.allocations_counted().then_some(allocs_per_message),
                     speedup,
                 };
                 print_row(&mut out, &row, args.json)?;
@@ -246,7 +260,7 @@ fn print_row(out: &mut impl Write, r: &Row, json: bool) -> Result<()> {
         });
         writeln!(
             out,
-            "{{\"workload\":\"{}\",\"operation\":\"{}\",\"implementation\":\"{}\",\"bytes\":{},\"ns_min\":{:.1},\"ns_median\":{:.1},\"ns_max\":{:.1},\"gbps\":{:.3},\"threads\":1,\"interleave\":1{}}}",
+            "{{\"workload\":\"{}\",\"operation\":\"{}\",\"implementation\":\"{}\",\"bytes\":{},\"ns_min\":{:.1},\"ns_median\":{:.1},\"ns_max\":{:.1},\"gbps\":{:.3},\"allocs_per_message\":{},\"threads\":1,\"interleave\":1{}}}",
             r.workload,
             r.operation,
             r.implementation,
@@ -255,6 +269,8 @@ fn print_row(out: &mut impl Write, r: &Row, json: bool) -> Result<()> {
             median,
             quantile(&r.ns, 1.0),
             gbps,
+            r.allocs_per_message
+                .map_or("null".to_string(), |a| format!("{a:.2}")),
             speedup
         )?;
     } else {
@@ -268,7 +284,7 @@ fn print_row(out: &mut impl Write, r: &Row, json: bool) -> Result<()> {
         });
         writeln!(
             out,
-            "{:<8} {:<17} {:<14} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>8.2}   {}",
+            "{:<8} {:<17} {:<15} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>8.2} {:>7}   {}",
             r.workload,
             r.operation,
             r.implementation,
@@ -277,6 +293,8 @@ fn print_row(out: &mut impl Write, r: &Row, json: bool) -> Result<()> {
             quantile(&r.ns, 0.0),
             quantile(&r.ns, 1.0),
             gbps,
+            r.allocs_per_message
+                .map_or("-".to_string(), |a| format!("{a:.2}")),
             speedup
         )?;
     }
@@ -424,7 +442,8 @@ fn records_runner<'a>(
 /// Times every runner of a cell: calibrates each one's batch to about 1/reps of the cell's
 /// time, then runs the repetitions in turn (optimus, each peer, optimus, ...), so drift in the
 /// machine's speed falls on all alike. Returns each runner's ns per call, per repetition.
-fn measure(args: &BenchArgs, runners: &mut [Runner]) -> Result<Vec<Vec<f64>>> {
+/// Also returns each runner's allocations per call over its repetitions.
+fn measure(args: &BenchArgs, runners: &mut [Runner]) -> Result<(Vec<Vec<f64>>, Vec<f64>)> {
     let per_rep = Duration::from_secs_f64(args.seconds / f64::from(args.reps));
     let mut batches = Vec::with_capacity(runners.len());
     for r in runners.iter_mut() {
@@ -440,12 +459,25 @@ fn measure(args: &BenchArgs, runners: &mut [Runner]) -> Result<Vec<Vec<f64>>> {
         }
     }
     let mut ns = vec![Vec::with_capacity(args.reps as usize); runners.len()];
+    let mut allocations = vec![0u64; runners.len()];
     for _ in 0..args.reps {
-        for ((r, &iters), ns) in runners.iter_mut().zip(&batches).zip(&mut ns) {
+        for (((r, &iters), ns), allocs) in runners
+            .iter_mut()
+            .zip(&batches)
+            .zip(&mut ns)
+            .zip(&mut allocations)
+        {
+            let before = alloc_count::allocations();
             ns.push(time(&mut r.call, iters)?.as_nanos() as f64 / iters as f64);
+            *allocs += alloc_count::allocations() - before;
         }
     }
-    Ok(ns)
+    let per_call = allocations
+        .iter()
+        .zip(&batches)
+        .map(|(&a, &iters)| a as f64 / (iters * u64::from(args.reps)) as f64)
+        .collect();
+    Ok((ns, per_call))
 }
 
 /// The time of `iters` calls of `f`.
