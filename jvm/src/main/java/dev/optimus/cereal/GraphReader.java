@@ -23,6 +23,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 
+import dev.optimus.cereal.trace.CerealTrace;
+
 /**
  * Deserialization of one frame in the paper's two passes, plus one for collections.
  *
@@ -219,6 +221,8 @@ final class GraphReader {
     else fixSequential(objectCount, deferred);
     if (!containers.isEmpty()) fillContainers();
     for (Deferred d : deferred) d.apply(this);
+    CerealTrace tracer = CerealTrace.active();
+    if (tracer != null) tracer.deserialized(objectCount, valueWords, refCount, refBytes, bitmapBytes, parallel ? chunks : 1, parallel);
     Object root = byWord[0];
     return root instanceof Container c ? c.target : root;
   }

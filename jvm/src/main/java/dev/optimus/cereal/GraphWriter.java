@@ -15,6 +15,9 @@ import java.util.Map;
 import java.util.SortedMap;
 import java.util.SortedSet;
 
+import dev.optimus.cereal.trace.CerealTrace;
+import dev.optimus.cereal.trace.GraphTrace;
+
 /**
  * Serialization: turns one object graph into a frame (value array, packed reference array,
  * packed layout bitmap; {@link Format}).
@@ -79,6 +82,8 @@ final class GraphWriter {
     top = 0;
     newNames.clear();
     int namedBefore = named.size();
+    CerealTrace tracer = CerealTrace.active();
+    GraphTrace trace = tracer == null ? null : tracer.begin();
     try {
       if (root != null) {
         seen.putIfAbsent(root, 0);
@@ -87,11 +92,14 @@ final class GraphWriter {
         for (int head = 0; head < queueSize; head++) {
           Object o = queue[head];
           queue[head] = null;
+          int v0 = valPos, r0 = refCount;
           word = writeObject(o, queueInfo[head], queueAux[head], word);
+          if (trace != null) trace.object(UnsafeAccess.getInt(val, v0), (valPos - v0) >>> 3, refCount - r0);
         }
       }
       objectCount = queueSize;
       assemble();
+      if (trace != null) trace.finish(refs, refCount, valPos, lastRefBytes, lastBitmapBytes, frameLength);
     } catch (RuntimeException | StackOverflowError e) {
       // Names given out for this frame were never written: take them back.
       if (named.size() != namedBefore) named.values().removeIf(id -> id - Format.DYNAMIC_BASE >= namedBefore);
@@ -459,6 +467,7 @@ final class GraphWriter {
     byte[] bitOut = bitmapScratch(words);
     int bitmapBytes = Packing.packBitmap(bitmap, words, bitOut);
     lastBitmapBytes = bitmapBytes;
+    lastRefBytes = refBytes;
     Arrays.fill(bitmap, 0, (words + 63) >>> 6, 0L);
     long body = namesBytes + Format.varintSize(objectCount) + Format.varintSize(valueWords)
         + Format.varintSize(refCount) + Format.varintSize(refBytes)
@@ -493,6 +502,7 @@ final class GraphWriter {
   }
 
   private int lastBitmapBytes;
+  private int lastRefBytes;
   private byte[] refOut = new byte[1024];
   private byte[] bitmapOut = new byte[1024];
 
