@@ -330,7 +330,7 @@ impl<const COPY: bool> Decoder<'_, COPY> {
     ) -> Result<(), Fail> {
         let buf = self.buf;
         let off = e.offset;
-        // SAFETY (every arm): `e` is entry `index` of `rec`'s table, whose slot has the
+        // Every arm's SAFETY: `e` is entry `index` of `rec`'s table, whose slot has the
         // scalar's width at `off`.
         let nonzero = match e.op.scalar() {
             Scalar::Int32 | Scalar::Uint32 | Scalar::OpenEnum => {

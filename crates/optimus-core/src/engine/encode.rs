@@ -58,75 +58,165 @@ impl Back {
     #[inline(always)]
     fn put(&mut self, bytes: &[u8]) {
         self.reserve(bytes.len());
-        self.pos -= bytes.len();
-        self.buf[self.pos..self.pos + bytes.len()].copy_from_slice(bytes);
-    }
-
-    #[inline(always)]
-    fn byte(&mut self, b: u8) {
-        self.reserve(1);
-        self.pos -= 1;
-        self.buf[self.pos] = b;
+        // SAFETY: reserved just above.
+        unsafe { self.put_unchecked(bytes) };
     }
 
     #[inline(always)]
     fn varint(&mut self, v: u64) {
-        if v < 0x80 {
-            return self.byte(v as u8);
-        }
-        self.varint_long(v);
+        self.reserve(MAX_VARINT);
+        // SAFETY: reserved just above.
+        unsafe { self.varint_unchecked(v) };
     }
 
-    /// A varint of two bytes or more, its bytes stored in place (a copy of a run of unknown
-    /// length would cost a call of `memmove`).
-    #[inline]
-    fn varint_long(&mut self, mut v: u64) {
-        let n = varint_len(v);
-        self.reserve(n);
-        self.pos -= n;
-        let bytes = &mut self.buf[self.pos..self.pos + n];
-        let (last, head) = bytes.split_last_mut().expect("a varint has bytes");
-        for b in head {
-            *b = v as u8 | 0x80;
-            v >>= 7;
-        }
-        *last = v as u8;
-    }
-
-    /// The entry's precomputed tag bytes (a five-byte tag from its number).
     #[inline(always)]
     fn tag(&mut self, e: &Entry) {
-        match e.tag_len() {
-            1 => self.byte(e.tag as u8),
-            2 => self.put(&(e.tag as u16).to_le_bytes()),
-            3 | 4 => self.put(&e.tag.to_le_bytes()[..e.tag_len()]),
-            _ => self.varint(u64::from(e.tag_value())),
+        self.reserve(MAX_TAG_ROOM);
+        // SAFETY: reserved just above.
+        unsafe { self.tag_unchecked(e) };
+    }
+
+    /// Writes `bytes` in front.
+    ///
+    /// # Safety
+    /// `bytes.len()` bytes of room were reserved ([`Back::reserve`]) and not used since.
+    #[inline(always)]
+    unsafe fn put_unchecked(&mut self, bytes: &[u8]) {
+        debug_assert!(self.pos >= bytes.len());
+        self.pos -= bytes.len();
+        // SAFETY: `pos..pos + len` lies inside `buf`: the room the caller reserved.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.buf.as_mut_ptr().add(self.pos),
+                bytes.len(),
+            )
+        };
+    }
+
+    /// Writes one byte in front.
+    ///
+    /// # Safety
+    /// One byte of room was reserved.
+    #[inline(always)]
+    unsafe fn byte_unchecked(&mut self, b: u8) {
+        debug_assert!(self.pos >= 1);
+        self.pos -= 1;
+        // SAFETY: as in `put_unchecked`.
+        unsafe { *self.buf.as_mut_ptr().add(self.pos) = b };
+    }
+
+    /// Writes `v` as a varint in front.
+    ///
+    /// # Safety
+    /// [`MAX_VARINT`] bytes of room were reserved.
+    #[inline(always)]
+    unsafe fn varint_unchecked(&mut self, mut v: u64) {
+        if v < 0x80 {
+            // SAFETY: the caller's duty.
+            return unsafe { self.byte_unchecked(v as u8) };
         }
+        let n = varint_len(v);
+        debug_assert!(self.pos >= n);
+        self.pos -= n;
+        // SAFETY: as in `put_unchecked`, for the varint's `n` bytes.
+        unsafe {
+            let p = self.buf.as_mut_ptr().add(self.pos);
+            for i in 0..n - 1 {
+                *p.add(i) = v as u8 | 0x80;
+                v >>= 7;
+            }
+            *p.add(n - 1) = v as u8;
+        }
+    }
+
+    /// Writes the entry's precomputed tag bytes in front: one four-byte store with the tag in
+    /// its last bytes (the bytes before them are room, rewritten later); a five-byte tag from
+    /// its number.
+    ///
+    /// # Safety
+    /// [`MAX_TAG_ROOM`] bytes of room were reserved.
+    #[inline(always)]
+    unsafe fn tag_unchecked(&mut self, e: &Entry) {
+        let len = e.tag_len();
+        if len > 4 {
+            // SAFETY: the caller's duty (a varint of a `u32` takes at most five bytes).
+            return unsafe { self.varint_unchecked(u64::from(e.tag_value())) };
+        }
+        debug_assert!(self.pos >= 4);
+        let word = (e.tag << (8 * (4 - len))).to_le_bytes();
+        // SAFETY: the four bytes before `pos` are reserved room.
+        unsafe {
+            std::ptr::copy_nonoverlapping(word.as_ptr(), self.buf.as_mut_ptr().add(self.pos - 4), 4)
+        };
+        self.pos -= len;
     }
 }
 
-/// Writes one scalar value (not a message) held in `raw`, its record bytes.
+/// Longest varint.
+const MAX_VARINT: usize = 10;
+/// Room a tag's store takes (four bytes, or a five-byte varint).
+const MAX_TAG_ROOM: usize = 5;
+/// Room for a scalar field whole: its tag and its longest value (strings add their length).
+const FIELD_ROOM: usize = MAX_TAG_ROOM + MAX_VARINT;
+
+/// Writes one scalar field's value (not a message) held in `raw`, its record bytes, and its
+/// tag in front of it.
 #[inline(always)]
-fn value(out: &mut Back, scalar: Scalar, raw: &[u8]) {
-    match scalar {
-        Scalar::Int32 | Scalar::OpenEnum | Scalar::ClosedEnum => {
-            out.varint(read_le::<i32>(raw) as i64 as u64)
+fn scalar_field(out: &mut Back, e: &Entry, raw: &[u8]) {
+    let scalar = e.op.scalar();
+    if scalar.is_bytes_like() {
+        // SAFETY: a string or bytes slot holds a view made by the decoder or a setter, of
+        // memory that outlives the record.
+        let bytes = unsafe { read_le::<View>(raw).bytes() };
+        out.reserve(bytes.len() + FIELD_ROOM);
+        // SAFETY: reserved just above: the bytes, their length's varint and the tag.
+        unsafe {
+            out.put_unchecked(bytes);
+            out.varint_unchecked(bytes.len() as u64);
+            out.tag_unchecked(e);
         }
-        Scalar::Uint32 => out.varint(u64::from(read_le::<u32>(raw))),
-        Scalar::Int64 | Scalar::Uint64 => out.varint(read_le::<u64>(raw)),
-        Scalar::Sint32 => out.varint(u64::from(zigzag32(read_le::<i32>(raw)))),
-        Scalar::Sint64 => out.varint(zigzag64(read_le::<i64>(raw))),
-        Scalar::Bool => out.byte(raw[0]),
-        Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => out.put(&raw[..4]),
-        Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => out.put(&raw[..8]),
-        Scalar::String | Scalar::Bytes => {
-            // SAFETY: a string or bytes slot holds a view made by the decoder or a setter,
-            // of memory that outlives the record.
-            let bytes = unsafe { read_le::<View>(raw).bytes() };
-            out.put(bytes);
-            out.varint(bytes.len() as u64);
+        return;
+    }
+    out.reserve(FIELD_ROOM);
+    // SAFETY: reserved just above, for every arm: a value of at most ten bytes and the tag.
+    unsafe {
+        match scalar {
+            Scalar::Int32 | Scalar::OpenEnum | Scalar::ClosedEnum => {
+                out.varint_unchecked(read_le::<i32>(raw) as i64 as u64)
+            }
+            Scalar::Uint32 => out.varint_unchecked(u64::from(read_le::<u32>(raw))),
+            Scalar::Int64 | Scalar::Uint64 => out.varint_unchecked(read_le::<u64>(raw)),
+            Scalar::Sint32 => out.varint_unchecked(u64::from(zigzag32(read_le::<i32>(raw)))),
+            Scalar::Sint64 => out.varint_unchecked(zigzag64(read_le::<i64>(raw))),
+            Scalar::Bool => out.byte_unchecked(raw[0]),
+            Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => out.put_unchecked(&raw[..4]),
+            Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => out.put_unchecked(&raw[..8]),
+            _ => unreachable!("strings and bytes above, messages by the walker"),
         }
-        Scalar::Message | Scalar::Group => unreachable!("messages are written by the walker"),
+        out.tag_unchecked(e);
+    }
+}
+
+/// Writes one packed element (no tag).
+#[inline(always)]
+fn element(out: &mut Back, scalar: Scalar, raw: &[u8]) {
+    out.reserve(MAX_VARINT);
+    // SAFETY: reserved just above, for every arm: a value of at most ten bytes.
+    unsafe {
+        match scalar {
+            Scalar::Int32 | Scalar::OpenEnum | Scalar::ClosedEnum => {
+                out.varint_unchecked(read_le::<i32>(raw) as i64 as u64)
+            }
+            Scalar::Uint32 => out.varint_unchecked(u64::from(read_le::<u32>(raw))),
+            Scalar::Int64 | Scalar::Uint64 => out.varint_unchecked(read_le::<u64>(raw)),
+            Scalar::Sint32 => out.varint_unchecked(u64::from(zigzag32(read_le::<i32>(raw)))),
+            Scalar::Sint64 => out.varint_unchecked(zigzag64(read_le::<i64>(raw))),
+            Scalar::Bool => out.byte_unchecked(raw[0]),
+            Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => out.put_unchecked(&raw[..4]),
+            Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => out.put_unchecked(&raw[..8]),
+            _ => unreachable!("only packable scalars are packed"),
+        }
     }
 }
 
@@ -176,11 +266,8 @@ fn field(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Ba
             let sub = RecPtr::from_slot(unsafe { rec.read::<*mut u8>(e.offset) });
             message_value(schema, sub, table.sub_message(e), e, out);
         }
-        Shape::Single => {
-            // SAFETY: `e` is a single scalar entry of `rec`'s table.
-            value(out, scalar, unsafe { slot(rec, e) });
-            out.tag(e);
-        }
+        // SAFETY: `e` is a single scalar entry of `rec`'s table.
+        Shape::Single => scalar_field(out, e, unsafe { slot(rec, e) }),
         Shape::Repeated | Shape::Packed => {
             let width = scalar.width() as usize;
             // SAFETY: a sequence entry's slot holds its sequence of `width`-byte values.
@@ -196,14 +283,13 @@ fn field(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Ba
                 }
                 let end = out.written();
                 for v in raw.rchunks_exact(width) {
-                    value(out, scalar, v);
+                    element(out, scalar, v);
                 }
                 out.varint((out.written() - end) as u64);
                 out.tag(e);
             } else {
                 for v in raw.rchunks_exact(width) {
-                    value(out, scalar, v);
-                    out.tag(e);
+                    scalar_field(out, e, v);
                 }
             }
         }
@@ -257,8 +343,7 @@ fn map(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back
                     Some(v) => raw.copy_from_slice(crate::record::bytes_of(&v)),
                     None => raw[..8].copy_from_slice(&bits.to_le_bytes()),
                 }
-                value(out, scalar, &raw);
-                out.tag(part);
+                scalar_field(out, part, &raw);
             }
         }
         out.varint((out.written() - end) as u64);
