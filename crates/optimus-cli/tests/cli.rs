@@ -136,21 +136,25 @@ fn help_and_schema_listing() {
 /// peers, checked to succeed without a note (each peer re-encodes the workload to the bytes
 /// optimus does, and its JSON is the same message, else it writes one).
 fn bench_rows(workload: &str, operation: &str) -> Vec<serde_json::Value> {
-    let out = optimus(
-        &[
-            "bench",
-            "--workload",
-            workload,
-            "--operation",
-            operation,
-            "--seconds",
-            "0.05",
-            "--reps",
-            "3",
-            "--json",
-        ],
-        b"",
-    );
+    bench_rows_with(workload, operation, &[])
+}
+
+/// [`bench_rows`] with extra arguments.
+fn bench_rows_with(workload: &str, operation: &str, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec![
+        "bench",
+        "--workload",
+        workload,
+        "--operation",
+        operation,
+        "--seconds",
+        "0.05",
+        "--reps",
+        "3",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = optimus(&args, b"");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("note:"), "{stderr}");
@@ -203,6 +207,20 @@ fn bench_decodes_into_a_reused_message_beside_the_peers() {
             rows[1]["allocs_per_message"].as_f64().unwrap() > 0.0,
             "{workload}"
         );
+    }
+}
+
+#[test]
+fn bench_threads_run_every_implementation_at_once() {
+    let rows = bench_rows_with("mixed", "encode", &["--threads", "2", "--peers", "prost"]);
+    assert_eq!(
+        implementations(&rows),
+        ["optimus", "optimus-message", "prost"]
+    );
+    for r in &rows {
+        assert_eq!(r["threads"], 2);
+        // The counter sees every thread at once, so no per-implementation count is given.
+        assert!(r["allocs_per_message"].is_null());
     }
 }
 

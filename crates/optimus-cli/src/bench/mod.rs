@@ -73,6 +73,10 @@ pub struct BenchArgs {
         hide_default_value = true
     )]
     peers: Vec<String>,
+    /// Threads, each running every implementation at the same time as the others: rows give
+    /// ns per message of their batch throughput [default: 1].
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    threads: u32,
     /// Print one JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
@@ -122,6 +126,8 @@ struct Row<'a> {
     /// Heap allocations per message (per call), over all repetitions; `None` for a peer
     /// whose allocations the counter cannot see (C++ allocates through `operator new`).
     allocs_per_message: Option<f64>,
+    /// Threads the row's batches ran on at once.
+    threads: u32,
     /// For a peer: its time over optimus's in each repetition (optimus's speedup).
     speedup: Option<Vec<f64>>,
 }
@@ -184,7 +190,6 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let msg = binary::decode(&schema, w.id, &w.bytes, &DecodeOptions::default())
             .with_context(|| format!("workload {}", w.name))?;
         let json_text = json::encode(&schema, &msg, &JsonOptions::default())?;
-        let record_arena = Arena::new();
         for (name, op) in ops {
             if args.operation.as_deref().is_some_and(|o| o != name) {
                 continue;
@@ -196,33 +201,36 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     w.name
                 );
             }
-            let mut reused = Message::new(&schema, w.id);
-            let message_runner = Runner {
-                implementation: "optimus",
-                call: Box::new(|| op.run(&schema, w, &msg, &json_text, &mut reused)),
-            };
-            // Binary and JSON output run on arena records (engine v2); the reflective
-            // Message codec is measured beside them.
-            let mut runners = if op.on_records() {
-                vec![
-                    records_runner(op, &schema, w, &record_arena)?,
-                    Runner {
-                        implementation: "optimus-message",
-                        ..message_runner
-                    },
-                ]
-            } else {
-                vec![message_runner]
-            };
-            runners.extend(peers::runners(
-                &peer_names,
+            let cell = Cell {
                 op,
+                schema: &schema,
+                peer_schema: &peer_schema,
+                peer_names: &peer_names,
                 w,
-                &schema,
-                &peer_schema,
-                &mut notes,
-            )?);
-            let (times, allocations) = measure(&args, &mut runners)?;
+                msg: &msg,
+                json_text: &json_text,
+            };
+            let mut reused = Message::new(&schema, w.id);
+            let record_arena = Arena::new();
+            let mut runners = cell.runners(&mut reused, &record_arena, &mut notes)?;
+            let (times, allocations) = if args.threads > 1 {
+                let batches = calibrate(&args, &mut runners)?;
+                drop(runners);
+                let implementations = cell.implementation_names(&mut notes)?;
+                runners = implementations
+                    .iter()
+                    .map(|&implementation| Runner {
+                        implementation,
+                        call: Box::new(|| Ok(())),
+                    })
+                    .collect();
+                (
+                    measure_threads(&args, &cell, &batches)?,
+                    vec![f64::NAN; runners.len()],
+                )
+            } else {
+                measure(&args, &mut runners)?
+            };
             let ours = &times[0];
             for ((r, ns), &allocs_per_message) in runners.iter().zip(&times).zip(&allocations) {
                 let speedup = (r.implementation != "optimus")
@@ -233,7 +241,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     implementation: r.implementation,
                     bytes: w.bytes.len(),
                     ns: ns.clone(),
-                    allocs_per_message: r.allocations_counted().then_some(allocs_per_message),
+                    allocs_per_message: (r.allocations_counted() && args.threads == 1)
+                        .then_some(allocs_per_message),
+                    threads: args.threads,
                     speedup,
                 };
                 print_row(&mut out, &row, args.json)?;
@@ -260,7 +270,7 @@ fn print_row(out: &mut impl Write, r: &Row, json: bool) -> Result<()> {
         });
         writeln!(
             out,
-            "{{\"workload\":\"{}\",\"operation\":\"{}\",\"implementation\":\"{}\",\"bytes\":{},\"ns_min\":{:.1},\"ns_median\":{:.1},\"ns_max\":{:.1},\"gbps\":{:.3},\"allocs_per_message\":{},\"threads\":1,\"interleave\":1{}}}",
+            "{{\"workload\":\"{}\",\"operation\":\"{}\",\"implementation\":\"{}\",\"bytes\":{},\"ns_min\":{:.1},\"ns_median\":{:.1},\"ns_max\":{:.1},\"gbps\":{:.3},\"allocs_per_message\":{},\"threads\":{},\"interleave\":1{}}}",
             r.workload,
             r.operation,
             r.implementation,
@@ -271,6 +281,7 @@ fn print_row(out: &mut impl Write, r: &Row, json: bool) -> Result<()> {
             gbps,
             r.allocs_per_message
                 .map_or("null".to_string(), |a| format!("{a:.2}")),
+            r.threads,
             speedup
         )?;
     } else {
@@ -439,11 +450,73 @@ fn records_runner<'a>(
     })
 }
 
-/// Times every runner of a cell: calibrates each one's batch to about 1/reps of the cell's
-/// time, then runs the repetitions in turn (optimus, each peer, optimus, ...), so drift in the
-/// machine's speed falls on all alike. Returns each runner's ns per call, per repetition.
-/// Also returns each runner's allocations per call over its repetitions.
-fn measure(args: &BenchArgs, runners: &mut [Runner]) -> Result<(Vec<Vec<f64>>, Vec<f64>)> {
+/// One cell (an operation on a workload) and everything its runners are built from; each
+/// thread of `--threads` builds its own runners from it.
+struct Cell<'a> {
+    op: Op,
+    schema: &'a SchemaSet,
+    peer_schema: &'a PeerSchema,
+    peer_names: &'a [String],
+    w: &'a Workload,
+    msg: &'a Message,
+    json_text: &'a str,
+}
+
+impl<'a> Cell<'a> {
+    /// optimus's runners (on records, with the reflective Message codec beside them where
+    /// optimus runs on records), then the peers'.
+    fn runners<'r>(
+        &self,
+        reused: &'r mut Message,
+        record_arena: &'r Arena,
+        notes: &mut Notes,
+    ) -> Result<Vec<Runner<'r>>>
+    where
+        'a: 'r,
+    {
+        let (op, schema, w, msg, json_text) =
+            (self.op, self.schema, self.w, self.msg, self.json_text);
+        let message_runner = Runner {
+            implementation: "optimus",
+            call: Box::new(move || op.run(schema, w, msg, json_text, reused)),
+        };
+        let mut runners = if op.on_records() {
+            vec![
+                records_runner(op, schema, w, record_arena)?,
+                Runner {
+                    implementation: "optimus-message",
+                    ..message_runner
+                },
+            ]
+        } else {
+            vec![message_runner]
+        };
+        runners.extend(peers::runners(
+            self.peer_names,
+            op,
+            w,
+            schema,
+            self.peer_schema,
+            notes,
+        )?);
+        Ok(runners)
+    }
+
+    /// The names of the cell's runners, in order.
+    fn implementation_names(&self, notes: &mut Notes) -> Result<Vec<&'static str>> {
+        let mut reused = Message::new(self.schema, self.w.id);
+        let arena = Arena::new();
+        let names = self
+            .runners(&mut reused, &arena, notes)?
+            .iter()
+            .map(|r| r.implementation)
+            .collect();
+        Ok(names)
+    }
+}
+
+/// Each runner's batch: calls that take about 1/reps of the cell's time on one thread.
+fn calibrate(args: &BenchArgs, runners: &mut [Runner]) -> Result<Vec<u64>> {
     let per_rep = Duration::from_secs_f64(args.seconds / f64::from(args.reps));
     let mut batches = Vec::with_capacity(runners.len());
     for r in runners.iter_mut() {
@@ -458,6 +531,77 @@ fn measure(args: &BenchArgs, runners: &mut [Runner]) -> Result<(Vec<Vec<f64>>, V
             iters *= 4;
         }
     }
+    Ok(batches)
+}
+
+/// `--threads N`: every thread builds its own runners and runs each implementation's batch
+/// at the same time as the others (a barrier before and after), so a repetition's time is
+/// the wall time of N batches; returns ns per message of that batch throughput.
+fn measure_threads(args: &BenchArgs, cell: &Cell, batches: &[u64]) -> Result<Vec<Vec<f64>>> {
+    let threads = args.threads as usize;
+    let barrier = std::sync::Barrier::new(threads);
+    let results = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let barrier = &barrier;
+                scope.spawn(move || -> Result<Vec<Vec<f64>>> {
+                    let mut reused = Message::new(cell.schema, cell.w.id);
+                    let arena = Arena::new();
+                    let mut notes = Notes::default();
+                    let runners = cell.runners(&mut reused, &arena, &mut notes);
+                    // Every thread meets every barrier, even one whose runners failed to
+                    // build, so none waits forever.
+                    let mut runners = runners.ok();
+                    let mut ns = vec![Vec::new(); batches.len()];
+                    let mut failure = None;
+                    for _ in 0..args.reps {
+                        for (i, &iters) in batches.iter().enumerate() {
+                            barrier.wait();
+                            let start = Instant::now();
+                            if let Some(rs) = runners.as_mut() {
+                                if let Err(e) = time(&mut rs[i].call, iters) {
+                                    failure.get_or_insert(e);
+                                }
+                            }
+                            barrier.wait();
+                            if t == 0 {
+                                let total = iters * threads as u64;
+                                ns[i].push(start.elapsed().as_nanos() as f64 / total as f64);
+                            }
+                        }
+                    }
+                    let built = runners.is_some();
+                    drop(runners);
+                    match (built, failure) {
+                        (_, Some(e)) => Err(e),
+                        (false, None) => bail!("a thread could not build its runners"),
+                        (true, None) => Ok(ns),
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| bail!("a bench thread panicked"))
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut first = None;
+    for r in results {
+        let ns = r?;
+        first.get_or_insert(ns);
+    }
+    first.context("no bench thread ran")
+}
+
+/// Times every runner of a cell: calibrates each one's batch to about 1/reps of the cell's
+/// time, then runs the repetitions in turn (optimus, each peer, optimus, ...), so drift in the
+/// machine's speed falls on all alike. Returns each runner's ns per call, per repetition.
+/// Also returns each runner's allocations per call over its repetitions.
+fn measure(args: &BenchArgs, runners: &mut [Runner]) -> Result<(Vec<Vec<f64>>, Vec<f64>)> {
+    let batches = calibrate(args, runners)?;
     let mut ns = vec![Vec::with_capacity(args.reps as usize); runners.len()];
     let mut allocations = vec![0u64; runners.len()];
     for _ in 0..args.reps {
