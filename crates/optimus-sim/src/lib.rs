@@ -12,6 +12,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod calibrate;
+pub mod cereal;
 pub mod config_file;
 pub mod cpu;
 pub mod error;
