@@ -48,6 +48,7 @@ public class CerealSerializer extends Serializer implements Serializable {
 
   static final LongAdder CEREAL_RECORDS = new LongAdder();
   static final LongAdder JAVA_RECORDS = new LongAdder();
+  static final ConcurrentHashMap<String, LongAdder> JAVA_ROOTS = new ConcurrentHashMap<>();
 
   private final List<String> classesToRegister;
   private final boolean registrationRequired;
@@ -156,9 +157,15 @@ public class CerealSerializer extends Serializer implements Serializable {
     return new long[] {CEREAL_RECORDS.sum(), JAVA_RECORDS.sum()};
   }
 
-  /** Sets both {@link #recordCounts()} to 0. */
+  /** The root classes of the Java-serialization records since the last reset, with counts. */
+  public static String javaRecordClasses() {
+    return new java.util.TreeMap<>(JAVA_ROOTS).toString();
+  }
+
+  /** Sets {@link #recordCounts()} to 0 and forgets {@link #javaRecordClasses()}. */
   public static void resetRecordCounts() {
     CEREAL_RECORDS.reset();
     JAVA_RECORDS.reset();
+    JAVA_ROOTS.clear();
   }
 }

@@ -23,6 +23,10 @@ final class DefaultRegistrations {
       // Scala: tuples, options, eithers.
       "scala.Tuple1", "scala.Tuple2", "scala.Tuple3", "scala.Tuple4", "scala.Tuple5",
       "scala.Some", "scala.util.Left", "scala.util.Right",
+      // Arrays of them and of boxes: collect() returns arrays of the records.
+      "[Lscala.Tuple2;", "[Lscala.Tuple3;", "[Ljava.lang.Integer;", "[Ljava.lang.Long;",
+      "[Ljava.lang.Double;", "[Ljava.lang.Float;", "[Ljava.lang.Boolean;", "[[B", "[[I", "[[J",
+      "[[D",
       // Scala immutable collections (Nil, the empty maps and sets are singletons: not here).
       "scala.collection.immutable.$colon$colon",
       "scala.collection.immutable.Map$Map1", "scala.collection.immutable.Map$Map2",

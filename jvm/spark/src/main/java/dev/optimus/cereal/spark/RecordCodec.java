@@ -271,6 +271,8 @@ final class RecordCodec {
       buf.bytes[3] = (byte) (n >>> 8);
       buf.bytes[4] = (byte) n;
       CerealSerializer.JAVA_RECORDS.increment();
+      CerealSerializer.JAVA_ROOTS.computeIfAbsent(root == null ? "null" : root.getClass().getName(),
+          k -> new java.util.concurrent.atomic.LongAdder()).increment();
     }
 
     byte[] bytes() {
