@@ -1,5 +1,5 @@
-//! `optimus sim`: run the Optimus Prime or RPCAcc timing model on a workload or trace file, or
-//! reproduce the papers' results (`optimus sim reproduce op|rpcacc`).
+//! `optimus sim`: run the Optimus Prime, RPCAcc or Cereal timing model on a workload or trace
+//! file, or reproduce the papers' results (`optimus sim reproduce op|rpcacc|cereal`).
 //!
 //! The model crate never calls the engine: this command is the glue that records the engine's
 //! traces (`optimus-core`'s [`EngineTraces`]) and hands them to it.
@@ -21,6 +21,7 @@ use optimus_sim::SimError;
 
 use crate::trace_cmd::read_at_most;
 
+mod cereal;
 mod plot;
 mod sweep;
 
@@ -31,6 +32,9 @@ pub enum Accel {
     Op,
     /// RPCAcc, PCIe-attached.
     Rpcacc,
+    /// Cereal (ISCA'20), object-graph S/D, on traces of the Java library (`--workload` names
+    /// an embedded trace, media-content by default, or a trace file).
+    Cereal,
 }
 
 /// Mesh size of the simulated server.
@@ -197,6 +201,9 @@ pub struct ReproduceArgs {
 pub fn run_sim(args: SimArgs) -> Result<()> {
     if let Some(SimCommand::Reproduce(r)) = args.reproduce {
         return reproduce(r);
+    }
+    if args.accel == Accel::Cereal {
+        return cereal::run(&args, &mut io::stdout().lock());
     }
     let (op_flag, rpcacc_flag) = (
         args.pipelines.is_some() || args.interleave.is_some() || args.mesh.is_some(),
@@ -370,6 +377,7 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                 print_rpcacc(&mut out, &r)?;
             }
         }
+        Accel::Cereal => return cereal::run(&args, &mut out),
     }
     Ok(())
 }
@@ -926,6 +934,7 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
     if let Some(dir) = &r.plot {
         plot::check_dir(dir).context("sim: plot")?;
     }
+    let mut cereal_figs = None;
     let rows: Vec<Row> = match r.paper {
         Accel::Op => {
             let params: OpConfig = config_from(r.config.as_deref(), config_file::from_json)?;
@@ -945,6 +954,11 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
             }
             rows
         }
+        Accel::Cereal => {
+            let (rows, figs) = cereal::reproduce_rows(r.config.as_deref(), r.plot.as_deref())?;
+            cereal_figs = Some(figs);
+            rows
+        }
     };
     let out = io::stdout();
     let mut out = out.lock();
@@ -959,7 +973,11 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
         return Ok(());
     }
     if r.markdown {
-        return markdown(&mut out, r.paper, &rows);
+        markdown(&mut out, r.paper, &rows)?;
+        if let Some(figs) = &cereal_figs {
+            cereal::print_graphs(&mut out, figs, true)?;
+        }
+        return Ok(());
     }
     writeln!(
         out,
@@ -993,6 +1011,9 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
         bail!("sim: no target computed");
     }
     writeln!(out, "{met} of {computed} computed targets met")?;
+    if let Some(figs) = &cereal_figs {
+        cereal::print_graphs(&mut out, figs, false)?;
+    }
     Ok(())
 }
 
@@ -1007,6 +1028,7 @@ fn markdown(out: &mut impl Write, paper: Accel, rows: &[Row]) -> Result<()> {
     let name = match paper {
         Accel::Op => "Optimus Prime",
         Accel::Rpcacc => "RPCAcc",
+        Accel::Cereal => "Cereal",
     };
     writeln!(
         out,

@@ -4,7 +4,8 @@
 //! with j time-shared contexts, the Block Buffer and the mesh NoC. [`rpcacc`] models the
 //! PCIe-attached RPCAcc and its baselines. Both consume `optimus_trace` events only, recorded
 //! by the engine (trace files, or a [`workload::TraceSource`] the caller provides) and seen
-//! through [`workload::view`]. [`calibrate`] runs the papers' experiments and compares with
+//! through [`workload::view`]. [`cereal`] models the Cereal object-graph S/D accelerator on
+//! traces the Java library writes. [`calibrate`] runs the papers' experiments and compares with
 //! their published numbers. The crate does not depend on the engine: the CLI and the tests
 //! hand it the engine's traces.
 #![forbid(unsafe_code)]

@@ -53,10 +53,18 @@ impl DeserConfig {
     pub(crate) fn validate(&self) -> Result<()> {
         let c = "cereal.deser";
         if !(1..=1024).contains(&self.reconstructors) {
-            return Err(config_err(c, "reconstructors", format!("{} must be from 1 to 1024", self.reconstructors)));
+            return Err(config_err(
+                c,
+                "reconstructors",
+                format!("{} must be from 1 to 1024", self.reconstructors),
+            ));
         }
         if !(8..=64).contains(&self.heap_header_bytes) {
-            return Err(config_err(c, "heap_header_bytes", format!("{} must be from 8 to 64", self.heap_header_bytes)));
+            return Err(config_err(
+                c,
+                "heap_header_bytes",
+                format!("{} must be from 8 to 64", self.heap_header_bytes),
+            ));
         }
         check_positive(
             c,
@@ -122,7 +130,10 @@ pub(crate) fn deserialize(
     }
     let ready_at = |addr: u64| -> f64 {
         let k = ((addr - value_base) / line) as usize;
-        ready.get(k.min(n_lines.saturating_sub(1))).copied().unwrap_or(t0)
+        ready
+            .get(k.min(n_lines.saturating_sub(1)))
+            .copied()
+            .unwrap_or(t0)
     };
     let refs_total = g.ref_count().max(1) as f64;
     let mut recon = vec![t0; cfg.reconstructors as usize];
@@ -143,7 +154,8 @@ pub(crate) fn deserialize(
         let t = lm_free
             .max(ready_at(value_base + value_off))
             .max(ready_at(bit_addr));
-        lm_free = t + cyc * (cfg.layout_cycles_per_object).max(groups / cfg.layout_groups_per_cycle);
+        lm_free =
+            t + cyc * (cfg.layout_cycles_per_object).max(groups / cfg.layout_groups_per_cycle);
         // Block manager: the destination block.
         let t = bm_free.max(lm_free);
         bm_free = t + cyc * cfg.block_cycles_per_object;
@@ -161,7 +173,9 @@ pub(crate) fn deserialize(
         let ref_pos = ((refs_before + rc) as f64 / refs_total * g.ref_bytes as f64) as u64;
         let mut inputs = ready_at(last_value);
         if rc > 0 {
-            inputs = inputs.max(ready_at(ref_base + ref_pos.min(g.ref_bytes.saturating_sub(1))));
+            inputs = inputs.max(ready_at(
+                ref_base + ref_pos.min(g.ref_bytes.saturating_sub(1)),
+            ));
         }
         let start = free.max(bm_free);
         if inputs > start {
@@ -184,5 +198,8 @@ pub(crate) fn deserialize(
         value_off += vbytes;
         refs_before += rc;
     }
-    recon.iter().copied().fold(done.max(lm_free).max(bm_free), f64::max)
+    recon
+        .iter()
+        .copied()
+        .fold(done.max(lm_free).max(bm_free), f64::max)
 }

@@ -104,13 +104,28 @@ impl MaiConfig {
             }
         }
         if !(8..=4096).contains(&self.line_bytes) || !self.line_bytes.is_power_of_two() {
-            return Err(config_err(c, "line_bytes", format!("{} must be a power of two from 8 to 4096", self.line_bytes)));
+            return Err(config_err(
+                c,
+                "line_bytes",
+                format!("{} must be a power of two from 8 to 4096", self.line_bytes),
+            ));
         }
         if self.page_bytes < 4096 || !self.page_bytes.is_power_of_two() {
-            return Err(config_err(c, "page_bytes", format!("{} must be a power of two of at least 4096", self.page_bytes)));
+            return Err(config_err(
+                c,
+                "page_bytes",
+                format!(
+                    "{} must be a power of two of at least 4096",
+                    self.page_bytes
+                ),
+            ));
         }
         if self.walk_reads > 8 {
-            return Err(config_err(c, "walk_reads", format!("{} must be at most 8", self.walk_reads)));
+            return Err(config_err(
+                c,
+                "walk_reads",
+                format!("{} must be at most 8", self.walk_reads),
+            ));
         }
         crate::error::check_non_negative(c, &[(self.rmw_modify_cycles, "rmw_modify_cycles")])
     }

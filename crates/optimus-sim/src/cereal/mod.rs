@@ -145,12 +145,30 @@ pub struct CerealReport {
 /// The traces committed under testdata/cereal: MediaContent and the paper's shapes at 1k
 /// objects, as `TraceMain` recorded them from the library.
 pub const WORKLOADS: &[(&str, &[u8])] = &[
-    ("media-content", include_bytes!("../../../../testdata/cereal/media-content.crlt")),
-    ("tree-narrow-1k", include_bytes!("../../../../testdata/cereal/tree-narrow-1k.crlt")),
-    ("tree-wide-1k", include_bytes!("../../../../testdata/cereal/tree-wide-1k.crlt")),
-    ("list-small-1k", include_bytes!("../../../../testdata/cereal/list-small-1k.crlt")),
-    ("graph-sparse-1k", include_bytes!("../../../../testdata/cereal/graph-sparse-1k.crlt")),
-    ("graph-dense-1k", include_bytes!("../../../../testdata/cereal/graph-dense-1k.crlt")),
+    (
+        "media-content",
+        include_bytes!("../../../../testdata/cereal/media-content.crlt"),
+    ),
+    (
+        "tree-narrow-1k",
+        include_bytes!("../../../../testdata/cereal/tree-narrow-1k.crlt"),
+    ),
+    (
+        "tree-wide-1k",
+        include_bytes!("../../../../testdata/cereal/tree-wide-1k.crlt"),
+    ),
+    (
+        "list-small-1k",
+        include_bytes!("../../../../testdata/cereal/list-small-1k.crlt"),
+    ),
+    (
+        "graph-sparse-1k",
+        include_bytes!("../../../../testdata/cereal/graph-sparse-1k.crlt"),
+    ),
+    (
+        "graph-dense-1k",
+        include_bytes!("../../../../testdata/cereal/graph-dense-1k.crlt"),
+    ),
 ];
 
 /// The embedded trace called `name`.
@@ -221,8 +239,15 @@ pub fn run(cfg: &CerealConfig, t: &Trace) -> Result<CerealReport> {
     for (i, g) in t.ser.iter().enumerate() {
         let u = i % free.len();
         let start = free[u];
-        let end = ser::serialize(&cfg.ser, cfg.clock_ghz, &layout, g, &mut mai, start + cfg.command_ns, &mut ss)
-            + cfg.command_ns;
+        let end = ser::serialize(
+            &cfg.ser,
+            cfg.clock_ghz,
+            &layout,
+            g,
+            &mut mai,
+            start + cfg.command_ns,
+            &mut ss,
+        ) + cfg.command_ns;
         free[u] = end;
         graphs[i].ser_ns = end - start;
         ser_end = ser_end.max(end);
@@ -239,8 +264,15 @@ pub fn run(cfg: &CerealConfig, t: &Trace) -> Result<CerealReport> {
     for (i, g) in t.ser.iter().enumerate() {
         let u = i % free.len();
         let start = free[u];
-        let end = deser::deserialize(&cfg.deser, cfg.clock_ghz, &layout, g, &mut mai, start + cfg.command_ns, &mut ds)
-            + cfg.command_ns;
+        let end = deser::deserialize(
+            &cfg.deser,
+            cfg.clock_ghz,
+            &layout,
+            g,
+            &mut mai,
+            start + cfg.command_ns,
+            &mut ds,
+        ) + cfg.command_ns;
         free[u] = end;
         graphs[i].deser_ns = end - start;
         deser_end = deser_end.max(end);
@@ -270,8 +302,16 @@ mod tests {
             let t = workload(name).unwrap();
             let r = run(&CerealConfig::default(), &t).unwrap();
             let g = &t.ser[0];
-            assert_eq!(r.stats.get("ser.objects"), Some(g.objects.len() as f64), "{name}");
-            assert_eq!(r.stats.get("deser.refs_fixed"), Some(g.ref_count() as f64), "{name}");
+            assert_eq!(
+                r.stats.get("ser.objects"),
+                Some(g.objects.len() as f64),
+                "{name}"
+            );
+            assert_eq!(
+                r.stats.get("deser.refs_fixed"),
+                Some(g.ref_count() as f64),
+                "{name}"
+            );
             // An RMW per non-null reference and one for the root.
             let non_null = g.objects.iter().flat_map(|o| &o.refs).flatten().count() as f64;
             assert_eq!(r.stats.get("ser_mai.rmws"), Some(non_null + 1.0), "{name}");
@@ -299,7 +339,12 @@ mod tests {
         narrow.dram.bw_gbytes_s /= 2.0;
         let narrow = run(&narrow, &t).unwrap();
         // A list is one chain: each node's address comes from the one before.
-        assert!(slow.ser_ns > 1.8 * base.ser_ns, "{} {}", slow.ser_ns, base.ser_ns);
+        assert!(
+            slow.ser_ns > 1.8 * base.ser_ns,
+            "{} {}",
+            slow.ser_ns,
+            base.ser_ns
+        );
         assert!(narrow.ser_ns < 1.1 * base.ser_ns);
         // Deserialization streams the frame and needs no pointer: latency costs it less.
         assert!(
@@ -330,7 +375,14 @@ mod tests {
         assert!(e.contains("cereal.deser.reconstructors"), "{e}");
         c = CerealConfig::default();
         c.dram.bw_gbytes_s = f64::NAN;
-        assert!(c.validate().unwrap_err().to_string().contains("bw_gbytes_s"));
-        assert!(workload("nope").unwrap_err().to_string().contains("media-content"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("bw_gbytes_s"));
+        assert!(workload("nope")
+            .unwrap_err()
+            .to_string()
+            .contains("media-content"));
     }
 }

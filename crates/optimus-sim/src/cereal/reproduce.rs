@@ -110,7 +110,9 @@ pub fn job_speedup(share: f64, speedup: f64) -> f64 {
 
 /// Geometric mean.
 pub fn geomean(xs: impl IntoIterator<Item = f64>) -> f64 {
-    let (s, n) = xs.into_iter().fold((0.0, 0u32), |(s, n), x| (s + x.ln(), n + 1));
+    let (s, n) = xs
+        .into_iter()
+        .fold((0.0, 0u32), |(s, n), x| (s + x.ln(), n + 1));
     if n == 0 {
         f64::NAN
     } else {
@@ -155,11 +157,14 @@ pub fn reproduce_cereal(cfg: &CerealConfig) -> Result<(Vec<Row>, CerealFigures)>
     let vs_kryo = geomean(graphs.iter().map(Comparison::vs_kryo));
     let targets = targets()?;
     let share = |id: &str| targets.iter().find(|t| t.id == id).map(|t| t.value / 100.0);
-    let job_vs_kryo: Vec<(f64, f64)> = ["cereal.sec1.sd_share_kryo.avg.pct", "cereal.sec1.sd_share_kryo.max.pct"]
-        .iter()
-        .filter_map(|id| share(id))
-        .map(|s| (s, job_speedup(s, vs_kryo)))
-        .collect();
+    let job_vs_kryo: Vec<(f64, f64)> = [
+        "cereal.sec1.sd_share_kryo.avg.pct",
+        "cereal.sec1.sd_share_kryo.max.pct",
+    ]
+    .iter()
+    .filter_map(|id| share(id))
+    .map(|s| (s, job_speedup(s, vs_kryo)))
+    .collect();
     let media = graphs.iter().find(|g| g.workload == "media-content");
     let mut rows = Vec::new();
     for t in targets {

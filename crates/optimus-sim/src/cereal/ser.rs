@@ -202,8 +202,10 @@ pub(crate) fn serialize(
                     cache.remove(0);
                 }
                 cache.push(o.class_id);
-                let klass = layout.klass_base + u64::from(o.class_id) * u64::from(cfg.metadata_bytes);
-                mai.read(Port::Metadata, klass, u64::from(cfg.metadata_bytes), t).max(mm_free)
+                let klass =
+                    layout.klass_base + u64::from(o.class_id) * u64::from(cfg.metadata_bytes);
+                mai.read(Port::Metadata, klass, u64::from(cfg.metadata_bytes), t)
+                    .max(mm_free)
             }
         };
         stats.bytes_out += bitmap.push(mai, bitmap_bytes_each * o.words() as f64, meta);

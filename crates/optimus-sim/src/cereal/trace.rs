@@ -144,7 +144,10 @@ impl Cursor<'_> {
 pub fn parse(name: &str, b: &[u8]) -> Result<Trace> {
     let mut c = Cursor { name, b, pos: 0 };
     if b.len() > MAX_TRACE_BYTES {
-        return Err(c.err(0, format!("{} bytes is over the limit of {MAX_TRACE_BYTES}", b.len())));
+        return Err(c.err(
+            0,
+            format!("{} bytes is over the limit of {MAX_TRACE_BYTES}", b.len()),
+        ));
     }
     if b.len() < 4 || &b[..4] != MAGIC {
         return Err(c.err(0, "not a Cereal trace (no CRLT magic)"));
@@ -206,7 +209,10 @@ fn ser_record(c: &mut Cursor<'_>) -> Result<SerGraph> {
     let frame_bytes = u64::from(c.varint("frame bytes")?);
     // Each object takes at least 3 bytes: nothing is allocated past what the file can hold.
     if count > c.left() / 3 {
-        return Err(c.err(at, format!("{count} objects cannot fit the {} bytes left", c.left())));
+        return Err(c.err(
+            at,
+            format!("{count} objects cannot fit the {} bytes left", c.left()),
+        ));
     }
     let mut objects = Vec::with_capacity(count);
     let mut word: u64 = 0;
@@ -220,7 +226,10 @@ fn ser_record(c: &mut Cursor<'_>) -> Result<SerGraph> {
         }
         let rc = c.varint("reference count")? as usize;
         if rc > c.left() {
-            return Err(c.err(at, format!("object {i}: {rc} references cannot fit the bytes left")));
+            return Err(c.err(
+                at,
+                format!("object {i}: {rc} references cannot fit the bytes left"),
+            ));
         }
         let mut refs = Vec::with_capacity(rc);
         for _ in 0..rc {
@@ -241,22 +250,37 @@ fn ser_record(c: &mut Cursor<'_>) -> Result<SerGraph> {
         objects.push(o);
     }
     if word != layout_words {
-        return Err(c.err(at, format!("objects take {word} layout words, the record says {layout_words}")));
+        return Err(c.err(
+            at,
+            format!("objects take {word} layout words, the record says {layout_words}"),
+        ));
     }
     if value_words * 8 != value_bytes {
-        return Err(c.err(at, format!("objects hold {value_words} value words, the record says {value_bytes} bytes")));
+        return Err(c.err(
+            at,
+            format!("objects hold {value_words} value words, the record says {value_bytes} bytes"),
+        ));
     }
     let refs: u64 = objects.iter().map(|o| o.refs.len() as u64).sum();
     let min_ref_bytes = refs.div_ceil(16);
     if ref_bytes < min_ref_bytes || ref_bytes > min_ref_bytes + 4 * refs {
-        return Err(c.err(at, format!("{refs} references cannot pack into {ref_bytes} bytes")));
+        return Err(c.err(
+            at,
+            format!("{refs} references cannot pack into {ref_bytes} bytes"),
+        ));
     }
     let groups = layout_words.div_ceil(64);
     if bitmap_bytes < groups.div_ceil(8) || bitmap_bytes > groups.div_ceil(8) + 8 * groups {
-        return Err(c.err(at, format!("{layout_words} layout words cannot take {bitmap_bytes} bitmap bytes")));
+        return Err(c.err(
+            at,
+            format!("{layout_words} layout words cannot take {bitmap_bytes} bitmap bytes"),
+        ));
     }
     if frame_bytes < value_bytes + ref_bytes + bitmap_bytes {
-        return Err(c.err(at, format!("frame of {frame_bytes} bytes is smaller than its sections")));
+        return Err(c.err(
+            at,
+            format!("frame of {frame_bytes} bytes is smaller than its sections"),
+        ));
     }
     // Every target is an object's first word, and objects come in the order their first
     // references reach them (the writer's breadth-first discovery), the root first.
@@ -275,7 +299,10 @@ fn ser_record(c: &mut Cursor<'_>) -> Result<SerGraph> {
         }
     }
     if next_new != objects.len().max(1) {
-        return Err(c.err(at, format!("object {next_new} is never reached from the root")));
+        return Err(c.err(
+            at,
+            format!("object {next_new} is never reached from the root"),
+        ));
     }
     Ok(SerGraph {
         objects,
@@ -301,7 +328,10 @@ fn deser_record(c: &mut Cursor<'_>) -> Result<DeserGraph> {
         v => return Err(c.err(c.pos - 1, format!("parallel flag {v}, not 0 or 1"))),
     };
     if objects > value_words {
-        return Err(c.err(at, format!("{objects} objects cannot fit {value_words} value words")));
+        return Err(c.err(
+            at,
+            format!("{objects} objects cannot fit {value_words} value words"),
+        ));
     }
     if chunks == 0 && objects > 0 {
         return Err(c.err(at, "no fix-up chunk"));
@@ -379,7 +409,10 @@ mod tests {
         }
         let mut extra = list2();
         extra.push(0);
-        assert!(parse("t", &extra).unwrap_err().to_string().contains("after the end"));
+        assert!(parse("t", &extra)
+            .unwrap_err()
+            .to_string()
+            .contains("after the end"));
     }
 
     #[test]
