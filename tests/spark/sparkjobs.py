@@ -78,37 +78,51 @@ def run_job(sc, job, scale):
 
 
 def bench(scale, reps, jobs):
+    """Each serializer in a JVM of its own (a child process), so that none inherits another's
+    warmed-up Spark."""
+    import json
+    import subprocess
     rows = []
     for ser in ("java", "kryo", "cereal"):
-        sc = start(ser, timed=True)
-        try:
-            listener = sc._jvm.dev.optimus.cereal.spark.jobs.TaskMetricsListener()
-            sc._jsc.sc().addSparkListener(listener)
-            timed = sc._jvm.dev.optimus.cereal.spark.jobs.TimedSerializer
-            counts = sc._jvm.dev.optimus.cereal.spark.CerealSerializer
-            for job in jobs:
-                run_job(sc, job, scale)  # warm-up: JIT, class loading, registrations
-                samples = []
-                for _ in range(reps):
-                    timed.reset()
-                    listener.reset()
-                    counts.resetRecordCounts()
-                    t0 = time.perf_counter()
-                    digest = run_job(sc, job, scale)
-                    wall = time.perf_counter() - t0
-                    t = list(timed.totals())
-                    m = list(listener.totals())
-                    c = list(counts.recordCounts())
-                    samples.append((wall, t, m, c, digest))
-                samples.sort(key=lambda s: s[0])
-                wall, t, m, c, digest = samples[len(samples) // 2]  # the median run by job time
-                rows.append(dict(job=job, ser=ser, wall=wall, s_ms=t[0] / 1e6, d_ms=t[1] / 1e6,
-                                 s_calls=t[2], d_calls=t[3], run_ms=m[1], result_ser_ms=m[3],
-                                 shuffle_write_ms=m[4] / 1e6, shuffle_mb=m[6] / 1e6,
-                                 java_fallbacks=c[1], digest=digest))
-                print(f"{job:9s} {ser:6s} {wall * 1000:8.0f} ms  {digest}", file=sys.stderr, flush=True)
-        finally:
-            sc.stop()
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--bench-one", ser,
+                              "--scale", str(scale), "--reps", str(reps), "--jobs", ",".join(jobs)],
+                             check=True, stdout=subprocess.PIPE, text=True).stdout
+        rows.extend(json.loads(out.strip().splitlines()[-1]))
+    return rows
+
+
+def bench_one(ser, scale, reps, jobs):
+    """Runs the jobs under one serializer in this process's JVM; returns the table's rows."""
+    rows = []
+    sc = start(ser, timed=True)
+    try:
+        listener = sc._jvm.dev.optimus.cereal.spark.jobs.TaskMetricsListener()
+        sc._jsc.sc().addSparkListener(listener)
+        timed = sc._jvm.dev.optimus.cereal.spark.jobs.TimedSerializer
+        counts = sc._jvm.dev.optimus.cereal.spark.CerealSerializer
+        for job in jobs:
+            run_job(sc, job, scale)  # warm-up: JIT, class loading, registrations
+            samples = []
+            for _ in range(reps):
+                timed.reset()
+                listener.reset()
+                counts.resetRecordCounts()
+                t0 = time.perf_counter()
+                digest = run_job(sc, job, scale)
+                wall = time.perf_counter() - t0
+                t = list(timed.totals())
+                m = list(listener.totals())
+                c = list(counts.recordCounts())
+                samples.append((wall, t, m, c, digest))
+            samples.sort(key=lambda s: s[0])
+            wall, t, m, c, digest = samples[len(samples) // 2]  # the median run by job time
+            rows.append(dict(job=job, ser=ser, wall=wall, s_ms=t[0] / 1e6, d_ms=t[1] / 1e6,
+                             s_calls=t[2], d_calls=t[3], run_ms=m[1], result_ser_ms=m[3],
+                             shuffle_write_ms=m[4] / 1e6, shuffle_mb=m[6] / 1e6,
+                             java_fallbacks=c[1], digest=digest))
+            print(f"{job:9s} {ser:6s} {wall * 1000:8.0f} ms  {digest}", file=sys.stderr, flush=True)
+    finally:
+        sc.stop()
     return rows
 
 
@@ -143,7 +157,12 @@ def main():
     ap.add_argument("--scale", type=int, default=4)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--jobs", default="wordcount,terasort,pagerank,kmeans,als,bayes")
+    ap.add_argument("--bench-one", metavar="SERIALIZER", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.bench_one:
+        import json
+        print(json.dumps(bench_one(args.bench_one, args.scale, args.reps, args.jobs.split(","))))
+        return 0
     if not args.bench:
         ap.print_help()
         return 2
