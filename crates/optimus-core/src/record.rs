@@ -135,6 +135,12 @@ impl Seq {
         self.len as usize
     }
 
+    /// The array's address, writable: the arena allocated it for this sequence alone.
+    #[inline]
+    pub(crate) fn data(self) -> *mut u8 {
+        self.ptr
+    }
+
     /// The values, `width` bytes each, as raw bytes.
     ///
     /// # Safety

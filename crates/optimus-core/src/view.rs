@@ -254,7 +254,7 @@ impl<'a> Record<'a> {
                 Value::List(list) => {
                     for v in (0..list.len()).filter_map(|i| list.get(i)) {
                         // SAFETY: `e` is entry `index`, a sequence of the list's kind.
-                        unsafe { push_value(rec.ptr, e, &v, schema, &ty.table, arena) };
+                        unsafe { store(rec.ptr, e, &v, schema, &ty.table, arena, true) };
                     }
                 }
                 Value::Map(map) => {
@@ -264,22 +264,24 @@ impl<'a> Record<'a> {
                         let entry_ty = schema.message(entry_id);
                         // SAFETY: entries 0 and 1 of a map entry type are its key and value.
                         unsafe {
-                            set_value(
+                            store(
                                 entry.ptr,
                                 &entry_ty.table.entries[0],
                                 &key.to_value(),
                                 schema,
                                 &entry_ty.table,
                                 arena,
+                                false,
                             );
                             entry.ptr.set_bit(0, true);
-                            set_value(
+                            store(
                                 entry.ptr,
                                 &entry_ty.table.entries[1],
                                 v,
                                 schema,
                                 &entry_ty.table,
                                 arena,
+                                false,
                             );
                             entry.ptr.set_bit(1, true);
                             rec.ptr
@@ -288,7 +290,7 @@ impl<'a> Record<'a> {
                     }
                 }
                 // SAFETY: `e` is entry `index`, a single value of the value's kind.
-                v => unsafe { set_value(rec.ptr, e, v, schema, &ty.table, arena) },
+                v => unsafe { store(rec.ptr, e, v, schema, &ty.table, arena, false) },
             }
             // SAFETY: `index` is an entry of the record's table.
             unsafe { rec.ptr.set_bit(index, true) };
@@ -330,73 +332,52 @@ fn to_value(v: FieldRef<'_>) -> Value {
     }
 }
 
-/// The record bytes of one value (at most 16) and their width.
-fn value_bytes(
-    v: &Value,
-    arena: &Arena,
-    schema: &SchemaSet,
+/// Stores one value of `e`'s kind: into its single slot, or (`append`) at the end of its
+/// sequence. Each value goes from a typed local as bytes copied, so a pointer (a view or a
+/// sub-record) keeps its provenance.
+///
+/// # Safety
+/// `e` is an entry of `rec`'s table whose kind is `v`'s, single unless `append`; `rec` lives
+/// in `arena`.
+unsafe fn store(
+    rec: RecPtr,
     e: &Entry,
+    v: &Value,
+    schema: &SchemaSet,
     table: &Table,
-) -> ([u8; 16], usize) {
-    let mut out = [0u8; 16];
-    let mut put = |bytes: &[u8]| {
-        out[..bytes.len()].copy_from_slice(bytes);
-        bytes.len()
+    arena: &Arena,
+    append: bool,
+) {
+    let write = |bytes: &[u8]| {
+        // SAFETY: the caller's duty: the slot (or a sequence element) is `bytes.len()` wide.
+        unsafe {
+            if append {
+                rec.push(arena, e.offset, bytes.len(), bytes);
+            } else {
+                debug_assert_eq!(bytes.len(), e.op.slot_width() as usize);
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    rec.as_slot().add(e.offset as usize),
+                    bytes.len(),
+                );
+            }
+        }
     };
-    let width = match v {
-        Value::Bool(b) => put(&[u8::from(*b)]),
-        Value::I32(x) | Value::Enum(x) => put(&x.to_le_bytes()),
-        Value::I64(x) => put(&x.to_le_bytes()),
-        Value::U32(x) => put(&x.to_le_bytes()),
-        Value::U64(x) => put(&x.to_le_bytes()),
-        Value::F32(x) => put(&x.to_le_bytes()),
-        Value::F64(x) => put(&x.to_le_bytes()),
-        Value::String(s) => put(bytes_of(&arena.alloc_copy(s.as_bytes()))),
-        Value::Bytes(b) => put(bytes_of(&arena.alloc_copy(b))),
+    match v {
+        Value::Bool(b) => write(&[u8::from(*b)]),
+        Value::I32(x) | Value::Enum(x) => write(&x.to_le_bytes()),
+        Value::I64(x) => write(&x.to_le_bytes()),
+        Value::U32(x) => write(&x.to_le_bytes()),
+        Value::U64(x) => write(&x.to_le_bytes()),
+        Value::F32(x) => write(&x.to_le_bytes()),
+        Value::F64(x) => write(&x.to_le_bytes()),
+        Value::String(s) => write(bytes_of(&arena.alloc_copy(s.as_bytes()))),
+        Value::Bytes(b) => write(bytes_of(&arena.alloc_copy(b))),
         Value::Message(m) => {
             debug_assert_eq!(m.type_id().0, table.sub_message(e));
-            let sub = Record::from_message(schema, m, arena);
-            put(bytes_of(&sub.ptr.as_slot()))
+            let sub = Record::from_message(schema, m, arena).ptr.as_slot();
+            write(bytes_of(&sub));
         }
         Value::List(_) | Value::Map(_) => unreachable!("sequences are set element by element"),
-    };
-    (out, width)
-}
-
-/// Writes `v` to the single slot of `e`.
-///
-/// # Safety
-/// `e` is a single entry of `rec`'s table whose kind is `v`'s.
-unsafe fn set_value(
-    rec: RecPtr,
-    e: &Entry,
-    v: &Value,
-    schema: &SchemaSet,
-    table: &Table,
-    arena: &Arena,
-) {
-    let (bytes, width) = value_bytes(v, arena, schema, e, table);
-    debug_assert_eq!(width, e.op.slot_width() as usize);
-    // SAFETY: the caller's duty: the slot is `width` bytes inside the record.
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), rec.as_slot().add(e.offset as usize), width)
-    };
-}
-
-/// Appends `v` to the sequence of `e`.
-///
-/// # Safety
-/// `e` is a sequence entry of `rec`'s table whose kind is `v`'s; `rec` lives in `arena`.
-unsafe fn push_value(
-    rec: RecPtr,
-    e: &Entry,
-    v: &Value,
-    schema: &SchemaSet,
-    table: &Table,
-    arena: &Arena,
-) {
-    let (bytes, width) = value_bytes(v, arena, schema, e, table);
-    debug_assert_eq!(width, e.op.scalar().width() as usize);
-    // SAFETY: the caller's duty.
-    unsafe { rec.push(arena, e.offset, width, &bytes) };
+    }
 }

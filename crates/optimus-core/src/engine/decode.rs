@@ -708,7 +708,13 @@ unsafe fn write_slot(rec: RecPtr, offset: u32, width: u32, value: &[u8; 16]) {
             1 => rec.write(offset, value[0]),
             4 => rec.write(offset, crate::record::read_le::<u32>(value)),
             8 => rec.write(offset, crate::record::read_le::<u64>(value)),
-            _ => rec.write(offset, crate::record::read_le::<[u64; 2]>(value)),
+            // A view holds a pointer: copied as bytes, which keep its provenance (a load
+            // as integers would drop it).
+            _ => std::ptr::copy_nonoverlapping(
+                value.as_ptr(),
+                rec.as_slot().add(offset as usize),
+                16,
+            ),
         }
     }
 }

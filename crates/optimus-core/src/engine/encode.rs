@@ -445,9 +445,9 @@ pub(crate) fn canonicalize_map(rec: RecPtr, e: &Entry, entry_table: &Table) {
         return;
     }
     // SAFETY: the sequence's array is arena memory of `len` pointers that only this record
-    // refers to; reordering it keeps every pointer valid.
+    // refers to (`raw` is not used past this point); reordering it keeps every pointer valid.
     let slots: &mut [*mut u8] =
-        unsafe { std::slice::from_raw_parts_mut(raw.as_ptr() as *mut *mut u8, seq.len()) };
+        unsafe { std::slice::from_raw_parts_mut(seq.data().cast::<*mut u8>(), seq.len()) };
     // Stable, so equal keys keep their arrival order and the last can win.
     slots.sort_by(|a, b| {
         let (a, b) = (

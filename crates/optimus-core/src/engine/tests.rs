@@ -173,7 +173,7 @@ fn depth_and_memory_limits_hold() {
             .unwrap();
     let id = s.message_by_name("R").unwrap();
     let mut deep = Vec::new();
-    for _ in 0..200 {
+    for _ in 0..if cfg!(miri) { 102 } else { 200 } {
         let mut outer = vec![10];
         binary::write_length_prefix(&mut outer, deep.len());
         outer.extend_from_slice(&deep);
@@ -183,10 +183,12 @@ fn depth_and_memory_limits_hold() {
     let arena = Arena::new();
     let e = decode(&s, id, &deep, &arena, &DecodeOptions::default()).unwrap_err();
     assert!(e.to_string().contains("nesting deeper than 100"), "{e}");
-    // A million empty sub-messages in 2 MB: the budget stops them, whatever they cost.
-    let many: Vec<u8> = [18u8, 0].repeat(1 << 20);
+    // A million empty sub-messages in 2 MB (fewer under Miri, which interprets every step):
+    // the budget stops them, whatever they cost.
+    let count = if cfg!(miri) { 1 << 11 } else { 1 << 20 };
+    let many: Vec<u8> = [18u8, 0].repeat(count);
     let opts = DecodeOptions {
-        memory_limit_bytes: Some(1 << 20),
+        memory_limit_bytes: Some(count),
         ..DecodeOptions::default()
     };
     let e = decode(&s, id, &many, &arena, &opts).unwrap_err();
@@ -339,7 +341,9 @@ fn random_and_mutated_messages_agree_with_the_reflective_codec() {
     ];
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut decoded, mut rejected) = (0, 0);
-    for round in 0..20_000 {
+    // Miri interprets every step: a few rounds there reach every unsafe path all the same.
+    let rounds = if cfg!(miri) { 30 } else { 20_000 };
+    for round in 0..rounds {
         let id = s.message_by_name(types[round % 2]).unwrap();
         let mut input = Vec::new();
         random_message(&s, id, &mut rng, 0, &mut input);
