@@ -48,6 +48,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class Cereal implements AutoCloseable {
   private final Map<Class<?>, ClassInfo> registered = new IdentityHashMap<>();
   private ClassInfo[] byId = new ClassInfo[64];
+  private final ClassInfo classInfo = ClassInfo.builtin(Class.class, ClassInfo.CLASS, Format.ID_CLASS);
+  /** Class objects read by name: name to class, filled as names are resolved. */
+  private final java.util.concurrent.ConcurrentHashMap<String, Class<?>> classesByName =
+      new java.util.concurrent.ConcurrentHashMap<>();
   private int nextId = Format.FIRST_USER_ID;
   private boolean registrationRequired = true;
   private ClassLoader classLoader = Cereal.class.getClassLoader();
@@ -103,6 +107,7 @@ public final class Cereal implements AutoCloseable {
     builtin(HashMap.class, ClassInfo.HASH_MAP, Format.ID_HASH_MAP);
     builtin(LinkedHashMap.class, ClassInfo.LINKED_HASH_MAP, Format.ID_LINKED_HASH_MAP);
     builtin(TreeMap.class, ClassInfo.TREE_MAP, Format.ID_TREE_MAP);
+    registered.put(Class.class, classInfo);
     // The immutable collections' classes are private to java.util: find them by example. Each
     // ID stands for all the classes of one interface; the reader rebuilds with List.of & co.,
     // which pick the same class for the same size.
@@ -140,13 +145,13 @@ public final class Cereal implements AutoCloseable {
   }
 
   /**
-   * Registers {@code type} under {@code id} (from 32 to 2^24 - 1): writer and reader must agree.
+   * Registers {@code type} under {@code id} (from 32 to 2^24 - 2): writer and reader must agree.
    * Computes the class's layout now.
    */
   public synchronized void register(Class<?> type, int id) {
-    if (id < Format.FIRST_USER_ID || id >= Format.DYNAMIC_BASE) {
+    if (id < Format.FIRST_USER_ID || id >= Format.ID_CLASS) {
       throw new IllegalArgumentException("class IDs go from " + Format.FIRST_USER_ID + " to "
-          + (Format.DYNAMIC_BASE - 1) + ": " + id);
+          + (Format.ID_CLASS - 1) + ": " + id);
     }
     if (id < byId.length && byId[id] != null && byId[id].type != type) {
       throw new IllegalArgumentException("ID " + id + " is already " + byId[id].type.getName());
@@ -215,7 +220,88 @@ public final class Cereal implements AutoCloseable {
 
   ClassInfo infoById(int id) {
     ClassInfo[] t = byId;
-    return id > 0 && id < t.length ? t[id] : null;
+    if (id > 0 && id < t.length) return t[id];
+    return id == Format.ID_CLASS ? classInfo : null;
+  }
+
+  /**
+   * Whether {@code type}'s objects are serialization singletons, which Cereal writes as a header
+   * and reads back as the one instance ({@code Serializable}, no instance fields, a
+   * {@code readResolve()}: Scala's {@code None}, {@code Nil}, empty collections).
+   */
+  public static boolean isSingletonClass(Class<?> type) {
+    return ClassInfo.isSingleton(type);
+  }
+
+  /**
+   * Whether a {@code Class} object naming {@code type} may be written and read: always with
+   * registration optional; with registration required, for primitive types, {@code Object} and
+   * registered (or built-in) classes, and arrays of those.
+   */
+  boolean classObjectAllowed(Class<?> type) {
+    if (!registrationRequired) return true;
+    while (type.isArray()) type = type.getComponentType();
+    return type.isPrimitive() || type == Object.class || registered.containsKey(type);
+  }
+
+  /** The class a {@code Class} object of a frame names ({@link Class#getName()}). */
+  Class<?> classForName(String name, long at) {
+    Class<?> type = classesByName.get(name);
+    if (type == null) {
+      type = primitiveClass(name);
+      if (type == null) {
+        if (registrationRequired && !registeredName(name)) {
+          throw new CerealException("corrupt Cereal frame: a Class object names " + name
+              + ", which is not registered (registration is required)", at, null);
+        }
+        try {
+          type = Class.forName(name, false, classLoader);
+        } catch (ClassNotFoundException | LinkageError | IllegalArgumentException e) {
+          throw new CerealException("corrupt Cereal frame: unknown class " + name
+              + " in a Class object", at, null);
+        }
+      }
+      if (!type.getName().equals(name)) {
+        throw new CerealException("corrupt Cereal frame: " + name + " is not a class name", at, null);
+      }
+      if (classesByName.size() < 4096) classesByName.put(name, type);
+    }
+    if (!classObjectAllowed(type)) {
+      throw new CerealException("corrupt Cereal frame: a Class object names " + name
+          + ", which is not registered (registration is required)", at, null);
+    }
+    return type;
+  }
+
+  /** Whether {@code name} (a {@link Class#getName()}) is of a class {@link #classObjectAllowed}. */
+  private synchronized boolean registeredName(String name) {
+    int dims = 0;
+    while (dims < name.length() && name.charAt(dims) == '[') dims++;
+    String element = name;
+    if (dims > 0) {
+      String rest = name.substring(dims);
+      if (rest.length() == 1) return "ZBSCIJFD".indexOf(rest.charAt(0)) >= 0;
+      if (!rest.startsWith("L") || !rest.endsWith(";")) return false;
+      element = rest.substring(1, rest.length() - 1);
+    }
+    if (element.equals("java.lang.Object")) return true;
+    for (Class<?> c : registered.keySet()) if (c.getName().equals(element)) return true;
+    return false;
+  }
+
+  private static Class<?> primitiveClass(String name) {
+    switch (name) {
+      case "boolean": return boolean.class;
+      case "byte": return byte.class;
+      case "short": return short.class;
+      case "char": return char.class;
+      case "int": return int.class;
+      case "long": return long.class;
+      case "float": return float.class;
+      case "double": return double.class;
+      case "void": return void.class;
+      default: return null;
+    }
   }
 
   ClassInfo infoForName(String name, long at) {

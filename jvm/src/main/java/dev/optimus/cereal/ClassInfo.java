@@ -52,6 +52,10 @@ final class ClassInfo {
   static final int HASH_MAP = 27, LINKED_HASH_MAP = 28, TREE_MAP = 29, GENERIC_MAP = 30;
   // Rebuilt after their content exists (immutable).
   static final int IMM_LIST = 31, IMM_SET = 32, IMM_MAP = 33;
+  /** A serialization singleton: the header alone, read back as the class's one instance. */
+  static final int SINGLETON = 34;
+  /** A {@code java.lang.Class} object, written by name. */
+  static final int CLASS = 35;
 
   /** Primitive field kinds, as in {@link #primKinds}. */
   static final byte F_LONG = 0, F_DOUBLE = 1, F_INT = 2, F_FLOAT = 3, F_SHORT = 4, F_CHAR = 5,
@@ -79,6 +83,8 @@ final class ClassInfo {
   Object[] enumConstants;
   /** GENERIC_COLLECTION / GENERIC_MAP: the public no-argument constructor, as ()Object. */
   MethodHandle ctor;
+  /** SINGLETON: the one instance, resolved on first use (by the reader). */
+  private volatile Object singleton;
 
   private ClassInfo(Class<?> type, int kind, int id) {
     this.type = type;
@@ -96,11 +102,11 @@ final class ClassInfo {
 
   /** Collections, maps and the rebuilt immutables: content staged by pass 2, added in pass 3. */
   boolean isContainer() {
-    return kind >= ARRAY_LIST;
+    return kind >= ARRAY_LIST && kind <= IMM_MAP;
   }
 
   boolean isRebuilt() {
-    return kind >= IMM_LIST;
+    return kind >= IMM_LIST && kind <= IMM_MAP;
   }
 
   /** Whether the container orders or hashes its elements (so they must be complete first). */
@@ -170,9 +176,82 @@ final class ClassInfo {
       }
       // No public constructor (Collections.unmodifiableList, Arrays.asList...): their fields.
     }
+    if (isSingleton(type)) return new ClassInfo(type, SINGLETON, id);
     ClassInfo ci = new ClassInfo(type, PLAIN, id);
     ci.computeFields();
     return ci;
+  }
+
+  /**
+   * Whether {@code type} is a serialization singleton: {@code Serializable}, no instance fields
+   * (its own or inherited) and a {@code readResolve()}, as Scala's {@code None}, {@code Nil} and
+   * empty collections are. Java serialization reads such an object back as what
+   * {@code readResolve} returns, which cannot depend on fields it does not have: Cereal writes the
+   * header alone and reads back the one instance ({@link #singleton}).
+   */
+  static boolean isSingleton(Class<?> type) {
+    if (!java.io.Serializable.class.isAssignableFrom(type) || type.isArray()
+        || type.isPrimitive() || type.isInterface() || type.isEnum()) {
+      return false;
+    }
+    boolean resolves = false;
+    for (Class<?> c = type; c != null && c != Object.class; c = c.getSuperclass()) {
+      for (Field f : c.getDeclaredFields()) {
+        if (!Modifier.isStatic(f.getModifiers())) return false;
+      }
+      if (!resolves) resolves = readResolve(c) != null;
+    }
+    return resolves;
+  }
+
+  private static java.lang.reflect.Method readResolve(Class<?> c) {
+    try {
+      java.lang.reflect.Method m = c.getDeclaredMethod("readResolve");
+      return Modifier.isStatic(m.getModifiers()) ? null : m;
+    } catch (NoSuchMethodException e) {
+      return null;
+    }
+  }
+
+  /**
+   * The instance a SINGLETON class's objects read back as: the class's own {@code MODULE$} (a
+   * Scala object), else what {@code readResolve} returns on an instance allocated without a
+   * constructor, called once per class. Initializes the class.
+   */
+  Object singleton() {
+    Object s = singleton;
+    if (s != null) return s;
+    s = resolveSingleton();
+    if (s == null) {
+      throw new CerealException("cannot read " + type.getName() + ": its singleton is null");
+    }
+    singleton = s;
+    return s;
+  }
+
+  private Object resolveSingleton() {
+    try {
+      Field f = type.getDeclaredField("MODULE$");
+      if (Modifier.isStatic(f.getModifiers()) && f.trySetAccessible()) {
+        Object o = f.get(null);
+        if (type.isInstance(o)) return o;
+      }
+    } catch (NoSuchFieldException | IllegalAccessException | LinkageError e) {
+      // not a Scala object: readResolve below
+    }
+    for (Class<?> c = type; c != null && c != Object.class; c = c.getSuperclass()) {
+      java.lang.reflect.Method m = readResolve(c);
+      if (m == null) continue;
+      try {
+        if (!m.trySetAccessible()) break;
+        return m.invoke(UnsafeAccess.U.allocateInstance(type));
+      } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+        throw new CerealException("cannot read " + type.getName() + ": readResolve failed ("
+            + (e.getCause() != null ? e.getCause() : e) + ")", e);
+      }
+    }
+    throw new CerealException("cannot read " + type.getName()
+        + ": its readResolve is not accessible and it has no MODULE$ field");
   }
 
   private static MethodHandle publicNoArgConstructor(Class<?> type) {

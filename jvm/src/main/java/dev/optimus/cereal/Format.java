@@ -23,8 +23,10 @@ package dev.optimus.cereal;
  *
  * <p><b>Value array</b>: the value words of all objects in layout order, each 8 bytes
  * little-endian. A header word holds the class ID in its low 32 bits and, for arrays, strings,
- * collections and maps, the element count (for strings {@code chars << 1 | utf16}, for enums the
- * ordinal) in its high 32 bits. Registered IDs are below {@link #DYNAMIC_BASE}; a class named in
+ * collections and maps, the element count (for strings and {@code Class} objects, which are
+ * written by name, {@code chars << 1 | utf16}, for enums the ordinal) in its high 32 bits;
+ * singletons (a class without instance fields that has {@code readResolve}) are the header alone,
+ * high word 0. Registered IDs are below {@link #DYNAMIC_BASE}; a class named in
  * a frame's class list gets {@code DYNAMIC_BASE + k}, k counting the names of the stream so far.
  *
  * <p><b>Reference array</b>: the reference words in layout order. A reference is 0 for null,
@@ -63,6 +65,12 @@ final class Format {
       ID_LINKED_HASH_MAP = 27, ID_TREE_MAP = 28, ID_IMM_LIST = 29, ID_IMM_SET = 30,
       ID_IMM_MAP = 31;
   static final int FIRST_USER_ID = 32;
+  /**
+   * A {@code java.lang.Class} object: written by name (the header's high word {@code chars << 1 |
+   * utf16}, then the name's chars as a string's). The last ID below the named ones, so that user
+   * IDs keep starting at 32; registrations go up to {@code ID_CLASS - 1}.
+   */
+  static final int ID_CLASS = (1 << 24) - 1;
   /** First ID of the classes a stream names (registration optional). */
   static final int DYNAMIC_BASE = 1 << 24;
 

@@ -313,14 +313,30 @@ final class GraphReader {
           }
           obj = ci.enumConstants[aux];
           break;
+        case ClassInfo.SINGLETON:
+          vw = 1;
+          if (aux != 0) throw error("singleton " + ci.type.getName() + " with a non-zero header", vpos);
+          try {
+            obj = ci.singleton();
+          } catch (CerealException e) {
+            throw error(e.getMessage(), vpos);
+          }
+          break;
+        case ClassInfo.CLASS:
         case ClassInfo.STRING: {
           long n = (aux & 0xFFFFFFFFL) >>> 1;
           boolean utf16 = (aux & 1) != 0;
           long bytes = utf16 ? 2 * n : n;
           vw = 1 + ((bytes + 7) >>> 3);
           if (bytes > leftBytes) throw error("string of " + n + " chars runs past the value array", vpos);
-          obj = new String(b, p, (int) bytes,
+          String str = new String(b, p, (int) bytes,
               utf16 ? StandardCharsets.UTF_16LE : StandardCharsets.ISO_8859_1);
+          if (kind == ClassInfo.CLASS) {
+            if (n == 0 || n > Format.MAX_NAME) throw error("Class object with a name of " + n + " chars", vpos);
+            obj = cereal.classForName(str, base + vpos);
+          } else {
+            obj = str;
+          }
           break;
         }
         case ClassInfo.OBJ_ARRAY:

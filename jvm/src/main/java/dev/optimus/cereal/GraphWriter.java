@@ -178,8 +178,28 @@ final class GraphWriter {
         aux = ((Enum<?>) o).ordinal();
         words = 1;
         break;
+      case ClassInfo.SINGLETON:
+        aux = 0;
+        words = 1;
+        break;
+      case ClassInfo.CLASS:
       case ClassInfo.STRING: {
-        String s = (String) o;
+        String s;
+        if (ci.kind == ClassInfo.CLASS) {
+          Class<?> c = (Class<?>) o;
+          if (!cereal.classObjectAllowed(c)) {
+            throw new CerealException("a Class object for " + c.getName() + ", which is not "
+                + "registered: register it on writer and reader alike, or "
+                + "setRegistrationRequired(false)");
+          }
+          if (c.isHidden()) {
+            throw new CerealException("cannot serialize the hidden class " + c.getName()
+                + ": it cannot be found by name");
+          }
+          s = c.getName();
+        } else {
+          s = (String) o;
+        }
         int n = s.length();
         boolean utf16 = !isLatin1(s);
         aux = (n << 1) | (utf16 ? 1 : 0);
@@ -294,11 +314,13 @@ final class GraphWriter {
         return slot + rc;
       }
       case ClassInfo.ENUM:
+      case ClassInfo.SINGLETON:
         ensureVal(8);
         header(ci, aux);
         return word + 1;
+      case ClassInfo.CLASS:
       case ClassInfo.STRING: {
-        String s = (String) o;
+        String s = ci.kind == ClassInfo.STRING ? (String) o : ((Class<?>) o).getName();
         int n = aux >>> 1;
         boolean utf16 = (aux & 1) != 0;
         long bytes = utf16 ? 2L * n : n;
