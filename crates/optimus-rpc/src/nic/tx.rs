@@ -1,0 +1,181 @@
+//! The TX burst: application rings read (all attached QPs, or those whose doorbell rang),
+//! requests taken from client QPs and responses from worker QPs, and frames built for the
+//! transport.
+
+use std::sync::atomic::Ordering;
+
+use super::delivery::{completion_header, flush_stall};
+use super::dispatch::Origin;
+use super::{Core, PollMode, LOCAL_CONN, TX_BATCH};
+use crate::frame::{self, FrameHeader, FrameKind, Status, FLAG_CHECKSUM};
+use crate::shm::{QP_CLIENT, QP_WORKER};
+
+impl Core {
+    pub(super) fn poll_rings(&mut self) -> usize {
+        let mut work = 0;
+        if !self.backlog.is_empty() {
+            work += self.drain_backlog();
+        }
+        let doorbell = self.cfg.mode == PollMode::Doorbell;
+        let bits = if doorbell {
+            let db = self.region.doorbell();
+            let rung = if db.load(Ordering::Relaxed) != 0 {
+                db.swap(0, Ordering::AcqRel)
+            } else {
+                0
+            };
+            let b = rung | self.doorbell_left;
+            self.doorbell_left = 0;
+            b
+        } else {
+            u64::MAX
+        };
+        if bits == 0 {
+            return work;
+        }
+        for a in 0..self.active.len() {
+            let i = self.active[a] as usize;
+            if bits & (1u64 << i) == 0 {
+                continue;
+            }
+            let (n, more) = match self.qps[i].role {
+                QP_CLIENT => self.client_ring(i),
+                QP_WORKER => self.worker_ring(i),
+                _ => (0, false),
+            };
+            work += n;
+            if more && doorbell {
+                self.doorbell_left |= 1u64 << i;
+            }
+        }
+        work
+    }
+
+    /// The next frame published on QP `i`'s tx ring, skipping (and counting) frames that do
+    /// not parse; `None` once the ring is empty. The payload stays the producer's until the
+    /// caller advances past the frame and releases it.
+    fn peek_tx(&mut self, i: usize) -> Option<(FrameHeader, FrameKind, *const [u8])> {
+        let max = self.max_payload;
+        loop {
+            let q = &mut self.qps[i];
+            match q.tx.peek(max)? {
+                Ok(p) => return Some((p.header, p.kind, p.payload as *const [u8])),
+                Err(e) => {
+                    q.tx.advance();
+                    self.count_bad(&e);
+                }
+            }
+        }
+    }
+
+    /// Requests from client QP `i`. Returns frames taken and whether more may be waiting.
+    fn client_ring(&mut self, i: usize) -> (usize, bool) {
+        let mut n = 0;
+        while n < TX_BATCH {
+            if !flush_stall(&mut self.qps[i]) {
+                self.stats.backpressure += 1;
+                return (n, true);
+            }
+            let Some((h, kind, payload)) = self.peek_tx(i) else {
+                break;
+            };
+            if kind != FrameKind::Request {
+                self.qps[i].tx.advance();
+                self.stats.dropped_malformed += 1;
+                continue;
+            }
+            // SAFETY: the frame is published and not yet released, so its producer leaves these
+            // bytes alone until `advance` + `release` below, after the request is handled; the
+            // NIC never writes a tx ring's data.
+            let payload = unsafe { &*payload };
+            let taken = if h.conn_id == LOCAL_CONN {
+                self.local_request(i, &h, payload)
+            } else {
+                self.remote_request(i, &h, payload)
+            };
+            if !taken {
+                self.stats.backpressure += 1;
+                self.qps[i].tx.release();
+                return (n, true);
+            }
+            self.qps[i].tx.advance();
+            n += 1;
+        }
+        self.qps[i].tx.release();
+        (n, n == TX_BATCH)
+    }
+
+    /// Responses from worker QP `i`.
+    fn worker_ring(&mut self, i: usize) -> (usize, bool) {
+        let mut n = 0;
+        while n < TX_BATCH {
+            let Some((h, kind, payload)) = self.peek_tx(i) else {
+                break;
+            };
+            let k = (h.request_id & 0xFFFF_FFFF) as usize;
+            let gen = (h.request_id >> 32) as u32;
+            let live = kind == FrameKind::Response
+                && self
+                    .pending
+                    .get(k)
+                    .is_some_and(|p| p.live && p.gen == gen && p.worker == i as u16);
+            if !live {
+                self.qps[i].tx.advance();
+                self.stats.dropped_malformed += 1;
+                continue;
+            }
+            let origin = self.pending[k].origin;
+            let status = Status::from_aux(h.aux);
+            // SAFETY: as in `client_ring`: the frame stays untouched until we advance past it.
+            let payload = unsafe { &*payload };
+            match origin {
+                Origin::Local { qp, host_id } => {
+                    let ch = completion_header(LOCAL_CONN, host_id, h.method_id, status);
+                    if !self.try_deliver(qp as usize, &ch, payload) {
+                        self.stats.backpressure += 1;
+                        self.qps[i].tx.release();
+                        return (n, true);
+                    }
+                    self.stats.responses_delivered += 1;
+                }
+                Origin::Remote { .. } => {
+                    if self.txq.room() == 0 {
+                        self.stats.backpressure += 1;
+                        self.qps[i].tx.release();
+                        return (n, true);
+                    }
+                    self.complete(origin, h.method_id, status, payload);
+                }
+                Origin::Gone => {}
+            }
+            self.free_pending(k);
+            self.qps[i].tx.advance();
+            n += 1;
+        }
+        self.qps[i].tx.release();
+        (n, n == TX_BATCH)
+    }
+}
+
+/// Writes header + payload into `b` (cleared first), sealed with a checksum if `checksum`.
+pub(super) fn wire_frame(b: &mut Vec<u8>, h: &FrameHeader, payload: &[u8], checksum: bool) {
+    b.clear();
+    append_frame(b, h, payload, checksum);
+}
+
+/// Appends header + payload to `b`, sealed with a checksum if `checksum`.
+#[inline]
+pub(super) fn append_frame(b: &mut Vec<u8>, h: &FrameHeader, payload: &[u8], checksum: bool) {
+    let start = b.len();
+    let h = FrameHeader {
+        payload_len: payload.len() as u32,
+        flags: h.flags & !FLAG_CHECKSUM,
+        checksum: 0,
+        ..*h
+    };
+    b.extend_from_slice(&h.encode());
+    b.extend_from_slice(payload);
+    if checksum {
+        frame::seal(&mut b[start..]);
+    }
+}
