@@ -149,6 +149,37 @@ public final class Cereal implements AutoCloseable {
    * Computes the class's layout now.
    */
   public synchronized void register(Class<?> type, int id) {
+    register(type, id, false);
+  }
+
+  /**
+   * Registers {@code type} under the next free ID as a serialization singleton although it has
+   * instance fields: its objects are written as a header alone and read back as what its
+   * {@code readResolve()} returns on an instance allocated without a constructor, called once.
+   * Only for classes whose {@code readResolve} ignores their fields, as Scala's
+   * {@code Manifest.Int}, {@code Manifest.Object} and {@code ClassTag.Any} do (they resolve to
+   * constants); classes without instance fields are singletons without this. Returns the ID.
+   */
+  public synchronized int registerSingleton(Class<?> type) {
+    ClassInfo ci = registered.get(type);
+    if (ci != null) {
+      if (ci.kind != ClassInfo.SINGLETON) {
+        throw new IllegalArgumentException(type.getName() + " is already registered, not as a singleton");
+      }
+      return ci.id;
+    }
+    while (nextId < byId.length && byId[nextId] != null) nextId++;
+    register(type, nextId, true);
+    return nextId;
+  }
+
+  /** Whether Cereal writes {@code type}'s objects as a singleton (see {@link #registerSingleton}). */
+  public boolean writesAsSingleton(Class<?> type) {
+    ClassInfo ci = registered.get(type);
+    return ci != null ? ci.kind == ClassInfo.SINGLETON : ClassInfo.isSingleton(type);
+  }
+
+  private void register(Class<?> type, int id, boolean singleton) {
     if (id < Format.FIRST_USER_ID || id >= Format.ID_CLASS) {
       throw new IllegalArgumentException("class IDs go from " + Format.FIRST_USER_ID + " to "
           + (Format.ID_CLASS - 1) + ": " + id);
@@ -161,7 +192,7 @@ public final class Cereal implements AutoCloseable {
       if (old.id == id) return;
       throw new IllegalArgumentException(type.getName() + " is already registered as " + old.id);
     }
-    ClassInfo ci = ClassInfo.of(type, id);
+    ClassInfo ci = singleton ? ClassInfo.singletonOf(type, id) : ClassInfo.of(type, id);
     if (ci.type != type) throw new IllegalArgumentException("register the enum " + ci.type.getName() + " itself");
     if (id >= byId.length) byId = Arrays.copyOf(byId, Math.max(id + 1, byId.length * 2));
     byId[id] = ci;

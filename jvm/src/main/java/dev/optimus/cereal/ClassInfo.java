@@ -204,6 +204,23 @@ final class ClassInfo {
     return resolves;
   }
 
+  /**
+   * The info of a class registered as a singleton although it has fields ({@link
+   * Cereal#registerSingleton}): it must be {@code Serializable} with a {@code readResolve()}.
+   */
+  static ClassInfo singletonOf(Class<?> type, int id) {
+    boolean resolves = false;
+    for (Class<?> c = type; c != null && c != Object.class && !resolves; c = c.getSuperclass()) {
+      resolves = readResolve(c) != null;
+    }
+    if (!java.io.Serializable.class.isAssignableFrom(type) || !resolves || type.isInterface()
+        || type.isArray() || type.isEnum()) {
+      throw new IllegalArgumentException(type.getName()
+          + " is not a singleton: it needs Serializable and a readResolve()");
+    }
+    return new ClassInfo(type, SINGLETON, id);
+  }
+
   private static java.lang.reflect.Method readResolve(Class<?> c) {
     try {
       java.lang.reflect.Method m = c.getDeclaredMethod("readResolve");

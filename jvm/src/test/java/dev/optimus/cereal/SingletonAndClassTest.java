@@ -76,6 +76,20 @@ class SingletonAndClassTest {
     }
   }
 
+  /** State, but a readResolve that ignores it (as Scala's Manifest.Int does). */
+  static final class Constant implements Serializable {
+    static final Constant INSTANCE = new Constant("the one");
+    final String name;
+
+    Constant(String name) {
+      this.name = name;
+    }
+
+    private Object readResolve() {
+      return INSTANCE;
+    }
+  }
+
   static final class Holder {
     Object any;
     Unit unit;
@@ -145,6 +159,30 @@ class SingletonAndClassTest {
     assertEquals(42, back.x);
     Object n = c.deserialize(c.serialize(NotSerializable.INSTANCE));
     assertNotSame(NotSerializable.INSTANCE, n);
+  }
+
+  @Test
+  void registeredSingletonWithFields() {
+    Cereal plain = cereal();
+    plain.register(Constant.class);
+    assertFalse(plain.writesAsSingleton(Constant.class));
+    Constant other = new Constant("other");
+    Constant copy = (Constant) plain.deserialize(plain.serialize(other));
+    assertEquals("other", copy.name, "by default a class with fields is written by them");
+
+    Cereal c = cereal();
+    int id = c.registerSingleton(Constant.class);
+    assertEquals(id, c.registerSingleton(Constant.class));
+    assertTrue(c.writesAsSingleton(Constant.class));
+    assertTrue(c.writesAsSingleton(Unit.class));
+    assertFalse(c.writesAsSingleton(WithState.class));
+    Object[] back = (Object[]) c.deserialize(c.serialize(new Object[] {other, Constant.INSTANCE}));
+    assertSame(Constant.INSTANCE, back[0]);
+    assertSame(Constant.INSTANCE, back[1]);
+    assertEquals(4 + 6 + 8 + 8 + 3 + 9, c.serialize(new Object[] {other, other}).length,
+        "the header alone, not its fields");
+    assertThrows(IllegalArgumentException.class, () -> c.registerSingleton(Holder.class));
+    assertThrows(IllegalArgumentException.class, () -> c.registerSingleton(String.class));
   }
 
   @Test

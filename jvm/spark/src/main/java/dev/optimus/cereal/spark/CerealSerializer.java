@@ -32,8 +32,9 @@ import org.apache.spark.serializer.SerializerInstance;
  *
  * <p>Every record (each {@code writeObject}, each key and each value) is one self-contained
  * record of {@link RecordCodec}: a Cereal frame naming the unregistered classes it uses, or, for a
- * graph whose state Cereal would not capture (custom Java serialization, singletons, classes
- * Cereal refuses), a length-prefixed Java serialization record. No state is carried from one
+ * graph whose state Cereal would not capture (custom Java serialization, {@code Externalizable},
+ * classes Cereal refuses), a length-prefixed Java serialization record. Singletons ({@code None},
+ * {@code Nil}, the primitive {@code ClassTag}s) and {@code Class} objects are Cereal's own. No state is carried from one
  * record to the next, so serialized records can be reordered and concatenated:
  * {@link #supportsRelocationOfSerializedObjects()} is true, which lets Spark use its serialized
  * (unsafe) shuffle sorter.
@@ -141,8 +142,9 @@ public class CerealSerializer extends Serializer implements Serializable {
       }
       if (RecordCodec.keepsStateOutsideFields(type)) {
         throw new IllegalArgumentException("spark.cereal.classesToRegister: " + name
-            + " keeps state Cereal does not write (custom Java serialization, readResolve or "
-            + "writeReplace); leave it unregistered and it is written with Java serialization");
+            + " keeps state Cereal does not write (custom Java serialization, readResolve with "
+            + "fields, or writeReplace); leave it unregistered and it is written with Java "
+            + "serialization");
       }
       cereal.register(type);
     }

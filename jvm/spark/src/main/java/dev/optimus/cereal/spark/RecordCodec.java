@@ -40,7 +40,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * keeps state outside its fields}; when the frame names such a class (found from the frame's
  * class names, which with registration optional list every unregistered class of the graph, so
  * the check costs nothing for graphs of registered classes); or when Cereal refuses the graph
- * (a {@code Class}, a lambda, a record) and registration is optional. With registration required,
+ * (a lambda, a record) and registration is optional. Singletons and {@code Class} objects are
+ * Cereal's own. With registration required,
  * a nested class of that kind is not registered and fails, as with Kryo.
  */
 final class RecordCodec {
@@ -48,6 +49,12 @@ final class RecordCodec {
   static final int JAVA_TAG = 0x4A;
   /** Java records grow their buffer only as bytes arrive past this. */
   private static final int TRUSTED = 1 << 20;
+
+  /**
+   * Scala's {@code List}, whose {@code writeReplace} only makes Java's stream of a list compact (a
+   * proxy of the elements): its cons cells' fields are the list, so Cereal writes them.
+   */
+  private static final String SCALA_LIST = "scala.collection.immutable.List";
 
   private static final ClassValue<Boolean> OUTSIDE_FIELDS = new ClassValue<>() {
     @Override
@@ -70,10 +77,13 @@ final class RecordCodec {
 
   /**
    * Whether {@code type}'s instances keep state that a copy of their non-transient fields loses
-   * or that Java serialization would replace: {@code Externalizable}; a {@code readResolve} or
-   * {@code writeReplace} method (singletons such as Scala's {@code None} and {@code Nil}, proxies);
-   * or a private {@code writeObject} together with transient fields (Hadoop's configurations,
-   * {@code java.util.Date}). Collections and maps that Cereal writes by content are exempt.
+   * or that Java serialization would replace: {@code Externalizable}; a {@code writeReplace}
+   * method (Scala's immutable {@code HashMap} proxies; not Scala's {@code List}'s), or a {@code readResolve} on a class with
+   * instance fields (Scala's {@code Manifest}s, which resolve to canonical instances); or a private
+   * {@code writeObject} together with transient fields (Hadoop's configurations,
+   * {@code java.util.Date}). Exempt: collections and maps that Cereal writes by content, and
+   * serialization singletons (no instance fields and a {@code readResolve}: Scala's {@code None},
+   * {@code Nil}, empty collections), which Cereal itself reads back as their one instance.
    */
   static boolean keepsStateOutsideFields(Class<?> type) {
     return OUTSIDE_FIELDS.get(type);
@@ -81,6 +91,8 @@ final class RecordCodec {
 
   private static boolean compute(Class<?> type) {
     if (type.isArray() || type.isPrimitive() || type.isEnum() || type.isInterface()) return false;
+    // Singletons (no instance fields, a readResolve): Cereal reads them back as their instance.
+    if (Cereal.isSingletonClass(type)) return false;
     if (type.getSuperclass() != null && type.getSuperclass().isEnum()) return false;
     if ((Collection.class.isAssignableFrom(type) || Map.class.isAssignableFrom(type))
         && Modifier.isPublic(type.getModifiers()) && hasPublicNoArgConstructor(type)) {
@@ -94,7 +106,8 @@ final class RecordCodec {
       for (Method m : c.getDeclaredMethods()) {
         if (Modifier.isStatic(m.getModifiers())) continue;
         String n = m.getName();
-        if (m.getParameterCount() == 0 && (n.equals("readResolve") || n.equals("writeReplace"))) {
+        if (m.getParameterCount() == 0 && (n.equals("readResolve") || n.equals("writeReplace"))
+            && !c.getName().equals(SCALA_LIST)) {
           return true;
         }
         if (n.equals("writeObject") && m.getParameterCount() == 1
@@ -235,7 +248,8 @@ final class RecordCodec {
     /** Encodes {@code root} as one record; then {@link #bytes()}[0..{@link #length()}) hold it. */
     void encode(Object root) {
       buf.count = 0;
-      if (root != null && keepsStateOutsideFields(root.getClass())) {
+      if (root != null && keepsStateOutsideFields(root.getClass())
+          && !codec.cereal.writesAsSingleton(root.getClass())) {
         javaEncode(root);
         return;
       }

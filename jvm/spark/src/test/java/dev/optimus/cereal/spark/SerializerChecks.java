@@ -63,6 +63,9 @@ public final class SerializerChecks {
 
   private static final ClassTag<Object> ANY = ClassTag$.MODULE$.Any();
 
+  /** A Java record: Cereal has no field offsets for it, so it goes to Java serialization. */
+  record Pair(String name, int value) implements java.io.Serializable {}
+
   static CerealSerializer serializer(String... settings) {
     SparkConf conf = new SparkConf(false);
     for (int i = 0; i < settings.length; i += 2) conf.set(settings[i], settings[i + 1]);
@@ -124,11 +127,25 @@ public final class SerializerChecks {
   static String scalaAndSparkClasses() {
     SerializerInstance s = serializer().newInstance();
     int n = 0;
+    long[] before = CerealSerializer.recordCounts();
     for (Object o : samples()) {
       Object back = roundTrip(s, o);
       check(same(o, back), "round trip of " + o + " gave " + back);
       n++;
     }
+    long[] after = CerealSerializer.recordCounts();
+    // None, Nil, lists, ClassTags inside CompactBuffers: all Cereal's own now.
+    check(after[1] == before[1], (after[1] - before[1]) + " samples went to Java serialization: "
+        + CerealSerializer.javaRecordClasses());
+    check(after[0] - before[0] == n, "Cereal records: " + (after[0] - before[0]) + " of " + n);
+    // ClassTags come back as the canonical ones (Manifest's readResolve).
+    check(roundTrip(s, ANY) == ANY, "ClassTag.Any is not ClassTag.Any");
+    check(roundTrip(s, ClassTag$.MODULE$.Int()) == ClassTag$.MODULE$.Int(), "ClassTag.Int");
+    CompactBuffer<?> cb = (CompactBuffer<?>) roundTrip(s, new CompactBuffer<>(ClassTag$.MODULE$.AnyRef()));
+    check(cb.size() == 0, "empty CompactBuffer");
+    Object tag = roundTrip(s, ClassTag$.MODULE$.apply(Page.class));
+    check(tag.equals(ClassTag$.MODULE$.apply(Page.class)), "ClassTag of a user class: " + tag);
+    check(CerealSerializer.recordCounts()[1] == before[1], "ClassTags went to Java serialization");
     // Singletons stay singletons (Java's readResolve), wherever they are.
     check(roundTrip(s, Option.empty()) == scala.None$.MODULE$, "None is not None");
     Object t = roundTrip(s, new Tuple2<>(Option.empty(), scala.collection.immutable.Nil$.MODULE$));
@@ -257,14 +274,24 @@ public final class SerializerChecks {
   static String javaFallback() {
     SerializerInstance s = serializer().newInstance();
     long[] before = CerealSerializer.recordCounts();
-    // Date keeps its time in a transient field written by writeObject; a lambda has no fields.
+    // Date keeps its time in a transient field written by writeObject; a Java record has no
+    // field offsets for Cereal.
     Date d = new Date(1234567890123L);
     check(d.equals(roundTrip(s, d)), "Date");
     Object nested = roundTrip(s, new Tuple2<>("when", d));
     check(((Tuple2<?, ?>) nested)._2().equals(d), "nested Date");
-    check(roundTrip(s, String.class) == String.class, "a Class");
+    check(roundTrip(s, new Pair("x", 3)).equals(new Pair("x", 3)), "a Java record");
     long[] after = CerealSerializer.recordCounts();
     check(after[1] - before[1] == 3, "Java records: " + (after[1] - before[1]));
+    // What used to go to Java and no longer does: Class objects, singletons, ClassTags.
+    check(roundTrip(s, String.class) == String.class, "a Class");
+    check(((Tuple2<?, ?>) roundTrip(s, new Tuple2<>(Page.class, int[].class)))._1() == Page.class, "nested Class");
+    check(roundTrip(s, scala.None$.MODULE$) == scala.None$.MODULE$, "None");
+    check(roundTrip(s, scala.collection.immutable.Nil$.MODULE$) == scala.collection.immutable.Nil$.MODULE$, "Nil");
+    check(roundTrip(s, scala.runtime.BoxedUnit.UNIT) == scala.runtime.BoxedUnit.UNIT, "()");
+    long[] last = CerealSerializer.recordCounts();
+    check(last[1] == after[1] && last[0] - after[0] == 5, "Cereal records: " + (last[0] - after[0])
+        + ", Java records: " + (last[1] - after[1]));
     // Registration of such a class is refused with a clear message.
     try {
       serializer("spark.cereal.classesToRegister", "java.util.Date").newInstance();
