@@ -135,12 +135,6 @@ impl Seq {
         self.len as usize
     }
 
-    /// The array's address, writable: the arena allocated it for this sequence alone.
-    #[inline]
-    pub(crate) fn data(self) -> *mut u8 {
-        self.ptr
-    }
-
     /// The values, `width` bytes each, as raw bytes.
     ///
     /// # Safety
@@ -306,21 +300,6 @@ impl RecPtr {
         unsafe { self.write(offset, grow(arena, seq, width, more)) };
     }
 
-    /// Shortens the sequence at `offset` to `len` values.
-    ///
-    /// # Safety
-    /// `offset` holds a sequence of at least `len` values.
-    #[inline]
-    pub(crate) unsafe fn truncate(self, offset: u32, len: usize) {
-        // SAFETY: the caller's duty.
-        unsafe {
-            let mut seq: Seq = self.read(offset);
-            debug_assert!(len <= seq.len as usize);
-            seq.len = len as u32;
-            self.write(offset, seq);
-        }
-    }
-
     /// The raw pointer stored in a sub-message slot.
     #[inline(always)]
     pub(crate) fn from_slot(p: *mut u8) -> Option<RecPtr> {
@@ -426,16 +405,13 @@ mod tests {
             assert_eq!(read_le::<u64>(chunk), i as u64);
         }
         // SAFETY: as above.
-        unsafe {
-            r.truncate(off, 10);
-            r.reserve(&arena, off, 8, 5000);
-        }
+        unsafe { r.reserve(&arena, off, 8, 5000) };
         // SAFETY: as above.
         let seq: Seq = unsafe { r.read(off) };
         // SAFETY: as above.
         let tenth = read_le::<u64>(unsafe { &seq.raw(8)[72..] });
-        assert_eq!((seq.len(), tenth), (10, 9));
-        assert!(seq.cap >= 5010);
+        assert_eq!((seq.len(), tenth), (1000, 9));
+        assert!(seq.cap >= 6000);
     }
 
     #[test]

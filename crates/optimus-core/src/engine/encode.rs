@@ -17,6 +17,9 @@ use crate::record::{read_le, RecPtr, Seq, View};
 pub(crate) struct Back {
     pub(crate) buf: Vec<u8>,
     pub(crate) pos: usize,
+    /// The entries of the maps being written, in key order (a stack: a nested map's after
+    /// its parent's).
+    pub(crate) map_entries: Vec<RecPtr>,
 }
 
 impl Back {
@@ -320,11 +323,11 @@ fn message_value(schema: &SchemaSet, sub: Option<RecPtr>, sub_id: u32, e: &Entry
 #[inline(never)]
 fn map(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back) {
     let entry_table = &schema.message(MessageId(table.sub_message(e))).table;
-    canonicalize_map(rec, e, entry_table);
-    // SAFETY: a map slot holds a sequence of entry record pointers.
-    let raw = unsafe { rec.read::<Seq>(e.offset).raw(8) };
-    for p in raw.rchunks_exact(8) {
-        let entry = RecPtr::from_slot(read_le(p)).expect("map entries are records");
+    let start = sorted_entries(rec, e, entry_table, &mut out.map_entries);
+    // Last to first; a map in an entry's value appends its own after these and takes them
+    // off again before the next is read.
+    for k in (start..out.map_entries.len()).rev() {
+        let entry = out.map_entries[k];
         let end = out.written();
         for (i, part) in entry_table.entries.iter().take(2).enumerate().rev() {
             let scalar = part.op.scalar();
@@ -349,6 +352,7 @@ fn map(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back
         out.varint((out.written() - end) as u64);
         out.tag(e);
     }
+    out.map_entries.truncate(start);
 }
 
 /// A single slot's bits and view.
@@ -429,47 +433,41 @@ fn key_of<'a>(entry: RecPtr, key: &Entry) -> Key<'a> {
     }
 }
 
-/// Sorts a map's entries by key and keeps the last of equal keys (a decoded map may hold a
-/// key twice; the last one wins). The map's content is unchanged; only its order and
-/// duplicates go, so a map already canonical costs one pass.
-pub(crate) fn canonicalize_map(rec: RecPtr, e: &Entry, entry_table: &Table) {
+/// Appends a map's entries to `sorted` in key order, the last of equal keys only (a decoded
+/// map may hold a key twice; the last one wins), and returns where they start. The record is
+/// not changed: readers may hold its entries while it is written.
+pub(crate) fn sorted_entries(
+    rec: RecPtr,
+    e: &Entry,
+    entry_table: &Table,
+    sorted: &mut Vec<RecPtr>,
+) -> usize {
     let key = &entry_table.entries[0];
     // SAFETY: a map slot holds a sequence of 8-byte entry record pointers.
-    let seq: Seq = unsafe { rec.read(e.offset) };
-    // SAFETY: as above.
-    let raw = unsafe { seq.raw(8) };
-    let entry_at =
-        |i: usize| RecPtr::from_slot(read_le(&raw[i * 8..])).expect("map entries are records");
-    let sorted = (1..seq.len()).all(|i| key_of(entry_at(i - 1), key) < key_of(entry_at(i), key));
-    if sorted {
-        return;
+    let raw = unsafe { rec.read::<Seq>(e.offset).raw(8) };
+    let start = sorted.len();
+    sorted.extend(
+        raw.chunks_exact(8)
+            .map(|p| RecPtr::from_slot(read_le(p)).expect("map entries are records")),
+    );
+    let entries = &mut sorted[start..];
+    let in_order = entries
+        .windows(2)
+        .all(|w| key_of(w[0], key) < key_of(w[1], key));
+    if in_order {
+        return start;
     }
-    // SAFETY: the sequence's array is arena memory of `len` pointers that only this record
-    // refers to (`raw` is not used past this point); reordering it keeps every pointer valid.
-    let slots: &mut [*mut u8] =
-        unsafe { std::slice::from_raw_parts_mut(seq.data().cast::<*mut u8>(), seq.len()) };
     // Stable, so equal keys keep their arrival order and the last can win.
-    slots.sort_by(|a, b| {
-        let (a, b) = (
-            RecPtr::from_slot(*a).expect("entry"),
-            RecPtr::from_slot(*b).expect("entry"),
-        );
-        key_of(a, key).cmp(&key_of(b, key))
-    });
+    entries.sort_by(|&a, &b| key_of(a, key).cmp(&key_of(b, key)));
     let mut kept = 0;
-    for i in 0..slots.len() {
-        let last_of_its_key = i + 1 == slots.len() || {
-            let (a, b) = (
-                RecPtr::from_slot(slots[i]).expect("entry"),
-                RecPtr::from_slot(slots[i + 1]).expect("entry"),
-            );
-            key_of(a, key) != key_of(b, key)
-        };
+    for i in 0..entries.len() {
+        let last_of_its_key =
+            i + 1 == entries.len() || key_of(entries[i], key) != key_of(entries[i + 1], key);
         if last_of_its_key {
-            slots[kept] = slots[i];
+            entries[kept] = entries[i];
             kept += 1;
         }
     }
-    // SAFETY: `kept <= len`.
-    unsafe { rec.truncate(e.offset, kept) };
+    sorted.truncate(start + kept);
+    start
 }

@@ -135,21 +135,20 @@ impl JsonWriter<'_, '_> {
                 self.out.push(']');
                 Ok(())
             }
-            Shape::Map => self.map(rec, index, e),
+            Shape::Map => self.map(rec, e),
         }
     }
 
     /// A map as an object, its keys in order (as the binary writer sorts them).
-    fn map(&mut self, rec: Record<'_>, index: usize, e: &Entry) -> Result<(), Error> {
+    fn map(&mut self, rec: Record<'_>, e: &Entry) -> Result<(), Error> {
         let entry_id = MessageId(self.schema.message(rec.type_id()).table.sub_message(e));
         let entry_ty = self.schema.message(entry_id);
-        super::encode::canonicalize_map(rec.ptr, e, &entry_ty.table);
+        let mut sorted = Vec::new();
+        super::encode::sorted_entries(rec.ptr, e, &entry_ty.table, &mut sorted);
         let (key_field, value_field) = (&entry_ty.fields[0], &entry_ty.fields[1]);
         self.out.push('{');
-        for (i, entry) in rec.elements(index).enumerate() {
-            let FieldRef::Message(entry) = entry else {
-                unreachable!("map entries are records")
-            };
+        for (i, &entry) in sorted.iter().enumerate() {
+            let entry = Record::new(self.schema, entry_id, entry);
             if i > 0 {
                 self.out.push(',');
             }

@@ -144,7 +144,7 @@ fn missing_required(record: Record<'_>) -> Option<String> {
 thread_local! {
     /// Each thread's backward buffer, reused by every encode on it.
     static BACK: RefCell<encode::Back> = const {
-        RefCell::new(encode::Back { buf: Vec::new(), pos: 0 })
+        RefCell::new(encode::Back { buf: Vec::new(), pos: 0, map_entries: Vec::new() })
     };
 }
 

@@ -353,7 +353,7 @@ fn random_and_mutated_messages_agree_with_the_reflective_codec() {
     }
     // Both paths were exercised: most generated messages decode, many mutants do not.
     assert!(
-        decoded > 10_000 && rejected > 2_000,
+        decoded > rounds / 2 && rejected > rounds / 10,
         "{decoded} decoded, {rejected} rejected"
     );
 }
