@@ -1,4 +1,5 @@
-//! `optimus convert`: one message, or a delimited stream, from stdin to stdout.
+//! `optimus convert`: one message, or a delimited stream, from stdin to stdout, through arena
+//! records (engine v2).
 
 use std::io::{self, BufWriter, Read, Write};
 
@@ -6,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::{self, JsonOptions};
-use optimus_core::Message;
+use optimus_core::{engine, Arena, Record};
 use optimus_schema::{MessageId, SchemaSet};
 
 use crate::source::{find_type, SchemaSource};
@@ -60,28 +61,39 @@ struct Converter<'a> {
     json_opts: JsonOptions,
 }
 
-impl Converter<'_> {
-    fn decode(&self, input: &[u8]) -> Result<Message> {
+impl<'s> Converter<'s> {
+    /// Decodes one message into `arena`: protobuf straight into a record (its strings viewed
+    /// in `input`), JSON through the reflective reader.
+    fn decode<'a>(&self, input: &'a [u8], arena: &'a Arena) -> Result<Record<'a>>
+    where
+        's: 'a,
+    {
         Ok(match self.args.from {
-            Format::Protobuf => binary::decode(self.schema, self.id, input, &self.binary_opts)?,
+            Format::Protobuf => {
+                engine::decode(self.schema, self.id, input, arena, &self.binary_opts)?
+            }
             Format::Json => {
                 let text = std::str::from_utf8(input).context("input is not UTF-8")?;
-                json::decode(self.schema, self.id, text, &self.json_opts)?
+                let msg = json::decode(self.schema, self.id, text, &self.json_opts)?;
+                Record::from_message(self.schema, &msg, arena)
             }
         })
     }
 
-    fn encode(&self, msg: &Message, out: &mut Vec<u8>) -> Result<()> {
+    /// Appends `record` in the output format (`body` is scratch for a delimited message).
+    fn encode(&self, record: Record<'_>, out: &mut Vec<u8>, body: &mut Vec<u8>) -> Result<()> {
         match self.args.to {
-            Format::Protobuf => {
-                let body = binary::encode(self.schema, msg);
-                if self.args.delimited {
-                    binary::write_length_prefix(out, body.len());
-                }
-                out.extend_from_slice(&body);
+            Format::Protobuf if self.args.delimited => {
+                body.clear();
+                engine::encode(record, body);
+                binary::write_length_prefix(out, body.len());
+                out.extend_from_slice(body);
             }
+            Format::Protobuf => engine::encode(record, out),
             Format::Json => {
-                out.extend_from_slice(json::encode(self.schema, msg, &self.json_opts)?.as_bytes());
+                let mut text = String::new();
+                engine::encode_json(record, &self.json_opts, &mut text)?;
+                out.extend_from_slice(text.as_bytes());
                 out.push(b'\n');
             }
         }
@@ -114,20 +126,23 @@ pub fn run(args: ConvertArgs) -> Result<()> {
         .read_to_end(&mut input)
         .context("reading stdin")?;
     let mut out = BufWriter::new(io::stdout().lock());
-    let mut buf = Vec::new();
+    let (mut buf, mut scratch) = (Vec::new(), Vec::new());
+    // One arena, reset per message: a stream of messages allocates no records after the first.
+    let mut arena = Arena::new();
     if !args.delimited {
-        let msg = conv.decode(&input)?;
-        conv.encode(&msg, &mut buf)?;
+        let record = conv.decode(&input, &arena)?;
+        conv.encode(record, &mut buf, &mut scratch)?;
         out.write_all(&buf)?;
         return Ok(out.flush()?);
     }
     for (index, item) in split_stream(&input, args.from).enumerate() {
         let (offset, body) = item.with_context(|| format!("message {index}"))?;
-        let msg = conv
-            .decode(body)
+        arena.reset();
+        let record = conv
+            .decode(body, &arena)
             .with_context(|| format!("message {index} (stream byte {offset})"))?;
         buf.clear();
-        conv.encode(&msg, &mut buf)?;
+        conv.encode(record, &mut buf, &mut scratch)?;
         out.write_all(&buf)?;
     }
     Ok(out.flush()?)
