@@ -60,6 +60,8 @@ public final class Cereal implements AutoCloseable {
   private int maxGraphWords = Format.MAX_WORDS;
   private volatile ExecutorService pool;
   private final ThreadLocal<GraphWriter> writers = ThreadLocal.withInitial(() -> new GraphWriter(this));
+  /** One reader per thread for {@link #deserialize}: its tables are reused from graph to graph. */
+  private final ThreadLocal<GraphReader> readers = ThreadLocal.withInitial(() -> new GraphReader(this));
 
   private final ClassValue<ClassInfo> infos = new ClassValue<>() {
     @Override
@@ -403,7 +405,9 @@ public final class Cereal implements AutoCloseable {
       throw new CerealException((end - h.bodyStart() - h.bodyLength())
           + " bytes after the frame", h.bodyStart() + h.bodyLength() - offset, null);
     }
-    return new GraphReader(this).read(b, h.bodyStart(), h.bodyLength(), h.flags(), -offset);
+    GraphReader r = readers.get();
+    r.forgetNames();
+    return r.read(b, h.bodyStart(), h.bodyLength(), h.flags(), -offset);
   }
 
   /** {@link #deserialize(byte[])}, checked to be a {@code type}. */

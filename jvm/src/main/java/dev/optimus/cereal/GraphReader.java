@@ -51,10 +51,17 @@ import dev.optimus.cereal.trace.CerealTrace;
  */
 final class GraphReader {
   private final Cereal cereal;
-  private final List<ClassInfo> named = new ArrayList<>();
+  private final List<ClassInfo> named;
+  /** Reading a graph: a nested read (from a constructor or a hashCode called in pass 3) gets a reader of its own. */
+  private boolean busy;
 
   GraphReader(Cereal cereal) {
+    this(cereal, new ArrayList<>());
+  }
+
+  private GraphReader(Cereal cereal, List<ClassInfo> named) {
     this.cereal = cereal;
+    this.named = named;
   }
 
   /** Where a frame's body lies and its flags, from {@link #frameHeader}. */
@@ -114,7 +121,10 @@ final class GraphReader {
   private int refStart;
   private int refEnd;
   private int refCount;
+  private int groups;
+  private int objectCount;
   private final ArrayList<Container> containers = new ArrayList<>();
+  private final ArrayList<Deferred> deferred = new ArrayList<>();
   private int[] chunkObj;
   private int[] chunkRef;
   private int chunks;
@@ -134,12 +144,17 @@ final class GraphReader {
    * is the stream offset of {@code b[0]}, for errors.
    */
   Object read(byte[] b, int start, int length, int flags, long base) {
+    if (busy) return new GraphReader(cereal, named).read(b, start, length, flags, base);
+    busy = true;
     this.b = b;
     this.base = base;
     this.pos = start;
     this.end = start + length;
     containers.clear();
+    deferred.clear();
     chunks = 0;
+    words = 0;
+    objectCount = 0;
     try {
       return readBody(flags);
     } catch (CerealException e) {
@@ -148,13 +163,52 @@ final class GraphReader {
       throw new CerealException("corrupt Cereal frame: " + e, base + start, e);
     } finally {
       this.b = null;
-      byWord = null;
-      objs = null;
-      infos = null;
-      starts = null;
-      bits = null;
+      busy = false;
+      release();
       containers.clear();
+      deferred.clear();
     }
+  }
+
+  /** Tables up to this many entries are kept from graph to graph; larger ones are dropped. */
+  private static final int KEEP = 1 << 14;
+
+  /**
+   * Readies the per-graph tables for a graph of {@code words} layout words, {@code objects}
+   * objects and {@code groups} bitmap groups, reusing the last graph's where they are large
+   * enough: a stream of small graphs allocates none of them. {@link #release} cleared them.
+   */
+  private void tables(int words, int objects) {
+    if (byWord == null || byWord.length < words) byWord = new Object[Math.max(words, 64)];
+    if (objs == null || objs.length < objects) {
+      int n = Math.max(objects, 16);
+      objs = new Object[n];
+      infos = new ClassInfo[n];
+      starts = new int[n];
+    }
+  }
+
+  /** Drops the references of the graph just read (and tables too large to keep). */
+  private void release() {
+    if (byWord != null) {
+      if (byWord.length > KEEP) byWord = null;
+      else Arrays.fill(byWord, 0, Math.min(words, byWord.length), null);
+    }
+    if (objs != null) {
+      if (objs.length > KEEP) {
+        objs = null;
+        infos = null;
+        starts = null;
+      } else {
+        Arrays.fill(objs, 0, Math.min(objectCount, objs.length), null);
+      }
+    }
+    if (bits != null && bits.length > KEEP) bits = null;
+  }
+
+  /** Forgets the classes named so far (a reader reused for unrelated frames). */
+  void forgetNames() {
+    if (!named.isEmpty()) named.clear();
   }
 
   private Object readBody(int flags) {
@@ -174,6 +228,7 @@ final class GraphReader {
       named.add(cereal.infoForName(name, base + at));
     }
     int objectCount = (int) next("object count");
+    this.objectCount = 0;
     int valueWords = (int) next("value word count");
     refCount = (int) next("reference count");
     int refBytes = (int) next("reference array length");
@@ -199,24 +254,23 @@ final class GraphReader {
     if (w > cereal.maxGraphWords()) {
       throw error("graph of " + w + " words is over the limit of " + cereal.maxGraphWords(), pos);
     }
-    words = (int) w;
     int groups = (int) ((w + 63) >>> 6);
-    if (bitmapBytes < (groups + 7L) / 8 || bitmapBytes > Packing.maxBitmapBytes(words)) {
-      throw error(words + " layout words cannot take " + bitmapBytes + " bitmap bytes", pos);
+    if (bitmapBytes < (groups + 7L) / 8 || bitmapBytes > Packing.maxBitmapBytes((int) w)) {
+      throw error(w + " layout words cannot take " + bitmapBytes + " bitmap bytes", pos);
     }
     int valueEnd = valueStart + valueWords * 8;
     refStart = valueEnd;
     refEnd = refStart + refBytes;
-    bits = Packing.unpackBitmap(b, refEnd, end, groups, base);
+    if (bits == null || bits.length < groups) bits = new long[Math.max(groups, 8)];
+    this.groups = groups;
+    Packing.unpackBitmap(b, refEnd, end, groups, base, bits);
 
-    byWord = new Object[words];
-    objs = new Object[objectCount];
-    infos = new ClassInfo[objectCount];
-    starts = new int[objectCount];
+    tables((int) w, objectCount);
+    words = (int) w;
+    this.objectCount = objectCount;
     boolean parallel = cereal.deserializationThreads() > 1
         && refCount >= cereal.parallelThreshold();
     allocate(objectCount, valueStart, valueEnd, parallel);
-    List<Deferred> deferred = new ArrayList<>();
     if (parallel) fixParallel(deferred);
     else fixSequential(objectCount, deferred);
     if (!containers.isEmpty()) fillContainers();
@@ -382,7 +436,7 @@ final class GraphReader {
     }
     if (vpos != valueEnd) throw error((valueEnd - vpos) + " bytes of the value array are past the last object", vpos);
     if (refsSeen != refCount) throw error("objects hold " + refsSeen + " references, the frame says " + refCount, vpos);
-    if (!Packing.isRange(bits, words, bits.length * 64, false)) throw error("layout bitmap has bits past the last word", refEnd);
+    if (!Packing.isRange(bits, words, groups * 64, false)) throw error("layout bitmap has bits past the last word", refEnd);
   }
 
   private Object instantiate(ClassInfo ci, int at) {
@@ -547,7 +601,7 @@ final class GraphReader {
     List<Future<List<Deferred>>> futures = new ArrayList<>(chunks);
     for (int c = 0; c < chunks; c++) {
       int from = chunkObj[c];
-      int to = c + 1 < chunks ? chunkObj[c + 1] : objs.length;
+      int to = c + 1 < chunks ? chunkObj[c + 1] : objectCount;
       int k = chunkRef[c];
       futures.add(pool.submit(() -> {
         List<Deferred> d = new ArrayList<>();

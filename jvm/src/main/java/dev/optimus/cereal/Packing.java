@@ -1,5 +1,7 @@
 package dev.optimus.cereal;
 
+import java.util.Arrays;
+
 /**
  * Cereal's packing of metadata (§IV of the paper): the reference array kept to the significant
  * bytes of each reference, in buckets sharing one width byte, and the layout bitmap kept to its
@@ -102,7 +104,12 @@ public final class Packing {
    * exactly. {@code base} turns array positions into stream offsets for errors.
    */
   static long[] unpackBitmap(byte[] b, int pos, int end, int groups, long base) {
-    long[] bits = new long[groups];
+    return unpackBitmap(b, pos, end, groups, base, new long[groups]);
+  }
+
+  /** {@link #unpackBitmap(byte[], int, int, int, long)} into {@code bits[0..groups)} (cleared first). */
+  static long[] unpackBitmap(byte[] b, int pos, int end, int groups, long base, long[] bits) {
+    Arrays.fill(bits, 0, groups, 0L);
     for (int g0 = 0; g0 < groups; g0 += 8) {
       if (pos >= end) {
         throw new CerealException("layout bitmap ends after " + g0 + " of " + groups + " groups",

@@ -35,6 +35,7 @@ import java.util.function.Supplier;
  * mvn -q -f jvm/pom.xml test-compile dependency:build-classpath -Dmdep.outputFile=target/cp.txt
  * taskset -c 1 java -cp jvm/target/classes:jvm/target/test-classes:$(cat jvm/target/cp.txt) \
  *     dev.optimus.cereal.Bench [--forks 2] [--reps 5] [--warmup-ms 1500] [--only SUBSTRING]
+ *     [--serializers java,kryo,kryo-norefs,cereal]
  * java -cp ... dev.optimus.cereal.Bench --packing 1      # reference bytes per bucket size
  * java -cp ... dev.optimus.cereal.Bench --scaling 2      # deserialization on 1 and 2 threads
  * </pre>
@@ -45,6 +46,10 @@ public final class Bench {
   /** The workloads, by name, in table order. */
   static Map<String, Supplier<Object>> workloads() {
     Map<String, Supplier<Object>> w = new LinkedHashMap<>();
+    w.put("Record: String", () -> "serialization");
+    w.put("Record: Long", () -> 42L);
+    w.put("Record: Rating (3 fields)", BenchData::rating);
+    w.put("Record: pair (String, Long)", BenchData::pair);
     w.put("MediaContent", BenchData::mediaContent);
     w.put("Tree narrow 1k", () -> BenchData.tree(1_000, 2));
     w.put("Tree narrow 100k", () -> BenchData.tree(100_000, 2));
@@ -155,6 +160,8 @@ public final class Bench {
     int reps = Integer.parseInt(opt.getOrDefault("--reps", "5"));
     String warmup = opt.getOrDefault("--warmup-ms", "1500");
     String only = opt.getOrDefault("--only", "");
+    List<String> serializers = Arrays.asList(opt.getOrDefault("--serializers",
+        String.join(",", SERIALIZERS)).split(","));
     if (opt.containsKey("--packing")) {
       packing();
       return;
@@ -170,6 +177,7 @@ public final class Bench {
     for (String w : workloads().keySet()) {
       if (!w.contains(only)) continue;
       for (String s : SERIALIZERS) {
+        if (!serializers.contains(s)) continue;
         List<Double> ser = new ArrayList<>(), de = new ArrayList<>();
         String bytes = "?", note = null;
         for (int f = 0; f < forks && note == null; f++) {

@@ -164,8 +164,40 @@ final class BenchData {
     return v[0];
   }
 
+  // ------------------------------------------------------------ Spark's small records
+
+  /** A rating of the ALS job: three primitive fields, one object. */
+  public static final class Rating implements Serializable {
+    private static final long serialVersionUID = 1L;
+    public int user;
+    public int item;
+    public double score;
+  }
+
+  /** A key and a value, as a shuffled Tuple2 of word count ({@code ("word", 42L)}): 3 objects. */
+  public static final class Pair implements Serializable {
+    private static final long serialVersionUID = 1L;
+    public Object key;
+    public Object value;
+  }
+
+  static Rating rating() {
+    Rating r = new Rating();
+    r.user = 4711;
+    r.item = 815;
+    r.score = 3.5;
+    return r;
+  }
+
+  static Pair pair() {
+    Pair p = new Pair();
+    p.key = "serialization";
+    p.value = 42L;
+    return p;
+  }
+
   /** Every class the benchmarks serialize, for the registrations of Cereal and Kryo. */
   static final Class<?>[] CLASSES = {MediaContent.class, Media.class, Image.class, Player.class,
       Size.class, TreeNode.class, TreeNode[].class, ListNode.class, GraphNode.class,
-      GraphNode[].class};
+      GraphNode[].class, Rating.class, Pair.class};
 }
