@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod binary;
+mod build;
 pub mod engine;
 mod error;
 pub mod json;
