@@ -69,7 +69,7 @@ final class GraphWriter {
 
   /** Forgets the named classes: the next frame carries the reset flag and names them anew. */
   void resetClasses() {
-    named.clear();
+    if (!named.isEmpty()) named.clear(); // a stream resetting every frame mostly has nothing named
     resetPending = true;
   }
 

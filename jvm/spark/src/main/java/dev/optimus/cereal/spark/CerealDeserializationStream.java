@@ -5,7 +5,6 @@ import dev.optimus.cereal.CerealInput;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.PushbackInputStream;
 import org.apache.spark.serializer.DeserializationStream;
 import scala.reflect.ClassTag;
 
@@ -18,12 +17,12 @@ import scala.reflect.ClassTag;
  */
 final class CerealDeserializationStream extends DeserializationStream {
   private final RecordCodec codec;
-  private final PushbackInputStream in;
+  private final RecordInput in;
   private final CerealInput frames;
 
   CerealDeserializationStream(RecordCodec codec, InputStream in) {
     this.codec = codec;
-    this.in = new PushbackInputStream(in, 1);
+    this.in = new RecordInput(in);
     this.frames = codec.cereal.newInput(this.in);
   }
 
@@ -31,12 +30,10 @@ final class CerealDeserializationStream extends DeserializationStream {
   @SuppressWarnings("unchecked")
   public <T> T readObject(ClassTag<T> tag) {
     try {
-      int first = in.read();
+      int first = in.peek();
       if (first < 0) throw new EOFException("end of Cereal record stream");
-      if (first == RecordCodec.CEREAL_MAGIC) {
-        in.unread(first);
-        return (T) frames.readObject();
-      }
+      if (first == RecordCodec.CEREAL_MAGIC) return (T) frames.readObject();
+      in.read();
       if (first == RecordCodec.JAVA_TAG) return (T) codec.readJavaRecord(in);
       throw new CerealException("not a Cereal or Java record: first byte 0x"
           + Integer.toHexString(first));

@@ -8,10 +8,15 @@ import scala.reflect.ClassTag;
 /**
  * Spark's {@code SerializationStream} over Cereal: each {@code writeObject} (and so each
  * {@code writeKey} and {@code writeValue}) appends one self-contained record of
- * {@link RecordCodec} to the underlying stream. {@code flush} and {@code close} pass through.
+ * {@link RecordCodec}, buffered and handed to the underlying stream in blocks of {@link #BLOCK}
+ * bytes (one write call per block, not per record, as Kryo's output buffer does); {@code flush}
+ * and {@code close} write what is buffered first.
  * One thread at a time, as Spark uses it.
  */
 final class CerealSerializationStream extends SerializationStream {
+  /** Records are handed to the underlying stream in blocks of about this many bytes. */
+  static final int BLOCK = 8192;
+
   private final RecordCodec.Encoder encoder;
   private final OutputStream out;
 
@@ -23,10 +28,12 @@ final class CerealSerializationStream extends SerializationStream {
   @Override
   public <T> SerializationStream writeObject(T t, ClassTag<T> tag) {
     encoder.encode(t);
-    try {
-      encoder.writeTo(out);
-    } catch (IOException e) {
-      throw Sneaky.rethrow(e);
+    if (encoder.length() >= BLOCK) {
+      try {
+        encoder.drainTo(out);
+      } catch (IOException e) {
+        throw Sneaky.rethrow(e);
+      }
     }
     return this;
   }
@@ -34,6 +41,7 @@ final class CerealSerializationStream extends SerializationStream {
   @Override
   public void flush() {
     try {
+      encoder.drainTo(out);
       out.flush();
     } catch (IOException e) {
       throw Sneaky.rethrow(e);
@@ -43,6 +51,7 @@ final class CerealSerializationStream extends SerializationStream {
   @Override
   public void close() {
     try {
+      encoder.drainTo(out);
       out.close();
     } catch (IOException e) {
       throw Sneaky.rethrow(e);

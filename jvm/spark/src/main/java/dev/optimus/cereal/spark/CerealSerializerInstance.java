@@ -28,6 +28,7 @@ final class CerealSerializerInstance extends SerializerInstance {
   @Override
   public <T> ByteBuffer serialize(T t, ClassTag<T> tag) {
     RecordCodec.Encoder e = codec.threadEncoder();
+    e.clear();
     e.encode(t);
     return ByteBuffer.wrap(Arrays.copyOf(e.bytes(), e.length()));
   }

@@ -131,10 +131,13 @@ final class RecordCodec {
     }
   }
 
-  /** Whether the Cereal frame in {@code f[0..length)} names a class that must go to Java. */
-  boolean namesNeedJava(byte[] f, int length) {
+  /** Whether the Cereal frame in {@code f[start..length)} names a class that must go to Java. */
+  boolean namesNeedJava(byte[] f, int start, int length) {
     // Frame: magic, version, flags, body length (varint); body: class count (varint), names.
-    int[] pos = {3};
+    int p = start + 3;
+    while (p < length && f[p] < 0) p++; // the body length
+    if (p + 1 < length && f[p + 1] == 0) return false; // no names: the usual case
+    int[] pos = {start + 3};
     varint(f, pos, length);
     int classes = varint(f, pos, length);
     for (int i = 0; i < classes; i++) {
@@ -232,22 +235,41 @@ final class RecordCodec {
   }
 
   /**
-   * Turns graphs into records in a reusable buffer. One per thread or per stream; not
-   * thread-safe.
+   * Turns graphs into records appended to a reusable buffer. One per thread or per stream; not
+   * thread-safe. A one-object {@code serialize} {@link #clear}s it before each record; a stream
+   * lets records pile up and {@link #drainTo drains} them in blocks, as Kryo's output buffer does.
    */
   static final class Encoder {
     private final RecordCodec codec;
     private final Buffer buf = new Buffer();
     private final CerealOutput out;
+    private int start;
 
     Encoder(RecordCodec codec) {
       this.codec = codec;
       this.out = codec.cereal.newOutput(buf);
     }
 
-    /** Encodes {@code root} as one record; then {@link #bytes()}[0..{@link #length()}) hold it. */
-    void encode(Object root) {
+    /** Forgets every record in the buffer. */
+    void clear() {
       buf.count = 0;
+    }
+
+    /**
+     * Appends {@code root} as one record; then {@link #bytes()}[{@link #start()}..{@link
+     * #length()}) hold it.
+     */
+    void encode(Object root) {
+      start = buf.count;
+      try {
+        encodeRecord(root);
+      } catch (RuntimeException | Error e) {
+        buf.count = start; // no partial record stays behind
+        throw e;
+      }
+    }
+
+    private void encodeRecord(Object root) {
       if (root != null && keepsStateOutsideFields(root.getClass())
           && !codec.cereal.writesAsSingleton(root.getClass())) {
         javaEncode(root);
@@ -263,7 +285,7 @@ final class RecordCodec {
       } catch (IOException e) {
         throw new IllegalStateException("in-memory buffer", e);
       }
-      if (!codec.registrationRequired && codec.namesNeedJava(buf.bytes, buf.count)) {
+      if (!codec.registrationRequired && codec.namesNeedJava(buf.bytes, start, buf.count)) {
         javaEncode(root);
         return;
       }
@@ -271,7 +293,7 @@ final class RecordCodec {
     }
 
     private void javaEncode(Object root) {
-      buf.count = 0;
+      buf.count = start;
       buf.write(JAVA_TAG);
       buf.write(new byte[4], 0, 4); // the length, filled in below
       try (ObjectOutputStream o = new ObjectOutputStream(buf)) {
@@ -279,11 +301,11 @@ final class RecordCodec {
       } catch (IOException e) {
         throw Sneaky.rethrow(e);
       }
-      int n = buf.count - 5;
-      buf.bytes[1] = (byte) (n >>> 24);
-      buf.bytes[2] = (byte) (n >>> 16);
-      buf.bytes[3] = (byte) (n >>> 8);
-      buf.bytes[4] = (byte) n;
+      int n = buf.count - start - 5;
+      buf.bytes[start + 1] = (byte) (n >>> 24);
+      buf.bytes[start + 2] = (byte) (n >>> 16);
+      buf.bytes[start + 3] = (byte) (n >>> 8);
+      buf.bytes[start + 4] = (byte) n;
       CerealSerializer.JAVA_RECORDS.increment();
       CerealSerializer.JAVA_ROOTS.computeIfAbsent(root == null ? "null" : root.getClass().getName(),
           k -> new java.util.concurrent.atomic.LongAdder()).increment();
@@ -293,12 +315,21 @@ final class RecordCodec {
       return buf.bytes;
     }
 
+    /** Where the last record starts. */
+    int start() {
+      return start;
+    }
+
+    /** Where the buffer's records end. */
     int length() {
       return buf.count;
     }
 
-    void writeTo(OutputStream target) throws IOException {
-      target.write(buf.bytes, 0, buf.count);
+    /** Writes every record of the buffer to {@code target} and empties the buffer. */
+    void drainTo(OutputStream target) throws IOException {
+      if (buf.count > 0) target.write(buf.bytes, 0, buf.count);
+      buf.count = 0;
+      if (buf.bytes.length > TRUSTED) buf.bytes = new byte[4096]; // one huge record: let it go
     }
   }
 

@@ -211,7 +211,33 @@ public final class SerializerChecks {
     } catch (Exception e) {
       check(e instanceof EOFException, "end of stream gave " + e);
     }
-    return records.size() + " records, 100 pairs";
+    // Records are buffered: flush hands every one of them to the underlying stream, byte for
+    // byte what serialize gives each, and a record that fails leaves nothing behind.
+    SerializerInstance strict = serializer("spark.cereal.registrationRequired", "true").newInstance();
+    ByteArrayOutputStream sink = new ByteArrayOutputStream();
+    SerializationStream so = strict.serializeStream(sink);
+    ByteArrayOutputStream expected = new ByteArrayOutputStream();
+    for (int i = 0; i < 3000; i++) {
+      Object rec = i % 2 == 0 ? "r" + i : new Tuple2<>(i, (long) i);
+      so.writeObject(rec, ANY);
+      ByteBuffer one = strict.serialize(rec, ANY);
+      expected.write(one.array(), one.arrayOffset() + one.position(), one.remaining());
+      if (i == 1500) {
+        try {
+          so.writeObject(page(1, 2), ANY); // Page is not registered
+          throw new AssertionError("an unregistered class was written");
+        } catch (CerealException e) {
+          // refused, and the stream goes on
+        }
+      }
+    }
+    so.flush();
+    check(Arrays.equals(sink.toByteArray(), expected.toByteArray()),
+        "flushed " + sink.size() + " bytes, the records take " + expected.size());
+    List<Object> again = readAll(strict, sink.toByteArray());
+    check(again.size() == 3000 && again.get(2999).equals(new Tuple2<>(2999, 2999L)),
+        "records after a refused one: " + again.size());
+    return records.size() + " records, 100 pairs, 3000 buffered";
   }
 
   static String relocation() {
