@@ -109,6 +109,14 @@ public final class Packing {
 
   /** {@link #unpackBitmap(byte[], int, int, int, long)} into {@code bits[0..groups)} (cleared first). */
   static long[] unpackBitmap(byte[] b, int pos, int end, int groups, long base, long[] bits) {
+    if (groups == 1 && end - pos == 9 && b[pos] == 1) {
+      // A graph of at most 64 words with references: one mask byte, one group (small records).
+      long v = UnsafeAccess.getLong(b, pos + 1);
+      if (v != 0) {
+        bits[0] = v;
+        return bits;
+      }
+    }
     Arrays.fill(bits, 0, groups, 0L);
     for (int g0 = 0; g0 < groups; g0 += 8) {
       if (pos >= end) {
