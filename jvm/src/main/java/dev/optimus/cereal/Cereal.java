@@ -406,7 +406,8 @@ public final class Cereal implements AutoCloseable {
           + " bytes after the frame", h.bodyStart() + h.bodyLength() - offset, null);
     }
     GraphReader r = readers.get();
-    r.forgetNames();
+    if (r.busy()) r = new GraphReader(this); // deserialize called from inside a read
+    else r.forgetNames();
     return r.read(b, h.bodyStart(), h.bodyLength(), h.flags(), -offset);
   }
 

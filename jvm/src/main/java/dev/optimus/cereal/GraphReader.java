@@ -52,7 +52,10 @@ import dev.optimus.cereal.trace.CerealTrace;
 final class GraphReader {
   private final Cereal cereal;
   private final List<ClassInfo> named;
-  /** Reading a graph: a nested read (from a constructor or a hashCode called in pass 3) gets a reader of its own. */
+  /**
+   * Reading a graph: a nested read (a constructor, {@code readResolve} or {@code hashCode} the
+   * read calls, reading again) gets a reader of its own.
+   */
   private boolean busy;
 
   GraphReader(Cereal cereal) {
@@ -204,6 +207,11 @@ final class GraphReader {
       }
     }
     if (bits != null && bits.length > KEEP) bits = null;
+  }
+
+  /** Whether a graph is being read (this is called again from code the read runs). */
+  boolean busy() {
+    return busy;
   }
 
   /** Forgets the classes named so far (a reader reused for unrelated frames). */
