@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Read, Write};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use optimus_core::binary::{self, DecodeOptions};
-use optimus_core::json::{self, JsonOptions};
+use optimus_core::json::JsonOptions;
 use optimus_core::{engine, Arena, Record};
 use optimus_schema::{MessageId, SchemaSet};
 
@@ -62,8 +62,8 @@ struct Converter<'a> {
 }
 
 impl<'s> Converter<'s> {
-    /// Decodes one message into `arena`: protobuf straight into a record (its strings viewed
-    /// in `input`), JSON through the reflective reader.
+    /// Decodes one message into a record in `arena`, its strings viewed in `input` where the
+    /// format allows.
     fn decode<'a>(&self, input: &'a [u8], arena: &'a Arena) -> Result<Record<'a>>
     where
         's: 'a,
@@ -74,8 +74,7 @@ impl<'s> Converter<'s> {
             }
             Format::Json => {
                 let text = std::str::from_utf8(input).context("input is not UTF-8")?;
-                let msg = json::decode(self.schema, self.id, text, &self.json_opts)?;
-                Record::from_message(self.schema, &msg, arena)
+                engine::decode_json(self.schema, self.id, text, arena, &self.json_opts)?
             }
         })
     }

@@ -46,22 +46,36 @@ impl<'a> Record<'a> {
     /// [`Error::NoSuchField`]; [`Error::TypeMismatch`] when `value` is not of the field's
     /// kind or the field is repeated or a map.
     pub fn set(&self, index: usize, value: FieldRef<'a>) -> Result<(), Error> {
-        let (e, field) = self.entry_at(index)?;
+        let (_, field) = self.entry_at(index)?;
+        self.set_at(index, field, value)
+    }
+
+    /// [`Record::set`] for a reader that has the field at `index` in hand.
+    #[inline]
+    pub(crate) fn set_at(
+        &self,
+        index: usize,
+        field: &Field,
+        value: FieldRef<'a>,
+    ) -> Result<(), Error> {
+        let e = &self.schema().message(self.type_id()).table.entries[index];
         if e.op.shape() != Shape::Single {
             return Err(mismatch(self, field));
         }
-        let (bytes, width, nonzero) = value_bytes(self, e, field, &value)?;
+        let (stored, nonzero) = checked(self, e, field, &value)?;
         if e.in_oneof() {
             self.clear_oneof(index);
         }
-        // SAFETY: `e` is entry `index` of this record's table, a single slot of `width`
-        // bytes (checked by `value_bytes` against the entry's scalar).
+        // SAFETY: `e` is entry `index` of this record's table, a single slot of the stored
+        // value's width (`checked` matched the value against the entry's scalar).
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                self.ptr.as_slot().add(e.offset as usize),
-                width,
-            );
+            match stored {
+                Stored::Byte(x) => self.ptr.write(e.offset, x),
+                Stored::Word(x) => self.ptr.write(e.offset, x),
+                Stored::Double(x) => self.ptr.write(e.offset, x),
+                Stored::View(x) => self.ptr.write(e.offset, x),
+                Stored::Record(x) => self.ptr.write(e.offset, x),
+            }
             self.ptr.set_bit(index, nonzero || e.has_presence());
         }
         Ok(())
@@ -77,11 +91,17 @@ impl<'a> Record<'a> {
         if !matches!(e.op.shape(), Shape::Repeated | Shape::Packed) {
             return Err(mismatch(self, field));
         }
-        let (bytes, width, _) = value_bytes(self, e, field, &value)?;
-        // SAFETY: entry `index` is a sequence of `width`-byte values in this record, which
-        // lives in `arena` (the caller's: the lifetime ties them).
+        let (stored, _) = checked(self, e, field, &value)?;
+        // SAFETY: entry `index` is a sequence of values of the stored value's width in this
+        // record, which lives in `arena` (the caller's: the lifetime ties them).
         unsafe {
-            self.ptr.push(arena, e.offset, width, &bytes[..width]);
+            match stored {
+                Stored::Byte(x) => self.ptr.push(arena, e.offset, 1, bytes_of(&x)),
+                Stored::Word(x) => self.ptr.push(arena, e.offset, 4, bytes_of(&x)),
+                Stored::Double(x) => self.ptr.push(arena, e.offset, 8, bytes_of(&x)),
+                Stored::View(x) => self.ptr.push(arena, e.offset, 16, bytes_of(&x)),
+                Stored::Record(x) => self.ptr.push(arena, e.offset, 8, bytes_of(&x)),
+            }
             self.ptr.set_bit(index, true);
         }
         Ok(())
@@ -186,47 +206,47 @@ impl<'a> Record<'a> {
     }
 }
 
-/// The record bytes of one value of entry `e` (a slot or a sequence element), their width,
-/// and whether the value is nonzero; [`Error::TypeMismatch`] when `value` is not of `e`'s
-/// kind.
-fn value_bytes(
+/// A value as a record holds it, by width: what a slot or a sequence element stores.
+enum Stored {
+    Byte(u8),
+    Word(u32),
+    Double(u64),
+    View(View),
+    Record(*mut u8),
+}
+
+/// `value` as entry `e` stores it, and whether it is nonzero; [`Error::TypeMismatch`] when
+/// it is not of `e`'s kind.
+#[inline]
+fn checked(
     rec: &Record<'_>,
     e: &Entry,
     field: &Field,
     value: &FieldRef<'_>,
-) -> Result<([u8; 16], usize, bool), Error> {
-    let mut out = [0u8; 16];
-    let mut put = |bytes: &[u8], nonzero: bool| {
-        // A view or a pointer is copied as bytes, untyped: it keeps its provenance.
-        out[..bytes.len()].copy_from_slice(bytes);
-        Ok((bytes.len(), nonzero))
-    };
-    let (width, nonzero) = match (e.op.scalar(), value) {
-        (Scalar::Bool, FieldRef::Bool(b)) => put(&[u8::from(*b)], *b),
-        (Scalar::Int32 | Scalar::Sint32 | Scalar::Sfixed32, FieldRef::I32(x)) => {
-            put(&x.to_le_bytes(), *x != 0)
+) -> Result<(Stored, bool), Error> {
+    Ok(match (e.op.scalar(), value) {
+        (Scalar::Bool, FieldRef::Bool(b)) => (Stored::Byte(u8::from(*b)), *b),
+        (Scalar::Int32 | Scalar::Sint32 | Scalar::Sfixed32, FieldRef::I32(x))
+        | (Scalar::OpenEnum | Scalar::ClosedEnum, FieldRef::Enum(x)) => {
+            (Stored::Word(*x as u32), *x != 0)
         }
+        (Scalar::Uint32 | Scalar::Fixed32, FieldRef::U32(x)) => (Stored::Word(*x), *x != 0),
+        (Scalar::Float, FieldRef::F32(x)) => (Stored::Word(x.to_bits()), x.to_bits() != 0),
         (Scalar::Int64 | Scalar::Sint64 | Scalar::Sfixed64, FieldRef::I64(x)) => {
-            put(&x.to_le_bytes(), *x != 0)
+            (Stored::Double(*x as u64), *x != 0)
         }
-        (Scalar::Uint32 | Scalar::Fixed32, FieldRef::U32(x)) => put(&x.to_le_bytes(), *x != 0),
-        (Scalar::Uint64 | Scalar::Fixed64, FieldRef::U64(x)) => put(&x.to_le_bytes(), *x != 0),
-        (Scalar::Float, FieldRef::F32(x)) => put(&x.to_le_bytes(), x.to_bits() != 0),
-        (Scalar::Double, FieldRef::F64(x)) => put(&x.to_le_bytes(), x.to_bits() != 0),
-        (Scalar::OpenEnum | Scalar::ClosedEnum, FieldRef::Enum(x)) => {
-            put(&x.to_le_bytes(), *x != 0)
-        }
-        (Scalar::String, FieldRef::Str(s)) => put(bytes_of(&View::of(s.as_bytes())), !s.is_empty()),
-        (Scalar::Bytes, FieldRef::Bytes(b)) => put(bytes_of(&View::of(b)), !b.is_empty()),
+        (Scalar::Uint64 | Scalar::Fixed64, FieldRef::U64(x)) => (Stored::Double(*x), *x != 0),
+        (Scalar::Double, FieldRef::F64(x)) => (Stored::Double(x.to_bits()), x.to_bits() != 0),
+        (Scalar::String, FieldRef::Str(s)) => (Stored::View(View::of(s.as_bytes())), !s.is_empty()),
+        (Scalar::Bytes, FieldRef::Bytes(b)) => (Stored::View(View::of(b)), !b.is_empty()),
         (Scalar::Message | Scalar::Group, FieldRef::Message(m))
             if std::ptr::eq(m.schema(), rec.schema())
                 && m.type_id().0 == rec.schema().message(rec.type_id()).table.sub_message(e) =>
         {
-            put(bytes_of(&m.ptr.as_slot()), true)
+            (Stored::Record(m.ptr.as_slot()), true)
         }
-        _ => Err(mismatch(rec, field)),
-    }?;
-    Ok((out, width, nonzero))
+        _ => return Err(mismatch(rec, field)),
+    })
 }
 
 fn mismatch(rec: &Record<'_>, field: &Field) -> Error {
@@ -248,6 +268,11 @@ impl Arena {
     pub fn alloc_str(&self, text: &str) -> &str {
         // SAFETY: `alloc_copy` copied `text`'s bytes, which are UTF-8, into the arena.
         unsafe { std::str::from_utf8_unchecked(self.alloc_copy(text.as_bytes()).bytes()) }
+    }
+
+    /// `len` zeroed bytes in the arena for a value to be written into.
+    pub(crate) fn alloc_scratch(&self, len: usize) -> &mut [u8] {
+        self.alloc_zeroed_slice(len)
     }
 
     /// A copy of `bytes` in the arena, living as long as it.

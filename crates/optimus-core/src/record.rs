@@ -65,6 +65,13 @@ impl Arena {
         p
     }
 
+    /// `len` zeroed bytes in the arena, writable by the caller.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) fn alloc_zeroed_slice(&self, len: usize) -> &mut [u8] {
+        self.bump.alloc_slice_fill_copy(len, 0u8)
+    }
+
     /// A copy of `bytes` in the arena.
     #[inline]
     pub(crate) fn alloc_copy(&self, bytes: &[u8]) -> View {

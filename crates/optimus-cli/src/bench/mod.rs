@@ -324,11 +324,6 @@ enum Op {
 }
 
 impl Op {
-    /// Whether optimus runs this operation on arena records (engine v2).
-    fn on_records(self) -> bool {
-        !matches!(self, Op::JsonDecode)
-    }
-
     fn run(
         self,
         schema: &SchemaSet,
@@ -385,12 +380,14 @@ impl Op {
 }
 
 /// optimus's operations on arena records, each in its fastest form: encode a record (binary
-/// or JSON) into a reused buffer; decode into an arena reset before each message (a new
-/// message each time, so `decode` and `decode-reuse` are the same call); transcode by both.
+/// or JSON) into a reused buffer; decode (binary or JSON) into an arena reset before each
+/// message (a new message each time, so `decode` and `decode-reuse` are the same call);
+/// transcode by both.
 fn records_runner<'a>(
     op: Op,
     schema: &'a SchemaSet,
     w: &'a Workload,
+    json_text: &'a str,
     record_arena: &'a Arena,
 ) -> Result<Runner<'a>> {
     let opts = DecodeOptions::default();
@@ -429,7 +426,22 @@ fn records_runner<'a>(
                 Ok(())
             })
         }
-        Op::Decode | Op::DecodeReuse | Op::JsonDecode => {
+        Op::JsonDecode => {
+            let mut arena = Arena::new();
+            let json_opts = JsonOptions::default();
+            Box::new(move || {
+                arena.reset();
+                black_box(engine::decode_json(
+                    schema,
+                    w.id,
+                    black_box(json_text),
+                    &arena,
+                    &json_opts,
+                )?);
+                Ok(())
+            })
+        }
+        Op::Decode | Op::DecodeReuse => {
             let mut arena = Arena::new();
             Box::new(move || {
                 arena.reset();
@@ -463,8 +475,8 @@ struct Cell<'a> {
 }
 
 impl<'a> Cell<'a> {
-    /// optimus's runners (on records, with the reflective Message codec beside them where
-    /// optimus runs on records), then the peers'.
+    /// optimus's runners (on records, with the reflective Message codec beside them), then
+    /// the peers'.
     fn runners<'r>(
         &self,
         reused: &'r mut Message,
@@ -480,17 +492,13 @@ impl<'a> Cell<'a> {
             implementation: "optimus",
             call: Box::new(move || op.run(schema, w, msg, json_text, reused)),
         };
-        let mut runners = if op.on_records() {
-            vec![
-                records_runner(op, schema, w, record_arena)?,
-                Runner {
-                    implementation: "optimus-message",
-                    ..message_runner
-                },
-            ]
-        } else {
-            vec![message_runner]
-        };
+        let mut runners = vec![
+            records_runner(op, schema, w, json_text, record_arena)?,
+            Runner {
+                implementation: "optimus-message",
+                ..message_runner
+            },
+        ];
         runners.extend(peers::runners(
             self.peer_names,
             op,

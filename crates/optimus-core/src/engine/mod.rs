@@ -9,7 +9,8 @@
 
 mod decode;
 mod encode;
-mod json;
+mod json_read;
+mod json_write;
 
 use std::cell::RefCell;
 
@@ -172,6 +173,35 @@ pub fn encoded_len(record: Record<'_>) -> usize {
     })
 }
 
+/// Reads a message of type `id` from proto3 JSON `text` into `arena`; strings without
+/// escapes are viewed in `text`. The same message as [`crate::json::decode`] reads.
+///
+/// # Errors
+/// As [`crate::json::decode`]: the byte offset and field path of the first problem.
+pub fn decode_json<'a>(
+    schema: &'a SchemaSet,
+    id: MessageId,
+    text: &'a str,
+    arena: &'a Arena,
+    opts: &JsonOptions,
+) -> Result<Record<'a>, Error> {
+    let rec = Record::new_in(schema, id, arena);
+    let mut d = crate::json::decode::Decoder::new(schema, text, opts);
+    let mut target = json_read::RecordTarget { rec, arena };
+    let read = if crate::json::wkt::special_form(schema, id).is_some() {
+        // A well-known type at the root: its own form, through the reflective reader.
+        let mut m = crate::Message::new(schema, id);
+        d.read_message(&mut m).map(|()| {
+            target.rec = Record::from_message(schema, &m, arena);
+        })
+    } else {
+        target.read_message(&mut d)
+    };
+    read.and_then(|()| d.r.finish())
+        .map_err(|e| e.within(schema.message(id).full_name.clone()))?;
+    Ok(target.rec)
+}
+
 /// Writes `record` as compact proto3 JSON, appending to `out` (on error `out` holds a
 /// partial document). The same text as [`crate::json::encode`] writes for the same message.
 ///
@@ -179,7 +209,7 @@ pub fn encoded_len(record: Record<'_>) -> usize {
 /// As [`crate::json::encode`]: values JSON cannot represent, naming the field.
 pub fn encode_json(record: Record<'_>, opts: &JsonOptions, out: &mut String) -> Result<(), Error> {
     let schema = record.schema();
-    json::JsonWriter {
+    json_write::JsonWriter {
         schema,
         opts,
         out,

@@ -47,6 +47,7 @@ fn check_same(schema: &SchemaSet, id: MessageId, input: &[u8]) -> bool {
                 JsonOptions {
                     emit_defaults: true,
                     proto_names: true,
+                    ignore_unknown: true,
                     ..JsonOptions::default()
                 },
             ] {
@@ -54,7 +55,10 @@ fn check_same(schema: &SchemaSet, id: MessageId, input: &[u8]) -> bool {
                 let mut got = String::new();
                 let r = encode_json(r, &opts, &mut got);
                 match (want, r) {
-                    (Ok(want), Ok(())) => assert_eq!(got, want, "JSON of {input:?}"),
+                    (Ok(want), Ok(())) => {
+                        assert_eq!(got, want, "JSON of {input:?}");
+                        check_json_same(schema, id, &want, &opts);
+                    }
                     (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
                     (a, b) => panic!("JSON of {input:?}: reflective {a:?}, tables {b:?}"),
                 }
@@ -75,6 +79,29 @@ fn check_same(schema: &SchemaSet, id: MessageId, input: &[u8]) -> bool {
             a.map(|_| ()),
             b.map(|_| ())
         ),
+    }
+}
+
+/// Reads JSON `text` both ways (and a mutant of it) and checks they agree: the same message
+/// (compared through its bytes) or the same error.
+fn check_json_same(schema: &SchemaSet, id: MessageId, text: &str, opts: &JsonOptions) {
+    let mut rng = Rng(text.len() as u64 | 1);
+    let mut mutant = text.as_bytes().to_vec();
+    mutate(&mut mutant, &mut rng);
+    let mutant = String::from_utf8_lossy(&mutant).into_owned();
+    for text in [text, mutant.as_str()] {
+        let want = crate::json::decode(schema, id, text, opts);
+        let arena = Arena::new();
+        let got = decode_json(schema, id, text, &arena, opts);
+        match (want, got) {
+            (Ok(m), Ok(r)) => {
+                let mut bytes = Vec::new();
+                encode(r, &mut bytes);
+                assert_eq!(bytes, binary::encode(schema, &m), "JSON {text}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "JSON {text}"),
+            (a, b) => panic!("JSON {text}: reflective {a:?}, tables {:?}", b.map(|_| ())),
+        }
     }
 }
 

@@ -90,15 +90,27 @@ impl<'a, 's> Decoder<'a, 's> {
     }
 
     /// Reads the members of an object whose `{` is consumed (and, unless `first`, some of its
-    /// members), up to and including its `}`. `type_key` says what a member `@type` is.
+    /// members), up to and including its `}`, into `msg`. `type_key` says what a member
+    /// `@type` is.
     pub(crate) fn read_fields(
         &mut self,
         msg: &mut Message,
         type_key: TypeKey,
+        first: bool,
+    ) -> Result<(), Error> {
+        self.read_members(&mut MessageTarget(msg), type_key, first)
+    }
+
+    /// [`Decoder::read_fields`] into any [`JsonTarget`]: names resolved, duplicates and oneof
+    /// conflicts refused, unknown members skipped or refused; the target reads each value.
+    pub(crate) fn read_members<T: JsonTarget<'a>>(
+        &mut self,
+        target: &mut T,
+        type_key: TypeKey,
         mut first: bool,
     ) -> Result<(), Error> {
         let schema = self.schema;
-        let ty = schema.message(msg.type_id());
+        let ty = schema.message(target.type_id());
         let mut seen = BitSet::new(ty.fields.len());
         let mut oneof_set = BitSet::new(ty.oneofs.len());
         // The field after the last one read: where a writer in number order puts the next.
@@ -134,8 +146,8 @@ impl<'a, 's> Decoder<'a, 's> {
                     ));
                 }
             }
-            let set = self
-                .read_field(msg, index, field)
+            let set = target
+                .read_field(self, index, field)
                 .map_err(|e| e.within(segment(field)))?;
             if let (true, Some(o)) = (set, field.oneof) {
                 oneof_set.insert(o as usize);
@@ -150,7 +162,7 @@ impl<'a, 's> Decoder<'a, 's> {
         &mut self,
         msg: &mut Message,
         index: usize,
-        field: &'s Field,
+        field: &Field,
     ) -> Result<bool, Error> {
         let schema = self.schema;
         if self.r.peek()? == Token::Null && !accepts_null(schema, field) {
@@ -172,7 +184,7 @@ impl<'a, 's> Decoder<'a, 's> {
         Ok(true)
     }
 
-    fn read_list(&mut self, field: &'s Field) -> Result<List, Error> {
+    fn read_list(&mut self, field: &Field) -> Result<List, Error> {
         self.expect(Token::Array, "an array")?;
         self.enter()?;
         self.r.begin_array()?;
@@ -193,7 +205,7 @@ impl<'a, 's> Decoder<'a, 's> {
         Ok(list)
     }
 
-    fn read_map(&mut self, field: &'s Field) -> Result<Map, Error> {
+    fn read_map(&mut self, field: &Field) -> Result<Map, Error> {
         let schema = self.schema;
         let (key_field, value_field) = schema.map_entry_fields(field);
         self.expect(Token::Object, "an object")?;
@@ -331,6 +343,39 @@ impl<'a, 's> Decoder<'a, 's> {
     }
 }
 
+/// What JSON members are read into: a reflective [`Message`] or an arena record.
+pub(crate) trait JsonTarget<'a> {
+    /// The message type being read.
+    fn type_id(&self) -> MessageId;
+
+    /// Reads the value of the field at `index`; whether it set the field (not `null`, not a
+    /// skipped unknown enum value).
+    fn read_field(
+        &mut self,
+        d: &mut Decoder<'a, '_>,
+        index: usize,
+        field: &Field,
+    ) -> Result<bool, Error>;
+}
+
+/// The reflective target.
+struct MessageTarget<'m>(&'m mut Message);
+
+impl<'a> JsonTarget<'a> for MessageTarget<'_> {
+    fn type_id(&self) -> MessageId {
+        self.0.type_id()
+    }
+
+    fn read_field(
+        &mut self,
+        d: &mut Decoder<'a, '_>,
+        index: usize,
+        field: &Field,
+    ) -> Result<bool, Error> {
+        d.read_field(self.0, index, field)
+    }
+}
+
 /// What a member named `@type` is in an object being read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TypeKey {
@@ -386,7 +431,7 @@ impl BitSet {
 
 /// Whether `null` is a value of this field rather than "unset": singular
 /// `google.protobuf.Value` and `google.protobuf.NullValue` fields.
-fn accepts_null(schema: &SchemaSet, field: &Field) -> bool {
+pub(crate) fn accepts_null(schema: &SchemaSet, field: &Field) -> bool {
     !field.is_list()
         && (is_null_value(schema, field)
             || field
@@ -420,7 +465,7 @@ fn unknown_field(at: usize, key: &str, ty: &MessageType) -> Error {
 }
 
 /// A map key from its JSON member name.
-fn map_key(kind: Kind, key: &str, at: usize) -> Result<MapKey, Error> {
+pub(crate) fn map_key(kind: Kind, key: &str, at: usize) -> Result<MapKey, Error> {
     let int = |min: i128, max: i128| {
         parse_integer(key, min, max).map_err(|e| json_err(at, format!("map key: {}", e.why())))
     };
@@ -444,15 +489,33 @@ fn map_key(kind: Kind, key: &str, at: usize) -> Result<MapKey, Error> {
 }
 
 /// Bytes from standard or URL-safe base64, padded or not.
-fn decode_base64(s: &str, at: usize) -> Result<Vec<u8>, Error> {
-    let engine = if s.contains(['-', '_']) {
+pub(crate) fn decode_base64(s: &str, at: usize) -> Result<Vec<u8>, Error> {
+    base64_engine(s)
+        .decode(s)
+        .map_err(|e| json_err(at, format!("invalid base64: {e}")))
+}
+
+/// [`decode_base64`] into `out`, which has room for `base64_room(s)` bytes; the length.
+pub(crate) fn decode_base64_into(s: &str, at: usize, out: &mut [u8]) -> Result<usize, Error> {
+    base64_engine(s).decode_slice(s, out).map_err(|e| match e {
+        base64::DecodeSliceError::DecodeError(e) => json_err(at, format!("invalid base64: {e}")),
+        base64::DecodeSliceError::OutputSliceTooSmall => {
+            unreachable!("base64_room bounds the decoded length")
+        }
+    })
+}
+
+/// The most bytes `s` decodes to.
+pub(crate) fn base64_room(s: &str) -> usize {
+    s.len().div_ceil(4) * 3
+}
+
+fn base64_engine(s: &str) -> &'static GeneralPurpose {
+    if s.contains(['-', '_']) {
         &BASE64_URL_SAFE
     } else {
         &BASE64_STANDARD
-    };
-    engine
-        .decode(s)
-        .map_err(|e| json_err(at, format!("invalid base64: {e}")))
+    }
 }
 
 #[cfg(test)]

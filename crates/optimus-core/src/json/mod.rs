@@ -8,10 +8,10 @@
 //! `NaN`/`Infinity` as strings, base64 bytes, enum names, duplicate and unknown fields
 //! rejected. Duplicate keys inside a map or `Struct` object keep the last value, as upb does.
 
-mod decode;
+pub(crate) mod decode;
 pub(crate) mod encode;
 pub(crate) mod number;
-mod reader;
+pub(crate) mod reader;
 pub(crate) mod wkt;
 
 use optimus_schema::{MessageId, SchemaSet};
