@@ -277,6 +277,11 @@ impl EntryFlags {
     pub const IN_ONEOF: u8 = 1 << 4;
     /// RPCAcc's placement bit: the field's data lives in accelerator (NIC) memory.
     pub const ACCEL_PLACED: u8 = 1 << 5;
+    /// A single scalar outside any oneof, not a closed enum: decoded by the fast path (one
+    /// typed store, no sibling or enum check).
+    pub const PLAIN_SCALAR: u8 = 1 << 6;
+    /// A single message outside any oneof: decoded straight into its sub-record.
+    pub const PLAIN_MESSAGE: u8 = 1 << 7;
 }
 
 /// One field of a type's op table: all the hot path reads per field.
@@ -318,6 +323,18 @@ impl Entry {
     #[inline]
     pub const fn in_oneof(&self) -> bool {
         self.flags & EntryFlags::IN_ONEOF != 0
+    }
+
+    /// Whether the field is a single scalar outside any oneof and not a closed enum.
+    #[inline]
+    pub const fn is_plain_scalar(&self) -> bool {
+        self.flags & EntryFlags::PLAIN_SCALAR != 0
+    }
+
+    /// Whether the field is a single message (not a group) outside any oneof.
+    #[inline]
+    pub const fn is_plain_message(&self) -> bool {
+        self.flags & EntryFlags::PLAIN_MESSAGE != 0
     }
 
     /// Whether the field's data lives in accelerator memory (RPCAcc's placement bit).
@@ -460,6 +477,13 @@ pub(crate) fn build(ty: &MessageType, closed_enum: impl Fn(u32) -> bool) -> Tabl
         if f.oneof.is_some() {
             flags |= EntryFlags::IN_ONEOF;
         }
+        if op.shape() == Shape::Single && f.oneof.is_none() {
+            match op.scalar() {
+                Scalar::Message => flags |= EntryFlags::PLAIN_MESSAGE,
+                Scalar::Group | Scalar::ClosedEnum => {}
+                _ => flags |= EntryFlags::PLAIN_SCALAR,
+            }
+        }
         entries.push(Entry {
             number: f.number,
             tag: u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]),
@@ -595,6 +619,8 @@ mod tests {
         assert_eq!(by(2048).tag_len(), 3);
         assert_eq!(by(268435455).tag_len(), 5);
         assert!(by(268435455).has_presence() && !by(1).has_presence());
+        assert!(by(1).is_plain_scalar() && by(4).is_plain_message());
+        assert!(!by(16).is_plain_scalar() && !by(5).is_plain_scalar() && !by(4).is_plain_scalar());
         assert_eq!(t.find(8), None);
         assert_eq!(t.find_from(4, 3), Some(3));
         assert_eq!(t.find_from(4, 0), Some(3));

@@ -29,15 +29,6 @@ fn read_varint_slow(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Fail
     // With a whole varint's room left, the bytes are read without a bound check each.
     if let Some(bytes) = buf[..end].get(start..start + MAX_VARINT_BYTES) {
         let bytes: &[u8; MAX_VARINT_BYTES] = bytes.try_into().expect("the slice's length");
-        // Up to eight bytes: one load, the end found from the continuation bits, the seven-bit
-        // groups gathered without a branch per byte.
-        let word = u64::from_le_bytes(bytes[..8].try_into().expect("eight bytes"));
-        let stops = !word & 0x8080_8080_8080_8080;
-        if stops != 0 {
-            let len = (stops.trailing_zeros() as usize + 1) / 8;
-            *pos = start + len;
-            return Ok(gather_groups(word, len));
-        }
         let mut value = 0u64;
         for (i, &b) in bytes.iter().enumerate() {
             value |= u64::from(b & 0x7f) << (7 * i);
@@ -74,24 +65,6 @@ fn read_varint_slow(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Fail
         start,
         DecodeErrorKind::VarintTooLong(MAX_VARINT_BYTES),
     ))
-}
-
-/// The value of a varint of `len` (1..=8) bytes held in the low bytes of `word`.
-#[inline(always)]
-fn gather_groups(word: u64, len: usize) -> u64 {
-    let x = if len == 8 {
-        word
-    } else {
-        word & ((1u64 << (8 * len)) - 1)
-    };
-    (x & 0x7f)
-        | ((x >> 1) & (0x7f << 7))
-        | ((x >> 2) & (0x7f << 14))
-        | ((x >> 3) & (0x7f << 21))
-        | ((x >> 4) & (0x7f << 28))
-        | ((x >> 5) & (0x7f << 35))
-        | ((x >> 6) & (0x7f << 42))
-        | ((x >> 7) & (0x7f << 49))
 }
 
 /// Reads `N` bytes at `*pos`.

@@ -66,17 +66,12 @@ impl<const COPY: bool> Decoder<'_, COPY> {
                     *pos += len;
                     let index = guess;
                     guess += 1;
-                    let scalar = e.op.scalar();
-                    if e.op.shape() == Shape::Single && scalar == Scalar::Message && !e.in_oneof() {
+                    if e.is_plain_message() {
                         self.single_message(rec, table, index, e, pos, end, depth)
                             .map_err(|err| within(err, &ty.fields[index].name))?;
                         continue;
                     }
-                    if e.op.shape() == Shape::Single
-                        && !scalar.is_message()
-                        && scalar != Scalar::ClosedEnum
-                        && !e.in_oneof()
-                    {
+                    if e.is_plain_scalar() {
                         self.single_scalar(rec, index, e, pos, end)
                             .map_err(|err| within(err, &ty.fields[index].name))?;
                         continue;
