@@ -4,13 +4,17 @@
 //! `conformance.ConformanceRequest`; answer with a length and a `ConformanceResponse`. The
 //! requests and responses themselves are decoded and encoded by the optimus engine, with the
 //! conformance protos compiled at start-up from copies embedded in this binary.
+//!
+//! The test payloads go through the reflective `Message` codecs, or, with
+//! `OPTIMUS_CONFORMANCE_ENGINE=records` in the environment, through engine v2: arena records
+//! and the op-table walkers (`optimus_core::engine`), so the suite holds both to Google's.
 #![forbid(unsafe_code)]
 
 use std::io::{self, Read, Write};
 
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::{self, JsonOptions};
-use optimus_core::{Error, Message, Value};
+use optimus_core::{engine, Arena, Error, Message, Value};
 use optimus_schema::{MessageId, SchemaSet};
 
 const PROTOS: &[(&str, &str)] = &[
@@ -49,7 +53,12 @@ struct Testee {
     schema: SchemaSet,
     request: MessageId,
     response: MessageId,
+    /// Test payloads through arena records (engine v2) instead of the reflective codecs.
+    records: bool,
 }
+
+/// The environment variable that picks the engine for the test payloads.
+const ENGINE_VAR: &str = "OPTIMUS_CONFORMANCE_ENGINE";
 
 enum Outcome {
     Payload(&'static str, Value),
@@ -65,10 +74,21 @@ impl Testee {
         let response = schema
             .message_by_name("conformance.ConformanceResponse")
             .ok_or("no ConformanceResponse")?;
+        let records = match std::env::var(ENGINE_VAR).as_deref() {
+            Ok("records") => true,
+            Ok("message") | Err(std::env::VarError::NotPresent) => false,
+            Ok(other) => {
+                return Err(format!(
+                    "{ENGINE_VAR}={other:?}: expected records or message"
+                ))
+            }
+            Err(e) => return Err(format!("{ENGINE_VAR}: {e}")),
+        };
         Ok(Testee {
             schema,
             request,
             response,
+            records,
         })
     }
 
@@ -118,6 +138,13 @@ impl Testee {
             ignore_unknown: category == CATEGORY_JSON_IGNORE_UNKNOWN,
             ..JsonOptions::default()
         };
+        let output = match self.field(request, REQ_OUTPUT_FORMAT) {
+            Some(Value::Enum(f @ (FORMAT_PROTOBUF | FORMAT_JSON))) => *f,
+            _ => return Outcome::Failure(RESP_SKIPPED, "only protobuf and JSON output".into()),
+        };
+        if self.records {
+            return self.run_on_records(request, id, output, &json_opts);
+        }
         let parsed = if let Some(Value::Bytes(b)) = self.field(request, REQ_PROTOBUF_PAYLOAD) {
             binary::decode(&self.schema, id, b, &DecodeOptions::default())
         } else if let Some(Value::String(s)) = self.field(request, REQ_JSON_PAYLOAD) {
@@ -129,16 +156,47 @@ impl Testee {
             Ok(m) => m,
             Err(e) => return Outcome::Failure(RESP_PARSE_ERROR, e.to_string()),
         };
-        match self.field(request, REQ_OUTPUT_FORMAT) {
-            Some(Value::Enum(FORMAT_PROTOBUF)) => Outcome::Payload(
+        if output == FORMAT_PROTOBUF {
+            return Outcome::Payload(
                 RESP_PROTOBUF_PAYLOAD,
                 Value::Bytes(binary::encode(&self.schema, &msg)),
-            ),
-            Some(Value::Enum(FORMAT_JSON)) => match json::encode(&self.schema, &msg, &json_opts) {
-                Ok(s) => Outcome::Payload(RESP_JSON_PAYLOAD, Value::String(s)),
-                Err(e) => Outcome::Failure(RESP_SERIALIZE_ERROR, e.to_string()),
-            },
-            _ => Outcome::Failure(RESP_SKIPPED, "only protobuf and JSON output".into()),
+            );
+        }
+        match json::encode(&self.schema, &msg, &json_opts) {
+            Ok(s) => Outcome::Payload(RESP_JSON_PAYLOAD, Value::String(s)),
+            Err(e) => Outcome::Failure(RESP_SERIALIZE_ERROR, e.to_string()),
+        }
+    }
+
+    /// [`Testee::run`]'s payload work on arena records.
+    fn run_on_records(
+        &self,
+        request: &Message,
+        id: MessageId,
+        output: i32,
+        json_opts: &JsonOptions,
+    ) -> Outcome {
+        let arena = Arena::new();
+        let parsed = if let Some(Value::Bytes(b)) = self.field(request, REQ_PROTOBUF_PAYLOAD) {
+            engine::decode(&self.schema, id, b, &arena, &DecodeOptions::default())
+        } else if let Some(Value::String(s)) = self.field(request, REQ_JSON_PAYLOAD) {
+            engine::decode_json(&self.schema, id, s, &arena, json_opts)
+        } else {
+            return Outcome::Failure(RESP_SKIPPED, "only protobuf and JSON input".into());
+        };
+        let record = match parsed {
+            Ok(r) => r,
+            Err(e) => return Outcome::Failure(RESP_PARSE_ERROR, e.to_string()),
+        };
+        if output == FORMAT_PROTOBUF {
+            let mut out = Vec::new();
+            engine::encode(record, &mut out);
+            return Outcome::Payload(RESP_PROTOBUF_PAYLOAD, Value::Bytes(out));
+        }
+        let mut text = String::new();
+        match engine::encode_json(record, json_opts, &mut text) {
+            Ok(()) => Outcome::Payload(RESP_JSON_PAYLOAD, Value::String(text)),
+            Err(e) => Outcome::Failure(RESP_SERIALIZE_ERROR, e.to_string()),
         }
     }
 }
