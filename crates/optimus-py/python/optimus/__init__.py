@@ -1,0 +1,27 @@
+"""optimus for Python: protobuf messages as dicts, JSON and Arrow record batches.
+
+Load a schema at run time and name message types by their full name::
+
+    import optimus
+    schema = optimus.Schema.from_proto(["peers.proto"], include=["testdata"])
+    d = schema.decode("bench.Flat", data)          # dict
+    data2 = schema.encode("bench.Flat", d)          # bytes
+    text = schema.to_json("bench.Flat", data)       # proto3 JSON
+    batch = schema.decode_batch("bench.Flat", [data, data])  # pyarrow.RecordBatch
+
+The engine is optimus's Rust engine (engine v2: op tables and arena records); errors are
+raised as :class:`DecodeError` (with ``.path``, ``.offset`` and, in a batch, ``.row``),
+:class:`EncodeError` and :class:`SchemaError`, all subclasses of :class:`OptimusError`
+(itself a ``ValueError``).
+"""
+
+from ._optimus import (  # noqa: F401
+    DecodeError,
+    EncodeError,
+    OptimusError,
+    Schema,
+    SchemaError,
+)
+
+__all__ = ["Schema", "OptimusError", "DecodeError", "EncodeError", "SchemaError"]
+__version__ = "0.1.0"

@@ -1,0 +1,766 @@
+//! A batch of serialized messages decoded into Arrow columns.
+//!
+//! The column tree mirrors the message type: one column per field, built with arrow-rs
+//! builders as each message is decoded into an arena (reset per message) and walked once. The
+//! finished struct array goes to pyarrow as a RecordBatch through the Arrow C data interface;
+//! no Python object is made per row. The GIL is released while the batch is decoded.
+//!
+//! Types: bool, int32/int64/uint32/uint64 (every integer kind by width and sign), float32,
+//! float64, utf8, binary; enums as dictionary<int32, utf8>, utf8 or int32; messages as structs
+//! (null when unset); repeated fields as lists, maps as maps (the last entry of a key wins);
+//! `google.protobuf.Timestamp` as timestamp[ns, UTC], `Duration` as duration[ns], wrappers as
+//! their nullable scalar.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BinaryBuilder, BooleanBuilder, DurationNanosecondBuilder, Float32Builder, Float64Builder,
+    Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder,
+    TimestampNanosecondBuilder, UInt32Builder, UInt64Builder,
+};
+use arrow_array::ffi::{from_ffi, to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use arrow_array::types::Int32Type;
+use arrow_array::{Array, ArrayRef, BinaryArray, LargeBinaryArray, ListArray, MapArray, StructArray};
+use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field as AField, Fields};
+use optimus_core::binary::delimited;
+use optimus_core::{engine, Arena, Error, FieldRef, Record};
+use optimus_schema::{Cardinality, EnumId, Field, Kind, MessageId, SchemaSet, WellKnown};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
+
+use crate::{to_py_err, SchemaError};
+
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Enums {
+    Dictionary,
+    String,
+    Int,
+}
+
+pub(crate) struct BatchOptions {
+    enums: Enums,
+    emit_defaults: bool,
+    recursion_depth: i32,
+    permissive: bool,
+    error_column: String,
+}
+
+impl BatchOptions {
+    pub(crate) fn parse(
+        enums: &str,
+        emit_defaults: bool,
+        recursion_depth: i32,
+        mode: &str,
+        error_column: &str,
+    ) -> PyResult<BatchOptions> {
+        let enums = match enums {
+            "dictionary" => Enums::Dictionary,
+            "string" => Enums::String,
+            "int" => Enums::Int,
+            o => {
+                return Err(PyValueError::new_err(format!(
+                    "enums={o:?}: expected \"dictionary\", \"string\" or \"int\""
+                )))
+            }
+        };
+        let permissive = match mode.to_ascii_lowercase().as_str() {
+            "failfast" | "fail_fast" => false,
+            "permissive" => true,
+            o => {
+                return Err(PyValueError::new_err(format!(
+                    "mode={o:?}: expected \"failfast\" or \"permissive\""
+                )))
+            }
+        };
+        Ok(BatchOptions {
+            enums,
+            emit_defaults,
+            recursion_depth,
+            permissive,
+            error_column: error_column.to_string(),
+        })
+    }
+}
+
+// ------------------------------------------------------------------ columns
+
+/// A column of single values of one kind.
+enum VCol {
+    Bool(BooleanBuilder),
+    I32(Int32Builder),
+    I64(Int64Builder),
+    U32(UInt32Builder),
+    U64(UInt64Builder),
+    F32(Float32Builder),
+    F64(Float64Builder),
+    Str(StringBuilder),
+    Bin(BinaryBuilder),
+    EnumDict(StringDictionaryBuilder<Int32Type>, Option<EnumId>),
+    EnumStr(StringBuilder, Option<EnumId>),
+    EnumInt(Int32Builder, i32),
+    Timestamp(TimestampNanosecondBuilder),
+    Duration(DurationNanosecondBuilder),
+    /// A wrapper message: its `value` field, null when the wrapper is unset.
+    Wrapper(Box<VCol>, Kind),
+    Struct(StructCol),
+}
+
+/// A struct column: one child per field kept in the Arrow schema.
+struct StructCol {
+    children: Vec<(usize, String, FCol)>,
+    nulls: NullBufferBuilder,
+    len: usize,
+}
+
+/// A field's column: a single value, or a list or map of them.
+enum FCol {
+    Single {
+        col: VCol,
+        /// Unset reads as the default (proto3 implicit presence, `emit_defaults`).
+        default: bool,
+    },
+    List {
+        offsets: Vec<i32>,
+        nulls: NullBufferBuilder,
+        item: VCol,
+    },
+    Map {
+        offsets: Vec<i32>,
+        nulls: NullBufferBuilder,
+        key: VCol,
+        value: VCol,
+        key_kind: Kind,
+    },
+}
+
+struct Ctx<'s> {
+    schema: &'s SchemaSet,
+    opts: &'s BatchOptions,
+    seen: HashMap<MessageId, i32>,
+}
+
+impl Ctx<'_> {
+    fn value_col(&mut self, field: &Field) -> Result<Option<VCol>, String> {
+        Ok(Some(match field.kind {
+            Kind::Bool => VCol::Bool(BooleanBuilder::new()),
+            Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => VCol::I32(Int32Builder::new()),
+            Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => VCol::I64(Int64Builder::new()),
+            Kind::Uint32 | Kind::Fixed32 => VCol::U32(UInt32Builder::new()),
+            Kind::Uint64 | Kind::Fixed64 => VCol::U64(UInt64Builder::new()),
+            Kind::Float => VCol::F32(Float32Builder::new()),
+            Kind::Double => VCol::F64(Float64Builder::new()),
+            Kind::String => VCol::Str(StringBuilder::new()),
+            Kind::Bytes => VCol::Bin(BinaryBuilder::new()),
+            Kind::Enum => match self.opts.enums {
+                Enums::Dictionary => {
+                    VCol::EnumDict(StringDictionaryBuilder::new(), field.enum_type)
+                }
+                Enums::String => VCol::EnumStr(StringBuilder::new(), field.enum_type),
+                Enums::Int => VCol::EnumInt(
+                    Int32Builder::new(),
+                    field
+                        .enum_type
+                        .map_or(0, |e| self.schema.enum_type(e).default_number()),
+                ),
+            },
+            Kind::Message | Kind::Group => {
+                let id = field.message.expect("a message field has a type");
+                let ty = self.schema.message(id);
+                match ty.well_known {
+                    Some(WellKnown::Timestamp) => {
+                        VCol::Timestamp(TimestampNanosecondBuilder::new().with_timezone("UTC"))
+                    }
+                    Some(WellKnown::Duration) => VCol::Duration(DurationNanosecondBuilder::new()),
+                    Some(WellKnown::Wrapper) => {
+                        let inner = &ty.fields[0];
+                        let col = self.value_col(inner)?.expect("wrappers hold a scalar");
+                        VCol::Wrapper(Box::new(col), inner.kind)
+                    }
+                    _ => {
+                        let n = self.seen.get(&id).copied().unwrap_or(0);
+                        let limit = self.opts.recursion_depth;
+                        if n > 0 {
+                            if limit < 0 {
+                                return Err(format!(
+                                    "{} is recursive (field {}): pass recursion_depth >= 1 to \
+                                     cut it",
+                                    ty.full_name, field.name
+                                ));
+                            }
+                            if n >= limit {
+                                return Ok(None);
+                            }
+                        }
+                        *self.seen.entry(id).or_insert(0) += 1;
+                        let s = self.struct_col(id);
+                        *self.seen.get_mut(&id).expect("counted above") -= 1;
+                        VCol::Struct(s?)
+                    }
+                }
+            }
+        }))
+    }
+
+    fn struct_col(&mut self, id: MessageId) -> Result<StructCol, String> {
+        let ty = self.schema.message(id);
+        let mut children = Vec::new();
+        for (index, field) in ty.fields.iter().enumerate() {
+            let col = match field.cardinality {
+                Cardinality::Map => {
+                    let (kf, vf) = self.schema.map_entry_fields(field);
+                    let key = self.value_col(kf)?.expect("map keys are scalars");
+                    let Some(value) = self.value_col(vf)? else {
+                        continue;
+                    };
+                    FCol::Map {
+                        offsets: vec![0],
+                        nulls: NullBufferBuilder::new(0),
+                        key,
+                        value,
+                        key_kind: kf.kind,
+                    }
+                }
+                Cardinality::Repeated => {
+                    let Some(item) = self.value_col(field)? else {
+                        continue;
+                    };
+                    FCol::List {
+                        offsets: vec![0],
+                        nulls: NullBufferBuilder::new(0),
+                        item,
+                    }
+                }
+                c => {
+                    let Some(col) = self.value_col(field)? else {
+                        continue;
+                    };
+                    let default = self.opts.emit_defaults
+                        && c == Cardinality::Singular
+                        && field.oneof.is_none()
+                        && !field.kind.is_message();
+                    FCol::Single { col, default }
+                }
+            };
+            children.push((index, field.name.clone(), col));
+        }
+        Ok(StructCol {
+            children,
+            nulls: NullBufferBuilder::new(0),
+            len: 0,
+        })
+    }
+}
+
+fn enum_name(schema: &SchemaSet, e: Option<EnumId>, n: i32) -> Option<&str> {
+    e.and_then(|e| schema.enum_type(e).value_by_number(n))
+        .map(|v| v.name.as_str())
+}
+
+/// Seconds and nanos of a Timestamp or Duration record as nanoseconds (None past i64).
+fn nanos(rec: Record<'_>) -> Option<i64> {
+    let secs = match rec.get(0) {
+        Some(FieldRef::I64(s)) => s,
+        _ => 0,
+    };
+    let ns = match rec.get(1) {
+        Some(FieldRef::I32(n)) => n,
+        _ => 0,
+    };
+    secs.checked_mul(1_000_000_000)?.checked_add(i64::from(ns))
+}
+
+impl VCol {
+    fn append(&mut self, schema: &SchemaSet, v: FieldRef<'_>) {
+        match (self, v) {
+            (VCol::Bool(b), FieldRef::Bool(x)) => b.append_value(x),
+            (VCol::I32(b), FieldRef::I32(x)) => b.append_value(x),
+            (VCol::I64(b), FieldRef::I64(x)) => b.append_value(x),
+            (VCol::U32(b), FieldRef::U32(x)) => b.append_value(x),
+            (VCol::U64(b), FieldRef::U64(x)) => b.append_value(x),
+            (VCol::F32(b), FieldRef::F32(x)) => b.append_value(x),
+            (VCol::F64(b), FieldRef::F64(x)) => b.append_value(x),
+            (VCol::Str(b), FieldRef::Str(x)) => b.append_value(x),
+            (VCol::Bin(b), FieldRef::Bytes(x)) => b.append_value(x),
+            (VCol::EnumDict(b, e), FieldRef::Enum(n)) => match enum_name(schema, *e, n) {
+                Some(name) => {
+                    b.append(name).expect("int32 keys suffice");
+                }
+                None => {
+                    b.append(n.to_string()).expect("int32 keys suffice");
+                }
+            },
+            (VCol::EnumStr(b, e), FieldRef::Enum(n)) => match enum_name(schema, *e, n) {
+                Some(name) => b.append_value(name),
+                None => b.append_value(n.to_string()),
+            },
+            (VCol::EnumInt(b, _), FieldRef::Enum(n)) => b.append_value(n),
+            (VCol::Timestamp(b), FieldRef::Message(m)) => b.append_option(nanos(m)),
+            (VCol::Duration(b), FieldRef::Message(m)) => b.append_option(nanos(m)),
+            (VCol::Wrapper(inner, kind), FieldRef::Message(m)) => match m.get(0) {
+                Some(v) => inner.append(schema, v),
+                None => inner.append_default(schema, *kind),
+            },
+            (VCol::Struct(s), FieldRef::Message(m)) => s.append(schema, m),
+            (c, _) => c.append_null(),
+        }
+    }
+
+    fn append_null(&mut self) {
+        match self {
+            VCol::Bool(b) => b.append_null(),
+            VCol::I32(b) | VCol::EnumInt(b, _) => b.append_null(),
+            VCol::I64(b) => b.append_null(),
+            VCol::U32(b) => b.append_null(),
+            VCol::U64(b) => b.append_null(),
+            VCol::F32(b) => b.append_null(),
+            VCol::F64(b) => b.append_null(),
+            VCol::Str(b) | VCol::EnumStr(b, _) => b.append_null(),
+            VCol::Bin(b) => b.append_null(),
+            VCol::EnumDict(b, _) => b.append_null(),
+            VCol::Timestamp(b) => b.append_null(),
+            VCol::Duration(b) => b.append_null(),
+            VCol::Wrapper(inner, _) => inner.append_null(),
+            VCol::Struct(s) => s.append_null(),
+        }
+    }
+
+    /// The value an unset field without presence (or a map entry's missing part) reads as.
+    fn append_default(&mut self, schema: &SchemaSet, kind: Kind) {
+        let _ = kind;
+        match self {
+            VCol::Bool(b) => b.append_value(false),
+            VCol::I32(b) => b.append_value(0),
+            VCol::I64(b) => b.append_value(0),
+            VCol::U32(b) => b.append_value(0),
+            VCol::U64(b) => b.append_value(0),
+            VCol::F32(b) => b.append_value(0.0),
+            VCol::F64(b) => b.append_value(0.0),
+            VCol::Str(b) => b.append_value(""),
+            VCol::Bin(b) => b.append_value(b""),
+            VCol::EnumInt(b, d) => b.append_value(*d),
+            VCol::EnumDict(_, e) | VCol::EnumStr(_, e) => {
+                let e = *e;
+                let d = e.map_or(0, |e| schema.enum_type(e).default_number());
+                self.append(schema, FieldRef::Enum(d));
+            }
+            c => c.append_null(),
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            VCol::Bool(b) => Arc::new(b.finish()),
+            VCol::I32(b) | VCol::EnumInt(b, _) => Arc::new(b.finish()),
+            VCol::I64(b) => Arc::new(b.finish()),
+            VCol::U32(b) => Arc::new(b.finish()),
+            VCol::U64(b) => Arc::new(b.finish()),
+            VCol::F32(b) => Arc::new(b.finish()),
+            VCol::F64(b) => Arc::new(b.finish()),
+            VCol::Str(b) | VCol::EnumStr(b, _) => Arc::new(b.finish()),
+            VCol::Bin(b) => Arc::new(b.finish()),
+            VCol::EnumDict(b, _) => Arc::new(b.finish()),
+            VCol::Timestamp(b) => Arc::new(b.finish()),
+            VCol::Duration(b) => Arc::new(b.finish()),
+            VCol::Wrapper(inner, _) => inner.finish(),
+            VCol::Struct(s) => Arc::new(s.finish()),
+        }
+    }
+}
+
+impl FCol {
+    fn append(&mut self, schema: &SchemaSet, rec: Record<'_>, index: usize, field: &Field) {
+        match self {
+            FCol::Single { col, default } => match rec.get(index) {
+                Some(v) => col.append(schema, v),
+                None if *default => col.append_default(schema, field.kind),
+                None => col.append_null(),
+            },
+            FCol::List {
+                offsets,
+                nulls,
+                item,
+            } => {
+                let mut n = 0;
+                for v in rec.elements(index) {
+                    item.append(schema, v);
+                    n += 1;
+                }
+                let last = *offsets.last().expect("offsets start at 0");
+                offsets.push(last + n);
+                nulls.append_non_null();
+            }
+            FCol::Map {
+                offsets,
+                nulls,
+                key,
+                value,
+                key_kind,
+            } => {
+                let entries: Vec<Record<'_>> = rec
+                    .elements(index)
+                    .filter_map(|e| match e {
+                        FieldRef::Message(m) => Some(m),
+                        _ => None,
+                    })
+                    .collect();
+                // The last entry of a key wins, at the place of the first (as a dict).
+                let keep = dedupe(&entries);
+                let (_, vf) = schema.map_entry_fields(field);
+                let mut n = 0;
+                for (i, e) in entries.iter().enumerate() {
+                    let Some(j) = keep[i] else { continue };
+                    let src = entries[j];
+                    let _ = e;
+                    match src.get(0) {
+                        Some(k) => key.append(schema, k),
+                        None => key.append_default(schema, *key_kind),
+                    }
+                    match src.get(1) {
+                        Some(v) => value.append(schema, v),
+                        None => value.append_default(schema, vf.kind),
+                    }
+                    n += 1;
+                }
+                let last = *offsets.last().expect("offsets start at 0");
+                offsets.push(last + n);
+                nulls.append_non_null();
+            }
+        }
+    }
+
+    fn append_null(&mut self) {
+        match self {
+            FCol::Single { col, .. } => col.append_null(),
+            FCol::List { offsets, nulls, .. } | FCol::Map { offsets, nulls, .. } => {
+                let last = *offsets.last().expect("offsets start at 0");
+                offsets.push(last);
+                nulls.append_null();
+            }
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            FCol::Single { col, .. } => col.finish(),
+            FCol::List {
+                offsets,
+                nulls,
+                item,
+            } => {
+                let values = item.finish();
+                let field = Arc::new(AField::new("item", values.data_type().clone(), true));
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(
+                    offsets,
+                    vec![0],
+                )));
+                Arc::new(
+                    ListArray::try_new(field, offsets, values, nulls.finish())
+                        .expect("offsets match the values"),
+                )
+            }
+            FCol::Map {
+                offsets,
+                nulls,
+                key,
+                value,
+                ..
+            } => {
+                let keys = key.finish();
+                let values = value.finish();
+                let fields = Fields::from(vec![
+                    AField::new("key", keys.data_type().clone(), false),
+                    AField::new("value", values.data_type().clone(), true),
+                ]);
+                let entries = StructArray::try_new(fields.clone(), vec![keys, values], None)
+                    .expect("keys and values have the same length");
+                let field = Arc::new(AField::new("entries", DataType::Struct(fields), false));
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(
+                    offsets,
+                    vec![0],
+                )));
+                Arc::new(
+                    MapArray::try_new(field, offsets, entries, nulls.finish(), false)
+                        .expect("offsets match the entries"),
+                )
+            }
+        }
+    }
+}
+
+/// For each map entry, the entry whose value it shows (the last with its key), or None when
+/// an earlier entry has the same key.
+fn dedupe<'a>(entries: &[Record<'a>]) -> Vec<Option<usize>> {
+    #[derive(PartialEq, Eq, Hash)]
+    enum K<'a> {
+        I(i64),
+        U(u64),
+        B(bool),
+        S(&'a str),
+        None,
+    }
+    let key = |r: &Record<'a>| -> K<'a> {
+        match r.get(0) {
+            Some(FieldRef::I32(x)) => K::I(x.into()),
+            Some(FieldRef::I64(x)) => K::I(x),
+            Some(FieldRef::U32(x)) => K::U(x.into()),
+            Some(FieldRef::U64(x)) => K::U(x),
+            Some(FieldRef::Bool(x)) => K::B(x),
+            Some(FieldRef::Str(s)) => K::S(s),
+            _ => K::None,
+        }
+    };
+    if entries.len() <= 1 {
+        return (0..entries.len()).map(Some).collect();
+    }
+    let mut first: HashMap<K<'a>, usize> = HashMap::with_capacity(entries.len());
+    let mut out = vec![None; entries.len()];
+    for (i, e) in entries.iter().enumerate() {
+        // Keys equal to the default and absent keys are the same key.
+        let k = match key(e) {
+            K::None => K::None,
+            K::I(0) | K::U(0) | K::B(false) | K::S("") => K::None,
+            k => k,
+        };
+        match first.get(&k) {
+            Some(&f) => out[f] = Some(i),
+            None => {
+                first.insert(k, i);
+                out[i] = Some(i);
+            }
+        }
+    }
+    out
+}
+
+impl StructCol {
+    fn append(&mut self, schema: &SchemaSet, rec: Record<'_>) {
+        let fields = &schema.message(rec.type_id()).fields;
+        for (index, _, col) in &mut self.children {
+            col.append(schema, rec, *index, &fields[*index]);
+        }
+        self.nulls.append_non_null();
+        self.len += 1;
+    }
+
+    fn append_null(&mut self) {
+        for (_, _, col) in &mut self.children {
+            col.append_null();
+        }
+        self.nulls.append_null();
+        self.len += 1;
+    }
+
+    /// The children of a null row, the struct itself valid (a top-level row).
+    fn append_null_children(&mut self) {
+        for (_, _, col) in &mut self.children {
+            col.append_null();
+        }
+        self.nulls.append_non_null();
+        self.len += 1;
+    }
+
+    fn finish_parts(&mut self) -> (Fields, Vec<ArrayRef>) {
+        let arrays: Vec<ArrayRef> = self.children.iter_mut().map(|(_, _, c)| c.finish()).collect();
+        let fields: Fields = self
+            .children
+            .iter()
+            .zip(&arrays)
+            .map(|((_, name, _), a)| AField::new(name.as_str(), a.data_type().clone(), true))
+            .collect();
+        (fields, arrays)
+    }
+
+    fn finish(&mut self) -> StructArray {
+        let (fields, arrays) = self.finish_parts();
+        let nulls = self.nulls.finish();
+        let len = std::mem::take(&mut self.len);
+        if arrays.is_empty() {
+            return StructArray::new_empty_fields(len, nulls);
+        }
+        StructArray::try_new(fields, arrays, nulls).expect("children have the struct's length")
+    }
+}
+
+// ------------------------------------------------------------------ batch
+
+/// Where the messages of a batch are.
+enum Input<'p> {
+    Slices(Vec<Option<&'p [u8]>>),
+    Stream(&'p [u8]),
+}
+
+/// A decode failure in a batch: the row and the engine's error.
+struct RowError {
+    row: usize,
+    err: Error,
+}
+
+/// Decodes `input` into `root` (and `errors` in permissive mode). Runs without the GIL.
+fn run(
+    schema: &SchemaSet,
+    id: MessageId,
+    input: &Input<'_>,
+    opts: &BatchOptions,
+    root: &mut StructCol,
+    errors: &mut StringBuilder,
+) -> Result<(), RowError> {
+    let dopts = crate::decode_options();
+    let mut arena = Arena::new();
+    let mut one = |row: usize, msg: Option<Result<&[u8], Error>>, arena: &mut Arena| {
+        let res = match msg {
+            None => {
+                root.append_null_children();
+                errors.append_null();
+                return Ok(());
+            }
+            Some(Ok(bytes)) => engine::decode(schema, id, bytes, arena, &dopts).map(|rec| {
+                root.append(schema, rec);
+            }),
+            Some(Err(e)) => Err(e),
+        };
+        arena.reset();
+        match res {
+            Ok(()) => {
+                errors.append_null();
+                Ok(())
+            }
+            Err(err) if opts.permissive => {
+                root.append_null_children();
+                errors.append_value(err.to_string());
+                Ok(())
+            }
+            Err(err) => Err(RowError { row, err }),
+        }
+    };
+    match input {
+        Input::Slices(v) => {
+            for (row, m) in v.iter().enumerate() {
+                one(row, m.map(Ok), &mut arena)?;
+            }
+        }
+        Input::Stream(s) => {
+            for (row, m) in delimited(s).enumerate() {
+                one(row, Some(m.map(|(_, b)| b)), &mut arena)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An Arrow array exported by pyarrow through the C data interface.
+fn import_arrow(obj: &Bound<'_, PyAny>) -> PyResult<arrow_data::ArrayData> {
+    let obj = if obj.hasattr("combine_chunks")? {
+        obj.call_method0("combine_chunks")?
+    } else {
+        obj.clone()
+    };
+    let mut array = Box::new(FFI_ArrowArray::empty());
+    let mut schema = Box::new(FFI_ArrowSchema::empty());
+    let pa = &mut *array as *mut FFI_ArrowArray as usize;
+    let ps = &mut *schema as *mut FFI_ArrowSchema as usize;
+    obj.call_method1("_export_to_c", (pa, ps))?;
+    // SAFETY: pyarrow filled both structs as the C data interface specifies; `from_ffi` takes
+    // the array (and releases it when the data is dropped), `schema` is released on drop.
+    unsafe { from_ffi(*array, &schema) }.map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+pub(crate) fn decode_batch<'py>(
+    py: Python<'py>,
+    schema: &SchemaSet,
+    id: MessageId,
+    messages: &Bound<'py, PyAny>,
+    opts: &BatchOptions,
+) -> PyResult<Bound<'py, PyAny>> {
+    let pyarrow = py.import("pyarrow")?;
+    let mut ctx = Ctx {
+        schema,
+        opts,
+        seen: HashMap::from([(id, 1)]),
+    };
+    let mut root = ctx.struct_col(id).map_err(SchemaError::new_err)?;
+    let mut errors = StringBuilder::new();
+
+    // Keep what the slices borrow alive for the decode.
+    let mut held: Vec<Bound<'py, PyBytes>> = Vec::new();
+    let imported: ArrayRef;
+    let buffer;
+    let input = if let Ok(b) = messages.downcast::<PyBytes>() {
+        Input::Stream(b.as_bytes())
+    } else if let Ok(b) = messages.downcast::<PyByteArray>() {
+        buffer = b.to_vec();
+        Input::Stream(&buffer)
+    } else if messages.is_instance_of::<PyList>() || messages.is_instance_of::<PyTuple>() {
+        for item in messages.try_iter()? {
+            let item = item?;
+            held.push(item.downcast_into::<PyBytes>().map_err(|e| {
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "messages must be bytes: {e}"
+                ))
+            })?);
+        }
+        Input::Slices(held.iter().map(|b| Some(b.as_bytes())).collect())
+    } else if messages.hasattr("_export_to_c")? || messages.hasattr("combine_chunks")? {
+        imported = arrow_array::make_array(import_arrow(messages)?);
+        let slices: Vec<Option<&[u8]>> = match imported.data_type() {
+            DataType::Binary => {
+                let a = imported.as_any().downcast_ref::<BinaryArray>().expect("binary");
+                (0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))).collect()
+            }
+            DataType::LargeBinary => {
+                let a = imported
+                    .as_any()
+                    .downcast_ref::<LargeBinaryArray>()
+                    .expect("large binary");
+                (0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))).collect()
+            }
+            t => {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "messages must be a binary or large_binary array, not {t}"
+                )))
+            }
+        };
+        Input::Slices(slices)
+    } else {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "messages must be a list of bytes, a pyarrow binary array, or a varint-delimited \
+             bytes buffer",
+        ));
+    };
+
+    let result = py.allow_threads(|| run(schema, id, &input, opts, &mut root, &mut errors));
+    if let Err(RowError { row, err }) = result {
+        return Err(to_py_err(py, &err, Some(row)));
+    }
+
+    let (mut fields, mut arrays) = root.finish_parts();
+    let len = root.len;
+    if opts.permissive {
+        let errs: ArrayRef = Arc::new(errors.finish());
+        let mut fs: Vec<_> = fields.iter().cloned().collect();
+        fs.push(Arc::new(AField::new(opts.error_column.as_str(), DataType::Utf8, true)));
+        fields = Fields::from(fs);
+        arrays.push(errs);
+    }
+    let batch = if arrays.is_empty() {
+        StructArray::new_empty_fields(len, None)
+    } else {
+        StructArray::try_new(fields, arrays, None).expect("columns have the batch's length")
+    };
+    let (array, schema_c) =
+        to_ffi(&batch.to_data()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let array = Box::new(array);
+    let schema_c = Box::new(schema_c);
+    let pa = &*array as *const FFI_ArrowArray as usize;
+    let ps = &*schema_c as *const FFI_ArrowSchema as usize;
+    // pyarrow moves both structs out (their release callbacks become null), so dropping the
+    // boxes afterwards frees only the boxes.
+    let rb = pyarrow
+        .getattr("RecordBatch")?
+        .call_method1("_import_from_c", (pa, ps))?;
+    drop(array);
+    drop(schema_c);
+    Ok(rb)
+}
