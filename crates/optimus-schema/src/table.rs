@@ -210,21 +210,26 @@ impl Op {
     /// The per-value half.
     #[inline]
     pub const fn scalar(self) -> Scalar {
-        match Scalar::from_code(self.0 & 0x1f) {
-            Some(s) => s,
-            None => panic!("an Op is only made by Op::new"),
-        }
+        // One load from a table of every five-bit code (codes no scalar has are never made by
+        // `Op::new`), rather than a match with a failure arm.
+        SCALAR_OF_CODE[(self.0 & 0x1f) as usize]
     }
 
     /// The per-field half.
     #[inline]
     pub const fn shape(self) -> Shape {
-        match self.0 >> 5 {
-            0 => Shape::Single,
-            1 => Shape::Repeated,
-            2 => Shape::Packed,
-            _ => Shape::Map,
-        }
+        // The two bits above the scalar's five, looked up (no compare chain).
+        const SHAPES: [Shape; 8] = [
+            Shape::Single,
+            Shape::Repeated,
+            Shape::Packed,
+            Shape::Map,
+            Shape::Map,
+            Shape::Map,
+            Shape::Map,
+            Shape::Map,
+        ];
+        SHAPES[(self.0 >> 5) as usize]
     }
 
     /// The raw byte (for traces and tables of counters).
@@ -258,6 +263,19 @@ impl std::fmt::Debug for Op {
         write!(f, "{:?}/{:?}", self.shape(), self.scalar())
     }
 }
+
+/// The scalar of each five-bit op code; codes that name none hold `Bool` and are never made.
+const SCALAR_OF_CODE: [Scalar; 32] = {
+    let mut table = [Scalar::Bool; 32];
+    let mut code = 0;
+    while code < 32 {
+        if let Some(s) = Scalar::from_code(code as u8) {
+            table[code] = s;
+        }
+        code += 1;
+    }
+    table
+};
 
 /// Bytes of a sequence header in a record: data pointer, `u32` length, `u32` capacity.
 pub const SEQUENCE_BYTES: u32 = 16;

@@ -201,6 +201,45 @@ fn scalar_field(out: &mut Back, e: &Entry, raw: &[u8]) {
     }
 }
 
+/// Writes a single scalar field (not a message): its value read from the slot by type, and
+/// its tag in front of it.
+///
+/// # Safety
+/// `e` is a single scalar entry of `rec`'s table.
+#[inline(always)]
+unsafe fn single_field(out: &mut Back, rec: RecPtr, e: &Entry) {
+    let off = e.offset;
+    out.reserve(FIELD_ROOM);
+    // SAFETY: for every arm, the slot at `off` holds a value of the scalar's width (the
+    // caller's duty) and the room reserved above takes the value and the tag.
+    unsafe {
+        match e.op.scalar() {
+            Scalar::Int32 | Scalar::OpenEnum | Scalar::ClosedEnum => {
+                out.varint_unchecked(rec.read::<i32>(off) as i64 as u64)
+            }
+            Scalar::Uint32 => out.varint_unchecked(u64::from(rec.read::<u32>(off))),
+            Scalar::Int64 | Scalar::Uint64 => out.varint_unchecked(rec.read::<u64>(off)),
+            Scalar::Sint32 => out.varint_unchecked(u64::from(zigzag32(rec.read::<i32>(off)))),
+            Scalar::Sint64 => out.varint_unchecked(zigzag64(rec.read::<i64>(off))),
+            Scalar::Bool => out.byte_unchecked(rec.read::<u8>(off)),
+            Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => {
+                out.put_unchecked(&rec.read::<u32>(off).to_le_bytes())
+            }
+            Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => {
+                out.put_unchecked(&rec.read::<u64>(off).to_le_bytes())
+            }
+            Scalar::String | Scalar::Bytes => {
+                let bytes = rec.read::<View>(off).bytes();
+                out.reserve(bytes.len() + FIELD_ROOM);
+                out.put_unchecked(bytes);
+                out.varint_unchecked(bytes.len() as u64);
+            }
+            Scalar::Message | Scalar::Group => unreachable!("messages are written by the walker"),
+        }
+        out.tag_unchecked(e);
+    }
+}
+
 /// Writes one packed element (no tag).
 #[inline(always)]
 fn element(out: &mut Back, scalar: Scalar, raw: &[u8]) {
@@ -220,21 +259,6 @@ fn element(out: &mut Back, scalar: Scalar, raw: &[u8]) {
             Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => out.put_unchecked(&raw[..8]),
             _ => unreachable!("only packable scalars are packed"),
         }
-    }
-}
-
-/// The record bytes of a single field's slot.
-///
-/// # Safety
-/// `e` is an entry of `rec`'s table.
-#[inline(always)]
-unsafe fn slot<'r>(rec: RecPtr, e: &Entry) -> &'r [u8] {
-    // SAFETY: the caller's duty: the slot lies inside the record.
-    unsafe {
-        std::slice::from_raw_parts(
-            rec.as_slot().add(e.offset as usize),
-            e.op.slot_width() as usize,
-        )
     }
 }
 
@@ -262,6 +286,10 @@ pub(crate) fn message(schema: &SchemaSet, rec: RecPtr, id: u32, out: &mut Back) 
 /// Writes one set field (backwards: values, then the tag in front).
 #[inline(always)]
 fn field(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back) {
+    if e.is_plain_scalar() {
+        // SAFETY: a plain scalar entry is a single scalar of `rec`'s table.
+        return unsafe { single_field(out, rec, e) };
+    }
     let scalar = e.op.scalar();
     match e.op.shape() {
         Shape::Single if scalar.is_message() => {
@@ -270,7 +298,7 @@ fn field(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Ba
             message_value(schema, sub, table.sub_message(e), e, out);
         }
         // SAFETY: `e` is a single scalar entry of `rec`'s table.
-        Shape::Single => scalar_field(out, e, unsafe { slot(rec, e) }),
+        Shape::Single => unsafe { single_field(out, rec, e) },
         Shape::Repeated | Shape::Packed => {
             let width = scalar.width() as usize;
             // SAFETY: a sequence entry's slot holds its sequence of `width`-byte values.
