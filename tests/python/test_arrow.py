@@ -1,0 +1,168 @@
+"""Batches of messages decoded into pyarrow RecordBatches, against Google protobuf's parsing."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pyarrow as pa
+import pytest
+
+import optimus
+from conftest import WORKLOADS, workload
+from reference import normalize, plain_rows, to_row
+
+
+def expected_batch(msgs, schema, emit_defaults=False):
+    rows = [to_row(m, emit_defaults) for m in msgs]
+    return pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def assert_rows(batch, msgs, emit_defaults=False):
+    want = expected_batch(msgs, batch.schema, emit_defaults)
+    assert normalize(plain_rows(batch)) == normalize(plain_rows(want))
+
+
+@pytest.mark.parametrize("type_name,file", WORKLOADS)
+def test_workload_columns(peers, peers_pb2, type_name, file):
+    data = workload(file)
+    msg = getattr(peers_pb2, type_name.split(".")[1]).FromString(data)
+    batch = peers.decode_batch(type_name, [data] * 3, enums="string")
+    assert batch.num_rows == 3
+    assert batch.equals(expected_batch([msg] * 3, batch.schema))
+    assert batch.schema == peers.arrow_schema(type_name, enums="string")
+
+
+def test_flat_types(peers):
+    s = peers.arrow_schema("bench.Flat")
+    assert s.field("i64_large").type == pa.int64()
+    assert s.field("u64_a").type == pa.uint64()
+    assert s.field("s32_a").type == pa.int32()
+    assert s.field("ratio").type == pa.float32()
+    assert s.field("payload").type == pa.binary()
+    assert s.field("name").type == pa.string()
+    assert s.field("flag_a").type == pa.bool_()
+
+
+@pytest.mark.parametrize("pool,type_name", [
+    ("peers", "bench.Flat"), ("peers", "bench.Mixed"), ("peers", "bench.Nested"),
+    ("kitchen", "kitchen.Sink"),
+])
+@pytest.mark.parametrize("emit_defaults", [False, True])
+def test_random_columns(pools, peers, kitchen, pool, type_name, emit_defaults):
+    import msggen
+
+    schema = {"peers": peers, "kitchen": kitchen}[pool]
+    gen = msggen.MessageGenerator(pools[pool], random.Random(7))
+    msgs = gen.messages(type_name, 200)
+    data = [m.SerializeToString() for m in msgs]
+    batch = schema.decode_batch(type_name, data, enums="string", emit_defaults=emit_defaults)
+    assert_rows(batch, msgs, emit_defaults)
+    # Dictionary-encoded enums hold the same strings; int enums the numbers.
+    dict_batch = schema.decode_batch(type_name, data, emit_defaults=emit_defaults)
+    for f, col in zip(dict_batch.schema, dict_batch.columns):
+        if pa.types.is_dictionary(f.type):
+            assert col.cast(pa.string()).equals(batch.column(f.name))
+
+
+def test_kitchen_types(kitchen):
+    s = kitchen.arrow_schema("kitchen.Sink")
+    assert s.field("color").type == pa.dictionary(pa.int32(), pa.string())
+    assert kitchen.arrow_schema("kitchen.Sink", enums="int").field("color").type == pa.int32()
+    assert kitchen.arrow_schema("kitchen.Sink", enums="string").field("colors").type == pa.list_(pa.string())
+    assert s.field("point").type == pa.struct([("x", pa.int32()), ("y", pa.int32())])
+    assert s.field("ints").type == pa.list_(pa.int64())
+    assert s.field("counts").type == pa.map_(pa.string(), pa.int32())
+    assert s.field("by_id").type == pa.map_(pa.int64(), s.field("point").type)
+    assert s.field("at").type == pa.timestamp("ns", tz="UTC")
+    assert s.field("took").type == pa.duration("ns")
+    assert s.field("wrapped").type == pa.int64()
+    assert s.field("label").type == pa.string()
+
+
+def test_kitchen_values(kitchen, kitchen_pb2):
+    m = kitchen_pb2.Sink(color=kitchen_pb2.RED, colors=[1, 2, 9], maybe=0, number=3)
+    m.at.seconds, m.at.nanos = 1_700_000_000, 5
+    m.took.seconds = -2
+    m.wrapped.value = 0
+    data = [m.SerializeToString(), b""]
+    b = kitchen.decode_batch("kitchen.Sink", data, enums="int")
+    assert b.column("color").to_pylist() == [1, None]
+    assert b.column("colors").to_pylist() == [[1, 2, 9], []]
+    assert b.column("maybe").to_pylist() == [0, None]
+    assert b.column("number").to_pylist() == [3, None]
+    assert b.column("name").to_pylist() == [None, None]
+    assert b.column("at").cast(pa.int64()).to_pylist() == [1_700_000_000_000_000_005, None]
+    assert b.column("took").cast(pa.int64()).to_pylist() == [-2_000_000_000, None]
+    assert b.column("wrapped").to_pylist() == [0, None]
+    assert b.column("point").to_pylist() == [None, None]
+    s = kitchen.decode_batch("kitchen.Sink", data, enums="string", emit_defaults=True)
+    assert s.column("colors").to_pylist() == [["RED", "GREEN", "9"], []]
+    assert s.column("color").to_pylist() == ["RED", "COLOR_UNSPECIFIED"]
+    assert s.column("i32").to_pylist() == [0, 0]
+    assert s.column("maybe").to_pylist() == [0, None]  # explicit presence stays null
+    assert s.column("point").to_pylist() == [None, None]
+
+
+def test_map_last_entry_wins(kitchen):
+    # Two entries of key "a": the later value wins, as protobuf parsers keep it.
+    entry = lambda k, v: b"\xb2\x01" + bytes([4 + len(k)]) + b"\x0a" + bytes([len(k)]) + k + b"\x10" + bytes([v])  # noqa: E731
+    data = entry(b"a", 1) + entry(b"b", 2) + entry(b"a", 3)
+    b = kitchen.decode_batch("kitchen.Sink", [data])
+    assert b.column("counts").to_pylist() == [[("a", 3), ("b", 2)]]
+    assert kitchen.decode("kitchen.Sink", data)["counts"] == {"a": 3, "b": 2}
+
+
+def test_inputs(peers):
+    data = [workload("flat.bin"), workload("mixed.bin")[:0], workload("flat.bin")]
+    from_list = peers.decode_batch("bench.Flat", data)
+    assert from_list.num_rows == 3
+    for arr in (pa.array(data, pa.binary()), pa.array(data, pa.large_binary()),
+                pa.chunked_array([data[:1], data[1:]], pa.binary())):
+        assert peers.decode_batch("bench.Flat", arr).equals(from_list)
+    stream = bytearray()
+    for d in data:
+        n = len(d)
+        while n >= 0x80:
+            stream.append(n & 0x7F | 0x80)
+            n >>= 7
+        stream.append(n)
+        stream += d
+    assert peers.decode_batch("bench.Flat", bytes(stream)).equals(from_list)
+    assert peers.decode_batch("bench.Flat", stream).equals(from_list)
+    # A null in a binary array is a row of nulls.
+    nulls = peers.decode_batch("bench.Flat", pa.array([data[0], None], pa.binary()))
+    assert nulls.column("i32_tiny").to_pylist() == [60, None]
+    assert peers.decode_batch("bench.Flat", []).num_rows == 0
+    with pytest.raises(TypeError):
+        peers.decode_batch("bench.Flat", pa.array([1, 2]))
+    with pytest.raises(TypeError):
+        peers.decode_batch("bench.Flat", ["not bytes"])
+
+
+def test_recursion_depth(kitchen, kitchen_pb2):
+    with pytest.raises(optimus.SchemaError, match="recursive"):
+        kitchen.decode_batch("kitchen.Tree", [])
+    t = kitchen_pb2.Tree(name="root", children=[kitchen_pb2.Tree(name="a", children=[kitchen_pb2.Tree(name="deep")])])
+    one = kitchen.decode_batch("kitchen.Tree", [t.SerializeToString()], recursion_depth=1)
+    assert one.schema.names == ["name"]
+    two = kitchen.decode_batch("kitchen.Tree", [t.SerializeToString()], recursion_depth=2)
+    assert two.schema.field("children").type == pa.list_(pa.struct([("name", pa.string())]))
+    assert two.to_pylist() == [{"name": "root", "children": [{"name": "a"}]}]
+
+
+def test_threads_share_a_schema(peers):
+    """decode_batch releases the GIL: batches decoded on two threads at once agree."""
+    data = [workload("nested.bin")] * 2000
+    want = peers.decode_batch("bench.Nested", data)
+    got = [None, None]
+
+    def work(i):
+        got[i] = peers.decode_batch("bench.Nested", data)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(g.equals(want) for g in got)
