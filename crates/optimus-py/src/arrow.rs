@@ -764,3 +764,330 @@ pub(crate) fn decode_batch<'py>(
     drop(schema_c);
     Ok(rb)
 }
+
+// ------------------------------------------------------------------ encode
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    DurationNanosecondType, Float32Type, Float64Type, Int64Type, TimestampNanosecondType,
+    UInt32Type, UInt64Type,
+};
+
+/// Why a column cannot be written into a field.
+fn col_err(ty: &str, field: &Field, why: impl std::fmt::Display) -> String {
+    format!("{ty}.{}: {why}", field.name)
+}
+
+/// The enum number of an Arrow enum value (a name, its decimal text, or a number).
+fn enum_number(schema: &SchemaSet, field: &Field, name: &str) -> Option<i32> {
+    field
+        .enum_type
+        .and_then(|e| schema.enum_type(e).value_by_name(name))
+        .map(|v| v.number)
+        .or_else(|| name.parse().ok())
+}
+
+/// The string at `i` of a utf8 or dictionary<_, utf8> array.
+fn str_at(arr: &dyn Array, i: usize) -> Option<&str> {
+    match arr.data_type() {
+        DataType::Utf8 => Some(arr.as_string::<i32>().value(i)),
+        DataType::LargeUtf8 => Some(arr.as_string::<i64>().value(i)),
+        DataType::Dictionary(_, _) => {
+            let d = arr.as_any_dictionary();
+            let key = d.normalized_keys()[i];
+            str_at(d.values().as_ref(), key)
+        }
+        _ => None,
+    }
+}
+
+/// Builds records from Arrow columns: one row of a struct array at a time.
+struct Writer<'s> {
+    schema: &'s SchemaSet,
+}
+
+impl<'s> Writer<'s> {
+    /// Sets the fields of `rec` from row `row` of the struct columns `cols` (name, array).
+    fn fill(
+        &self,
+        rec: Record<'s>,
+        cols: &[(usize, &'s dyn Array)],
+        row: usize,
+        arena: &'s Arena,
+    ) -> Result<(), String> {
+        let ty = self.schema.message(rec.type_id());
+        for &(index, arr) in cols {
+            if arr.is_null(row) {
+                continue;
+            }
+            let field = &ty.fields[index];
+            let eng = |e: Error| e.to_string();
+            match field.cardinality {
+                Cardinality::Repeated => {
+                    let (items, range) = list_range(arr, row)
+                        .ok_or_else(|| col_err(&ty.full_name, field, "expected a list column"))?;
+                    for j in range {
+                        if field.kind.is_message() && !self.is_special(field) {
+                            let sub = rec.push_message(arena, index).map_err(eng)?;
+                            self.fill_struct(sub, items, j, arena)?;
+                        } else {
+                            let v = self.value(&ty.full_name, field, items, j, arena)?;
+                            rec.push(arena, index, v).map_err(eng)?;
+                        }
+                    }
+                }
+                Cardinality::Map => {
+                    let DataType::Map(_, _) = arr.data_type() else {
+                        return Err(col_err(&ty.full_name, field, "expected a map column"));
+                    };
+                    let m = arr.as_map();
+                    let (kf, vf) = self.schema.map_entry_fields(field);
+                    let offsets = m.value_offsets();
+                    let (keys, values) = (m.keys().as_ref(), m.values().as_ref());
+                    for j in offsets[row] as usize..offsets[row + 1] as usize {
+                        let k = self.value(&ty.full_name, kf, keys, j, arena)?;
+                        let v = if values.is_null(j) {
+                            match vf.kind {
+                                Kind::Message | Kind::Group => FieldRef::Message(Record::new_in(
+                                    self.schema,
+                                    vf.message.expect("message type"),
+                                    arena,
+                                )),
+                                _ => continue,
+                            }
+                        } else {
+                            self.value(&ty.full_name, vf, values, j, arena)?
+                        };
+                        rec.insert(arena, index, k, v).map_err(eng)?;
+                    }
+                }
+                _ => {
+                    let v = self.value(&ty.full_name, field, arr, row, arena)?;
+                    rec.set(index, v).map_err(eng)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn is_special(&self, field: &Field) -> bool {
+        field
+            .message
+            .and_then(|m| self.schema.message(m).well_known)
+            .is_some_and(|w| {
+                matches!(w, WellKnown::Timestamp | WellKnown::Duration | WellKnown::Wrapper)
+            })
+    }
+
+    /// Fills `rec` from row `row` of a struct array whose children are named as its fields.
+    fn fill_struct(
+        &self,
+        rec: Record<'s>,
+        arr: &'s dyn Array,
+        row: usize,
+        arena: &'s Arena,
+    ) -> Result<(), String> {
+        let ty = self.schema.message(rec.type_id());
+        let DataType::Struct(fields) = arr.data_type() else {
+            return Err(format!("{}: expected a struct column", ty.full_name));
+        };
+        let s = arr.as_struct();
+        let mut cols = Vec::with_capacity(fields.len());
+        for (f, c) in fields.iter().zip(s.columns()) {
+            let index = ty
+                .field_index_by_name(f.name())
+                .ok_or_else(|| format!("{} has no field {}", ty.full_name, f.name()))?;
+            cols.push((index, c.as_ref()));
+        }
+        self.fill(rec, &cols, row, arena)
+    }
+
+    /// The value at `i` of `arr` as one value of `field`.
+    fn value(
+        &self,
+        ty: &str,
+        field: &Field,
+        arr: &'s dyn Array,
+        i: usize,
+        arena: &'s Arena,
+    ) -> Result<FieldRef<'s>, String> {
+        let bad = || col_err(ty, field, format!("cannot hold a {} column", arr.data_type()));
+        Ok(match (field.kind, arr.data_type()) {
+            (Kind::Bool, DataType::Boolean) => FieldRef::Bool(arr.as_boolean().value(i)),
+            (Kind::Int32 | Kind::Sint32 | Kind::Sfixed32, DataType::Int32) => {
+                FieldRef::I32(arr.as_primitive::<Int32Type>().value(i))
+            }
+            (Kind::Int64 | Kind::Sint64 | Kind::Sfixed64, DataType::Int64) => {
+                FieldRef::I64(arr.as_primitive::<Int64Type>().value(i))
+            }
+            (Kind::Uint32 | Kind::Fixed32, DataType::UInt32) => {
+                FieldRef::U32(arr.as_primitive::<UInt32Type>().value(i))
+            }
+            (Kind::Uint64 | Kind::Fixed64, DataType::UInt64) => {
+                FieldRef::U64(arr.as_primitive::<UInt64Type>().value(i))
+            }
+            (Kind::Float, DataType::Float32) => {
+                FieldRef::F32(arr.as_primitive::<Float32Type>().value(i))
+            }
+            (Kind::Double, DataType::Float64) => {
+                FieldRef::F64(arr.as_primitive::<Float64Type>().value(i))
+            }
+            (Kind::String, DataType::Utf8 | DataType::LargeUtf8) => {
+                FieldRef::Str(str_at(arr, i).expect("a string column"))
+            }
+            (Kind::Bytes, DataType::Binary) => FieldRef::Bytes(arr.as_binary::<i32>().value(i)),
+            (Kind::Bytes, DataType::LargeBinary) => {
+                FieldRef::Bytes(arr.as_binary::<i64>().value(i))
+            }
+            (Kind::Enum, DataType::Int32) => {
+                FieldRef::Enum(arr.as_primitive::<Int32Type>().value(i))
+            }
+            (Kind::Enum, DataType::Utf8 | DataType::LargeUtf8 | DataType::Dictionary(_, _)) => {
+                let name = str_at(arr, i).ok_or_else(bad)?;
+                FieldRef::Enum(enum_number(self.schema, field, name).ok_or_else(|| {
+                    col_err(ty, field, format!("no enum value named {name:?}"))
+                })?)
+            }
+            (Kind::Message | Kind::Group, dt) => {
+                let id = field.message.expect("a message field has a type");
+                let sub = Record::new_in(self.schema, id, arena);
+                let mt = self.schema.message(id);
+                let split = |ns: i64| (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000) as i32);
+                match (mt.well_known, dt) {
+                    (Some(WellKnown::Timestamp), DataType::Timestamp(_, _)) => {
+                        let ns = arr.as_primitive::<TimestampNanosecondType>().value(i);
+                        let (s, n) = split(ns);
+                        sub.set(0, FieldRef::I64(s)).map_err(|e| e.to_string())?;
+                        sub.set(1, FieldRef::I32(n)).map_err(|e| e.to_string())?;
+                    }
+                    (Some(WellKnown::Duration), DataType::Duration(_)) => {
+                        let ns = arr.as_primitive::<DurationNanosecondType>().value(i);
+                        // Seconds and nanos carry the same sign.
+                        let (s, n) = (ns / 1_000_000_000, (ns % 1_000_000_000) as i32);
+                        sub.set(0, FieldRef::I64(s)).map_err(|e| e.to_string())?;
+                        sub.set(1, FieldRef::I32(n)).map_err(|e| e.to_string())?;
+                    }
+                    (Some(WellKnown::Wrapper), _) => {
+                        let v = self.value(&mt.full_name, &mt.fields[0], arr, i, arena)?;
+                        sub.set(0, v).map_err(|e| e.to_string())?;
+                    }
+                    (_, DataType::Struct(_)) => self.fill_struct(sub, arr, i, arena)?,
+                    _ => return Err(bad()),
+                }
+                FieldRef::Message(sub)
+            }
+            // Columns built by hand: integers of any width (range-checked), floats of either.
+            (Kind::Float, DataType::Float64) => {
+                FieldRef::F32(arr.as_primitive::<Float64Type>().value(i) as f32)
+            }
+            (Kind::Double, DataType::Float32) => {
+                FieldRef::F64(arr.as_primitive::<Float32Type>().value(i).into())
+            }
+            (kind, _) => {
+                let x = int_at(arr, i).ok_or_else(bad)?;
+                let range = || col_err(ty, field, format!("{x} is out of range"));
+                match kind {
+                    Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => {
+                        FieldRef::I32(x.try_into().map_err(|_| range())?)
+                    }
+                    Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
+                        FieldRef::I64(x.try_into().map_err(|_| range())?)
+                    }
+                    Kind::Uint32 | Kind::Fixed32 => {
+                        FieldRef::U32(x.try_into().map_err(|_| range())?)
+                    }
+                    Kind::Uint64 | Kind::Fixed64 => {
+                        FieldRef::U64(x.try_into().map_err(|_| range())?)
+                    }
+                    Kind::Enum => FieldRef::Enum(x.try_into().map_err(|_| range())?),
+                    _ => return Err(bad()),
+                }
+            }
+        })
+    }
+}
+
+/// The integer at `i` of an integer array of any width.
+fn int_at(arr: &dyn Array, i: usize) -> Option<i128> {
+    use arrow_array::types::{Int16Type, Int8Type, UInt16Type, UInt8Type};
+    Some(match arr.data_type() {
+        DataType::Int8 => arr.as_primitive::<Int8Type>().value(i).into(),
+        DataType::Int16 => arr.as_primitive::<Int16Type>().value(i).into(),
+        DataType::Int32 => arr.as_primitive::<Int32Type>().value(i).into(),
+        DataType::Int64 => arr.as_primitive::<Int64Type>().value(i).into(),
+        DataType::UInt8 => arr.as_primitive::<UInt8Type>().value(i).into(),
+        DataType::UInt16 => arr.as_primitive::<UInt16Type>().value(i).into(),
+        DataType::UInt32 => arr.as_primitive::<UInt32Type>().value(i).into(),
+        DataType::UInt64 => arr.as_primitive::<UInt64Type>().value(i).into(),
+        _ => return None,
+    })
+}
+
+/// The values array and the index range of row `row` of a list column.
+fn list_range(arr: &dyn Array, row: usize) -> Option<(&dyn Array, std::ops::Range<usize>)> {
+    match arr.data_type() {
+        DataType::List(_) => {
+            let l = arr.as_list::<i32>();
+            let o = l.value_offsets();
+            Some((l.values().as_ref(), o[row] as usize..o[row + 1] as usize))
+        }
+        DataType::LargeList(_) => {
+            let l = arr.as_list::<i64>();
+            let o = l.value_offsets();
+            Some((l.values().as_ref(), o[row] as usize..o[row + 1] as usize))
+        }
+        _ => None,
+    }
+}
+
+pub(crate) fn encode_batch<'py>(
+    py: Python<'py>,
+    schema: &SchemaSet,
+    id: MessageId,
+    batch: &Bound<'py, PyAny>,
+    skip: &str,
+) -> PyResult<Bound<'py, PyList>> {
+    let data = import_arrow(batch)?;
+    let arr = arrow_array::make_array(data);
+    let DataType::Struct(fields) = arr.data_type() else {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "encode_batch takes a pyarrow RecordBatch (or a struct array)",
+        ));
+    };
+    let ty = schema.message(id);
+    let s = arr.as_struct();
+    let mut cols: Vec<(usize, &dyn Array)> = Vec::new();
+    for (f, c) in fields.iter().zip(s.columns()) {
+        if f.name() == skip {
+            continue;
+        }
+        let index = ty.field_index_by_name(f.name()).ok_or_else(|| {
+            crate::EncodeError::new_err(format!("{} has no field {}", ty.full_name, f.name()))
+        })?;
+        cols.push((index, c.as_ref()));
+    }
+    let rows = s.len();
+    let out: Result<Vec<Vec<u8>>, (usize, String)> = py.allow_threads(|| {
+        let mut arena = Arena::new();
+        let mut out = Vec::with_capacity(rows);
+        for row in 0..rows {
+            let mut bytes = Vec::new();
+            {
+                let rec = Record::new_in(schema, id, &arena);
+                Writer { schema }
+                    .fill(rec, &cols, row, &arena)
+                    .map_err(|e| (row, e))?;
+                engine::encode(rec, &mut bytes);
+            }
+            arena.reset();
+            out.push(bytes);
+        }
+        Ok(out)
+    });
+    let out = out.map_err(|(row, e)| crate::EncodeError::new_err(format!("row {row}: {e}")))?;
+    let list = PyList::empty(py);
+    for b in out {
+        list.append(PyBytes::new(py, &b))?;
+    }
+    Ok(list)
+}

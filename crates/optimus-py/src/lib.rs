@@ -297,6 +297,21 @@ impl Schema {
         arrow::decode_batch(py, &self.set, id, messages, &opts)
     }
 
+    /// Encodes each row of a pyarrow.RecordBatch (columns named as fields, typed as
+    /// `decode_batch` makes them) as protobuf bytes; null is unset. The column named
+    /// `error_column` is skipped.
+    #[pyo3(signature = (type_name, batch, *, error_column = "_error"))]
+    fn encode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        type_name: String,
+        batch: &Bound<'py, PyAny>,
+        error_column: &str,
+    ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        let id = self.id(&type_name)?;
+        arrow::encode_batch(py, &self.set, id, batch, error_column)
+    }
+
     /// The pyarrow.Schema that `decode_batch` gives for this type and these options.
     #[pyo3(signature = (type_name, *, enums = "dictionary", recursion_depth = -1,
                         mode = "failfast", error_column = "_error"))]

@@ -117,6 +117,19 @@ class Schema:
         message a row of nulls and adds a string column ``error_column`` with the error
         (null for good rows). The GIL is released while the batch decodes.
         """
+    def encode_batch(
+        self, type_name: str, batch: pyarrow.RecordBatch, *, error_column: str = "_error"
+    ) -> list[bytes]:
+        """Encode each row of a RecordBatch as protobuf bytes (deterministic).
+
+        Columns are matched to fields by name (declared or JSON name; any subset, any
+        order; ``error_column`` is skipped) and take the types ``decode_batch`` makes, plus
+        integer columns of any width (range-checked) and float32/float64 for either float
+        kind; enums as names (utf8 or dictionary), decimal text or numbers. A null is an
+        unset field. ``encode_batch(t, decode_batch(t, msgs)) == msgs`` for canonical
+        input. Raises EncodeError naming the row and field. The GIL is released while the
+        rows encode.
+        """
     def arrow_schema(
         self,
         type_name: str,
