@@ -3,6 +3,10 @@
 //! sets `cfg(cpp_peer)`; elsewhere the bench runs without it and the build says why in a
 //! warning (scripts/test, which installs both, has the CLI tests fail then instead). Setting
 //! `OPTIMUS_NO_CPP_PEER=1` leaves it out on purpose.
+//!
+//! Where protoc is installed it also generates the buffa peer's types (owned messages, views
+//! and their serde JSON) from the same `testdata/peers.proto` with buffa-build, and sets
+//! `cfg(buffa_peer)`; elsewhere it warns likewise and the bench runs without buffa.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -10,10 +14,18 @@ use std::process::Command;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(cpp_peer)");
+    println!("cargo::rustc-check-cfg=cfg(buffa_peer)");
     println!("cargo:rerun-if-changed=cpp/peer.cc");
     println!("cargo:rerun-if-changed=../../testdata/peers.proto");
     println!("cargo:rerun-if-env-changed=PROTOC");
     println!("cargo:rerun-if-env-changed=OPTIMUS_NO_CPP_PEER");
+    match generate_buffa_peer() {
+        Ok(()) => println!("cargo:rustc-cfg=buffa_peer"),
+        Err(why) => println!(
+            "cargo:warning=optimus bench is built without its buffa peer: {why} \
+             (install protobuf-compiler to measure it)"
+        ),
+    }
     if env::var_os("OPTIMUS_NO_CPP_PEER").is_some_and(|v| v != "0") {
         return;
     }
@@ -60,6 +72,24 @@ fn build_cpp_peer() -> Result<(), String> {
         println!("cargo:{flag}");
     }
     Ok(())
+}
+
+/// Generates buffa's types for `testdata/peers.proto` into `$OUT_DIR/buffa/` (`mod.rs` includes
+/// them); buffa-build runs protoc (`$PROTOC` or the one on the PATH) for the descriptors.
+fn generate_buffa_peer() -> Result<(), String> {
+    let out = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?).join("buffa");
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
+    let testdata = manifest.join("../../testdata");
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    buffa_build::Config::new()
+        .files(&[testdata.join("peers.proto")])
+        .includes(&[&testdata])
+        .out_dir(&out)
+        .generate_views(true)
+        .generate_json(true)
+        .include_file("mod.rs")
+        .compile()
+        .map_err(|e| format!("buffa-build failed on peers.proto: {e}"))
 }
 
 /// How to link libprotobuf: pkg-config's answer, else the library in a system directory.

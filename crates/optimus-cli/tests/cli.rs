@@ -185,7 +185,8 @@ fn implementations(rows: &[serde_json::Value]) -> Vec<&str> {
 
 #[test]
 fn bench_decodes_into_a_reused_message_beside_the_peers() {
-    // scripts/test installs protoc and libprotobuf, so there the C++ peer must be built in.
+    // scripts/test installs protoc and libprotobuf, so there the C++ peer must be built in,
+    // and buffa's types generated (from protoc's descriptors).
     #[cfg(not(cpp_peer))]
     if std::env::var_os("OPTIMUS_REQUIRE_CPP_PEER").is_some_and(|v| v != "0") {
         panic!(
@@ -193,8 +194,19 @@ fn bench_decodes_into_a_reused_message_beside_the_peers() {
              warning of optimus-cli's build script)"
         );
     }
+    #[cfg(not(buffa_peer))]
+    if std::env::var_os("OPTIMUS_REQUIRE_CPP_PEER").is_some_and(|v| v != "0") {
+        panic!(
+            "OPTIMUS_REQUIRE_CPP_PEER is set, but this build has no buffa peer (see the \
+             warning of optimus-cli's build script)"
+        );
+    }
     // optimus decodes into arena records; its reflective Message codec is measured beside.
     let mut expected = vec!["optimus", "optimus-message", "prost", "prost-reflect"];
+    if cfg!(buffa_peer) {
+        // buffa's owned types, then its zero-copy views.
+        expected.extend(["buffa", "buffa-view"]);
+    }
     if cfg!(cpp_peer) {
         expected.push("protobuf-cpp");
     }
@@ -226,8 +238,12 @@ fn bench_threads_run_every_implementation_at_once() {
 
 #[test]
 fn bench_json_rows_leave_out_prost() {
-    // prost has no JSON mapping; the peers that have one are measured.
+    // prost has no JSON mapping, and buffa's views cannot be read from JSON; the peers that
+    // have one are measured.
     let mut expected = vec!["optimus", "optimus-message", "prost-reflect"];
+    if cfg!(buffa_peer) {
+        expected.push("buffa");
+    }
     if cfg!(cpp_peer) {
         expected.push("protobuf-cpp");
     }

@@ -4,6 +4,10 @@
 
 #[allow(unsafe_code)]
 pub mod alloc_count;
+#[cfg(buffa_peer)]
+mod buffa_peer;
+#[cfg(buffa_peer)]
+mod buffa_types;
 #[cfg(cpp_peer)]
 #[allow(unsafe_code)]
 mod cpp_peer;
@@ -63,8 +67,9 @@ pub struct BenchArgs {
     /// Repetitions per cell; min/median/max are over these [default: 11].
     #[arg(long, value_name = "N", default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..))]
     reps: u32,
-    /// Peers to measure beside optimus, comma-separated (prost, prost-reflect, and
-    /// protobuf-cpp where the build found libprotobuf), or none [default: every one built].
+    /// Peers to measure beside optimus, comma-separated (prost, prost-reflect, buffa where the
+    /// build found protoc, and protobuf-cpp where it found libprotobuf), or none [default:
+    /// every one built].
     #[arg(
         long,
         value_name = "LIST",
@@ -158,6 +163,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
             bail!(
                 "this optimus was built without the protobuf-cpp peer: build it where protoc \
                  and libprotobuf are installed"
+            );
+        }
+        if p == "buffa" {
+            bail!(
+                "this optimus was built without the buffa peer: build it where protoc is installed"
             );
         }
         bail!(

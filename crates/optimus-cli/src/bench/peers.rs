@@ -1,7 +1,8 @@
 //! The peers `optimus bench` measures beside optimus in the same run: prost (generated types,
-//! the embedded workloads only), prost-reflect (the runtime-schema peer, any schema) and,
-//! where the build found libprotobuf, Google protobuf C++ (generated code, the embedded
-//! workloads only).
+//! the embedded workloads only), prost-reflect (the runtime-schema peer, any schema), buffa
+//! (generated owned types and zero-copy views, the embedded workloads only; where the build
+//! found protoc) and, where the build found libprotobuf, Google protobuf C++ (generated code,
+//! the embedded workloads only).
 //!
 //! Before a peer is timed it must do the same work: its decode of the workload must encode
 //! to the bytes optimus encodes it as (the input's own, where the input is canonical), and
@@ -22,18 +23,22 @@ use super::prost_types;
 use super::{Op, Runner, Workload};
 
 /// The peers this build can measure, by the names `--peers` takes.
-#[cfg(cpp_peer)]
-pub const ALL: &[&str] = &["prost", "prost-reflect", "protobuf-cpp"];
-/// The peers this build can measure, by the names `--peers` takes.
-#[cfg(not(cpp_peer))]
-pub const ALL: &[&str] = &["prost", "prost-reflect"];
+pub const ALL: &[&str] = &[
+    "prost",
+    "prost-reflect",
+    #[cfg(buffa_peer)]
+    "buffa",
+    #[cfg(cpp_peer)]
+    "protobuf-cpp",
+];
 
-/// `--peers`' default: every peer this build has.
-#[cfg(cpp_peer)]
-pub const DEFAULT: &str = "prost,prost-reflect,protobuf-cpp";
-/// `--peers`' default: every peer this build has.
-#[cfg(not(cpp_peer))]
-pub const DEFAULT: &str = "prost,prost-reflect";
+/// `--peers`' default: every peer this build has (`ALL`, comma-separated).
+pub const DEFAULT: &str = match (cfg!(buffa_peer), cfg!(cpp_peer)) {
+    (true, true) => "prost,prost-reflect,buffa,protobuf-cpp",
+    (true, false) => "prost,prost-reflect,buffa",
+    (false, true) => "prost,prost-reflect,protobuf-cpp",
+    (false, false) => "prost,prost-reflect",
+};
 
 /// The notes already written to stderr, so each is written once however many operations
 /// check it.
@@ -41,7 +46,7 @@ pub const DEFAULT: &str = "prost,prost-reflect";
 pub struct Notes(HashSet<String>);
 
 impl Notes {
-    fn note(&mut self, text: String) {
+    pub(super) fn note(&mut self, text: String) {
         if !self.0.contains(&text) {
             eprintln!("optimus: note: {text}");
             self.0.insert(text);
@@ -85,6 +90,12 @@ pub fn runners<'a>(
         let runner = match peer.as_str() {
             "prost" => prost_runner(op, w, schema, notes)?,
             "prost-reflect" => Some(reflect_runner(op, w, schema, peer_schema, notes)?),
+            #[cfg(buffa_peer)]
+            "buffa" => {
+                // Two implementations: the owned types and the views.
+                out.extend(super::buffa_peer::runners(op, w, schema, notes)?);
+                continue;
+            }
             #[cfg(cpp_peer)]
             "protobuf-cpp" => cpp_runner(op, w, schema, notes)?,
             other => bail!("no peer named {other:?} (try {})", ALL.join(", ")),
@@ -217,7 +228,13 @@ fn optimus_bytes(schema: &SchemaSet, w: &Workload) -> Option<Vec<u8>> {
 }
 
 /// Notes where a peer's re-encoding of the workload differs from optimus's.
-fn same_bytes(notes: &mut Notes, peer: &str, w: &Workload, schema: &SchemaSet, encoded: &[u8]) {
+pub(super) fn same_bytes(
+    notes: &mut Notes,
+    peer: &str,
+    w: &Workload,
+    schema: &SchemaSet,
+    encoded: &[u8],
+) {
     if optimus_bytes(schema, w).as_deref() != Some(encoded) {
         notes.note(format!(
             "{peer} re-encodes {} as {} bytes that differ from optimus's; its rows measure \
@@ -229,7 +246,13 @@ fn same_bytes(notes: &mut Notes, peer: &str, w: &Workload, schema: &SchemaSet, e
 }
 
 /// Notes where a peer's JSON, read by optimus, is not the workload's message.
-fn same_json(notes: &mut Notes, peer: &str, w: &Workload, schema: &SchemaSet, json_text: &str) {
+pub(super) fn same_json(
+    notes: &mut Notes,
+    peer: &str,
+    w: &Workload,
+    schema: &SchemaSet,
+    json_text: &str,
+) {
     let back = json::decode(schema, w.id, json_text, &JsonOptions::default())
         .map(|m| binary::encode(schema, &m));
     if back.ok() != optimus_bytes(schema, w) {
@@ -294,4 +317,12 @@ fn cpp_runner<'a>(
         implementation: "protobuf-cpp",
         call,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_default_peers_are_all_the_built_ones() {
+        assert_eq!(super::DEFAULT, super::ALL.join(","));
+    }
 }
