@@ -4,8 +4,9 @@
 
 For each Optimus Prime workload (testdata/flat.bin, mixed.bin, nested.bin: one message each,
 repeated --count times) it times, best of --repeat, on one thread:
-  optimus       Schema.decode_batch(type, list_of_bytes) -> pyarrow.RecordBatch
+  optimus       Schema.decode_batch(type, list_of_bytes, threads=1) -> pyarrow.RecordBatch
   optimus-arrow the same from a pyarrow binary array
+  optimus x2    the list on two threads (threads=2), and its speed-up over one
   protobuf      Google protobuf (its default runtime, upb) parsing each message, then the
                 rows built in Python and pyarrow.RecordBatch.from_pylist with the same schema
 and prints messages/s. Needs protoc (classes are generated into a temporary directory).
@@ -66,9 +67,9 @@ def main() -> None:
     schema = optimus.Schema.from_proto([TESTDATA / "peers.proto"], include=[TESTDATA])
     print(f"{args.count} messages per batch, best of {args.repeat}, protobuf runtime "
           f"{api_implementation.Type()}")
-    print(f"| workload | bytes/msg | optimus decode_batch (list) | optimus (binary array) "
-          f"| protobuf + Python columns | speed-up |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| workload | bytes/msg | optimus decode_batch (list) | optimus (binary array) "
+          "| protobuf + Python columns | speed-up | optimus, 2 threads | 2 threads / 1 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, file in WORKLOADS:
         data = (TESTDATA / file).read_bytes()
         msgs = [data] * args.count
@@ -82,12 +83,13 @@ def main() -> None:
             return pa.RecordBatch.from_pylist([row(cls.FromString(b)) for b in msgs], schema=arrow_schema)
 
         assert theirs().equals(ours), name
-        t_list = best(lambda: schema.decode_batch(type_name, msgs, enums="string"), args.repeat)
-        t_arr = best(lambda: schema.decode_batch(type_name, arr, enums="string"), args.repeat)
+        t_list = best(lambda: schema.decode_batch(type_name, msgs, enums="string", threads=1), args.repeat)
+        t_arr = best(lambda: schema.decode_batch(type_name, arr, enums="string", threads=1), args.repeat)
+        t_two = best(lambda: schema.decode_batch(type_name, msgs, enums="string", threads=2), args.repeat)
         t_pb = best(theirs, max(1, args.repeat // 2))
         rate = lambda t: f"{args.count / t:,.0f}"  # noqa: E731
         print(f"| {name} | {len(data)} | {rate(t_list)} | {rate(t_arr)} | {rate(t_pb)} "
-              f"| {t_pb / t_list:.1f}x |")
+              f"| {t_pb / t_list:.1f}x | {rate(t_two)} | {t_list / t_two:.2f}x |")
 
 
 if __name__ == "__main__":

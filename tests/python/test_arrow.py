@@ -210,3 +210,25 @@ def test_encode_batch_inputs(kitchen, kitchen_pb2):
         kitchen.encode_batch("kitchen.Sink", pa.RecordBatch.from_pydict({"i32": [1, 2**32]}))
     with pytest.raises(optimus.EncodeError, match="no enum value"):
         kitchen.encode_batch("kitchen.Sink", pa.RecordBatch.from_pydict({"color": ["BLUE"]}))
+
+
+def test_threads_split_one_batch(kitchen, pools):
+    """A large batch decoded on several threads equals the one-thread batch."""
+    import msggen
+
+    gen = msggen.MessageGenerator(pools["kitchen"], random.Random(5))
+    data = [m.SerializeToString() for m in gen.messages("kitchen.Sink", 300)] * 14
+    data[100] = data[100][:-1] + b"\xff"
+    data[-7] = b"\xff"
+    for enums in ("dictionary", "string"):
+        one = kitchen.decode_batch("kitchen.Sink", data, enums=enums, mode="permissive", threads=1)
+        for n in (2, None):
+            many = kitchen.decode_batch("kitchen.Sink", data, enums=enums, mode="permissive", threads=n)
+            # Compared as values: NaN is not equal to itself in RecordBatch.equals, and each
+            # part has its own enum dictionary.
+            assert many.schema == one.schema
+            assert normalize(plain_rows(many)) == normalize(plain_rows(one))
+    assert one.column("_error").null_count == len(data) - 2
+    with pytest.raises(optimus.DecodeError) as e:
+        kitchen.decode_batch("kitchen.Sink", data, threads=2)
+    assert e.value.row == 100

@@ -16,12 +16,13 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     BinaryBuilder, BooleanBuilder, DurationNanosecondBuilder, Float32Builder, Float64Builder,
-    Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder,
-    TimestampNanosecondBuilder, UInt32Builder, UInt64Builder,
+    Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder, TimestampNanosecondBuilder,
+    UInt32Builder, UInt64Builder,
 };
+use arrow_array::cast::AsArray;
 use arrow_array::ffi::{from_ffi, to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::types::Int32Type;
-use arrow_array::{Array, ArrayRef, BinaryArray, LargeBinaryArray, ListArray, MapArray, StructArray};
+use arrow_array::{Array, ArrayRef, ListArray, MapArray, StructArray};
 use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field as AField, Fields};
 use optimus_core::binary::delimited;
@@ -46,6 +47,8 @@ pub(crate) struct BatchOptions {
     recursion_depth: i32,
     permissive: bool,
     error_column: String,
+    /// Most threads one batch is decoded on.
+    threads: usize,
 }
 
 impl BatchOptions {
@@ -55,6 +58,7 @@ impl BatchOptions {
         recursion_depth: i32,
         mode: &str,
         error_column: &str,
+        threads: Option<usize>,
     ) -> PyResult<BatchOptions> {
         let enums = match enums {
             "dictionary" => Enums::Dictionary,
@@ -81,6 +85,8 @@ impl BatchOptions {
             recursion_depth,
             permissive,
             error_column: error_column.to_string(),
+            threads: threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         })
     }
 }
@@ -452,10 +458,8 @@ impl FCol {
             } => {
                 let values = item.finish();
                 let field = Arc::new(AField::new("item", values.data_type().clone(), true));
-                let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(
-                    offsets,
-                    vec![0],
-                )));
+                let offsets =
+                    OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(offsets, vec![0])));
                 Arc::new(
                     ListArray::try_new(field, offsets, values, nulls.finish())
                         .expect("offsets match the values"),
@@ -477,10 +481,8 @@ impl FCol {
                 let entries = StructArray::try_new(fields.clone(), vec![keys, values], None)
                     .expect("keys and values have the same length");
                 let field = Arc::new(AField::new("entries", DataType::Struct(fields), false));
-                let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(
-                    offsets,
-                    vec![0],
-                )));
+                let offsets =
+                    OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(offsets, vec![0])));
                 Arc::new(
                     MapArray::try_new(field, offsets, entries, nulls.finish(), false)
                         .expect("offsets match the entries"),
@@ -563,7 +565,11 @@ impl StructCol {
     }
 
     fn finish_parts(&mut self) -> (Fields, Vec<ArrayRef>) {
-        let arrays: Vec<ArrayRef> = self.children.iter_mut().map(|(_, _, c)| c.finish()).collect();
+        let arrays: Vec<ArrayRef> = self
+            .children
+            .iter_mut()
+            .map(|(_, _, c)| c.finish())
+            .collect();
         let fields: Fields = self
             .children
             .iter()
@@ -586,10 +592,11 @@ impl StructCol {
 
 // ------------------------------------------------------------------ batch
 
-/// Where the messages of a batch are.
-enum Input<'p> {
-    Slices(Vec<Option<&'p [u8]>>),
-    Stream(&'p [u8]),
+/// One message of a batch: its bytes, a null, or a framing error of a delimited buffer.
+enum Row<'p> {
+    Msg(&'p [u8]),
+    Null,
+    Bad(Error),
 }
 
 /// A decode failure in a batch: the row and the engine's error.
@@ -598,56 +605,110 @@ struct RowError {
     err: Error,
 }
 
-/// Decodes `input` into `root` (and `errors` in permissive mode). Runs without the GIL.
-fn run(
+/// Batches smaller than this per thread are decoded on one thread.
+const MIN_ROWS_PER_THREAD: usize = 2048;
+
+/// Decodes `rows` (the batch's rows from `first`) into a struct array of the batch's columns
+/// (and the error column in permissive mode). Runs without the GIL.
+fn decode_rows(
     schema: &SchemaSet,
     id: MessageId,
-    input: &Input<'_>,
+    rows: &[Row<'_>],
+    first: usize,
     opts: &BatchOptions,
-    root: &mut StructCol,
-    errors: &mut StringBuilder,
-) -> Result<(), RowError> {
+) -> Result<StructArray, RowError> {
+    let mut ctx = Ctx {
+        schema,
+        opts,
+        seen: HashMap::from([(id, 1)]),
+    };
+    let mut root = ctx
+        .struct_col(id)
+        .expect("the schema was checked before the decode");
+    let mut errors = StringBuilder::new();
     let dopts = crate::decode_options();
     let mut arena = Arena::new();
-    let mut one = |row: usize, msg: Option<Result<&[u8], Error>>, arena: &mut Arena| {
-        let res = match msg {
-            None => {
+    for (i, r) in rows.iter().enumerate() {
+        let res = match r {
+            Row::Null => {
                 root.append_null_children();
                 errors.append_null();
-                return Ok(());
+                continue;
             }
-            Some(Ok(bytes)) => engine::decode(schema, id, bytes, arena, &dopts).map(|rec| {
+            Row::Msg(bytes) => engine::decode(schema, id, bytes, &arena, &dopts).map(|rec| {
                 root.append(schema, rec);
             }),
-            Some(Err(e)) => Err(e),
+            Row::Bad(e) => Err(Error::from(
+                e.as_decode().cloned().expect("a framing error"),
+            )),
         };
         arena.reset();
         match res {
-            Ok(()) => {
-                errors.append_null();
-                Ok(())
-            }
+            Ok(()) => errors.append_null(),
             Err(err) if opts.permissive => {
                 root.append_null_children();
                 errors.append_value(err.to_string());
-                Ok(())
             }
-            Err(err) => Err(RowError { row, err }),
-        }
-    };
-    match input {
-        Input::Slices(v) => {
-            for (row, m) in v.iter().enumerate() {
-                one(row, m.map(Ok), &mut arena)?;
-            }
-        }
-        Input::Stream(s) => {
-            for (row, m) in delimited(s).enumerate() {
-                one(row, Some(m.map(|(_, b)| b)), &mut arena)?;
+            Err(err) => {
+                return Err(RowError {
+                    row: first + i,
+                    err,
+                })
             }
         }
     }
-    Ok(())
+    let (mut fields, mut arrays) = root.finish_parts();
+    let len = root.len;
+    if opts.permissive {
+        let errs: ArrayRef = Arc::new(errors.finish());
+        let mut fs: Vec<_> = fields.iter().cloned().collect();
+        fs.push(Arc::new(AField::new(
+            opts.error_column.as_str(),
+            DataType::Utf8,
+            true,
+        )));
+        fields = Fields::from(fs);
+        arrays.push(errs);
+    }
+    Ok(if arrays.is_empty() {
+        StructArray::new_empty_fields(len, None)
+    } else {
+        StructArray::try_new(fields, arrays, None).expect("columns have the batch's length")
+    })
+}
+
+/// Decodes `rows` on up to `threads` threads, each a contiguous part, and joins the parts.
+fn decode_parallel(
+    schema: &SchemaSet,
+    id: MessageId,
+    rows: &[Row<'_>],
+    opts: &BatchOptions,
+    threads: usize,
+) -> Result<StructArray, RowError> {
+    let threads = threads.min(rows.len() / MIN_ROWS_PER_THREAD).max(1);
+    if threads == 1 {
+        return decode_rows(schema, id, rows, 0, opts);
+    }
+    let per = rows.len().div_ceil(threads);
+    let parts: Vec<Result<StructArray, RowError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = rows
+            .chunks(per)
+            .enumerate()
+            .map(|(k, part)| scope.spawn(move || decode_rows(schema, id, part, k * per, opts)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a decode thread panicked"))
+            .collect()
+    });
+    let mut arrays = Vec::with_capacity(parts.len());
+    for p in parts {
+        // Parts are in row order: the first error is the earliest row's.
+        arrays.push(p?);
+    }
+    let refs: Vec<&dyn Array> = arrays.iter().map(|a| a as &dyn Array).collect();
+    let joined = arrow_select::concat::concat(&refs).expect("the parts have one type");
+    Ok(joined.as_struct().clone())
 }
 
 /// An Arrow array exported by pyarrow through the C data interface.
@@ -675,54 +736,68 @@ pub(crate) fn decode_batch<'py>(
     opts: &BatchOptions,
 ) -> PyResult<Bound<'py, PyAny>> {
     let pyarrow = py.import("pyarrow")?;
-    let mut ctx = Ctx {
+    // The Arrow schema is checked (recursion) before any row is decoded.
+    Ctx {
         schema,
         opts,
         seen: HashMap::from([(id, 1)]),
-    };
-    let mut root = ctx.struct_col(id).map_err(SchemaError::new_err)?;
-    let mut errors = StringBuilder::new();
+    }
+    .struct_col(id)
+    .map_err(SchemaError::new_err)?;
 
-    // Keep what the slices borrow alive for the decode.
+    // Keep what the rows borrow alive for the decode.
     let mut held: Vec<Bound<'py, PyBytes>> = Vec::new();
     let imported: ArrayRef;
     let buffer;
-    let input = if let Ok(b) = messages.downcast::<PyBytes>() {
-        Input::Stream(b.as_bytes())
+    fn stream_rows(s: &[u8]) -> Vec<Row<'_>> {
+        delimited(s)
+            .map(|m| match m {
+                Ok((_, b)) => Row::Msg(b),
+                Err(e) => Row::Bad(e),
+            })
+            .collect()
+    }
+    fn at(valid: bool, v: &[u8]) -> Row<'_> {
+        if valid {
+            Row::Msg(v)
+        } else {
+            Row::Null
+        }
+    }
+    let rows: Vec<Row<'_>> = if let Ok(b) = messages.downcast::<PyBytes>() {
+        stream_rows(b.as_bytes())
     } else if let Ok(b) = messages.downcast::<PyByteArray>() {
         buffer = b.to_vec();
-        Input::Stream(&buffer)
+        stream_rows(&buffer)
     } else if messages.is_instance_of::<PyList>() || messages.is_instance_of::<PyTuple>() {
         for item in messages.try_iter()? {
             let item = item?;
             held.push(item.downcast_into::<PyBytes>().map_err(|e| {
-                pyo3::exceptions::PyTypeError::new_err(format!(
-                    "messages must be bytes: {e}"
-                ))
+                pyo3::exceptions::PyTypeError::new_err(format!("messages must be bytes: {e}"))
             })?);
         }
-        Input::Slices(held.iter().map(|b| Some(b.as_bytes())).collect())
+        held.iter().map(|b| Row::Msg(b.as_bytes())).collect()
     } else if messages.hasattr("_export_to_c")? || messages.hasattr("combine_chunks")? {
         imported = arrow_array::make_array(import_arrow(messages)?);
-        let slices: Vec<Option<&[u8]>> = match imported.data_type() {
+        match imported.data_type() {
             DataType::Binary => {
-                let a = imported.as_any().downcast_ref::<BinaryArray>().expect("binary");
-                (0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))).collect()
+                let a = imported.as_binary::<i32>();
+                (0..a.len())
+                    .map(|i| at(a.is_valid(i), a.value(i)))
+                    .collect()
             }
             DataType::LargeBinary => {
-                let a = imported
-                    .as_any()
-                    .downcast_ref::<LargeBinaryArray>()
-                    .expect("large binary");
-                (0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))).collect()
+                let a = imported.as_binary::<i64>();
+                (0..a.len())
+                    .map(|i| at(a.is_valid(i), a.value(i)))
+                    .collect()
             }
             t => {
                 return Err(pyo3::exceptions::PyTypeError::new_err(format!(
                     "messages must be a binary or large_binary array, not {t}"
                 )))
             }
-        };
-        Input::Slices(slices)
+        }
     } else {
         return Err(pyo3::exceptions::PyTypeError::new_err(
             "messages must be a list of bytes, a pyarrow binary array, or a varint-delimited \
@@ -730,25 +805,10 @@ pub(crate) fn decode_batch<'py>(
         ));
     };
 
-    let result = py.allow_threads(|| run(schema, id, &input, opts, &mut root, &mut errors));
-    if let Err(RowError { row, err }) = result {
-        return Err(to_py_err(py, &err, Some(row)));
-    }
-
-    let (mut fields, mut arrays) = root.finish_parts();
-    let len = root.len;
-    if opts.permissive {
-        let errs: ArrayRef = Arc::new(errors.finish());
-        let mut fs: Vec<_> = fields.iter().cloned().collect();
-        fs.push(Arc::new(AField::new(opts.error_column.as_str(), DataType::Utf8, true)));
-        fields = Fields::from(fs);
-        arrays.push(errs);
-    }
-    let batch = if arrays.is_empty() {
-        StructArray::new_empty_fields(len, None)
-    } else {
-        StructArray::try_new(fields, arrays, None).expect("columns have the batch's length")
-    };
+    let threads = opts.threads;
+    let batch = py
+        .allow_threads(|| decode_parallel(schema, id, &rows, opts, threads))
+        .map_err(|RowError { row, err }| to_py_err(py, &err, Some(row)))?;
     let (array, schema_c) =
         to_ffi(&batch.to_data()).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let array = Box::new(array);
@@ -767,7 +827,6 @@ pub(crate) fn decode_batch<'py>(
 
 // ------------------------------------------------------------------ encode
 
-use arrow_array::cast::AsArray;
 use arrow_array::types::{
     DurationNanosecondType, Float32Type, Float64Type, Int64Type, TimestampNanosecondType,
     UInt32Type, UInt64Type,
@@ -875,7 +934,10 @@ impl<'s> Writer<'s> {
             .message
             .and_then(|m| self.schema.message(m).well_known)
             .is_some_and(|w| {
-                matches!(w, WellKnown::Timestamp | WellKnown::Duration | WellKnown::Wrapper)
+                matches!(
+                    w,
+                    WellKnown::Timestamp | WellKnown::Duration | WellKnown::Wrapper
+                )
             })
     }
 
@@ -911,7 +973,13 @@ impl<'s> Writer<'s> {
         i: usize,
         arena: &'s Arena,
     ) -> Result<FieldRef<'s>, String> {
-        let bad = || col_err(ty, field, format!("cannot hold a {} column", arr.data_type()));
+        let bad = || {
+            col_err(
+                ty,
+                field,
+                format!("cannot hold a {} column", arr.data_type()),
+            )
+        };
         Ok(match (field.kind, arr.data_type()) {
             (Kind::Bool, DataType::Boolean) => FieldRef::Bool(arr.as_boolean().value(i)),
             (Kind::Int32 | Kind::Sint32 | Kind::Sfixed32, DataType::Int32) => {
@@ -944,15 +1012,22 @@ impl<'s> Writer<'s> {
             }
             (Kind::Enum, DataType::Utf8 | DataType::LargeUtf8 | DataType::Dictionary(_, _)) => {
                 let name = str_at(arr, i).ok_or_else(bad)?;
-                FieldRef::Enum(enum_number(self.schema, field, name).ok_or_else(|| {
-                    col_err(ty, field, format!("no enum value named {name:?}"))
-                })?)
+                FieldRef::Enum(
+                    enum_number(self.schema, field, name).ok_or_else(|| {
+                        col_err(ty, field, format!("no enum value named {name:?}"))
+                    })?,
+                )
             }
             (Kind::Message | Kind::Group, dt) => {
                 let id = field.message.expect("a message field has a type");
                 let sub = Record::new_in(self.schema, id, arena);
                 let mt = self.schema.message(id);
-                let split = |ns: i64| (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000) as i32);
+                let split = |ns: i64| {
+                    (
+                        ns.div_euclid(1_000_000_000),
+                        ns.rem_euclid(1_000_000_000) as i32,
+                    )
+                };
                 match (mt.well_known, dt) {
                     (Some(WellKnown::Timestamp), DataType::Timestamp(_, _)) => {
                         let ns = arr.as_primitive::<TimestampNanosecondType>().value(i);

@@ -200,8 +200,15 @@ fn fill<'a>(rec: Record<'a>, value: &Bound<'_, PyDict>, arena: &'a Arena) -> PyR
                 }
             }
             Cardinality::Repeated => {
-                if v.is_instance_of::<PyString>() || v.is_instance_of::<PyBytes>() || v.is_instance_of::<PyDict>() {
-                    return Err(encode_err(&ty.full_name, field, "a repeated field takes a list"));
+                if v.is_instance_of::<PyString>()
+                    || v.is_instance_of::<PyBytes>()
+                    || v.is_instance_of::<PyDict>()
+                {
+                    return Err(encode_err(
+                        &ty.full_name,
+                        field,
+                        "a repeated field takes a list",
+                    ));
                 }
                 for item in v.try_iter().map_err(|_| {
                     encode_err(&ty.full_name, field, "a repeated field takes a list")
@@ -221,9 +228,9 @@ fn fill<'a>(rec: Record<'a>, value: &Bound<'_, PyDict>, arena: &'a Arena) -> PyR
             }
             _ => {
                 if field.kind.is_message() {
-                    let sub = v.downcast::<PyDict>().map_err(|_| {
-                        encode_err(&ty.full_name, field, "a message takes a dict")
-                    })?;
+                    let sub = v
+                        .downcast::<PyDict>()
+                        .map_err(|_| encode_err(&ty.full_name, field, "a message takes a dict"))?;
                     let r = rec.message_mut(arena, index).map_err(eng)?;
                     fill(r, sub, arena)?;
                 } else {
@@ -291,7 +298,11 @@ fn scalar<'a>(
                 match e.and_then(|e| e.value_by_name(&name)) {
                     Some(ev) => FieldRef::Enum(ev.number),
                     None => {
-                        return Err(encode_err(ty, field, format!("no enum value named {name:?}")))
+                        return Err(encode_err(
+                            ty,
+                            field,
+                            format!("no enum value named {name:?}"),
+                        ))
                     }
                 }
             } else {

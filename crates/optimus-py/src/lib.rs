@@ -90,9 +90,9 @@ fn schema_err(e: impl std::fmt::Display) -> PyErr {
 
 impl Schema {
     pub(crate) fn id(&self, type_name: &str) -> PyResult<MessageId> {
-        self.set
-            .message_by_name(type_name)
-            .ok_or_else(|| PyKeyError::new_err(format!("no message type {type_name:?} in the schema")))
+        self.set.message_by_name(type_name).ok_or_else(|| {
+            PyKeyError::new_err(format!("no message type {type_name:?} in the schema"))
+        })
     }
 }
 
@@ -273,7 +273,8 @@ impl Schema {
 
     /// Decodes a batch of messages into a pyarrow.RecordBatch (see the stubs for the options).
     #[pyo3(signature = (type_name, messages, *, enums = "dictionary", emit_defaults = false,
-                        recursion_depth = -1, mode = "failfast", error_column = "_error"))]
+                        recursion_depth = -1, mode = "failfast", error_column = "_error",
+                        threads = None))]
     #[allow(clippy::too_many_arguments)]
     fn decode_batch<'py>(
         &self,
@@ -285,6 +286,7 @@ impl Schema {
         recursion_depth: i32,
         mode: &str,
         error_column: &str,
+        threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = self.id(&type_name)?;
         let opts = arrow::BatchOptions::parse(
@@ -293,6 +295,7 @@ impl Schema {
             recursion_depth,
             mode,
             error_column,
+            threads,
         )?;
         arrow::decode_batch(py, &self.set, id, messages, &opts)
     }
@@ -326,13 +329,16 @@ impl Schema {
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = self.id(&type_name)?;
         let opts =
-            arrow::BatchOptions::parse(enums, false, recursion_depth, mode, error_column)?;
+            arrow::BatchOptions::parse(enums, false, recursion_depth, mode, error_column, Some(1))?;
         let empty = pyo3::types::PyList::empty(py);
         arrow::decode_batch(py, &self.set, id, empty.as_any(), &opts)?.getattr("schema")
     }
 
     fn __repr__(&self) -> String {
-        format!("<optimus.Schema with {} message types>", self.message_types().len())
+        format!(
+            "<optimus.Schema with {} message types>",
+            self.message_types().len()
+        )
     }
 }
 

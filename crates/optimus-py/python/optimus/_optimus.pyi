@@ -97,6 +97,7 @@ class Schema:
         recursion_depth: int = -1,
         mode: Literal["failfast", "permissive"] = "failfast",
         error_column: str = "_error",
+        threads: int | None = None,
     ) -> pyarrow.RecordBatch:
         """Decode many messages into one RecordBatch, a row per message, a column per field.
 
@@ -116,6 +117,11 @@ class Schema:
         ``mode="failfast"`` raises DecodeError naming the row; ``"permissive"`` makes a bad
         message a row of nulls and adds a string column ``error_column`` with the error
         (null for good rows). The GIL is released while the batch decodes.
+
+        ``threads``: most threads for this batch (default: every core); a batch is split
+        into contiguous parts of at least 2048 rows, decoded at once and joined, so small
+        batches stay on one thread. With dictionary enums each part brings its own
+        dictionary, so the joined column's dictionary may repeat names.
         """
     def encode_batch(
         self, type_name: str, batch: pyarrow.RecordBatch, *, error_column: str = "_error"
