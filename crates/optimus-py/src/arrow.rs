@@ -136,8 +136,8 @@ enum FCol {
     Map {
         offsets: Vec<i32>,
         nulls: NullBufferBuilder,
-        key: VCol,
-        value: VCol,
+        key: Box<VCol>,
+        value: Box<VCol>,
         key_kind: Kind,
     },
 }
@@ -224,8 +224,8 @@ impl Ctx<'_> {
                     FCol::Map {
                         offsets: vec![0],
                         nulls: NullBufferBuilder::new(0),
-                        key,
-                        value,
+                        key: Box::new(key),
+                        value: Box::new(value),
                         key_kind: kf.kind,
                     }
                 }
@@ -416,10 +416,8 @@ impl FCol {
                 let keep = dedupe(&entries);
                 let (_, vf) = schema.map_entry_fields(field);
                 let mut n = 0;
-                for (i, e) in entries.iter().enumerate() {
-                    let Some(j) = keep[i] else { continue };
-                    let src = entries[j];
-                    let _ = e;
+                for j in keep.iter().flatten() {
+                    let src = entries[*j];
                     match src.get(0) {
                         Some(k) => key.append(schema, k),
                         None => key.append_default(schema, *key_kind),

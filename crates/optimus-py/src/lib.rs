@@ -135,7 +135,10 @@ impl Schema {
         names
     }
 
-    /// Decodes protobuf bytes into a dict (see `optimus.Schema.decode` in the stubs).
+    /// Decodes protobuf bytes into a dict: set fields by declared name (`json_names`: JSON
+    /// names), every integer an int, bytes as bytes, enums by name (`enums_as_ints`: number),
+    /// messages as dicts, repeated as lists, maps as dicts; `emit_defaults` adds unset fields
+    /// without presence as their defaults. Raises DecodeError with `.path` and `.offset`.
     #[pyo3(signature = (type_name, data, *, enums_as_ints = false, emit_defaults = false, json_names = false))]
     fn decode<'py>(
         &self,
@@ -198,6 +201,7 @@ impl Schema {
     }
 
     /// Proto3 JSON text to protobuf bytes.
+    #[allow(clippy::wrong_self_convention)] // named as the Python API: Schema.from_json
     #[pyo3(signature = (type_name, text, *, ignore_unknown = false))]
     fn from_json<'py>(
         &self,
@@ -271,7 +275,12 @@ impl Schema {
         })
     }
 
-    /// Decodes a batch of messages into a pyarrow.RecordBatch (see the stubs for the options).
+    /// Decodes many messages (a list of bytes, a pyarrow binary array, or a varint-delimited
+    /// buffer) into a pyarrow.RecordBatch, a column per field: structs, lists, maps,
+    /// timestamp[ns, UTC], duration[ns]; `enums` "dictionary", "string" or "int";
+    /// `emit_defaults`; `recursion_depth` (-1: recursive types raise); `mode` "failfast"
+    /// (DecodeError with `.row`) or "permissive" (null row + `error_column`); `threads`
+    /// (default: every core, for batches of at least 2048 rows a thread).
     #[pyo3(signature = (type_name, messages, *, enums = "dictionary", emit_defaults = false,
                         recursion_depth = -1, mode = "failfast", error_column = "_error",
                         threads = None))]
