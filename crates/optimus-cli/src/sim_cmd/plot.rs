@@ -1435,7 +1435,6 @@ pub fn cereal_figures(
     )
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::super::sweep;
