@@ -216,7 +216,8 @@ public final class Bench {
   }
 
   private static String fmt(double us) {
-    return us >= 100 ? String.format("%.0f", us) : us >= 10 ? String.format("%.1f", us) : String.format("%.2f", us);
+    return us >= 100 ? String.format("%.0f", us) : us >= 10 ? String.format("%.1f", us)
+        : us >= 1 ? String.format("%.2f", us) : String.format("%.3f", us); // small records: ns
   }
 
   /** One fork: check, warm up, measure; prints S and D lines of µs per operation. */
