@@ -41,8 +41,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * class names, which with registration optional list every unregistered class of the graph, so
  * the check costs nothing for graphs of registered classes); or when Cereal refuses the graph
  * (a lambda, a record) and registration is optional. Singletons and {@code Class} objects are
- * Cereal's own. With registration required,
- * a nested class of that kind is not registered and fails, as with Kryo.
+ * Cereal's own. With registration required, a nested class of that kind is not registered and
+ * fails, as with Kryo.
  */
 final class RecordCodec {
   static final int CEREAL_MAGIC = 0xCE;
@@ -78,10 +78,10 @@ final class RecordCodec {
   /**
    * Whether {@code type}'s instances keep state that a copy of their non-transient fields loses
    * or that Java serialization would replace: {@code Externalizable}; a {@code writeReplace}
-   * method (Scala's immutable {@code HashMap} proxies; not Scala's {@code List}'s), or a {@code readResolve} on a class with
-   * instance fields (Scala's {@code Manifest}s, which resolve to canonical instances); or a private
-   * {@code writeObject} together with transient fields (Hadoop's configurations,
-   * {@code java.util.Date}). Exempt: collections and maps that Cereal writes by content, and
+   * method (Scala's immutable {@code HashMap} proxies; not Scala's {@code List}'s), or a
+   * {@code readResolve} on a class with instance fields (Scala's {@code Manifest}s, which resolve
+   * to canonical instances); or a private {@code writeObject} together with transient fields
+   * (Hadoop's configurations, {@code java.util.Date}). Exempt: collections and maps that Cereal writes by content, and
    * serialization singletons (no instance fields and a {@code readResolve}: Scala's {@code None},
    * {@code Nil}, empty collections), which Cereal itself reads back as their one instance.
    */
