@@ -109,48 +109,34 @@ impl<const COPY: bool> Decoder<'_, COPY> {
             }
             let tag = read_varint(self.buf, pos, end)?;
             let (number, wire) = split_tag(tag, tag_start)?;
-            let index = match table.find_from(number, guess) {
-                Some(i) => i,
-                None => {
-                    if wire == WireType::EndGroup && group == Some(number) {
-                        return Ok(());
-                    }
-                    self.unknown(
-                        rec,
-                        table,
-                        ty.is_map_entry,
-                        number,
-                        wire,
-                        tag_start,
-                        pos,
-                        end,
-                        depth,
-                    )?;
-                    continue;
+            let stored = match table.find_from(number, guess) {
+                Some(index) => {
+                    guess = index + 1;
+                    let e = &table.entries[index];
+                    accepts(e, wire)
+                        && self
+                            .field(
+                                rec,
+                                table,
+                                index,
+                                e,
+                                wire,
+                                tag_start,
+                                pos,
+                                end,
+                                depth,
+                                ty.is_map_entry,
+                            )
+                            .map_err(|err| within(err, &ty.fields[index].name))?
                 }
-            };
-            guess = index + 1;
-            let e = &table.entries[index];
-            let stored = if accepts(e, wire) {
-                self.field(
-                    rec,
-                    table,
-                    index,
-                    e,
-                    wire,
-                    tag_start,
-                    pos,
-                    end,
-                    depth,
-                    ty.is_map_entry,
-                )
-                .map_err(|err| within(err, &ty.fields[index].name))?
-            } else if wire == WireType::EndGroup && group == Some(number) {
-                return Ok(());
-            } else {
-                false
+                None => false,
             };
             if !stored {
+                // An end-group tag is never a field's value: it closes this group, or is an
+                // error `unknown` reports.
+                if wire == WireType::EndGroup && group == Some(number) {
+                    return Ok(());
+                }
                 self.unknown(
                     rec,
                     table,

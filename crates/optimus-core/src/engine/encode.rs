@@ -181,24 +181,8 @@ fn scalar_field(out: &mut Back, e: &Entry, raw: &[u8]) {
         }
         return;
     }
-    out.reserve(FIELD_ROOM);
-    // SAFETY: reserved just above, for every arm: a value of at most ten bytes and the tag.
-    unsafe {
-        match scalar {
-            Scalar::Int32 | Scalar::OpenEnum | Scalar::ClosedEnum => {
-                out.varint_unchecked(read_le::<i32>(raw) as i64 as u64)
-            }
-            Scalar::Uint32 => out.varint_unchecked(u64::from(read_le::<u32>(raw))),
-            Scalar::Int64 | Scalar::Uint64 => out.varint_unchecked(read_le::<u64>(raw)),
-            Scalar::Sint32 => out.varint_unchecked(u64::from(zigzag32(read_le::<i32>(raw)))),
-            Scalar::Sint64 => out.varint_unchecked(zigzag64(read_le::<i64>(raw))),
-            Scalar::Bool => out.byte_unchecked(raw[0]),
-            Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => out.put_unchecked(&raw[..4]),
-            Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => out.put_unchecked(&raw[..8]),
-            _ => unreachable!("strings and bytes above, messages by the walker"),
-        }
-        out.tag_unchecked(e);
-    }
+    element(out, scalar, raw);
+    out.tag(e);
 }
 
 /// Writes a single scalar field (not a message): its value read from the slot by type, and

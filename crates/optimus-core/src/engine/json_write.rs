@@ -5,8 +5,8 @@
 use optimus_schema::{Entry, Field, Kind, MessageId, SchemaSet, Shape, WellKnown};
 
 use crate::json::encode::{
-    emits_default, encode_err, quoted, within, write_bytes, write_enum, write_int, write_str,
-    Encoder, ENCODE_DEPTH_LIMIT,
+    emits_default, encode_err, quoted, within, write_bytes, write_enum, write_int,
+    write_member_name, write_str, Encoder, ENCODE_DEPTH_LIMIT,
 };
 use crate::json::number::{write_f32, write_f64};
 use crate::json::{wkt, JsonOptions};
@@ -71,22 +71,6 @@ impl JsonWriter<'_, '_> {
         Ok(())
     }
 
-    /// Writes a member's name and colon (a comma before all but the first).
-    #[inline(always)]
-    fn name(&mut self, field: &Field, first: &mut bool) {
-        if !*first {
-            self.out.push(',');
-        }
-        *first = false;
-        let name = if self.opts.proto_names && !field.is_extension {
-            &field.name
-        } else {
-            &field.json_name
-        };
-        write_str(self.out, name);
-        self.out.push(':');
-    }
-
     #[inline]
     fn member(
         &mut self,
@@ -95,7 +79,7 @@ impl JsonWriter<'_, '_> {
         field: &Field,
         first: &mut bool,
     ) -> Result<(), Error> {
-        self.name(field, first);
+        write_member_name(self.out, self.opts, field, first);
         let e = &self.schema.message(rec.type_id()).table.entries[index];
         self.field_value(rec, index, e, field).map_err(|err| {
             within(

@@ -118,17 +118,7 @@ impl<'s, 'o> Encoder<'s, 'o> {
         v: &Value,
         first: &mut bool,
     ) -> Result<(), Error> {
-        if !*first {
-            self.out.push(',');
-        }
-        *first = false;
-        let name = if self.opts.proto_names && !field.is_extension {
-            &field.name
-        } else {
-            &field.json_name
-        };
-        write_str(self.out, name);
-        self.out.push(':');
+        write_member_name(self.out, self.opts, field, first);
         let seg = || {
             if field.is_extension {
                 &field.json_name
@@ -249,6 +239,27 @@ pub(crate) fn key_segment(k: &MapKey) -> String {
         MapKey::U32(n) => format!("[{n}]"),
         MapKey::U64(n) => format!("[{n}]"),
     }
+}
+
+/// Writes a member's name and colon, after a comma unless it is the `first` member.
+#[inline]
+pub(crate) fn write_member_name(
+    out: &mut String,
+    opts: &JsonOptions,
+    field: &Field,
+    first: &mut bool,
+) {
+    if !*first {
+        out.push(',');
+    }
+    *first = false;
+    let name = if opts.proto_names && !field.is_extension {
+        &field.name
+    } else {
+        &field.json_name
+    };
+    write_str(out, name);
+    out.push(':');
 }
 
 /// Appends an integer as JSON number text.
