@@ -1,11 +1,16 @@
-//! optimus-core: the engine — dynamic messages and the codecs that transform them.
+//! optimus-core: the engine — messages and the codecs that transform them.
 //!
-//! Messages ([`Message`]) are records laid out by a [`optimus_schema::SchemaSet`] type: value
-//! slots plus a presence bitmap, the *instance schema* that setters fill and encoders walk.
-//! Formats are table-driven over the same schema: [`binary`] is the protobuf wire format
-//! (deterministic output, byte-identical to Google protobuf's), [`json`] the proto3 JSON
-//! mapping with every well-known type. Decoders return an [`Error`] that names the field path
-//! and byte offset; they never panic on input, never loop, and bound nesting and allocation.
+//! Engine v2 ([`engine`]) keeps a message as a [`Record`]: bytes in an [`Arena`] laid out by
+//! its type's op table, whose presence words are the *instance schema* that setters fill and
+//! the walkers visit; strings and bytes are views of the input. Its walkers read and write
+//! the protobuf wire format and proto3 JSON with one `match` on each field's op.
+//!
+//! The reflective [`Message`] (value slots plus a presence bitmap) and its codecs [`binary`]
+//! (deterministic output, byte-identical to Google protobuf's) and [`json`] (the proto3 JSON
+//! mapping with every well-known type) stay beside it for traces, the well-known types' JSON
+//! forms and the RPC layer's typed services; the two give the same bytes, text and errors.
+//! Decoders return an [`Error`] that names the field path and byte offset; they never panic
+//! on input, never loop, and bound nesting and allocation.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 

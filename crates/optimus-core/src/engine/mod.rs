@@ -1,11 +1,12 @@
-//! Engine v2: the protobuf binary format over op tables and arena records.
+//! Engine v2: protobuf binary and proto3 JSON over op tables and arena records.
 //!
 //! [`decode`] walks wire bytes into a [`Record`] in an [`Arena`] (strings and bytes viewed in
 //! the input), [`decode_copied`] copies them into the arena instead, and [`encode`] walks a
-//! record back to deterministic wire bytes. Each is one walker over the type's op table
-//! (`optimus_schema::table`): per field, a lookup that first tries the entry after the last
-//! one, then one `match` on the entry's op. Decoding into a reset arena and encoding into a
-//! reused buffer allocate nothing once both have grown to the largest message.
+//! record back to deterministic wire bytes; [`decode_json`] and [`encode_json`] do the same
+//! for proto3 JSON. Each is one walker over the type's op table (`optimus_schema::table`): per
+//! field, a lookup that first tries the entry after the last one, then one `match` on the
+//! entry's op. Decoding into a reset arena and encoding into a reused buffer allocate nothing
+//! once both have grown to the largest message.
 
 mod decode;
 mod encode;
