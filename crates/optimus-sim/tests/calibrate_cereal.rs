@@ -2,57 +2,19 @@
 //! stay met, a missed or unmodelled one must be explained in docs/simulator.md's "Cereal model"
 //! section; the model is deterministic; and the project's copy of the targets is the papers'.
 
-use optimus_sim::calibrate::Status;
+mod common;
+
 use optimus_sim::cereal::reproduce::{reproduce_cereal, TARGETS_JSON};
 use optimus_sim::cereal::{self, CerealConfig};
 
 /// Cereal targets the model meets (approx within 25 %).
 const MET: &[&str] = &["cereal.abstract.spark_sd_vs_kryo.x"];
 
-const DOC: &str = include_str!("../../../docs/simulator.md");
-
-/// docs/simulator.md's "Why the Cereal targets miss" subsection.
-fn reasons() -> &'static str {
-    let from = "### Why the Cereal targets miss";
-    let start = DOC
-        .find(from)
-        .unwrap_or_else(|| panic!("docs/simulator.md has no `{from}`"));
-    let body = &DOC[start + from.len()..];
-    let end = body
-        .find("\n### ")
-        .or_else(|| body.find("\n## "))
-        .unwrap_or(body.len());
-    &body[..end]
-}
-
 #[test]
 fn cereal_targets() {
     let (rows, figs) = reproduce_cereal(&CerealConfig::default()).unwrap();
-    let reasons = reasons();
-    for id in MET {
-        let r = rows.iter().find(|r| r.id == *id).unwrap();
-        assert_eq!(
-            r.status,
-            Status::Met,
-            "{id} regressed: paper {} model {:?}",
-            r.paper,
-            r.model
-        );
-    }
-    for r in &rows {
-        if matches!(r.status, Status::Missed | Status::NotModeled) {
-            assert!(
-                reasons.contains(&format!("`{}`", r.id)),
-                "{} is not met and docs/simulator.md does not say why",
-                r.id
-            );
-        }
-        assert!(
-            r.status != Status::Met || MET.contains(&r.id.as_str()),
-            "{} is met now: add it to MET and to docs/simulator.md",
-            r.id
-        );
-    }
+    let reasons = common::doc_section("### Why the Cereal targets miss");
+    common::check_targets(&rows, MET, reasons);
     assert_eq!(figs.graphs.len(), cereal::WORKLOADS.len());
     // The Amdahl step: the paper's maximum share gains more than its average.
     assert!(figs.job_vs_kryo[1].1 > figs.job_vs_kryo[0].1);

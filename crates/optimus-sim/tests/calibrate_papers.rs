@@ -3,8 +3,10 @@
 //! model leaves out" for one not modelled), and the project's copy of the targets must be the
 //! papers' list.
 
+mod common;
+
 use optimus_sim::calibrate::{
-    reproduce_op, reproduce_op_with, reproduce_rpcacc, reproduce_rpcacc_with, Row, Status,
+    reproduce_op, reproduce_op_with, reproduce_rpcacc, reproduce_rpcacc_with, Row,
 };
 use optimus_sim::op::OpConfig;
 use optimus_sim::rpcacc::RpcAccConfig;
@@ -82,19 +84,6 @@ const MET_RPCACC: &[&str] = &[
     "rpcacc.c3.placement_worst_vs_best.x",
 ];
 
-const DOC: &str = include_str!("../../../docs/simulator.md");
-
-/// The text of docs/simulator.md from the heading `from` to the next heading of its level.
-fn section(from: &str) -> &'static str {
-    let start = DOC
-        .find(from)
-        .unwrap_or_else(|| panic!("docs/simulator.md has no `{from}`"));
-    let level = &from[..=from.find(' ').unwrap()];
-    let body = &DOC[start + from.len()..];
-    let end = body.find(&format!("\n{level}")).unwrap_or(body.len());
-    &body[..end]
-}
-
 /// Where docs/simulator.md gives the reasons targets are missed or not modelled: the
 /// calibration table names every id, so the table does not count.
 fn reasons() -> String {
@@ -102,39 +91,12 @@ fn reasons() -> String {
         "## Why the missed targets miss",
         "## What the model leaves out, and why",
     ]
-    .map(section)
+    .map(common::doc_section)
     .concat()
 }
 
 fn check(rows: &[Row], met: &[&str]) {
-    for id in met {
-        let r = rows
-            .iter()
-            .find(|r| r.id == *id)
-            .unwrap_or_else(|| panic!("{id}: no such target"));
-        assert_eq!(
-            r.status,
-            Status::Met,
-            "{id} regressed: paper {} model {:?}",
-            r.paper,
-            r.model
-        );
-    }
-    let reasons = reasons();
-    for r in rows {
-        if matches!(r.status, Status::Missed | Status::NotModeled) {
-            assert!(
-                reasons.contains(&format!("`{}`", r.id)),
-                "{} is not met and docs/simulator.md does not say why",
-                r.id
-            );
-        }
-        assert!(
-            r.status != Status::Met || met.contains(&r.id.as_str()),
-            "{} is met now: add it to the list above and to docs/simulator.md",
-            r.id
-        );
-    }
+    common::check_targets(rows, met, &reasons());
 }
 
 fn model(rows: &[Row], id: &str) -> f64 {
