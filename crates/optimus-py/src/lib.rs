@@ -17,7 +17,11 @@ use optimus_core::binary::DecodeOptions;
 use optimus_core::engine;
 use optimus_core::json::JsonOptions;
 use optimus_core::{Arena, Error};
-use optimus_schema::{MessageId, SchemaSet};
+use optimus_schema::{
+    descriptor_set_from_proto_files, descriptor_set_from_sources, FileDescriptorSet, MessageId,
+    SchemaSet, DEFAULT_PROTO_NAME,
+};
+use prost::Message as _;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -82,6 +86,10 @@ pub(crate) fn decode_options() -> DecodeOptions {
 #[pyclass(frozen, module = "optimus")]
 pub struct Schema {
     pub(crate) set: Arc<SchemaSet>,
+    /// The serialized `FileDescriptorSet` the schema was compiled from: what `descriptor_set()`
+    /// returns and what a pickled Schema carries to another process (a Spark executor, a Ray
+    /// worker), where it is compiled again.
+    descriptor_set: Arc<[u8]>,
 }
 
 fn schema_err(e: impl std::fmt::Display) -> PyErr {
@@ -89,6 +97,14 @@ fn schema_err(e: impl std::fmt::Display) -> PyErr {
 }
 
 impl Schema {
+    /// Compiles `set` and keeps its serialized form.
+    fn compile(set: &FileDescriptorSet) -> PyResult<Schema> {
+        Ok(Schema {
+            set: Arc::new(SchemaSet::from_descriptor_set(set).map_err(schema_err)?),
+            descriptor_set: set.encode_to_vec().into(),
+        })
+    }
+
     pub(crate) fn id(&self, type_name: &str) -> PyResult<MessageId> {
         self.set.message_by_name(type_name).ok_or_else(|| {
             PyKeyError::new_err(format!("no message type {type_name:?} in the schema"))
@@ -105,22 +121,41 @@ impl Schema {
     #[pyo3(signature = (files, include = None))]
     fn from_proto(files: Vec<PathBuf>, include: Option<Vec<PathBuf>>) -> PyResult<Schema> {
         let include = include.unwrap_or_default();
-        let set = SchemaSet::from_proto_files(&files, &include).map_err(schema_err)?;
-        Ok(Schema { set: Arc::new(set) })
+        Schema::compile(&descriptor_set_from_proto_files(&files, &include).map_err(schema_err)?)
     }
 
     /// Loads a serialized FileDescriptorSet (`protoc -o FILE --include_imports`).
     #[staticmethod]
     fn from_descriptor_set(data: &[u8]) -> PyResult<Schema> {
         let set = SchemaSet::from_descriptor_set_bytes(data).map_err(schema_err)?;
-        Ok(Schema { set: Arc::new(set) })
+        Ok(Schema {
+            set: Arc::new(set),
+            descriptor_set: data.into(),
+        })
     }
 
     /// Compiles one `.proto` source given as text (it may import Google's well-known types).
     #[staticmethod]
     fn from_source(text: String) -> PyResult<Schema> {
-        let set = SchemaSet::from_source(&text).map_err(schema_err)?;
-        Ok(Schema { set: Arc::new(set) })
+        let sources = [(DEFAULT_PROTO_NAME, text.as_str())];
+        Schema::compile(&descriptor_set_from_sources(&sources).map_err(schema_err)?)
+    }
+
+    /// The serialized `FileDescriptorSet` (imports included) the schema was compiled from: what
+    /// `from_descriptor_set` loads, and what Spark's `from_protobuf(binaryDescriptorSet=...)`
+    /// and Google's `descriptor_pool` take.
+    fn descriptor_set<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.descriptor_set)
+    }
+
+    /// Pickling: a Schema travels as its descriptor set and is compiled again on load, so it
+    /// can be captured by a function that Spark or Ray runs in another process.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let py = slf.py();
+        let load = py.get_type::<Schema>().getattr("from_descriptor_set")?;
+        Ok((load, (slf.get().descriptor_set(py),)))
     }
 
     /// The full names of the message types (map entry types left out), sorted.
