@@ -188,6 +188,7 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
             by_name,
             names_unique,
             table: Table::default(),
+            thrift: None,
         };
         let enums = &schema.enums;
         ty.table = table::build(&ty, |e| enums[e as usize].is_closed);

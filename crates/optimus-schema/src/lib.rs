@@ -14,6 +14,7 @@ mod error;
 mod kind;
 mod load;
 pub mod table;
+pub mod thrift;
 mod types;
 
 pub use error::SchemaError;

@@ -215,6 +215,8 @@ pub struct MessageType {
     pub may_lack_required: bool,
     /// The op table the engine's walkers dispatch on, and the record layout it addresses.
     pub table: Table,
+    /// The Thrift side (ids, Thrift types, write order) when loaded from `.thrift` files.
+    pub thrift: Option<Box<crate::thrift::ThriftStruct>>,
     pub(crate) dense: Vec<u32>,
     pub(crate) by_name: HashMap<String, u32>,
     /// No name (declared or JSON) belongs to two fields, so a field whose own name matches is
@@ -355,6 +357,7 @@ pub struct SchemaSet {
     pub(crate) services: Vec<Service>,
     pub(crate) message_names: HashMap<String, MessageId>,
     pub(crate) enum_names: HashMap<String, EnumId>,
+    pub(crate) thrift: Option<Box<crate::thrift::ThriftInfo>>,
 }
 
 impl SchemaSet {
