@@ -149,3 +149,54 @@ def decode_column(
     else:
         struct = pa.StructArray.from_arrays(arrays, fields=fields, mask=null)
     return struct, errors
+
+
+def _conform(source: pa.DataType, target: pa.DataType) -> pa.DataType:
+    """``source`` with the leaves that ``encode_batch`` reads in another Arrow type (Spark's
+    signed integers for unsigned fields, decimals, microsecond timestamps and durations)
+    replaced by ``target``'s; fields ``target`` lacks and enums given as numbers stay."""
+    if source == target:
+        return source
+    if pa.types.is_struct(source) and pa.types.is_struct(target):
+        by_name = {f.name: f for f in target}
+        return pa.struct(
+            [f.with_type(_conform(f.type, by_name[f.name].type)) if f.name in by_name else f
+             for f in source]
+        )
+    if pa.types.is_list(source) and pa.types.is_list(target):
+        return pa.list_(source.value_field.with_type(_conform(source.value_type, target.value_type)))
+    if pa.types.is_map(source) and pa.types.is_map(target):
+        return pa.map_(
+            source.key_field.with_type(_conform(source.key_type, target.key_type)),
+            source.item_field.with_type(_conform(source.item_type, target.item_type)),
+        )
+    numeric = pa.types.is_integer(source) or pa.types.is_decimal(source)
+    if numeric and pa.types.is_integer(target):
+        return target
+    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
+        return target
+    if pa.types.is_duration(source) and pa.types.is_duration(target):
+        return target
+    return source
+
+
+def encode_target(schema: Schema, message_name: str) -> pa.DataType:
+    """The struct type ``decode_batch`` makes for the message (enums as names): what
+    :func:`encode_column` conforms a struct column to."""
+    return pa.struct(list(schema.arrow_schema(message_name, enums="string")))
+
+
+def encode_column(schema: Schema, message_name: str, struct: Any, target: pa.DataType) -> pa.Array:
+    """Encodes each row of a struct array (or chunked array) as protobuf bytes: a binary
+    array, null where the struct is null. Integer, decimal, timestamp and duration leaves are
+    first cast to the types ``encode_batch`` reads (``target``'s)."""
+    if isinstance(struct, pa.ChunkedArray):
+        struct = struct.combine_chunks() if struct.num_chunks != 1 else struct.chunk(0)
+    conformed = _conform(struct.type, target)
+    if conformed != struct.type:
+        struct = struct.cast(conformed, safe=False)
+    rows = schema.encode_batch(message_name, pa.RecordBatch.from_struct_array(struct))
+    data = pa.array(rows, pa.binary())
+    if struct.null_count:
+        data = pc.if_else(struct.is_null(), pa.scalar(None, pa.binary()), data)
+    return data

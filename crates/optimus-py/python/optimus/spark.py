@@ -26,7 +26,15 @@ from typing import Any, Mapping, Optional
 
 import pyarrow as pa
 
-from ._batch import SchemaLike, decode_column, decode_kwargs, load_schema, upcast_unsigned
+from ._batch import (
+    SchemaLike,
+    decode_column,
+    decode_kwargs,
+    encode_column,
+    encode_target,
+    load_schema,
+    upcast_unsigned,
+)
 
 __all__ = ["from_protobuf", "to_protobuf", "spark_type", "arrow_type_for_spark"]
 
@@ -170,35 +178,6 @@ def from_protobuf(
     return df.mapInArrow(decode, T.StructType(out_fields))
 
 
-def _conform(source: pa.DataType, target: pa.DataType) -> pa.DataType:
-    """``source`` with the leaves that ``encode_batch`` reads in another Arrow type (Spark's
-    signed integers for unsigned fields, decimals, microsecond timestamps and durations)
-    replaced by ``target``'s; fields ``target`` lacks and enums given as numbers stay."""
-    if source == target:
-        return source
-    if pa.types.is_struct(source) and pa.types.is_struct(target):
-        by_name = {f.name: f for f in target}
-        return pa.struct(
-            [f.with_type(_conform(f.type, by_name[f.name].type)) if f.name in by_name else f
-             for f in source]
-        )
-    if pa.types.is_list(source) and pa.types.is_list(target):
-        return pa.list_(source.value_field.with_type(_conform(source.value_type, target.value_type)))
-    if pa.types.is_map(source) and pa.types.is_map(target):
-        return pa.map_(
-            source.key_field.with_type(_conform(source.key_type, target.key_type)),
-            source.item_field.with_type(_conform(source.item_type, target.item_type)),
-        )
-    numeric = pa.types.is_integer(source) or pa.types.is_decimal(source)
-    if numeric and pa.types.is_integer(target):
-        return target
-    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
-        return target
-    if pa.types.is_duration(source) and pa.types.is_duration(target):
-        return target
-    return source
-
-
 def to_protobuf(
     df: Any,
     column: str,
@@ -224,25 +203,15 @@ def to_protobuf(
     index = df.columns.index(column)
     if not isinstance(df.schema[index].dataType, T.StructType):
         raise TypeError(f"column {column!r} is {df.schema[index].dataType.simpleString()}, not a struct")
-    target = pa.struct(list(sch.arrow_schema(message_name, enums="string")))
+    target = encode_target(sch, message_name)
     out_fields = list(df.schema.fields)
     out_fields[index] = T.StructField(alias or column, T.BinaryType(), True)
     out_names = [f.name for f in out_fields]
 
     def encode(batches):
-        import pyarrow.compute as pc
-
         for batch in batches:
-            struct = batch.column(index)
-            conformed = _conform(struct.type, target)
-            if conformed != struct.type:
-                struct = struct.cast(conformed, safe=False)
-            rows = sch.encode_batch(message_name, pa.RecordBatch.from_struct_array(struct))
-            data = pa.array(rows, pa.binary())
-            if struct.null_count:
-                data = pc.if_else(struct.is_null(), pa.scalar(None, pa.binary()), data)
             arrays = list(batch.columns)
-            arrays[index] = data
+            arrays[index] = encode_column(sch, message_name, batch.column(index), target)
             yield pa.RecordBatch.from_arrays(arrays, names=out_names)
 
     return df.mapInArrow(encode, T.StructType(out_fields))
