@@ -16,10 +16,14 @@ const PROTO: &str = include_str!("../../../testdata/peers.proto");
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let (workload, op, n) = match &args[1..] {
-        [w, o, n] => (w.as_str(), o.as_str(), n.parse::<u64>()?),
-        _ => return Err("usage: records_loop flat|mixed|nested encode|decode COUNT".into()),
-    };
+    let (workload, op, n) =
+        match &args[1..] {
+            [w, o, n] => (w.as_str(), o.as_str(), n.parse::<u64>()?),
+            _ => return Err(
+                "usage: records_loop flat|mixed|nested encode|decode|json-encode|json-decode COUNT"
+                    .into(),
+            ),
+        };
     let (type_name, bytes): (&str, &[u8]) = match workload {
         "flat" => ("bench.Flat", include_bytes!("../../../testdata/flat.bin")),
         "mixed" => ("bench.Mixed", include_bytes!("../../../testdata/mixed.bin")),
@@ -36,6 +40,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let record = engine::decode(&schema, id, bytes, &held, &opts)?;
     let mut arena = Arena::new();
     let mut out = Vec::with_capacity(bytes.len());
+    let json_opts = optimus_core::json::JsonOptions::default();
+    let mut text = String::new();
+    engine::encode_json(record, &json_opts, &mut text)?;
+    let json = text.clone();
     let start = std::time::Instant::now();
     for _ in 0..n {
         match op {
@@ -52,6 +60,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     black_box(bytes),
                     &arena,
                     &opts,
+                )?);
+            }
+            "json-encode" => {
+                text.clear();
+                engine::encode_json(black_box(record), &json_opts, &mut text)?;
+                black_box(&text);
+            }
+            "json-decode" => {
+                arena.reset();
+                black_box(engine::decode_json(
+                    &schema,
+                    id,
+                    black_box(&json),
+                    &arena,
+                    &json_opts,
                 )?);
             }
             other => return Err(format!("no operation {other}").into()),

@@ -188,7 +188,7 @@ pub fn decode_json<'a>(
 ) -> Result<Record<'a>, Error> {
     let rec = Record::new_in(schema, id, arena);
     let mut d = crate::json::decode::Decoder::new(schema, text, opts);
-    let mut target = json_read::RecordTarget { rec, arena };
+    let mut target = json_read::RecordTarget::new(rec, arena);
     let read = if crate::json::wkt::special_form(schema, id).is_some() {
         // A well-known type at the root: its own form, through the reflective reader.
         let mut m = crate::Message::new(schema, id);

@@ -384,3 +384,110 @@ fn random_and_mutated_messages_agree_with_the_reflective_codec() {
         "{decoded} decoded, {rejected} rejected"
     );
 }
+
+#[test]
+fn json_scalar_forms_agree_with_the_reflective_reader() {
+    let s = SchemaSet::from_source(
+        r#"syntax = "proto3";
+           message S {
+             int32 i32 = 1; uint32 u32 = 2; int64 i64 = 3; uint64 u64 = 4;
+             sint32 s32 = 5; fixed64 f64 = 6; sfixed32 sf32 = 7; float f = 8; double d = 9;
+             bool b = 10; string s = 11; bytes y = 12; S sub = 13; optional int32 oi = 14;
+           }"#,
+    )
+    .unwrap();
+    let id = s.message_by_name("S").unwrap();
+    let integers = [
+        "0",
+        "-0",
+        "01",
+        "-01",
+        "1.0",
+        "1e2",
+        "1E+2",
+        "1.5",
+        "\"1\"",
+        "\"01\"",
+        "\" 1\"",
+        "\"1 \"",
+        "\"-1\"",
+        "\"\"",
+        "-",
+        "\"-\"",
+        "2147483647",
+        "2147483648",
+        "-2147483648",
+        "-2147483649",
+        "4294967295",
+        "4294967296",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "18446744073709551615",
+        "18446744073709551616",
+        "1234567890123456789",
+        "12345678901234567890",
+        "00",
+        "1x",
+        "\"1\"x",
+        "null",
+        "true",
+        "[1]",
+        "{}",
+    ];
+    let mut texts = Vec::new();
+    for field in ["i32", "u32", "i64", "u64", "s32", "f64", "sf32", "oi"] {
+        for v in integers {
+            texts.push(format!("{{\"{field}\": {v}}}"));
+        }
+    }
+    for v in [
+        "1.5",
+        "-0.0",
+        "0",
+        "1e400",
+        "-1e400",
+        "3.5e38",
+        "3.4028235e38",
+        "1e-50",
+        "\"NaN\"",
+        "\"1.5\"",
+        "1.",
+        ".5",
+        "null",
+        "\"x\"",
+    ] {
+        texts.push(format!("{{\"f\": {v}, \"d\": {v}}}"));
+    }
+    for v in ["true", "false", "\"true\"", "1", "tru", "falsey", "null"] {
+        texts.push(format!("{{\"b\": {v}}}"));
+    }
+    for v in [
+        "\"abc\"",
+        "\"\"",
+        "\"a\\\"b\"",
+        "\"\\u00e9\"",
+        "\"é\"",
+        "\"a\u{1}b\"",
+        "\"abcdefghijklmnop\\n\"",
+        "\"abcdefghijklmnopq",
+        "1",
+        "null",
+    ] {
+        texts.push(format!("{{\"s\": {v}}}"));
+    }
+    for v in [
+        "\"AAEC\"", "\"AA-_\"", "\"AA+/\"", "\"A\"", "\"!!\"", "\"\"", "\"AAE=\"", "null",
+    ] {
+        texts.push(format!("{{\"y\": {v}}}"));
+    }
+    for v in ["{}", "{\"i32\": 5}", "null", "[]", "{\"i32\": 5", "1"] {
+        texts.push(format!("{{\"sub\": {v}}}"));
+    }
+    texts.push("{ \"i32\" :\t7 , \"s\" : \"x\" , \"sub\" : { \"b\" : true } }".into());
+    texts.push("{\"i32\": 1, \"i32\": 2}".into());
+    for text in &texts {
+        check_json_same(&s, id, text, &JsonOptions::default());
+    }
+}

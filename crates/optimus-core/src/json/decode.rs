@@ -496,8 +496,16 @@ pub(crate) fn decode_base64(s: &str, at: usize) -> Result<Vec<u8>, Error> {
 }
 
 /// [`decode_base64`] into `out`, which has room for `base64_room(s)` bytes; the length.
+/// Standard base64 is tried first: text that fails it is read again as URL-safe only when it
+/// holds `-` or `_` (which standard base64 never accepts), so the error is the same as
+/// [`decode_base64`]'s.
 pub(crate) fn decode_base64_into(s: &str, at: usize, out: &mut [u8]) -> Result<usize, Error> {
-    base64_engine(s).decode_slice(s, out).map_err(|e| match e {
+    let standard = BASE64_STANDARD.decode_slice(s, out);
+    let result = match standard {
+        Err(_) if is_url_safe(s) => BASE64_URL_SAFE.decode_slice(s, out),
+        other => other,
+    };
+    result.map_err(|e| match e {
         base64::DecodeSliceError::DecodeError(e) => json_err(at, format!("invalid base64: {e}")),
         base64::DecodeSliceError::OutputSliceTooSmall => {
             unreachable!("base64_room bounds the decoded length")
@@ -510,8 +518,13 @@ pub(crate) fn base64_room(s: &str) -> usize {
     s.len().div_ceil(4) * 3
 }
 
+/// Whether `s` uses the URL-safe alphabet's own characters.
+fn is_url_safe(s: &str) -> bool {
+    s.bytes().any(|b| b == b'-' || b == b'_')
+}
+
 fn base64_engine(s: &str) -> &'static GeneralPurpose {
-    if s.contains(['-', '_']) {
+    if is_url_safe(s) {
         &BASE64_URL_SAFE
     } else {
         &BASE64_STANDARD

@@ -240,14 +240,102 @@ impl<'a> Reader<'a> {
     }
 
     /// The end of the run of plain string bytes from `from`: the index of the first `"`, `\\`
-    /// or control character, or the input's end.
+    /// or control character, or the input's end. Eight bytes at a time while eight remain.
     #[inline]
     fn plain_run(&self, from: usize) -> usize {
-        let rest = self.bytes.get(from..).unwrap_or_default();
-        from + rest
-            .iter()
-            .position(|&b| super::STRING_SPECIAL[usize::from(b)])
-            .unwrap_or(rest.len())
+        let b = self.bytes;
+        let mut i = from;
+        while let Some(chunk) = b.get(i..i + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+            let special = special_bytes(word);
+            if special != 0 {
+                return i + (special.trailing_zeros() / 8) as usize;
+            }
+            i += 8;
+        }
+        while i < b.len() && !super::STRING_SPECIAL[usize::from(b[i])] {
+            i += 1;
+        }
+        i
+    }
+
+    /// A string at the cursor without escapes, as a slice of the input, the cursor past its
+    /// closing quote; `None`, the cursor unmoved (past whitespace), for any other value.
+    #[inline]
+    pub(crate) fn plain_string(&mut self) -> Option<&'a str> {
+        self.skip_ws();
+        if self.bytes.get(self.pos) != Some(&b'"') {
+            return None;
+        }
+        let start = self.pos + 1;
+        let end = self.plain_run(start);
+        if self.bytes.get(end) != Some(&b'"') {
+            return None;
+        }
+        self.pos = end + 1;
+        // Both bounds sit at ASCII bytes, so they are char boundaries.
+        Some(&self.src[start..end])
+    }
+
+    /// An integer at the cursor in its plainest form — `0` or `-?[1-9][0-9]{0,18}`, bare or
+    /// quoted, not followed by a fraction or exponent — as its sign, its magnitude and the
+    /// offset just past it. Moves only past whitespace: the caller checks the range, then
+    /// [`Reader::advance_to`]s the offset; every other form is the general reader's.
+    #[inline]
+    pub(crate) fn plain_integer(&mut self) -> Option<(bool, u64, usize)> {
+        self.skip_ws();
+        let b = self.bytes;
+        let mut i = self.pos;
+        let quoted = b.get(i) == Some(&b'"');
+        i += usize::from(quoted);
+        let negative = b.get(i) == Some(&b'-');
+        i += usize::from(negative);
+        let start = i;
+        let mut magnitude: u64 = 0;
+        while let Some(&c) = b.get(i) {
+            let digit = c.wrapping_sub(b'0');
+            if digit > 9 {
+                break;
+            }
+            // Wraps only past 19 digits, which are refused below.
+            magnitude = magnitude.wrapping_mul(10).wrapping_add(u64::from(digit));
+            i += 1;
+        }
+        let digits = i - start;
+        if digits == 0 || digits > 19 || (digits > 1 && b[start] == b'0') {
+            return None;
+        }
+        match b.get(i) {
+            Some(b'.' | b'e' | b'E') => return None,
+            Some(b'"') if quoted => i += 1,
+            _ if quoted => return None,
+            _ => {}
+        }
+        Some((negative, magnitude, i))
+    }
+
+    /// Moves the cursor forward to `pos`, an offset a `plain_*` reader handed out.
+    #[inline]
+    pub(crate) fn advance_to(&mut self, pos: usize) {
+        debug_assert!(pos >= self.pos && pos <= self.bytes.len());
+        self.pos = pos;
+    }
+
+    /// `true` or `false` at the cursor, consumed; `None`, the cursor unmoved (past
+    /// whitespace), for any other value.
+    #[inline]
+    pub(crate) fn plain_bool(&mut self) -> Option<bool> {
+        self.skip_ws();
+        let rest = &self.bytes[self.pos..];
+        if rest.starts_with(b"true") {
+            self.pos += 4;
+            Some(true)
+        } else if rest.starts_with(b"false") {
+            self.pos += 5;
+            Some(false)
+        } else {
+            None
+        }
     }
 
     /// Reads one escape sequence (the cursor is at its backslash) and appends its character.
@@ -424,6 +512,20 @@ pub(crate) fn number_len(b: &[u8]) -> Option<usize> {
         i += n;
     }
     Some(i)
+}
+
+/// The bytes of `word` (eight string bytes, the first lowest) that end a plain run — `"`,
+/// `\\` or a control character — as their high bits. Bits above the first may be false (a
+/// borrow carries into them); the first is exact.
+#[inline(always)]
+fn special_bytes(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    quote | backslash | control
 }
 
 /// Whether all of `s` is one JSON number.
