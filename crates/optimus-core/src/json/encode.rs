@@ -297,18 +297,18 @@ pub(crate) fn write_bytes(out: &mut String, b: &[u8]) {
     out.push('"');
 }
 
-/// Appends `s` as a JSON string: `"` and `\` escaped, control characters as `\n`-style or
+/// Appends `s` as a JSON string: `"` and `\\` escaped, control characters as `\n`-style or
 /// `\u00XX` escapes, everything else as is, in runs between the bytes that need escaping.
 pub(crate) fn write_str(out: &mut String, s: &str) {
-    out.push('"');
     let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push('"');
     let mut run = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if !super::STRING_SPECIAL[usize::from(b)] {
-            continue;
-        }
-        // `i` is at an ASCII byte, so both slices end on char boundaries.
+    loop {
+        let i = super::plain_run(bytes, run);
+        // `i` is at an ASCII byte or the end, so both slices end on char boundaries.
         out.push_str(&s[run..i]);
+        let Some(&b) = bytes.get(i) else { break };
         match b {
             b'"' => out.push_str("\\\""),
             b'\\' => out.push_str("\\\\"),
@@ -323,7 +323,6 @@ pub(crate) fn write_str(out: &mut String, s: &str) {
         }
         run = i + 1;
     }
-    out.push_str(&s[run..]);
     out.push('"');
 }
 

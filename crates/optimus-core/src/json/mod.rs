@@ -30,6 +30,39 @@ const STRING_SPECIAL: [bool; 256] = {
     table
 };
 
+/// The end of the run of plain string bytes in `bytes` from `from`: the index of the first
+/// byte of [`STRING_SPECIAL`], or `bytes.len()`. Eight bytes at a time while eight remain.
+#[inline]
+fn plain_run(bytes: &[u8], from: usize) -> usize {
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let special = special_bytes(word);
+        if special != 0 {
+            return i + (special.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && !STRING_SPECIAL[usize::from(bytes[i])] {
+        i += 1;
+    }
+    i
+}
+
+/// The bytes of `word` (eight string bytes, the first lowest) that are in
+/// [`STRING_SPECIAL`], as their high bits. Bits above the first may be false (a borrow
+/// carries into them); the first is exact.
+#[inline(always)]
+fn special_bytes(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    quote | backslash | control
+}
+
 use crate::error::Error;
 use crate::message::Message;
 

@@ -156,9 +156,7 @@ pub(crate) fn write_f64(out: &mut String, v: f64) {
     if let Some(s) = special(v) {
         out.push_str(s);
     } else {
-        let mut sci = SciText::default();
-        let _ = write!(sci, "{v:e}");
-        layout(out, sci.as_str());
+        shortest(out, ryu::Buffer::new().format_finite(v));
     }
 }
 
@@ -167,36 +165,19 @@ pub(crate) fn write_f32(out: &mut String, v: f32) {
     if let Some(s) = special(f64::from(v)) {
         out.push_str(s);
     } else {
-        let mut sci = SciText::default();
-        let _ = write!(sci, "{v:e}");
-        layout(out, sci.as_str());
+        shortest(out, ryu::Buffer::new().format_finite(v));
     }
 }
 
-/// Rust's shortest scientific form of a finite float (`-1.7976931348623157e308` at the
-/// longest: 23 bytes), written on the stack instead of into a `String` of its own.
-#[derive(Default)]
-struct SciText {
-    bytes: [u8; 32],
-    len: usize,
-}
-
-impl SciText {
-    fn as_str(&self) -> &str {
-        // Only whole `&str`s are appended, so the bytes are UTF-8 (ASCII, in fact).
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
-    }
-}
-
-impl Write for SciText {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        self.bytes
-            .get_mut(self.len..end)
-            .ok_or(std::fmt::Error)?
-            .copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
+/// Appends Ryu's text of a float in the ECMAScript layout. Without an exponent it is already
+/// that layout (Ryu writes plain decimals only between 1e-5 and 1e16, inside ECMAScript's
+/// 1e-7 to 1e21), once the `.0` of a whole number is dropped.
+#[inline]
+fn shortest(out: &mut String, text: &str) {
+    if text.bytes().any(|b| b == b'e') {
+        layout(out, text);
+    } else {
+        out.push_str(text.strip_suffix(".0").unwrap_or(text));
     }
 }
 
@@ -218,16 +199,41 @@ fn zeros(out: &mut String, n: i32) {
     }
 }
 
-/// Rewrites Rust's shortest scientific form (`-1.25e-7`, `1e0`) in the ECMAScript layout.
-fn layout(out: &mut String, sci: &str) {
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mantissa),
+/// Rewrites a float's shortest digits, as Ryu lays them out (`-1.25e-7`, `0.001`, `1e21`,
+/// `123.0`), in the ECMAScript layout.
+fn layout(out: &mut String, text: &str) {
+    let (sign, unsigned) = match text.strip_prefix('-') {
+        Some(t) => ("-", t),
+        None => ("", text),
     };
+    let (mantissa, exp) = unsigned.split_once('e').unwrap_or((unsigned, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    // The significant digits, from the first non-zero one of `int` then `frac`, and the
+    // power of ten of the first of them.
+    let mut digits = [0u8; 24];
+    let mut len = 0;
+    let mut exp = exp + int.len() as i32 - 1;
+    for &d in int.as_bytes().iter().chain(frac.as_bytes()) {
+        if len == 0 && d == b'0' {
+            exp -= 1;
+        } else if len < digits.len() {
+            digits[len] = d;
+            len += 1;
+        }
+    }
+    while len > 0 && digits[len - 1] == b'0' {
+        len -= 1;
+    }
+    if len == 0 {
+        digits[0] = b'0';
+        len = 1;
+        exp = 0;
+    }
+    // ASCII digits only.
+    let digits = std::str::from_utf8(&digits[..len]).unwrap_or("0");
+    let (lead, rest) = digits.split_at(1);
     out.push_str(sign);
-    let (lead, rest) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     let n = 1 + rest.len() as i32;
     if (0..21).contains(&exp) {
         out.push_str(lead);
@@ -266,6 +272,76 @@ mod tests {
     const I32: (i128, i128) = (i32::MIN as i128, i32::MAX as i128);
     const U64: (i128, i128) = (0, u64::MAX as i128);
     const I64: (i128, i128) = (i64::MIN as i128, i64::MAX as i128);
+
+    /// Ryu's digits, laid out, read back to the value and are as few as those of Rust's own
+    /// shortest form (`{:e}`, Grisu with a Dragon fallback); where the two differ, the value
+    /// lies halfway between them and Ryu's last digit is the even one (as ECMAScript's
+    /// `Number.prototype.toString` and C's `printf` choose; Rust rounds half up). Over edge
+    /// values and a million random bit patterns of each width.
+    #[test]
+    fn float_digits_are_shortest_and_ties_go_to_even() {
+        let edges = [
+            0.0,
+            -0.0,
+            1.0,
+            0.1,
+            1e21,
+            1e-7,
+            123456789012345680.0,
+            5e-324,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            9007199254740993.0,
+            1658206780088562.25,
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let check = |ours: &str, rust: &str, reads_back: bool| {
+            assert!(reads_back, "{ours} does not read back");
+            if ours != rust {
+                let last = |s: &str| s.split('e').next().unwrap().bytes().last().unwrap();
+                assert_eq!(ours.len(), rust.len(), "{ours} vs {rust}");
+                assert_eq!((last(ours) - b'0') % 2, 0, "{ours} vs {rust}");
+                assert_eq!(last(ours).abs_diff(last(rust)), 1, "{ours} vs {rust}");
+            }
+        };
+        let (mut ours, mut rust) = (String::new(), String::new());
+        for i in 0..1_000_000 {
+            let bits = next();
+            let v = edges.get(i).copied().unwrap_or(f64::from_bits(bits));
+            if v.is_finite() {
+                ours.clear();
+                rust.clear();
+                write_f64(&mut ours, v);
+                layout(&mut rust, &format!("{v:e}"));
+                check(
+                    &ours,
+                    &rust,
+                    ours.parse::<f64>().unwrap().to_bits() == v.to_bits(),
+                );
+            }
+            let f = f32::from_bits(bits as u32);
+            if f.is_finite() {
+                ours.clear();
+                rust.clear();
+                write_f32(&mut ours, f);
+                layout(&mut rust, &format!("{f:e}"));
+                check(
+                    &ours,
+                    &rust,
+                    ours.parse::<f32>().unwrap().to_bits() == f.to_bits(),
+                );
+            }
+        }
+        let mut tie = String::new();
+        write_f64(&mut tie, 1658206780088562.25);
+        assert_eq!(tie, "1658206780088562.2");
+    }
 
     #[test]
     fn integers_are_exact() {

@@ -239,24 +239,10 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// The end of the run of plain string bytes from `from`: the index of the first `"`, `\\`
-    /// or control character, or the input's end. Eight bytes at a time while eight remain.
+    /// The end of the run of plain string bytes from `from` ([`super::plain_run`]).
     #[inline]
     fn plain_run(&self, from: usize) -> usize {
-        let b = self.bytes;
-        let mut i = from;
-        while let Some(chunk) = b.get(i..i + 8) {
-            let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-            let special = special_bytes(word);
-            if special != 0 {
-                return i + (special.trailing_zeros() / 8) as usize;
-            }
-            i += 8;
-        }
-        while i < b.len() && !super::STRING_SPECIAL[usize::from(b[i])] {
-            i += 1;
-        }
-        i
+        super::plain_run(self.bytes, from)
     }
 
     /// A string at the cursor without escapes, as a slice of the input, the cursor past its
@@ -512,20 +498,6 @@ pub(crate) fn number_len(b: &[u8]) -> Option<usize> {
         i += n;
     }
     Some(i)
-}
-
-/// The bytes of `word` (eight string bytes, the first lowest) that end a plain run — `"`,
-/// `\\` or a control character — as their high bits. Bits above the first may be false (a
-/// borrow carries into them); the first is exact.
-#[inline(always)]
-fn special_bytes(word: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
-    let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
-    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
-    quote | backslash | control
 }
 
 /// Whether all of `s` is one JSON number.
