@@ -9,6 +9,11 @@ Load a schema at run time and name message types by their full name::
     text = schema.to_json("bench.Flat", data)       # proto3 JSON
     batch = schema.decode_batch("bench.Flat", [data, data])  # pyarrow.RecordBatch
 
+Beside the extension: :mod:`optimus.spark` and :mod:`optimus.ray` (``from_protobuf`` /
+``to_protobuf`` over a PySpark DataFrame's or a Ray Dataset's column, with Spark's options)
+and :mod:`optimus.bench` (``python -m optimus.bench``: protobuf -> Arrow against ptars,
+protarrow, Python protobuf and Spark). They import PySpark or Ray only when used.
+
 The engine is optimus's Rust engine (engine v2: op tables and arena records); errors are
 raised as :class:`DecodeError` (with ``.path``, ``.offset`` and, in a batch, ``.row``),
 :class:`EncodeError` and :class:`SchemaError`, all subclasses of :class:`OptimusError`

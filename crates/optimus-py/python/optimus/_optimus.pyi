@@ -33,7 +33,8 @@ class Schema:
     """A compiled set of protobuf message types, loaded at run time.
 
     Message types are named by their full name (``"bench.Flat"``); an unknown name raises
-    ``KeyError``. A Schema is immutable and may be shared between threads.
+    ``KeyError``. A Schema is immutable, may be shared between threads and pickles as its
+    descriptor set.
     """
 
     @staticmethod
@@ -54,6 +55,14 @@ class Schema:
         """Compile one ``.proto`` source given as text."""
     def message_types(self) -> list[str]:
         """Full names of the message types (map entries left out), sorted."""
+    def descriptor_set(self) -> bytes:
+        """The serialized FileDescriptorSet (imports included) the schema was compiled from.
+
+        ``Schema.from_descriptor_set(s.descriptor_set())`` is the same schema; a Schema pickles
+        as it (so Spark and Ray can ship one to their workers), and Spark's
+        ``from_protobuf(binaryDescriptorSet=...)`` and Google's ``descriptor_pool`` take it.
+        """
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
     def decode(
         self,
         type_name: str,
