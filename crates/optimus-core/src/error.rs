@@ -117,6 +117,22 @@ pub enum DecodeErrorKind {
     /// Bytes follow the end of the message (a delimited stream or JSON document).
     #[error("trailing data")]
     TrailingData,
+    /// A Thrift type code that names no type.
+    #[error("invalid Thrift type code {0}")]
+    InvalidThriftType(u8),
+    /// A Thrift container's element, key or value type is not the declared one.
+    #[error("{part} type {found}, expected {expected}")]
+    ThriftContainerType {
+        /// `list element`, `map key`, ...
+        part: &'static str,
+        /// The declared type's code.
+        expected: u8,
+        /// The code on the wire.
+        found: u8,
+    },
+    /// A negative Thrift length or container size.
+    #[error("negative length {0}")]
+    NegativeLength(i64),
 }
 
 impl DecodeError {

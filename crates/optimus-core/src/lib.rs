@@ -22,6 +22,7 @@ pub mod json;
 mod message;
 pub mod placement;
 mod record;
+pub mod thrift;
 mod value;
 mod view;
 

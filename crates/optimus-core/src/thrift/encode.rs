@@ -1,0 +1,152 @@
+//! The Thrift encode walker: one walker over the op table and each type's [`ThriftStruct`],
+//! generic over the protocol's framing ([`Writer`]).
+//!
+//! A struct's set fields are written in the order Apache Thrift's generated code writes them
+//! (by field id, [`ThriftStruct::order`]); unset fields are not written, and an unset
+//! `required` field is an error. Lists and sets are written in their stored order, maps in
+//! their entries' order (Thrift peers compare maps as maps, so no sort is needed).
+
+use optimus_schema::thrift::{Requiredness, TType, ThriftStruct};
+use optimus_schema::{Entry, MessageId, SchemaSet, Table};
+
+use super::decode::facts;
+use super::protocol::Writer;
+use crate::record::{read_le, RecPtr, View};
+use crate::Error;
+
+pub(crate) struct Encoder<'s, W> {
+    pub schema: &'s SchemaSet,
+    pub out: &'s mut Vec<u8>,
+    pub _w: std::marker::PhantomData<W>,
+}
+
+/// The record bytes of a single field's slot.
+///
+/// # Safety
+/// `e` is an entry of `rec`'s table.
+#[inline]
+unsafe fn slot<'a>(rec: RecPtr, e: &Entry) -> &'a [u8] {
+    // SAFETY: the caller's duty: the slot lies inside the record (`Table` builds it so).
+    unsafe {
+        std::slice::from_raw_parts(
+            rec.as_slot().add(e.offset as usize),
+            e.op.slot_width() as usize,
+        )
+    }
+}
+
+impl<W: Writer> Encoder<'_, W> {
+    /// Writes the struct `rec` of type `id` (or a bare stop byte for a null record).
+    pub(crate) fn write_struct(&mut self, rec: Option<RecPtr>, id: u32) -> Result<(), Error> {
+        let schema = self.schema;
+        let ty = schema.message(MessageId(id));
+        let t: &ThriftStruct = facts(ty).expect("a Thrift schema's types all have Thrift facts");
+        let mut last = 0i16;
+        for &i in &t.order {
+            let i = i as usize;
+            let tf = &t.fields[i];
+            let e = &ty.table.entries[i];
+            // SAFETY: `i` is an entry index of the record's table.
+            let set = rec.is_some_and(|r| unsafe { r.has(i) });
+            if !set {
+                if tf.requiredness == Requiredness::Required {
+                    return Err(Error::Encode {
+                        path: format!("{}.{}", ty.full_name, ty.fields[i].name),
+                        why: "required field is not set".into(),
+                    });
+                }
+                continue;
+            }
+            let rec = rec.expect("a set field has a record");
+            if tf.ty == TType::Bool {
+                // SAFETY: entry `i` is a single bool slot of `rec`'s table.
+                let v = unsafe { rec.read::<u8>(e.offset) } != 0;
+                W::field_bool(self.out, tf.id, v, &mut last);
+                continue;
+            }
+            W::field_begin(self.out, tf.ty.wire(), tf.id, &mut last);
+            let written = if tf.ty.is_container() {
+                self.write_container(Some(rec), id, i)
+            } else {
+                // SAFETY: `e` is entry `i` of `rec`'s table.
+                self.write_value(tf.ty, &ty.table, e, unsafe { slot(rec, e) })
+            };
+            written?;
+        }
+        W::field_stop(self.out);
+        Ok(())
+    }
+
+    /// Writes the container of field `i` of `rec` (null: an empty one).
+    fn write_container(&mut self, rec: Option<RecPtr>, id: u32, i: usize) -> Result<(), Error> {
+        let schema = self.schema;
+        let ty = schema.message(MessageId(id));
+        let t = facts(ty).expect("Thrift facts");
+        let tf = &t.fields[i];
+        let e = &ty.table.entries[i];
+        let width = e.op.scalar().width() as usize;
+        // SAFETY: `e` is sequence entry `i` of the record's table, of `width`-byte values.
+        let raw = unsafe { super::seq_values(rec, i, e) };
+        let n = raw.len() / width;
+        if tf.ty == TType::Map {
+            W::map_begin(self.out, tf.key.wire(), tf.value.wire(), n);
+            let entry_id = ty.table.sub_message(e);
+            let et = schema.message(MessageId(entry_id));
+            let ett = facts(et).expect("Thrift facts");
+            for chunk in raw.chunks_exact(8) {
+                let entry = RecPtr::from_slot(read_le(chunk));
+                for part in 0..2 {
+                    let pe = &et.table.entries[part];
+                    let zero = [0u8; 16];
+                    let bytes = match entry {
+                        // SAFETY: entries 0 and 1 of the entry type are single slots; an
+                        // unset one is zero, which reads as the type's zero value.
+                        Some(r) => unsafe { slot(r, pe) },
+                        None => &zero[..pe.op.slot_width() as usize],
+                    };
+                    self.write_value(ett.fields[part].ty, &et.table, pe, bytes)?;
+                }
+            }
+            return Ok(());
+        }
+        W::list_begin(self.out, tf.elem.wire(), n);
+        for chunk in raw.chunks_exact(width) {
+            self.write_value(tf.elem, &ty.table, e, chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Writes one value of type `tt` from its record bytes; `e` (an entry of `table`) names
+    /// its struct or wrapper type.
+    #[inline]
+    fn write_value(
+        &mut self,
+        tt: TType,
+        table: &Table,
+        e: &Entry,
+        raw: &[u8],
+    ) -> Result<(), Error> {
+        match tt {
+            TType::Bool => W::bool(self.out, raw[0] != 0),
+            TType::Byte => W::byte(self.out, read_le::<i32>(raw) as i8),
+            TType::I16 => W::i16(self.out, read_le::<i32>(raw) as i16),
+            TType::I32 | TType::Enum => W::i32(self.out, read_le::<i32>(raw)),
+            TType::I64 => W::i64(self.out, read_le::<i64>(raw)),
+            TType::Double => W::double(self.out, read_le::<f64>(raw)),
+            TType::String | TType::Binary => {
+                // SAFETY: string and bytes views point at memory living as long as the record.
+                let bytes = unsafe { read_le::<View>(raw).bytes() };
+                W::binary(self.out, bytes);
+            }
+            TType::Struct => {
+                let sub = RecPtr::from_slot(read_le(raw));
+                self.write_struct(sub, table.sub_message(e))?;
+            }
+            TType::List | TType::Set | TType::Map => {
+                let sub = RecPtr::from_slot(read_le(raw));
+                self.write_container(sub, table.sub_message(e), 0)?;
+            }
+        }
+        Ok(())
+    }
+}
