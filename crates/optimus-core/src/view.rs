@@ -306,6 +306,117 @@ impl<'a> Record<'a> {
     }
 }
 
+/// Reads for generated types (`optimus-build`): a field's slot at an offset the caller knows,
+/// with no table lookup. A generated type checks once, when its schema is loaded, that every
+/// offset and op it names is the runtime table's (and refuses to run otherwise), and wraps only
+/// records of its own type; those two checks discharge the `# Safety` duties below.
+impl<'a> Record<'a> {
+    /// Whether presence bit `index` is set, with no bounds check.
+    ///
+    /// # Safety
+    /// `index` is an entry index of this record's table.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn has_unchecked(&self, index: usize) -> bool {
+        // SAFETY: the caller's duty.
+        unsafe { self.ptr.has(index) }
+    }
+
+    /// The scalar in the single slot at `offset`.
+    ///
+    /// # Safety
+    /// `offset` is the offset of a single-shape entry of this record's table whose value is
+    /// a `T`: `u8` for `bool` (0 or 1), `i32`/`u32`/`f32` or `i64`/`u64`/`f64` for the 4- and
+    /// 8-byte scalars (enums are `i32`), never a view or a pointer.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn read_slot<T: Copy>(&self, offset: u32) -> T {
+        // SAFETY: the caller's duty: a `T` slot inside the record, aligned to its width.
+        unsafe { self.ptr.read::<T>(offset) }
+    }
+
+    /// The string in the single slot at `offset` (empty if never set).
+    ///
+    /// # Safety
+    /// `offset` is the offset of a single `string` entry of this record's table.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn read_str(&self, offset: u32) -> &'a str {
+        // SAFETY: the caller's duty: the slot holds a view (or zeros) of memory living for
+        // 'a, made from checked UTF-8 (decode and the setters check it).
+        unsafe { std::str::from_utf8_unchecked(self.ptr.read::<View>(offset).bytes()) }
+    }
+
+    /// The bytes in the single slot at `offset` (empty if never set).
+    ///
+    /// # Safety
+    /// `offset` is the offset of a single `bytes` entry of this record's table.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn read_bytes(&self, offset: u32) -> &'a [u8] {
+        // SAFETY: the caller's duty: the slot holds a view (or zeros) of memory living for 'a.
+        unsafe { self.ptr.read::<View>(offset).bytes() }
+    }
+
+    /// The sub-message in the single slot at `offset`, `None` if none was ever stored.
+    ///
+    /// # Safety
+    /// `offset` is the offset of a single message or group entry of this record's table whose
+    /// type is `id`.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn read_message(&self, offset: u32, id: MessageId) -> Option<Record<'a>> {
+        // SAFETY: the caller's duty: the slot holds null or a record of type `id` in the arena.
+        let p: *mut u8 = unsafe { self.ptr.read(offset) };
+        RecPtr::from_slot(p).map(|sub| Record::new(self.schema, id, sub))
+    }
+
+    /// The values of the sequence at `offset` as a slice.
+    ///
+    /// # Safety
+    /// `offset` is the offset of a repeated or packed entry of this record's table whose
+    /// values are `T`s, as [`Record::read_slot`] names them (`u8` for `bool`).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn read_seq<T: Copy>(&self, offset: u32) -> &'a [T] {
+        // SAFETY: the caller's duty: a sequence of `T`s, each `size_of::<T>()` wide, in an
+        // 8-aligned arena array living for 'a.
+        unsafe {
+            let seq = self.ptr.read::<Seq>(offset);
+            if seq.len() == 0 {
+                return &[];
+            }
+            let raw = seq.raw(std::mem::size_of::<T>());
+            std::slice::from_raw_parts(raw.as_ptr().cast::<T>(), seq.len())
+        }
+    }
+
+    /// The number of values of the repeated field (or map entries) at `index`; 0 when unset,
+    /// past the end or not a sequence.
+    pub fn len_of(&self, index: usize) -> usize {
+        match self.table().entries.get(index) {
+            // SAFETY: `e` is a sequence entry of this record's table.
+            Some(e) if e.op.shape().is_sequence() => unsafe {
+                self.ptr.read::<Seq>(e.offset).len()
+            },
+            _ => 0,
+        }
+    }
+
+    /// Value `i` of the repeated field (or map entry `i`) at `index`.
+    pub fn element(&self, index: usize, i: usize) -> Option<FieldRef<'a>> {
+        let e = self.table().entries.get(index)?;
+        if !e.op.shape().is_sequence() {
+            return None;
+        }
+        let width = e.op.scalar().width() as usize;
+        // SAFETY: `e` is a sequence entry of this record's table.
+        let raw = unsafe { self.ptr.read::<Seq>(e.offset).raw(width) };
+        let v = raw.get(i * width..(i + 1) * width)?;
+        Some(self.decode_value(e, v))
+    }
+}
+
 /// The record bytes of a single field's slot.
 ///
 /// # Safety
@@ -379,5 +490,64 @@ unsafe fn store(
             write(bytes_of(&sub));
         }
         Value::List(_) | Value::Map(_) => unreachable!("sequences are set element by element"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use optimus_schema::SchemaSet;
+
+    use super::*;
+
+    #[test]
+    fn typed_reads_see_what_the_setters_stored() {
+        let s = SchemaSet::from_source(
+            r#"syntax = "proto3";
+               message M { int32 a = 1; string s = 2; repeated int64 r = 3; M sub = 4;
+                           bytes b = 5; bool f = 6; repeated string rs = 7; }"#,
+        )
+        .unwrap();
+        let id = s.message_by_name("M").unwrap();
+        let arena = Arena::new();
+        let rec = Record::new_in(&s, id, &arena);
+        let entries = &s.message(id).table.entries;
+        let off = |i: usize| entries[i].offset;
+        // SAFETY (every block below): each offset is the named field's entry's, read as its
+        // scalar's type.
+        unsafe {
+            assert_eq!(rec.read_slot::<i32>(off(0)), 0);
+            assert_eq!(rec.read_str(off(1)), "");
+            assert!(rec.read_seq::<i64>(off(2)).is_empty());
+            assert!(rec.read_message(off(3), id).is_none());
+        }
+        rec.set(0, FieldRef::I32(-7)).unwrap();
+        rec.set(1, FieldRef::Str("hi")).unwrap();
+        for v in [1, i64::MIN, 3] {
+            rec.push(&arena, 2, FieldRef::I64(v)).unwrap();
+        }
+        rec.message_mut(&arena, 3)
+            .unwrap()
+            .set(0, FieldRef::I32(9))
+            .unwrap();
+        rec.set(4, FieldRef::Bytes(b"\x00\xff")).unwrap();
+        rec.set(5, FieldRef::Bool(true)).unwrap();
+        rec.push(&arena, 6, FieldRef::Str("x")).unwrap();
+        rec.push(&arena, 6, FieldRef::Str("yz")).unwrap();
+        // SAFETY: as above.
+        unsafe {
+            assert!(rec.has_unchecked(0));
+            assert_eq!(rec.read_slot::<i32>(off(0)), -7);
+            assert_eq!(rec.read_str(off(1)), "hi");
+            assert_eq!(rec.read_seq::<i64>(off(2)), &[1, i64::MIN, 3]);
+            let sub = rec.read_message(off(3), id).unwrap();
+            assert_eq!(sub.read_slot::<i32>(off(0)), 9);
+            assert_eq!(rec.read_bytes(off(4)), b"\x00\xff");
+            assert_eq!(rec.read_slot::<u8>(off(5)), 1);
+        }
+        assert_eq!(rec.len_of(6), 2);
+        assert!(matches!(rec.element(6, 1), Some(FieldRef::Str("yz"))));
+        assert!(rec.element(6, 2).is_none());
+        assert_eq!(rec.len_of(0), 0, "a single field has no elements");
+        assert!(rec.element(0, 0).is_none());
     }
 }
