@@ -232,7 +232,9 @@ impl Op {
         SHAPES[(self.0 >> 5) as usize]
     }
 
-    /// The raw byte (for traces and tables of counters).
+    /// The raw byte (for traces and tables of counters). A single field's is its scalar's
+    /// code, every other shape's is 32 or more: a walker dispatching on it reaches a single
+    /// field's arm in one jump.
     #[inline]
     pub const fn code(self) -> u8 {
         self.0

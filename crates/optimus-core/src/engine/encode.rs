@@ -109,10 +109,11 @@ impl Back {
         unsafe { *self.buf.as_mut_ptr().add(self.pos) = b };
     }
 
-    /// Writes `v` as a varint in front.
+    /// Writes `v` as a varint in front: one byte, two, or (up to eight) all at once from its
+    /// seven-bit groups spread over a word.
     ///
     /// # Safety
-    /// [`MAX_VARINT`] bytes of room were reserved.
+    /// [`MAX_VARINT`] bytes of room were reserved (eight for a varint of at most five bytes).
     #[inline(always)]
     unsafe fn varint_unchecked(&mut self, mut v: u64) {
         if v < 0x80 {
@@ -120,17 +121,37 @@ impl Back {
             return unsafe { self.byte_unchecked(v as u8) };
         }
         let n = varint_len(v);
-        debug_assert!(self.pos >= n);
-        self.pos -= n;
-        // SAFETY: as in `put_unchecked`, for the varint's `n` bytes.
+        debug_assert!(self.pos >= n.max(8));
+        // SAFETY (each arm): the varint's `n` bytes, and for the word store the eight bytes
+        // before `pos`, lie in the room the caller reserved; bytes of the word in front of
+        // the varint are room, rewritten later.
         unsafe {
-            let p = self.buf.as_mut_ptr().add(self.pos);
-            for i in 0..n - 1 {
-                *p.add(i) = v as u8 | 0x80;
-                v >>= 7;
+            let end = self.buf.as_mut_ptr().add(self.pos);
+            if n == 2 {
+                *end.sub(2) = v as u8 | 0x80;
+                *end.sub(1) = (v >> 7) as u8;
+            } else if n <= 8 {
+                let spread = (v & 0x7f)
+                    | (v << 1 & 0x7f00)
+                    | (v << 2 & 0x7f_0000)
+                    | (v << 3 & 0x7f00_0000)
+                    | (v << 4 & 0x7f_0000_0000)
+                    | (v << 5 & 0x7f00_0000_0000)
+                    | (v << 6 & 0x7f_0000_0000_0000)
+                    | (v << 7 & 0x7f00_0000_0000_0000);
+                let continuation = 0x8080_8080_8080_8080u64 & ((1u64 << (8 * (n - 1))) - 1);
+                let word = (spread | continuation) << (8 * (8 - n));
+                std::ptr::copy_nonoverlapping(word.to_le_bytes().as_ptr(), end.sub(8), 8);
+            } else {
+                let p = end.sub(n);
+                for i in 0..n - 1 {
+                    *p.add(i) = v as u8 | 0x80;
+                    v >>= 7;
+                }
+                *p.add(n - 1) = v as u8;
             }
-            *p.add(n - 1) = v as u8;
         }
+        self.pos -= n;
     }
 
     /// Writes the entry's precomputed tag bytes in front: one four-byte store with the tag in
@@ -158,8 +179,9 @@ impl Back {
 
 /// Longest varint.
 const MAX_VARINT: usize = 10;
-/// Room a tag's store takes (four bytes, or a five-byte varint).
-const MAX_TAG_ROOM: usize = 5;
+/// Room a tag's store takes (four bytes, or a five-byte varint written by an eight-byte
+/// store).
+const MAX_TAG_ROOM: usize = 8;
 /// Room for a scalar field whole: its tag and its longest value (strings add their length).
 const FIELD_ROOM: usize = MAX_TAG_ROOM + MAX_VARINT;
 
@@ -183,45 +205,6 @@ fn scalar_field(out: &mut Back, e: &Entry, raw: &[u8]) {
     }
     element(out, scalar, raw);
     out.tag(e);
-}
-
-/// Writes a single scalar field (not a message): its value read from the slot by type, and
-/// its tag in front of it.
-///
-/// # Safety
-/// `e` is a single scalar entry of `rec`'s table.
-#[inline(always)]
-unsafe fn single_field(out: &mut Back, rec: RecPtr, e: &Entry) {
-    let off = e.offset;
-    out.reserve(FIELD_ROOM);
-    // SAFETY: for every arm, the slot at `off` holds a value of the scalar's width (the
-    // caller's duty) and the room reserved above takes the value and the tag.
-    unsafe {
-        match e.op.scalar() {
-            Scalar::Int32 | Scalar::OpenEnum | Scalar::ClosedEnum => {
-                out.varint_unchecked(rec.read::<i32>(off) as i64 as u64)
-            }
-            Scalar::Uint32 => out.varint_unchecked(u64::from(rec.read::<u32>(off))),
-            Scalar::Int64 | Scalar::Uint64 => out.varint_unchecked(rec.read::<u64>(off)),
-            Scalar::Sint32 => out.varint_unchecked(u64::from(zigzag32(rec.read::<i32>(off)))),
-            Scalar::Sint64 => out.varint_unchecked(zigzag64(rec.read::<i64>(off))),
-            Scalar::Bool => out.byte_unchecked(rec.read::<u8>(off)),
-            Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => {
-                out.put_unchecked(&rec.read::<u32>(off).to_le_bytes())
-            }
-            Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => {
-                out.put_unchecked(&rec.read::<u64>(off).to_le_bytes())
-            }
-            Scalar::String | Scalar::Bytes => {
-                let bytes = rec.read::<View>(off).bytes();
-                out.reserve(bytes.len() + FIELD_ROOM);
-                out.put_unchecked(bytes);
-                out.varint_unchecked(bytes.len() as u64);
-            }
-            Scalar::Message | Scalar::Group => unreachable!("messages are written by the walker"),
-        }
-        out.tag_unchecked(e);
-    }
 }
 
 /// Writes one packed element (no tag).
@@ -267,22 +250,84 @@ pub(crate) fn message(schema: &SchemaSet, rec: RecPtr, id: u32, out: &mut Back) 
     }
 }
 
-/// Writes one set field (backwards: values, then the tag in front).
+/// The op codes of single fields, by scalar (a single field's op code is its scalar's).
+mod single {
+    use optimus_schema::Scalar;
+
+    pub(super) const DOUBLE: u8 = Scalar::Double as u8;
+    pub(super) const FLOAT: u8 = Scalar::Float as u8;
+    pub(super) const INT64: u8 = Scalar::Int64 as u8;
+    pub(super) const UINT64: u8 = Scalar::Uint64 as u8;
+    pub(super) const INT32: u8 = Scalar::Int32 as u8;
+    pub(super) const FIXED64: u8 = Scalar::Fixed64 as u8;
+    pub(super) const FIXED32: u8 = Scalar::Fixed32 as u8;
+    pub(super) const BOOL: u8 = Scalar::Bool as u8;
+    pub(super) const STRING: u8 = Scalar::String as u8;
+    pub(super) const GROUP: u8 = Scalar::Group as u8;
+    pub(super) const MESSAGE: u8 = Scalar::Message as u8;
+    pub(super) const BYTES: u8 = Scalar::Bytes as u8;
+    pub(super) const UINT32: u8 = Scalar::Uint32 as u8;
+    pub(super) const SFIXED32: u8 = Scalar::Sfixed32 as u8;
+    pub(super) const SFIXED64: u8 = Scalar::Sfixed64 as u8;
+    pub(super) const SINT32: u8 = Scalar::Sint32 as u8;
+    pub(super) const SINT64: u8 = Scalar::Sint64 as u8;
+    pub(super) const OPEN_ENUM: u8 = Scalar::OpenEnum as u8;
+    pub(super) const CLOSED_ENUM: u8 = Scalar::ClosedEnum as u8;
+}
+
+/// Writes one set field (backwards: values, then the tag in front). A single field is one
+/// jump on its op code to an arm that reads its slot by type; sequences, maps and groups
+/// leave for [`sequence_field`].
 #[inline(always)]
 fn field(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back) {
-    if e.is_plain_scalar() {
-        // SAFETY: a plain scalar entry is a single scalar of `rec`'s table.
-        return unsafe { single_field(out, rec, e) };
+    use single::*;
+    let off = e.offset;
+    out.reserve(FIELD_ROOM);
+    // SAFETY: for every arm, `e` is a single entry of `rec`'s table whose slot at `off` holds
+    // a value of the arm's type, and the room reserved above takes the value and the tag
+    // (strings reserve their bytes too).
+    unsafe {
+        match e.op.code() {
+            INT32 | OPEN_ENUM | CLOSED_ENUM => {
+                out.varint_unchecked(rec.read::<i32>(off) as i64 as u64)
+            }
+            UINT32 => out.varint_unchecked(u64::from(rec.read::<u32>(off))),
+            INT64 | UINT64 => out.varint_unchecked(rec.read::<u64>(off)),
+            SINT32 => out.varint_unchecked(u64::from(zigzag32(rec.read::<i32>(off)))),
+            SINT64 => out.varint_unchecked(zigzag64(rec.read::<i64>(off))),
+            BOOL => out.byte_unchecked(rec.read::<u8>(off)),
+            FIXED32 | SFIXED32 | FLOAT => out.put_unchecked(&rec.read::<u32>(off).to_le_bytes()),
+            FIXED64 | SFIXED64 | DOUBLE => out.put_unchecked(&rec.read::<u64>(off).to_le_bytes()),
+            STRING | BYTES => {
+                let bytes = rec.read::<View>(off).bytes();
+                out.reserve(bytes.len() + FIELD_ROOM);
+                out.put_unchecked(bytes);
+                out.varint_unchecked(bytes.len() as u64);
+            }
+            MESSAGE => {
+                let end = out.written();
+                if let Some(sub) = RecPtr::from_slot(rec.read::<*mut u8>(off)) {
+                    message(schema, sub, table.sub_message(e), out);
+                }
+                out.varint((out.written() - end) as u64);
+                out.reserve(MAX_TAG_ROOM);
+            }
+            GROUP => {
+                let sub = RecPtr::from_slot(rec.read::<*mut u8>(off));
+                return message_value(schema, sub, table.sub_message(e), e, out);
+            }
+            _ => return sequence_field(schema, rec, table, e, out),
+        }
+        out.tag_unchecked(e);
     }
+}
+
+/// Writes a repeated, packed or map field.
+#[inline(never)]
+fn sequence_field(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back) {
     let scalar = e.op.scalar();
     match e.op.shape() {
-        Shape::Single if scalar.is_message() => {
-            // SAFETY: a set single message slot holds a record pointer of its type.
-            let sub = RecPtr::from_slot(unsafe { rec.read::<*mut u8>(e.offset) });
-            message_value(schema, sub, table.sub_message(e), e, out);
-        }
-        // SAFETY: `e` is a single scalar entry of `rec`'s table.
-        Shape::Single => unsafe { single_field(out, rec, e) },
+        Shape::Single => unreachable!("single fields are written by `field`"),
         Shape::Repeated | Shape::Packed => {
             let width = scalar.width() as usize;
             // SAFETY: a sequence entry's slot holds its sequence of `width`-byte values.

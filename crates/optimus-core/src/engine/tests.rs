@@ -8,6 +8,7 @@ use optimus_schema::{Cardinality, Kind, MessageId, SchemaSet, WireType};
 
 use super::*;
 use crate::binary;
+use crate::view::FieldRef;
 
 const PEERS: &str = include_str!("../../../../testdata/peers.proto");
 const PROTO3: &str = include_str!("../../../../testdata/conformance/test_messages_proto3.proto");
@@ -489,5 +490,47 @@ fn json_scalar_forms_agree_with_the_reflective_reader() {
     texts.push("{\"i32\": 1, \"i32\": 2}".into());
     for text in &texts {
         check_json_same(&s, id, text, &JsonOptions::default());
+    }
+}
+
+/// Five-byte tags (field numbers from 2^25) after values of every width, and varints of every
+/// length: the encoder's word stores stay inside the room it reserved.
+#[test]
+fn long_tags_and_varints_of_every_length_encode_alike() {
+    let s = SchemaSet::from_source(
+        r#"syntax = "proto3";
+           message L {
+             uint64 a = 536870911; string b = 536870910; fixed64 c = 536870909;
+             int32 d = 33554432; bool e = 33554433; repeated uint64 f = 1;
+             L sub = 536870908;
+           }"#,
+    )
+    .unwrap();
+    let id = s.message_by_name("L").unwrap();
+    let mut inputs = Vec::new();
+    for shift in 0..64 {
+        let v = (1u64 << shift) | ((1u64 << shift) - 1) / 3;
+        let arena = Arena::new();
+        let rec = Record::new_in(&s, id, &arena);
+        let at = |name| s.message(id).field_index_by_name(name).unwrap();
+        rec.set(at("a"), FieldRef::U64(v)).unwrap();
+        rec.set(at("b"), FieldRef::Str("x")).unwrap();
+        rec.set(at("c"), FieldRef::U64(v)).unwrap();
+        rec.set(at("d"), FieldRef::I32(v as i32)).unwrap();
+        rec.set(at("e"), FieldRef::Bool(true)).unwrap();
+        rec.push(&arena, at("f"), FieldRef::U64(v)).unwrap();
+        let sub = rec.message_mut(&arena, at("sub")).unwrap();
+        sub.set(at("a"), FieldRef::U64(v)).unwrap();
+        let mut bytes = Vec::new();
+        encode(rec, &mut bytes);
+        assert_eq!(
+            bytes,
+            binary::encode(&s, &rec.to_message()),
+            "shift {shift}"
+        );
+        inputs.push(bytes);
+    }
+    for input in inputs {
+        assert!(check_same(&s, id, &input));
     }
 }
