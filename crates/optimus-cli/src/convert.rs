@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::JsonOptions;
-use optimus_core::{engine, Arena, Record};
+use optimus_core::{engine, thrift, Arena, Record};
 use optimus_schema::{MessageId, SchemaSet};
 
 use crate::source::{find_type, SchemaSource};
@@ -17,8 +17,23 @@ use crate::source::{find_type, SchemaSource};
 pub enum Format {
     /// Protobuf binary wire format.
     Protobuf,
-    /// Proto3 JSON mapping.
+    /// Proto3 JSON mapping; for a Thrift schema, JSON for Thrift messages (docs/thrift.md).
     Json,
+    /// Thrift's TBinaryProtocol (a struct, as Apache Thrift's TSerialization writes it).
+    ThriftBinary,
+    /// Thrift's TCompactProtocol.
+    ThriftCompact,
+}
+
+impl Format {
+    /// The Thrift protocol, for the Thrift formats.
+    fn thrift(self) -> Option<thrift::Protocol> {
+        match self {
+            Format::ThriftBinary => Some(thrift::Protocol::Binary),
+            Format::ThriftCompact => Some(thrift::Protocol::Compact),
+            _ => None,
+        }
+    }
 }
 
 /// Arguments of `optimus convert`.
@@ -26,7 +41,8 @@ pub enum Format {
 pub struct ConvertArgs {
     #[command(flatten)]
     source: SchemaSource,
-    /// Fully qualified message type, e.g. `bench.Mixed`.
+    /// Fully qualified message type, e.g. `bench.Mixed`; for `--thrift`, the bare struct name
+    /// (`Mixed`) or `program.Name`.
     #[arg(long = "type", value_name = "FULL.NAME")]
     type_name: String,
     /// Input format.
@@ -35,7 +51,8 @@ pub struct ConvertArgs {
     /// Output format.
     #[arg(long, value_enum)]
     to: Format,
-    /// A stream: varint-length-delimited protobuf messages, or one JSON document per line.
+    /// A stream: varint-length-delimited binary messages (protobuf or Thrift), or one JSON
+    /// document per line.
     #[arg(long)]
     delimited: bool,
     /// JSON output: also write fields that are unset (with their default values).
@@ -72,9 +89,24 @@ impl<'s> Converter<'s> {
             Format::Protobuf => {
                 engine::decode(self.schema, self.id, input, arena, &self.binary_opts)?
             }
+            Format::Json if self.schema.thrift().is_some() => {
+                let text = std::str::from_utf8(input).context("input is not UTF-8")?;
+                thrift::decode_json(self.schema, self.id, text, arena, &self.json_opts)?
+            }
             Format::Json => {
                 let text = std::str::from_utf8(input).context("input is not UTF-8")?;
                 engine::decode_json(self.schema, self.id, text, arena, &self.json_opts)?
+            }
+            Format::ThriftBinary | Format::ThriftCompact => {
+                let protocol = self.args.from.thrift().expect("a Thrift format");
+                thrift::decode(
+                    self.schema,
+                    self.id,
+                    input,
+                    arena,
+                    protocol,
+                    &self.binary_opts,
+                )?
             }
         })
     }
@@ -89,6 +121,23 @@ impl<'s> Converter<'s> {
                 out.extend_from_slice(body);
             }
             Format::Protobuf => engine::encode(record, out),
+            Format::ThriftBinary | Format::ThriftCompact => {
+                let protocol = self.args.to.thrift().expect("a Thrift format");
+                if self.args.delimited {
+                    body.clear();
+                    thrift::encode(record, protocol, body)?;
+                    binary::write_length_prefix(out, body.len());
+                    out.extend_from_slice(body);
+                } else {
+                    thrift::encode(record, protocol, out)?;
+                }
+            }
+            Format::Json if self.schema.thrift().is_some() => {
+                let mut text = String::new();
+                thrift::encode_json(record, &mut text)?;
+                out.extend_from_slice(text.as_bytes());
+                out.push(b'\n');
+            }
             Format::Json => {
                 let mut text = String::new();
                 engine::encode_json(record, &self.json_opts, &mut text)?;
@@ -164,7 +213,7 @@ fn split_stream(
                 .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
                 .map(Ok),
         ),
-        Format::Protobuf => {
+        Format::Protobuf | Format::ThriftBinary | Format::ThriftCompact => {
             Box::new(binary::delimited(input).map(|r| r.map_err(anyhow::Error::from)))
         }
     }

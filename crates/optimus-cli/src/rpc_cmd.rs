@@ -1287,6 +1287,7 @@ service Geometry {
             proto: vec![p],
             include: vec![dir.to_path_buf()],
             descriptor_set: None,
+            thrift: Vec::new(),
         }
     }
 

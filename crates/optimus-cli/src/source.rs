@@ -1,4 +1,5 @@
-//! Where a command's schema comes from: `--proto FILE -I DIR` or `--descriptor-set FILE`.
+//! Where a command's schema comes from: `--proto FILE -I DIR`, `--descriptor-set FILE` or
+//! `--thrift FILE -I DIR`.
 
 use std::path::PathBuf;
 
@@ -13,7 +14,7 @@ pub struct SchemaSource {
     #[arg(
         long = "proto",
         value_name = "FILE",
-        required_unless_present = "descriptor_set",
+        required_unless_present_any = ["descriptor_set", "thrift"],
         conflicts_with = "descriptor_set"
     )]
     pub proto: Vec<PathBuf>,
@@ -24,11 +25,17 @@ pub struct SchemaSource {
     /// A FileDescriptorSet written by `protoc -o FILE --include_imports`.
     #[arg(long = "descriptor-set", value_name = "FILE")]
     pub descriptor_set: Option<PathBuf>,
+    /// A .thrift file to load (repeatable); its includes are found beside it, then through -I.
+    #[arg(long = "thrift", value_name = "FILE", conflicts_with_all = ["proto", "descriptor_set"])]
+    pub thrift: Vec<PathBuf>,
 }
 
 impl SchemaSource {
     /// Loads the schema.
     pub fn load(&self) -> Result<SchemaSet> {
+        if !self.thrift.is_empty() {
+            return Ok(SchemaSet::from_thrift_files(&self.thrift, &self.include)?);
+        }
         match &self.descriptor_set {
             Some(path) => SchemaSet::from_descriptor_set_file(path)
                 .with_context(|| format!("loading {}", path.display())),
@@ -37,9 +44,15 @@ impl SchemaSource {
     }
 }
 
-/// Finds a message type by its fully qualified name, with a helpful error.
+/// Finds a message type by its fully qualified name (for a Thrift schema, also by its bare
+/// struct name), with a helpful error.
 pub fn find_type(schema: &SchemaSet, name: &str) -> Result<MessageId> {
-    if let Some(id) = schema.message_by_name(name) {
+    let found = if schema.thrift().is_some() {
+        schema.thrift_struct_by_name(name)
+    } else {
+        schema.message_by_name(name)
+    };
+    if let Some(id) = found {
         return Ok(id);
     }
     let suggestions: Vec<&str> = schema

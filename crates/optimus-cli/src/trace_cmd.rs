@@ -98,6 +98,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
                 proto: args.proto.clone(),
                 include: args.include.clone(),
                 descriptor_set: args.descriptor_set.clone(),
+                thrift: Vec::new(),
             };
             let schema = source.load()?;
             let id = find_type(&schema, args.type_name.as_deref().unwrap_or_default())?;
