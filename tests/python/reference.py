@@ -70,37 +70,41 @@ def _dict_value(v, f, enums_as_ints):
 # ------------------------------------------------------------------ Arrow rows
 
 
-def to_row(msg, emit_defaults: bool = False) -> dict:
-    """The row optimus's decode_batch gives (enums="string"), as pyarrow's from_pylist takes it."""
+def to_row(msg, emit_defaults: bool = False, time_unit: str = "ns") -> dict:
+    """The row optimus's decode_batch gives (enums="string", time_unit), as pyarrow's
+    from_pylist takes it."""
     row = {}
     for f in msg.DESCRIPTOR.fields:
         if is_map(f):
             vf = f.message_type.fields_by_name["value"]
             m = getattr(msg, f.name)
-            row[f.name] = [(k, _arrow_value(m[k], vf, emit_defaults)) for k in m]
+            row[f.name] = [(k, _arrow_value(m[k], vf, emit_defaults, time_unit)) for k in m]
         elif f.label == FD.LABEL_REPEATED:
-            row[f.name] = [_arrow_value(x, f, emit_defaults) for x in getattr(msg, f.name)]
+            row[f.name] = [_arrow_value(x, f, emit_defaults, time_unit) for x in getattr(msg, f.name)]
         else:
             present, implicit = _present(msg, f)
             if present or (implicit and emit_defaults):
-                row[f.name] = _arrow_value(getattr(msg, f.name), f, emit_defaults)
+                row[f.name] = _arrow_value(getattr(msg, f.name), f, emit_defaults, time_unit)
             else:
                 row[f.name] = None
     return row
 
 
-def _arrow_value(v, f, emit_defaults):
+def _arrow_value(v, f, emit_defaults, time_unit="ns"):
     if f.type == FD.TYPE_ENUM:
         ev = f.enum_type.values_by_number.get(v)
         return ev.name if ev is not None else str(v)
     if f.type in MESSAGES:
         name = f.message_type.full_name
         if name in (WKT + "Timestamp", WKT + "Duration"):
+            if time_unit == "us":
+                # Nanoseconds below a microsecond dropped toward zero (Spark's rule).
+                return v.seconds * 1_000_000 + int(v.nanos / 1000)
             ns = v.seconds * 1_000_000_000 + v.nanos
             return ns if -(2**63) <= ns < 2**63 else None  # past int64 nanoseconds: null
         if name in WRAPPERS:
             return v.value
-        return to_row(v, emit_defaults)
+        return to_row(v, emit_defaults, time_unit)
     return v
 
 

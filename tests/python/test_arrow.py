@@ -232,3 +232,35 @@ def test_threads_split_one_batch(kitchen, pools):
     with pytest.raises(optimus.DecodeError) as e:
         kitchen.decode_batch("kitchen.Sink", data, threads=2)
     assert e.value.row == 100
+
+
+def test_time_unit_microseconds(kitchen, kitchen_pb2):
+    """time_unit="us": Timestamp and Duration in microseconds, years 1 to 9999 (nanoseconds
+    hold 1677 to 2262 only); encode_batch reads timestamps and durations of any unit."""
+    msgs = [
+        kitchen_pb2.Sink(),
+        kitchen_pb2.Sink(at={"seconds": 253402300799, "nanos": 999999999},
+                         took={"seconds": -5, "nanos": -1500}),
+        kitchen_pb2.Sink(at={"seconds": -62135596800}, took={"seconds": 315576000000}),
+        kitchen_pb2.Sink(at={"seconds": 1700000000, "nanos": 123456789}),
+    ]
+    data = [m.SerializeToString() for m in msgs]
+    us = kitchen.decode_batch("kitchen.Sink", data, enums="string", time_unit="us")
+    assert us.schema == kitchen.arrow_schema("kitchen.Sink", enums="string", time_unit="us")
+    assert us.schema.field("at").type == pa.timestamp("us", tz="UTC")
+    assert us.schema.field("took").type == pa.duration("us")
+    assert us.column("at").cast(pa.int64()).to_pylist() == [
+        None, 253402300799_999999, -62135596800_000000, 1700000000_123456]
+    assert us.column("took").cast(pa.int64()).to_pylist() == [None, -5_000001, 315576000000_000000, None]
+    ns = kitchen.decode_batch("kitchen.Sink", data, enums="string")
+    assert ns.column("at").cast(pa.int64()).to_pylist() == [None, None, None, 1700000000_123456789]
+    assert us.drop_columns(["at", "took"]).equals(ns.drop_columns(["at", "took"]))
+    back = [kitchen_pb2.Sink.FromString(b) for b in kitchen.encode_batch("kitchen.Sink", us)]
+    assert back[1].at.nanos == 999999000 and back[1].took.nanos == -1000
+    assert back[2].at.seconds == -62135596800 and back[2].took.seconds == 315576000000
+    for unit in ("s", "ms", "us", "ns"):
+        t = ns.set_column(ns.schema.get_field_index("at"), "at",
+                          ns.column("at").cast(pa.timestamp(unit, tz="UTC"), safe=False))
+        assert kitchen_pb2.Sink.FromString(kitchen.encode_batch("kitchen.Sink", t)[3]).at.seconds == 1700000000
+    with pytest.raises(ValueError, match="time_unit"):
+        kitchen.decode_batch("kitchen.Sink", data, time_unit="ms")

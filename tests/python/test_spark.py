@@ -12,6 +12,7 @@ runs on the same DataFrame and must give the same rows.
 from __future__ import annotations
 
 import glob
+import math
 import os
 import random
 import sys
@@ -86,15 +87,20 @@ def collect(df):
 
 def expected_struct(schema, type_name, msgs, upcast=False, emit_defaults=False):
     """The struct column Spark should hold: Google protobuf's rows, in Spark's Arrow types."""
-    fields = schema.arrow_schema(type_name, enums="string")
-    rows = [None if m is None else to_row(m, emit_defaults) for m in msgs]
+    fields = schema.arrow_schema(type_name, enums="string", time_unit="us")
+    rows = [None if m is None else to_row(m, emit_defaults, time_unit="us") for m in msgs]
     struct = pa.array(rows, pa.struct(list(fields)))
     return struct.cast(ospark.arrow_type_for_spark(struct.type, upcast), safe=False)
 
 
 def assert_same(actual, expected):
     actual = actual.combine_chunks() if isinstance(actual, pa.ChunkedArray) else actual
-    assert normalize(actual.cast(expected.type).to_pylist()) == normalize(expected.to_pylist())
+    got, want = normalize(actual.cast(expected.type).to_pylist()), normalize(expected.to_pylist())
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w and isinstance(g, dict) and isinstance(w, dict):
+            print(f"first differing row {i}:", {k: (g.get(k), w[k]) for k in w if g.get(k) != w[k]})
+            break
+    assert got == want
 
 
 def random_messages(pools, pool, type_name, n, seed=11):
@@ -156,6 +162,19 @@ def test_options(spark, kitchen, kitchen_pb2):
         ospark.from_protobuf(df, "id", "kitchen.Sink", kitchen)
 
 
+def test_timestamps_years_1_to_9999(spark, kitchen, kitchen_pb2):
+    """Spark's TimestampType range, which int64 nanoseconds do not hold: decoded in micros."""
+    msgs = [kitchen_pb2.Sink(at={"seconds": 253402300799, "nanos": 999999999}),
+            kitchen_pb2.Sink(at={"seconds": -62135596800}, took={"seconds": -1, "nanos": -1500})]
+    df = frame(spark, [m.SerializeToString() for m in msgs])
+    # Through Arrow: PySpark's Row conversion cannot hold year 1 in local time.
+    value = collect(ospark.from_protobuf(df, "value", "kitchen.Sink", kitchen)).column("value")
+    at = value.combine_chunks().field("at").cast(pa.int64()).to_pylist()
+    took = value.combine_chunks().field("took").cast(pa.int64()).to_pylist()
+    assert at == [253402300799_999999, -62135596800_000000]
+    assert took == [None, -1_000001]
+
+
 def test_recursion_depth(spark, kitchen, kitchen_pb2):
     tree = kitchen_pb2.Tree(name="a", children=[kitchen_pb2.Tree(name="b", children=[kitchen_pb2.Tree(name="c")])])
     df = frame(spark, [tree.SerializeToString()])
@@ -208,8 +227,8 @@ def test_round_trip(spark, peers, kitchen, pools, pool, type_name):
     Spark's own struct values (signed integers for unsigned fields, microseconds)."""
     schema = {"peers": peers, "kitchen": kitchen}[pool]
     msgs = random_messages(pools, pool, type_name, 200, seed=3)
-    # Timestamps and durations survive only to the microsecond in Spark, and only within
-    # int64 nanoseconds in optimus's Arrow columns.
+    # Timestamps and durations survive only to the microsecond in Spark (all of them: years 1
+    # to 9999 fit in int64 microseconds).
     data = [schema.encode(type_name, _micros(schema.decode(type_name, m.SerializeToString())))
             for m in msgs]
     data[4] = None
@@ -220,13 +239,11 @@ def test_round_trip(spark, peers, kitchen, pools, pool, type_name):
 
 
 def _micros(d):
-    """A decoded message with the nanoseconds of its Timestamp and Duration cut to micros,
-    and those past int64 nanoseconds (null in Arrow, docs/python.md) left out."""
+    """A decoded message with the nanoseconds of its Timestamp and Duration cut to micros."""
     for k in ("at", "took"):
         if k in d:
-            d[k]["nanos"] = d[k].get("nanos", 0) - d[k].get("nanos", 0) % 1000
-            if not -(2**63) <= d[k].get("seconds", 0) * 10**9 + d[k]["nanos"] < 2**63:
-                del d[k]
+            n = d[k].get("nanos", 0)
+            d[k]["nanos"] = n - int(math.fmod(n, 1000))  # toward zero, as Spark and optimus
     return d
 
 

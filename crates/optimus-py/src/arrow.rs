@@ -8,23 +8,25 @@
 //! Types: bool, int32/int64/uint32/uint64 (every integer kind by width and sign), float32,
 //! float64, utf8, binary; enums as dictionary<int32, utf8>, utf8 or int32; messages as structs
 //! (null when unset); repeated fields as lists, maps as maps (the last entry of a key wins);
-//! `google.protobuf.Timestamp` as timestamp[ns, UTC], `Duration` as duration[ns], wrappers as
-//! their nullable scalar.
+//! `google.protobuf.Timestamp` as timestamp[ns, UTC], `Duration` as duration[ns] (or both in
+//! microseconds, `time_unit="us"`, Spark's unit and range), wrappers as their nullable scalar.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BinaryBuilder, BooleanBuilder, DurationNanosecondBuilder, Float32Builder, Float64Builder,
-    Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder, TimestampNanosecondBuilder,
-    UInt32Builder, UInt64Builder,
+    BinaryBuilder, BooleanBuilder, Float32Builder, Float64Builder, Int32Builder, Int64Builder,
+    StringBuilder, StringDictionaryBuilder, UInt32Builder, UInt64Builder,
 };
 use arrow_array::cast::AsArray;
 use arrow_array::ffi::{from_ffi, to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::types::Int32Type;
-use arrow_array::{Array, ArrayRef, ListArray, MapArray, StructArray};
+use arrow_array::{
+    Array, ArrayRef, DurationMicrosecondArray, DurationNanosecondArray, ListArray, MapArray,
+    StructArray, TimestampMicrosecondArray, TimestampNanosecondArray,
+};
 use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
-use arrow_schema::{DataType, Field as AField, Fields};
+use arrow_schema::{DataType, Field as AField, Fields, TimeUnit};
 use optimus_core::binary::delimited;
 use optimus_core::{engine, Arena, Error, FieldRef, Record};
 use optimus_schema::{Cardinality, EnumId, Field, Kind, MessageId, SchemaSet, WellKnown};
@@ -43,6 +45,8 @@ pub(crate) enum Enums {
 
 pub(crate) struct BatchOptions {
     enums: Enums,
+    /// The unit of Timestamp and Duration columns: nanoseconds or microseconds.
+    time_unit: TimeUnit,
     emit_defaults: bool,
     recursion_depth: i32,
     permissive: bool,
@@ -59,6 +63,7 @@ impl BatchOptions {
         mode: &str,
         error_column: &str,
         threads: Option<usize>,
+        time_unit: &str,
     ) -> PyResult<BatchOptions> {
         let enums = match enums {
             "dictionary" => Enums::Dictionary,
@@ -79,8 +84,18 @@ impl BatchOptions {
                 )))
             }
         };
+        let time_unit = match time_unit {
+            "ns" => TimeUnit::Nanosecond,
+            "us" => TimeUnit::Microsecond,
+            o => {
+                return Err(PyValueError::new_err(format!(
+                    "time_unit={o:?}: expected \"ns\" or \"us\""
+                )))
+            }
+        };
         Ok(BatchOptions {
             enums,
+            time_unit,
             emit_defaults,
             recursion_depth,
             permissive,
@@ -107,8 +122,10 @@ enum VCol {
     EnumDict(StringDictionaryBuilder<Int32Type>, Option<EnumId>),
     EnumStr(StringBuilder, Option<EnumId>),
     EnumInt(Int32Builder, i32),
-    Timestamp(TimestampNanosecondBuilder),
-    Duration(DurationNanosecondBuilder),
+    /// Ticks of `time_unit` since the epoch, typed as a UTC timestamp when finished.
+    Timestamp(Int64Builder, TimeUnit),
+    /// Ticks of `time_unit`, typed as a duration when finished.
+    Duration(Int64Builder, TimeUnit),
     /// A wrapper message: its `value` field, null when the wrapper is unset.
     Wrapper(Box<VCol>, Kind),
     Struct(StructCol),
@@ -177,9 +194,11 @@ impl Ctx<'_> {
                 let ty = self.schema.message(id);
                 match ty.well_known {
                     Some(WellKnown::Timestamp) => {
-                        VCol::Timestamp(TimestampNanosecondBuilder::new().with_timezone("UTC"))
+                        VCol::Timestamp(Int64Builder::new(), self.opts.time_unit)
                     }
-                    Some(WellKnown::Duration) => VCol::Duration(DurationNanosecondBuilder::new()),
+                    Some(WellKnown::Duration) => {
+                        VCol::Duration(Int64Builder::new(), self.opts.time_unit)
+                    }
                     Some(WellKnown::Wrapper) => {
                         let inner = &ty.fields[0];
                         let col = self.value_col(inner)?.expect("wrappers hold a scalar");
@@ -265,8 +284,10 @@ fn enum_name(schema: &SchemaSet, e: Option<EnumId>, n: i32) -> Option<&str> {
         .map(|v| v.name.as_str())
 }
 
-/// Seconds and nanos of a Timestamp or Duration record as nanoseconds (None past i64).
-fn nanos(rec: Record<'_>) -> Option<i64> {
+/// Seconds and nanos of a Timestamp or Duration record as ticks of `unit` (None past i64).
+/// Microseconds drop the nanoseconds below one, rounding toward zero, as Spark's
+/// `from_protobuf` does.
+fn ticks(rec: Record<'_>, unit: TimeUnit) -> Option<i64> {
     let secs = match rec.get(0) {
         Some(FieldRef::I64(s)) => s,
         _ => 0,
@@ -275,7 +296,12 @@ fn nanos(rec: Record<'_>) -> Option<i64> {
         Some(FieldRef::I32(n)) => n,
         _ => 0,
     };
-    secs.checked_mul(1_000_000_000)?.checked_add(i64::from(ns))
+    match unit {
+        TimeUnit::Microsecond => secs
+            .checked_mul(1_000_000)?
+            .checked_add(i64::from(ns / 1_000)),
+        _ => secs.checked_mul(1_000_000_000)?.checked_add(i64::from(ns)),
+    }
 }
 
 impl VCol {
@@ -303,8 +329,8 @@ impl VCol {
                 None => b.append_value(n.to_string()),
             },
             (VCol::EnumInt(b, _), FieldRef::Enum(n)) => b.append_value(n),
-            (VCol::Timestamp(b), FieldRef::Message(m)) => b.append_option(nanos(m)),
-            (VCol::Duration(b), FieldRef::Message(m)) => b.append_option(nanos(m)),
+            (VCol::Timestamp(b, unit), FieldRef::Message(m)) => b.append_option(ticks(m, *unit)),
+            (VCol::Duration(b, unit), FieldRef::Message(m)) => b.append_option(ticks(m, *unit)),
             (VCol::Wrapper(inner, kind), FieldRef::Message(m)) => match m.get(0) {
                 Some(v) => inner.append(schema, v),
                 None => inner.append_default(schema, *kind),
@@ -318,7 +344,7 @@ impl VCol {
         match self {
             VCol::Bool(b) => b.append_null(),
             VCol::I32(b) | VCol::EnumInt(b, _) => b.append_null(),
-            VCol::I64(b) => b.append_null(),
+            VCol::I64(b) | VCol::Timestamp(b, _) | VCol::Duration(b, _) => b.append_null(),
             VCol::U32(b) => b.append_null(),
             VCol::U64(b) => b.append_null(),
             VCol::F32(b) => b.append_null(),
@@ -326,8 +352,6 @@ impl VCol {
             VCol::Str(b) | VCol::EnumStr(b, _) => b.append_null(),
             VCol::Bin(b) => b.append_null(),
             VCol::EnumDict(b, _) => b.append_null(),
-            VCol::Timestamp(b) => b.append_null(),
-            VCol::Duration(b) => b.append_null(),
             VCol::Wrapper(inner, _) => inner.append_null(),
             VCol::Struct(s) => s.append_null(),
         }
@@ -368,8 +392,22 @@ impl VCol {
             VCol::Str(b) | VCol::EnumStr(b, _) => Arc::new(b.finish()),
             VCol::Bin(b) => Arc::new(b.finish()),
             VCol::EnumDict(b, _) => Arc::new(b.finish()),
-            VCol::Timestamp(b) => Arc::new(b.finish()),
-            VCol::Duration(b) => Arc::new(b.finish()),
+            VCol::Timestamp(b, unit) => {
+                let (_, ticks, nulls) = b.finish().into_parts();
+                match unit {
+                    TimeUnit::Microsecond => {
+                        Arc::new(TimestampMicrosecondArray::new(ticks, nulls).with_timezone("UTC"))
+                    }
+                    _ => Arc::new(TimestampNanosecondArray::new(ticks, nulls).with_timezone("UTC")),
+                }
+            }
+            VCol::Duration(b, unit) => {
+                let (_, ticks, nulls) = b.finish().into_parts();
+                match unit {
+                    TimeUnit::Microsecond => Arc::new(DurationMicrosecondArray::new(ticks, nulls)),
+                    _ => Arc::new(DurationNanosecondArray::new(ticks, nulls)),
+                }
+            }
             VCol::Wrapper(inner, _) => inner.finish(),
             VCol::Struct(s) => Arc::new(s.finish()),
         }
@@ -826,9 +864,45 @@ pub(crate) fn decode_batch<'py>(
 // ------------------------------------------------------------------ encode
 
 use arrow_array::types::{
-    DurationNanosecondType, Float32Type, Float64Type, Int64Type, TimestampNanosecondType,
-    UInt32Type, UInt64Type,
+    DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType, DurationSecondType,
+    Float32Type, Float64Type, Int64Type, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType, UInt32Type, UInt64Type,
 };
+
+/// Row `i` of a timestamp or duration array (any unit) as (ticks, ticks per second).
+fn ticks_at(arr: &dyn Array, i: usize) -> Option<(i64, i64)> {
+    use DataType::{Duration as D, Timestamp as T};
+    use TimeUnit::{Microsecond as Us, Millisecond as Ms, Nanosecond as Ns, Second as S};
+    Some(match arr.data_type() {
+        T(S, _) => (arr.as_primitive::<TimestampSecondType>().value(i), 1),
+        T(Ms, _) => (
+            arr.as_primitive::<TimestampMillisecondType>().value(i),
+            1_000,
+        ),
+        T(Us, _) => (
+            arr.as_primitive::<TimestampMicrosecondType>().value(i),
+            1_000_000,
+        ),
+        T(Ns, _) => (
+            arr.as_primitive::<TimestampNanosecondType>().value(i),
+            1_000_000_000,
+        ),
+        D(S) => (arr.as_primitive::<DurationSecondType>().value(i), 1),
+        D(Ms) => (
+            arr.as_primitive::<DurationMillisecondType>().value(i),
+            1_000,
+        ),
+        D(Us) => (
+            arr.as_primitive::<DurationMicrosecondType>().value(i),
+            1_000_000,
+        ),
+        D(Ns) => (
+            arr.as_primitive::<DurationNanosecondType>().value(i),
+            1_000_000_000,
+        ),
+        _ => return None,
+    })
+}
 
 /// Why a column cannot be written into a field.
 fn col_err(ty: &str, field: &Field, why: impl std::fmt::Display) -> String {
@@ -1020,25 +1094,24 @@ impl<'s> Writer<'s> {
                 let id = field.message.expect("a message field has a type");
                 let sub = Record::new_in(self.schema, id, arena);
                 let mt = self.schema.message(id);
-                let split = |ns: i64| {
-                    (
-                        ns.div_euclid(1_000_000_000),
-                        ns.rem_euclid(1_000_000_000) as i32,
-                    )
-                };
+                // `per` ticks make a second; 1e9 / per nanoseconds make a tick.
                 match (mt.well_known, dt) {
                     (Some(WellKnown::Timestamp), DataType::Timestamp(_, _)) => {
-                        let ns = arr.as_primitive::<TimestampNanosecondType>().value(i);
-                        let (s, n) = split(ns);
-                        sub.set(0, FieldRef::I64(s)).map_err(|e| e.to_string())?;
-                        sub.set(1, FieldRef::I32(n)).map_err(|e| e.to_string())?;
+                        let (t, per) = ticks_at(arr, i).ok_or_else(bad)?;
+                        let n = t.rem_euclid(per) * (1_000_000_000 / per);
+                        sub.set(0, FieldRef::I64(t.div_euclid(per)))
+                            .map_err(|e| e.to_string())?;
+                        sub.set(1, FieldRef::I32(n as i32))
+                            .map_err(|e| e.to_string())?;
                     }
                     (Some(WellKnown::Duration), DataType::Duration(_)) => {
-                        let ns = arr.as_primitive::<DurationNanosecondType>().value(i);
+                        let (t, per) = ticks_at(arr, i).ok_or_else(bad)?;
                         // Seconds and nanos carry the same sign.
-                        let (s, n) = (ns / 1_000_000_000, (ns % 1_000_000_000) as i32);
-                        sub.set(0, FieldRef::I64(s)).map_err(|e| e.to_string())?;
-                        sub.set(1, FieldRef::I32(n)).map_err(|e| e.to_string())?;
+                        let n = (t % per) * (1_000_000_000 / per);
+                        sub.set(0, FieldRef::I64(t / per))
+                            .map_err(|e| e.to_string())?;
+                        sub.set(1, FieldRef::I32(n as i32))
+                            .map_err(|e| e.to_string())?;
                     }
                     (Some(WellKnown::Wrapper), _) => {
                         let v = self.value(&mt.full_name, &mt.fields[0], arr, i, arena)?;

@@ -312,13 +312,14 @@ impl Schema {
 
     /// Decodes many messages (a list of bytes, a pyarrow binary array, or a varint-delimited
     /// buffer) into a pyarrow.RecordBatch, a column per field: structs, lists, maps,
-    /// timestamp[ns, UTC], duration[ns]; `enums` "dictionary", "string" or "int";
-    /// `emit_defaults`; `recursion_depth` (-1: recursive types raise); `mode` "failfast"
-    /// (DecodeError with `.row`) or "permissive" (null row + `error_column`); `threads`
-    /// (default: every core, for batches of at least 2048 rows a thread).
+    /// timestamp[ns, UTC], duration[ns] (`time_unit="us"`: microseconds); `enums`
+    /// "dictionary", "string" or "int"; `emit_defaults`; `recursion_depth` (-1: recursive
+    /// types raise); `mode` "failfast" (DecodeError with `.row`) or "permissive" (null row +
+    /// `error_column`); `threads` (default: every core, for batches of at least 2048 rows a
+    /// thread).
     #[pyo3(signature = (type_name, messages, *, enums = "dictionary", emit_defaults = false,
                         recursion_depth = -1, mode = "failfast", error_column = "_error",
-                        threads = None))]
+                        threads = None, time_unit = "ns"))]
     #[allow(clippy::too_many_arguments)]
     fn decode_batch<'py>(
         &self,
@@ -331,6 +332,7 @@ impl Schema {
         mode: &str,
         error_column: &str,
         threads: Option<usize>,
+        time_unit: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = self.id(&type_name)?;
         let opts = arrow::BatchOptions::parse(
@@ -340,6 +342,7 @@ impl Schema {
             mode,
             error_column,
             threads,
+            time_unit,
         )?;
         arrow::decode_batch(py, &self.set, id, messages, &opts)
     }
@@ -361,7 +364,8 @@ impl Schema {
 
     /// The pyarrow.Schema that `decode_batch` gives for this type and these options.
     #[pyo3(signature = (type_name, *, enums = "dictionary", recursion_depth = -1,
-                        mode = "failfast", error_column = "_error"))]
+                        mode = "failfast", error_column = "_error", time_unit = "ns"))]
+    #[allow(clippy::too_many_arguments)]
     fn arrow_schema<'py>(
         &self,
         py: Python<'py>,
@@ -370,10 +374,18 @@ impl Schema {
         recursion_depth: i32,
         mode: &str,
         error_column: &str,
+        time_unit: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = self.id(&type_name)?;
-        let opts =
-            arrow::BatchOptions::parse(enums, false, recursion_depth, mode, error_column, Some(1))?;
+        let opts = arrow::BatchOptions::parse(
+            enums,
+            false,
+            recursion_depth,
+            mode,
+            error_column,
+            Some(1),
+            time_unit,
+        )?;
         let empty = pyo3::types::PyList::empty(py);
         arrow::decode_batch(py, &self.set, id, empty.as_any(), &opts)?.getattr("schema")
     }

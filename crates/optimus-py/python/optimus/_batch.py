@@ -142,7 +142,7 @@ def decode_column(
         null = pc.or_(null, errors.is_valid())
         fields = fields[:at] + fields[at + 1:]
         arrays = arrays[:at] + arrays[at + 1:]
-    if len(arrays) == 0:
+    if not arrays:
         # A message type without fields: a struct needs its length from somewhere.
         struct = pa.array([{}] * len(column), pa.struct([]))
         struct = pc.if_else(null, pa.scalar(None, struct.type), struct)
@@ -153,8 +153,8 @@ def decode_column(
 
 def _conform(source: pa.DataType, target: pa.DataType) -> pa.DataType:
     """``source`` with the leaves that ``encode_batch`` reads in another Arrow type (Spark's
-    signed integers for unsigned fields, decimals, microsecond timestamps and durations)
-    replaced by ``target``'s; fields ``target`` lacks and enums given as numbers stay."""
+    signed integers for unsigned fields, decimals) replaced by ``target``'s; fields ``target``
+    lacks, enums given as numbers and timestamps and durations (of any unit) stay."""
     if source == target:
         return source
     if pa.types.is_struct(source) and pa.types.is_struct(target):
@@ -173,10 +173,6 @@ def _conform(source: pa.DataType, target: pa.DataType) -> pa.DataType:
     numeric = pa.types.is_integer(source) or pa.types.is_decimal(source)
     if numeric and pa.types.is_integer(target):
         return target
-    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
-        return target
-    if pa.types.is_duration(source) and pa.types.is_duration(target):
-        return target
     return source
 
 
@@ -188,8 +184,8 @@ def encode_target(schema: Schema, message_name: str) -> pa.DataType:
 
 def encode_column(schema: Schema, message_name: str, struct: Any, target: pa.DataType) -> pa.Array:
     """Encodes each row of a struct array (or chunked array) as protobuf bytes: a binary
-    array, null where the struct is null. Integer, decimal, timestamp and duration leaves are
-    first cast to the types ``encode_batch`` reads (``target``'s)."""
+    array, null where the struct is null. Integer and decimal leaves (Spark's signed integers for
+    unsigned fields) are first cast to the types ``encode_batch`` reads (``target``'s)."""
     if isinstance(struct, pa.ChunkedArray):
         struct = struct.combine_chunks() if struct.num_chunks != 1 else struct.chunk(0)
     conformed = _conform(struct.type, target)

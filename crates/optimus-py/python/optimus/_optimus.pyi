@@ -107,6 +107,7 @@ class Schema:
         mode: Literal["failfast", "permissive"] = "failfast",
         error_column: str = "_error",
         threads: int | None = None,
+        time_unit: Literal["ns", "us"] = "ns",
     ) -> pyarrow.RecordBatch:
         """Decode many messages into one RecordBatch, a row per message, a column per field.
 
@@ -118,7 +119,9 @@ class Schema:
         unset); repeated fields as lists and maps as maps (empty when unset); enums as
         ``dictionary<int32, string>``, ``string`` or ``int32`` (``enums``; numbers without
         a name as their decimal text); Timestamp as ``timestamp[ns, UTC]``, Duration as
-        ``duration[ns]`` (null past int64 nanoseconds), wrappers as their nullable scalar.
+        ``duration[ns]`` (null past int64 nanoseconds, about 1677 to 2262), wrappers as their
+        nullable scalar. ``time_unit="us"``: both in microseconds (Spark's unit; years 1 to
+        9999 fit), the nanoseconds below one dropped toward zero.
 
         ``emit_defaults``: an unset field without presence (proto3 implicit) is its default
         instead of null. ``recursion_depth``: -1 raises SchemaError on a recursive type;
@@ -139,8 +142,8 @@ class Schema:
 
         Columns are matched to fields by name (declared or JSON name; any subset, any
         order; ``error_column`` is skipped) and take the types ``decode_batch`` makes, plus
-        integer columns of any width (range-checked) and float32/float64 for either float
-        kind; enums as names (utf8 or dictionary), decimal text or numbers. A null is an
+        integer columns of any width (range-checked), float32/float64 for either float
+        kind and timestamps and durations of any unit; enums as names (utf8 or dictionary), decimal text or numbers. A null is an
         unset field. ``encode_batch(t, decode_batch(t, msgs)) == msgs`` for canonical
         input. Raises EncodeError naming the row and field. The GIL is released while the
         rows encode.
@@ -153,5 +156,6 @@ class Schema:
         recursion_depth: int = -1,
         mode: Literal["failfast", "permissive"] = "failfast",
         error_column: str = "_error",
+        time_unit: Literal["ns", "us"] = "ns",
     ) -> pyarrow.Schema:
         """The schema ``decode_batch`` gives for this type and these options."""

@@ -45,6 +45,7 @@ def from_protobuf(
     alias: Optional[str] = None,
     error_column: str = "_error",
     enums: str = "string",
+    time_unit: str = "ns",
     threads: int = 1,
     **map_batches_args: Any,
 ) -> Any:
@@ -56,11 +57,13 @@ def from_protobuf(
     ``recursive.fields.max.depth``, ``emit.default.values``, ``enums.as.ints``) and the
     fail-fast error (a DecodeError naming the row in the block, the field path and byte
     offset) are as in :func:`optimus.spark.from_protobuf`. ``enums``: ``"string"``,
-    ``"int"`` or ``"dictionary"``. ``threads``: threads per task (Ray already runs a task
+    ``"int"`` or ``"dictionary"``. ``time_unit``: ``"ns"`` or ``"us"`` for Timestamp and
+    Duration columns (``"us"`` holds years 1 to 9999; ``"ns"`` only 1677 to 2262). ``threads``: threads per task (Ray already runs a task
     per CPU). Other keywords go to ``map_batches`` (``batch_size``, ``concurrency``, ...).
     """
     sch = load_schema(schema)
     kwargs = decode_kwargs(options, error_column, enums=enums)
+    kwargs["time_unit"] = time_unit
     permissive = kwargs["mode"] == "permissive"
     sch.arrow_schema(message_name, recursion_depth=kwargs["recursion_depth"])  # fail here, not in a task
     name = alias or column

@@ -142,6 +142,8 @@ def from_protobuf(
 
     sch = load_schema(schema)
     kwargs = decode_kwargs(options, error_column)
+    # Spark's unit and range: year 1 to 9999 fit in int64 microseconds, not nanoseconds.
+    kwargs["time_unit"] = "us"
     upcast = upcast_unsigned(options)
     permissive = kwargs["mode"] == "permissive"
     if column not in df.columns:
@@ -150,7 +152,10 @@ def from_protobuf(
     if not isinstance(df.schema[index].dataType, T.BinaryType):
         raise TypeError(f"column {column!r} is {df.schema[index].dataType.simpleString()}, not binary")
     fields = sch.arrow_schema(
-        message_name, enums=kwargs["enums"], recursion_depth=kwargs["recursion_depth"]
+        message_name,
+        enums=kwargs["enums"],
+        recursion_depth=kwargs["recursion_depth"],
+        time_unit="us",
     )
     struct_type = arrow_type_for_spark(pa.struct(list(fields)), upcast)
     out_fields = list(df.schema.fields)
