@@ -2,6 +2,8 @@
 //! arguments, owns stdin/stdout/stderr, and turns errors into one line and exit code 1.
 #![deny(unsafe_code)]
 
+#[allow(unsafe_code)]
+mod alloc_count;
 mod bench;
 mod convert;
 mod rpc_cmd;
@@ -17,7 +19,7 @@ use clap::{Parser, Subcommand};
 
 /// Counts allocations for `optimus bench`'s allocations-per-message column.
 #[global_allocator]
-static ALLOCATOR: bench::alloc_count::Counting = bench::alloc_count::Counting;
+static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
 
 /// Schema-driven data transformation for RPCs: protobuf binary and JSON, table-driven.
 #[derive(Parser)]

@@ -10,8 +10,8 @@ use optimus_core::placement::{AccelLabels, Labelled};
 use optimus_schema::{MessageId, SchemaSet};
 use optimus_trace::{Direction, Format, Region, Repetition, TraceWriter, Tracer};
 
-use crate::bench::embedded_workload;
 use crate::source::{find_type, SchemaSource};
+use optimus_bench::embedded_workload;
 
 /// Which transformation to trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -177,6 +177,11 @@ fn bench_rows_with(workload: &str, operation: &str, extra: &[&str]) -> Vec<serde
 }
 
 /// The implementations of `rows`, in order.
+/// Whether this build measures `peer` (its build script found what the peer needs).
+fn built(peer: &str) -> bool {
+    optimus_bench::PEERS.contains(&peer)
+}
+
 fn implementations(rows: &[serde_json::Value]) -> Vec<&str> {
     rows.iter()
         .map(|r| r["implementation"].as_str().unwrap())
@@ -187,27 +192,21 @@ fn implementations(rows: &[serde_json::Value]) -> Vec<&str> {
 fn bench_decodes_into_a_reused_message_beside_the_peers() {
     // scripts/test installs protoc and libprotobuf, so there the C++ peer must be built in,
     // and buffa's types generated (from protoc's descriptors).
-    #[cfg(not(cpp_peer))]
-    if std::env::var_os("OPTIMUS_REQUIRE_CPP_PEER").is_some_and(|v| v != "0") {
-        panic!(
-            "OPTIMUS_REQUIRE_CPP_PEER is set, but this build has no protobuf-cpp peer (see the \
-             warning of optimus-cli's build script)"
-        );
-    }
-    #[cfg(not(buffa_peer))]
-    if std::env::var_os("OPTIMUS_REQUIRE_CPP_PEER").is_some_and(|v| v != "0") {
-        panic!(
-            "OPTIMUS_REQUIRE_CPP_PEER is set, but this build has no buffa peer (see the \
-             warning of optimus-cli's build script)"
+    let required = std::env::var_os("OPTIMUS_REQUIRE_CPP_PEER").is_some_and(|v| v != "0");
+    for peer in ["protobuf-cpp", "buffa"] {
+        assert!(
+            !required || built(peer),
+            "OPTIMUS_REQUIRE_CPP_PEER is set, but this build has no {peer} peer (see the \
+             warning of optimus-bench's build script)"
         );
     }
     // optimus decodes into arena records; its reflective Message codec is measured beside.
     let mut expected = vec!["optimus", "optimus-message", "prost", "prost-reflect"];
-    if cfg!(buffa_peer) {
+    if built("buffa") {
         // buffa's owned types, then its zero-copy views.
         expected.extend(["buffa", "buffa-view"]);
     }
-    if cfg!(cpp_peer) {
+    if built("protobuf-cpp") {
         expected.push("protobuf-cpp");
     }
     for workload in ["flat", "mixed", "nested"] {
@@ -241,10 +240,10 @@ fn bench_json_rows_leave_out_prost() {
     // prost has no JSON mapping, and buffa's views cannot be read from JSON; the peers that
     // have one are measured.
     let mut expected = vec!["optimus", "optimus-message", "prost-reflect"];
-    if cfg!(buffa_peer) {
+    if built("buffa") {
         expected.push("buffa");
     }
-    if cfg!(cpp_peer) {
+    if built("protobuf-cpp") {
         expected.push("protobuf-cpp");
     }
     let rows = bench_rows("mixed", "json-decode");

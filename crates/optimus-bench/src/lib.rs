@@ -1,9 +1,8 @@
-//! `optimus bench`: encode, decode and JSON speed on embedded workloads or the user's own
-//! messages, as ns/message with min/median/max over repetitions and Gbps, beside the peers
-//! (`peers`) measured in the same run, with optimus's speedup over each.
+//! The benchmark behind `optimus bench`: encode, decode and JSON speed on the embedded
+//! workloads or the user's own messages, as ns/message with min/median/max over repetitions
+//! and Gbps, beside the peers (`peers`) measured in the same run, with optimus's speedup over
+//! each. It prints nothing: rows, notes and progress go to the caller's [`Event`] callback.
 
-#[allow(unsafe_code)]
-pub mod alloc_count;
 #[cfg(buffa_peer)]
 mod buffa_peer;
 #[cfg(buffa_peer)]
@@ -15,12 +14,10 @@ mod peers;
 mod prost_types;
 
 use std::hint::black_box;
-use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::{self, JsonOptions};
 use optimus_core::{engine, Arena, Message};
@@ -29,74 +26,91 @@ use optimus_schema::{MessageId, SchemaSet, DEFAULT_PROTO_NAME};
 
 use peers::{Notes, PeerSchema};
 
-use crate::source::find_type;
+pub use peers::{ALL as PEERS, DEFAULT as DEFAULT_PEERS};
 
 /// The Optimus Prime message classes (ASPLOS'20, Table 2) as protobuf messages.
-const PEERS_PROTO: &str = include_str!("../../../../testdata/peers.proto");
+const PEERS_PROTO: &str = include_str!("../../../testdata/peers.proto");
 const WORKLOADS: &[(&str, &str, &[u8])] = &[
     (
         "flat",
         "bench.Flat",
-        include_bytes!("../../../../testdata/flat.bin"),
+        include_bytes!("../../../testdata/flat.bin"),
     ),
     (
         "mixed",
         "bench.Mixed",
-        include_bytes!("../../../../testdata/mixed.bin"),
+        include_bytes!("../../../testdata/mixed.bin"),
     ),
     (
         "nested",
         "bench.Nested",
-        include_bytes!("../../../../testdata/nested.bin"),
+        include_bytes!("../../../testdata/nested.bin"),
     ),
 ];
 
-/// Arguments of `optimus bench`.
-#[derive(Args, Debug)]
-pub struct BenchArgs {
-    /// Run only this workload (flat, mixed, nested); default: all.
-    #[arg(long, value_name = "NAME")]
-    workload: Option<String>,
-    /// Run only this operation (encode, decode, decode-reuse, json-encode, json-decode,
-    /// protobuf-to-json); default: all.
-    #[arg(long, value_name = "OP")]
-    operation: Option<String>,
-    /// Seconds of measurement per cell (workload × operation) [default: 0.5].
-    #[arg(long, value_name = "S", default_value_t = 0.5)]
-    seconds: f64,
-    /// Repetitions per cell; min/median/max are over these [default: 11].
-    #[arg(long, value_name = "N", default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..))]
-    reps: u32,
-    /// Peers to measure beside optimus, comma-separated (prost, prost-reflect, buffa where the
-    /// build found protoc, and protobuf-cpp where it found libprotobuf), or none [default:
-    /// every one built].
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        default_value = peers::DEFAULT,
-        hide_default_value = true
-    )]
-    peers: Vec<String>,
+/// What to measure and how long.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Only this workload (flat, mixed, nested); `None`: all.
+    pub workload: Option<String>,
+    /// Only this operation (encode, decode, decode-reuse, json-encode, json-decode,
+    /// protobuf-to-json); `None`: all.
+    pub operation: Option<String>,
+    /// Seconds of measurement per cell (workload × operation).
+    pub seconds: f64,
+    /// Repetitions per cell; min/median/max are over these.
+    pub reps: u32,
+    /// Peers measured beside optimus (names of [`PEERS`]; `none` is skipped).
+    pub peers: Vec<String>,
     /// Threads, each running every implementation at the same time as the others: rows give
-    /// ns per message of their batch throughput [default: 1].
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    threads: u32,
-    /// Print one JSON object per line instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Your own schema: a .proto file (with --type and --input).
-    #[arg(long, value_name = "FILE", requires_all = ["type_name", "input"])]
-    proto: Option<PathBuf>,
-    /// Include directories for --proto.
-    #[arg(short = 'I', long = "include", value_name = "DIR")]
-    include: Vec<PathBuf>,
-    /// Message type of --input.
-    #[arg(long = "type", value_name = "FULL.NAME")]
-    type_name: Option<String>,
+    /// ns per message of their batch throughput.
+    pub threads: u32,
+    /// The user's own schema (a .proto file), with `include`, `type_name` and `input`.
+    pub proto: Option<PathBuf>,
+    /// Include directories for `proto`.
+    pub include: Vec<PathBuf>,
+    /// Message type of `input`.
+    pub type_name: Option<String>,
     /// Varint-length-delimited messages to measure (the first one is used).
-    #[arg(long, value_name = "FILE")]
-    input: Option<PathBuf>,
+    pub input: Option<PathBuf>,
+    /// The process's allocation count so far, where the caller's global allocator counts
+    /// them: rows then give allocations per message.
+    pub allocations: Option<fn() -> u64>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            workload: None,
+            operation: None,
+            seconds: 0.5,
+            reps: 11,
+            peers: DEFAULT_PEERS.split(',').map(str::to_owned).collect(),
+            threads: 1,
+            proto: None,
+            include: Vec::new(),
+            type_name: None,
+            input: None,
+            allocations: None,
+        }
+    }
+}
+
+/// What [`run`] reports as it goes.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A cell starts: its number (from 1) of `total`.
+    Cell {
+        done: usize,
+        total: usize,
+        workload: &'a str,
+        operation: &'a str,
+    },
+    /// A measured row.
+    Row(&'a Row),
+    /// Something the user should know, once (a peer that does not agree with optimus on a
+    /// workload, and is timed anyway).
+    Note(&'a str),
 }
 
 /// One message to measure: its name in the output, type and serialized bytes.
@@ -122,32 +136,43 @@ impl Runner<'_> {
 }
 
 /// One measured row: an implementation on a cell (workload × operation).
-struct Row<'a> {
-    workload: &'a str,
-    operation: &'static str,
-    implementation: &'static str,
-    bytes: usize,
-    ns: Vec<f64>,
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub workload: String,
+    pub operation: &'static str,
+    pub implementation: &'static str,
+    /// Serialized protobuf bytes of the workload.
+    pub bytes: usize,
+    /// ns per message, per repetition.
+    pub ns: Vec<f64>,
     /// Heap allocations per message (per call), over all repetitions; `None` for a peer
-    /// whose allocations the counter cannot see (C++ allocates through `operator new`).
-    allocs_per_message: Option<f64>,
+    /// whose allocations the counter cannot see (C++ allocates through `operator new`), with
+    /// threads, or without a counter.
+    pub allocs_per_message: Option<f64>,
     /// Threads the row's batches ran on at once.
-    threads: u32,
+    pub threads: u32,
     /// For a peer: its time over optimus's in each repetition (optimus's speedup).
-    speedup: Option<Vec<f64>>,
+    pub speedup: Option<Vec<f64>>,
 }
 
+/// The header line of [`Row::table_line`]'s table.
+pub const TABLE_HEADER: &str = "workload operation         implementation   bytes   ns_median      ns_min      ns_max     Gbps  allocs   optimus speedup: median (min-max)";
+
 /// The value at quantile `q` (0 min, 0.5 median, 1 max) of `values`.
-fn quantile(values: &[f64], q: f64) -> f64 {
+pub fn quantile(values: &[f64], q: f64) -> f64 {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     v[((v.len() - 1) as f64 * q).round() as usize]
 }
 
-/// Runs `optimus bench`.
-pub fn run(args: BenchArgs) -> Result<()> {
+/// Measures every cell `args` selects, reporting each row (and any note) to `on` as soon as
+/// it is measured.
+pub fn run(args: &Config, on: &mut dyn FnMut(Event<'_>)) -> Result<()> {
     if !(args.seconds > 0.0 && args.seconds.is_finite()) {
-        bail!("--seconds must be a positive number");
+        bail!("seconds must be a positive number");
+    }
+    if !(1..=64).contains(&args.threads) || args.reps == 0 {
+        bail!("threads must be 1 to 64 and reps at least 1");
     }
     let peer_names: Vec<String> = args
         .peers
@@ -175,7 +200,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             peers::ALL.join(", ")
         );
     }
-    let (schema, peer_schema, workloads) = load_workloads(&args)?;
+    let (schema, peer_schema, workloads) = load_workloads(args)?;
     let ops: [(&str, Op); 6] = [
         ("encode", Op::Encode),
         ("decode", Op::Decode),
@@ -184,18 +209,20 @@ pub fn run(args: BenchArgs) -> Result<()> {
         ("json-decode", Op::JsonDecode),
         ("protobuf-to-json", Op::Transcode),
     ];
-    let progress = !args.json && io::stderr().is_terminal();
-    let total = workloads.len() * ops.len();
-    let mut done = 0;
-    let mut out = io::stdout().lock();
-    let mut notes = Notes::default();
-    if !args.json {
-        writeln!(
-            out,
-            "{:<8} {:<17} {:<15} {:>6} {:>11} {:>11} {:>11} {:>8} {:>7}   optimus speedup: median (min-max)",
-            "workload", "operation", "implementation", "bytes", "ns_median", "ns_min", "ns_max", "Gbps", "allocs"
-        )?;
+    let selected = ops
+        .iter()
+        .filter(|(name, _)| args.operation.as_deref().is_none_or(|o| o == *name))
+        .count();
+    if selected == 0 {
+        bail!(
+            "no operation named {:?} (try {})",
+            args.operation.as_deref().unwrap_or(""),
+            ops.map(|(name, _)| name).join(", ")
+        );
     }
+    let total = workloads.len() * selected;
+    let mut done = 0;
+    let mut notes = Notes::default();
     for w in &workloads {
         let msg = binary::decode(&schema, w.id, &w.bytes, &DecodeOptions::default())
             .with_context(|| format!("workload {}", w.name))?;
@@ -205,12 +232,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 continue;
             }
             done += 1;
-            if progress {
-                eprint!(
-                    "\roptimus: bench {done}/{total} {} {name}            ",
-                    w.name
-                );
-            }
+            on(Event::Cell {
+                done,
+                total,
+                workload: &w.name,
+                operation: name,
+            });
             let cell = Cell {
                 op,
                 schema: &schema,
@@ -223,6 +250,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
             let mut reused = Message::new(&schema, w.id);
             let record_arena = Arena::new();
             let mut runners = cell.runners(&mut reused, &record_arena, &mut notes)?;
+            for note in notes.take_new() {
+                on(Event::Note(&note));
+            }
             let (times, allocations) = if args.threads > 1 {
                 let batches = calibrate(&args, &mut runners)?;
                 drop(runners);
@@ -235,42 +265,48 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     })
                     .collect();
                 (
-                    measure_threads(&args, &cell, &batches)?,
-                    vec![f64::NAN; runners.len()],
+                    measure_threads(args, &cell, &batches)?,
+                    vec![None; runners.len()],
                 )
             } else {
-                measure(&args, &mut runners)?
+                measure(args, &mut runners)?
             };
             let ours = &times[0];
             for ((r, ns), &allocs_per_message) in runners.iter().zip(&times).zip(&allocations) {
                 let speedup = (r.implementation != "optimus")
                     .then(|| ns.iter().zip(ours).map(|(p, o)| p / o).collect());
                 let row = Row {
-                    workload: &w.name,
+                    workload: w.name.clone(),
                     operation: name,
                     implementation: r.implementation,
                     bytes: w.bytes.len(),
                     ns: ns.clone(),
-                    allocs_per_message: (r.allocations_counted() && args.threads == 1)
-                        .then_some(allocs_per_message),
+                    allocs_per_message: allocs_per_message
+                        .filter(|_| r.allocations_counted() && args.threads == 1),
                     threads: args.threads,
                     speedup,
                 };
-                print_row(&mut out, &row, args.json)?;
+                on(Event::Row(&row));
             }
         }
-    }
-    if progress {
-        eprint!("\r{:60}\r", "");
     }
     Ok(())
 }
 
-fn print_row(out: &mut impl Write, r: &Row, json: bool) -> Result<()> {
-    let median = quantile(&r.ns, 0.5);
-    let gbps = r.bytes as f64 * 8.0 / median;
-    if json {
-        let speedup = r.speedup.as_ref().map_or(String::new(), |s| {
+impl Row {
+    /// The median ns per message.
+    pub fn median(&self) -> f64 {
+        quantile(&self.ns, 0.5)
+    }
+
+    /// Serialized protobuf bits per median ns.
+    pub fn gbps(&self) -> f64 {
+        self.bytes as f64 * 8.0 / self.median()
+    }
+
+    /// The row as one JSON object (one line).
+    pub fn json_line(&self) -> String {
+        let speedup = self.speedup.as_ref().map_or(String::new(), |s| {
             format!(
                 ",\"optimus_speedup_min\":{:.3},\"optimus_speedup_median\":{:.3},\"optimus_speedup_max\":{:.3}",
                 quantile(s, 0.0),
@@ -278,24 +314,26 @@ fn print_row(out: &mut impl Write, r: &Row, json: bool) -> Result<()> {
                 quantile(s, 1.0)
             )
         });
-        writeln!(
-            out,
+        format!(
             "{{\"workload\":\"{}\",\"operation\":\"{}\",\"implementation\":\"{}\",\"bytes\":{},\"ns_min\":{:.1},\"ns_median\":{:.1},\"ns_max\":{:.1},\"gbps\":{:.3},\"allocs_per_message\":{},\"threads\":{},\"interleave\":1{}}}",
-            r.workload,
-            r.operation,
-            r.implementation,
-            r.bytes,
-            quantile(&r.ns, 0.0),
-            median,
-            quantile(&r.ns, 1.0),
-            gbps,
-            r.allocs_per_message
+            self.workload,
+            self.operation,
+            self.implementation,
+            self.bytes,
+            quantile(&self.ns, 0.0),
+            self.median(),
+            quantile(&self.ns, 1.0),
+            self.gbps(),
+            self.allocs_per_message
                 .map_or("null".to_string(), |a| format!("{a:.2}")),
-            r.threads,
+            self.threads,
             speedup
-        )?;
-    } else {
-        let speedup = r.speedup.as_ref().map_or(String::new(), |s| {
+        )
+    }
+
+    /// The row as a line of the table under [`TABLE_HEADER`].
+    pub fn table_line(&self) -> String {
+        let speedup = self.speedup.as_ref().map_or(String::new(), |s| {
             format!(
                 "{:.2}x ({:.2}-{:.2})",
                 quantile(s, 0.5),
@@ -303,23 +341,21 @@ fn print_row(out: &mut impl Write, r: &Row, json: bool) -> Result<()> {
                 quantile(s, 1.0)
             )
         });
-        writeln!(
-            out,
+        format!(
             "{:<8} {:<17} {:<15} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>8.2} {:>7}   {}",
-            r.workload,
-            r.operation,
-            r.implementation,
-            r.bytes,
-            median,
-            quantile(&r.ns, 0.0),
-            quantile(&r.ns, 1.0),
-            gbps,
-            r.allocs_per_message
+            self.workload,
+            self.operation,
+            self.implementation,
+            self.bytes,
+            self.median(),
+            quantile(&self.ns, 0.0),
+            quantile(&self.ns, 1.0),
+            self.gbps(),
+            self.allocs_per_message
                 .map_or("-".to_string(), |a| format!("{a:.2}")),
             speedup
-        )?;
+        )
     }
-    Ok(())
 }
 
 #[derive(Clone, Copy)]
@@ -534,7 +570,7 @@ impl<'a> Cell<'a> {
 }
 
 /// Each runner's batch: calls that take about 1/reps of the cell's time on one thread.
-fn calibrate(args: &BenchArgs, runners: &mut [Runner]) -> Result<Vec<u64>> {
+fn calibrate(args: &Config, runners: &mut [Runner]) -> Result<Vec<u64>> {
     let per_rep = Duration::from_secs_f64(args.seconds / f64::from(args.reps));
     let mut batches = Vec::with_capacity(runners.len());
     for r in runners.iter_mut() {
@@ -555,7 +591,7 @@ fn calibrate(args: &BenchArgs, runners: &mut [Runner]) -> Result<Vec<u64>> {
 /// `--threads N`: every thread builds its own runners and runs each implementation's batch
 /// at the same time as the others (a barrier before and after), so a repetition's time is
 /// the wall time of N batches; returns ns per message of that batch throughput.
-fn measure_threads(args: &BenchArgs, cell: &Cell, batches: &[u64]) -> Result<Vec<Vec<f64>>> {
+fn measure_threads(args: &Config, cell: &Cell, batches: &[u64]) -> Result<Vec<Vec<f64>>> {
     let threads = args.threads as usize;
     let barrier = std::sync::Barrier::new(threads);
     let results = std::thread::scope(|scope| {
@@ -617,11 +653,14 @@ fn measure_threads(args: &BenchArgs, cell: &Cell, batches: &[u64]) -> Result<Vec
 /// Times every runner of a cell: calibrates each one's batch to about 1/reps of the cell's
 /// time, then runs the repetitions in turn (optimus, each peer, optimus, ...), so drift in the
 /// machine's speed falls on all alike. Returns each runner's ns per call, per repetition.
-/// Also returns each runner's allocations per call over its repetitions.
-fn measure(args: &BenchArgs, runners: &mut [Runner]) -> Result<(Vec<Vec<f64>>, Vec<f64>)> {
+/// Also returns each runner's allocations per call over its repetitions, where `args` has
+/// an allocation counter.
+#[allow(clippy::type_complexity)]
+fn measure(args: &Config, runners: &mut [Runner]) -> Result<(Vec<Vec<f64>>, Vec<Option<f64>>)> {
     let batches = calibrate(args, runners)?;
     let mut ns = vec![Vec::with_capacity(args.reps as usize); runners.len()];
     let mut allocations = vec![0u64; runners.len()];
+    let count = args.allocations.unwrap_or(|| 0);
     for _ in 0..args.reps {
         for (((r, &iters), ns), allocs) in runners
             .iter_mut()
@@ -629,15 +668,18 @@ fn measure(args: &BenchArgs, runners: &mut [Runner]) -> Result<(Vec<Vec<f64>>, V
             .zip(&mut ns)
             .zip(&mut allocations)
         {
-            let before = alloc_count::allocations();
+            let before = count();
             ns.push(time(&mut r.call, iters)?.as_nanos() as f64 / iters as f64);
-            *allocs += alloc_count::allocations() - before;
+            *allocs += count() - before;
         }
     }
     let per_call = allocations
         .iter()
         .zip(&batches)
-        .map(|(&a, &iters)| a as f64 / (iters * u64::from(args.reps)) as f64)
+        .map(|(&a, &iters)| {
+            args.allocations
+                .map(|_| a as f64 / (iters * u64::from(args.reps)) as f64)
+        })
         .collect();
     Ok((ns, per_call))
 }
@@ -665,12 +707,14 @@ pub fn embedded_workload(name: &str) -> Result<(SchemaSet, MessageId, Vec<u8>)> 
 }
 
 /// The workloads to measure, their schema, and the peers' view of the same descriptors.
-fn load_workloads(args: &BenchArgs) -> Result<(SchemaSet, PeerSchema, Vec<Workload>)> {
+fn load_workloads(args: &Config) -> Result<(SchemaSet, PeerSchema, Vec<Workload>)> {
     if let (Some(proto), Some(type_name), Some(input)) = (&args.proto, &args.type_name, &args.input)
     {
         let set = descriptor_set_from_proto_files(&[proto], &args.include)?;
         let schema = SchemaSet::from_descriptor_set(&set)?;
-        let id = find_type(&schema, type_name)?;
+        let id = schema
+            .message_by_name(type_name)
+            .with_context(|| format!("no message type {type_name} in the schema"))?;
         let data = std::fs::read(input).with_context(|| format!("reading {}", input.display()))?;
         let body = binary::delimited(&data)
             .next()

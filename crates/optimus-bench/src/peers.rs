@@ -40,17 +40,24 @@ pub const DEFAULT: &str = match (cfg!(buffa_peer), cfg!(cpp_peer)) {
     (false, false) => "prost,prost-reflect",
 };
 
-/// The notes already written to stderr, so each is written once however many operations
-/// check it.
+/// The notes made so far, so each is reported once however many operations check it, and
+/// those not yet reported.
 #[derive(Default)]
-pub struct Notes(HashSet<String>);
+pub struct Notes {
+    seen: HashSet<String>,
+    new: Vec<String>,
+}
 
 impl Notes {
     pub(super) fn note(&mut self, text: String) {
-        if !self.0.contains(&text) {
-            eprintln!("optimus: note: {text}");
-            self.0.insert(text);
+        if self.seen.insert(text.clone()) {
+            self.new.push(text);
         }
+    }
+
+    /// The notes made since the last call.
+    pub(super) fn take_new(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.new)
     }
 }
 
