@@ -26,9 +26,10 @@ and, unless ``--no-spark``, in a local Spark (PySpark) over a cached DataFrame o
                PySpark's version is at hand (OPTIMUS_SPARK_PROTOBUF_JAR or ~/.m2)
   optimus.spark  optimus.spark.from_protobuf (mapInArrow) on the same DataFrame
 
-Each repeat times every contender once, in turn, so the ratios ``optimus / peer`` are taken
-between measurements made close together; the table gives messages/s (median of the repeats)
-and each ratio's min / median / max over the repeats. A contender that is not installed is
+Each repeat times every contender once, in turn, so the ratios ``optimus / peer`` (and the
+two-thread scaling ``optimus x2 / optimus``) are taken between measurements made close
+together; the table gives messages/s (median of the repeats) and each ratio's min / median /
+max over the repeats. A contender that is not installed is
 reported as unavailable, with why. Needs ``protoc`` on PATH for the peers' Python classes.
 The numbers depend on the machine: run it on a quiet one and say which.
 """
@@ -261,9 +262,14 @@ def run_local(w: Workload, repeat: int, notes: Dict[str, str]) -> dict:
     rates = {name: [n / t for t in ts] for name, ts in times.items()}
     ratios = {
         name: _summary([o / p for o, p in zip(rates["optimus"], rates[name])])
-        for name in rates if name != "optimus"
+        for name in rates if name not in ("optimus", "optimus x2")
     }
-    return {"rates": {k: _summary(v) for k, v in rates.items()}, "ratios": ratios}
+    scaling = _summary([two / one for one, two in zip(rates["optimus"], rates["optimus x2"])])
+    return {
+        "rates": {k: _summary(v) for k, v in rates.items()},
+        "ratios": ratios,
+        "scaling_2_threads": scaling,
+    }
 
 
 # ------------------------------------------------------------------ Spark
@@ -423,8 +429,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
         r = local[w.name]
         rates = [_fmt_rate(r["rates"][p]) if p in r["rates"] else "n/a" for p in peers]
         ratios = [_fmt_ratio(r["ratios"][p]) if p in r["ratios"] else "n/a" for p in peers[1:]]
-        x2 = r["ratios"]["optimus x2"]
-        scale = f"{1 / x2['median']:.2f}x ({1 / x2['max']:.2f}-{1 / x2['min']:.2f})"
+        scale = _fmt_ratio(r["scaling_2_threads"])
         print(f"| {w.name} | {w.bytes_per_msg:.0f} | {_fmt_rate(r['rates']['optimus'])} | "
               + " | ".join(rates) + " | " + " | ".join(ratios) + f" | {scale} |")
     if spark:
