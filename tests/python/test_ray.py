@@ -10,6 +10,8 @@ import pyarrow as pa
 import pytest
 
 ray = pytest.importorskip("ray")
+# Ray Data's context warns of its own deprecated settings when it is created.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 import optimus  # noqa: E402
 from conftest import WORKLOADS, workload  # noqa: E402
