@@ -117,7 +117,7 @@ def decode_column(
 
     A row is null where the input is null or, in permissive mode, where the message is bad. In
     fail-fast mode a bad message raises DecodeError saying ``where`` and its row,
-    ``first_row`` + its index in ``column`` (the row in the partition or block).
+    ``first_row`` + its index in ``column`` (the row in the partition or batch).
     """
     try:
         batch = schema.decode_batch(message_name, column, threads=threads, **kwargs)

@@ -1,8 +1,8 @@
 """optimus on Ray Data: ``from_protobuf`` / ``to_protobuf`` over a Dataset's column.
 
-Both are ``Dataset.map_batches`` with ``batch_format="pyarrow"``: each Ray task gets a block of
-rows as a pyarrow Table, optimus decodes the binary column of the whole block into Arrow
-columns (no Python object per row) and the block goes on as Arrow. The function captures an
+Both are ``Dataset.map_batches`` with ``batch_format="pyarrow"``: each Ray task gets a batch of
+rows as a pyarrow Table, optimus decodes the binary column of the whole batch into Arrow
+columns (no Python object per row) and the batch goes on as Arrow. The function captures an
 :class:`optimus.Schema`, which pickles as its descriptor set and is compiled again in each
 worker::
 
@@ -55,8 +55,8 @@ def from_protobuf(
     ``column``), null where the input is null; in permissive mode a string column
     ``error_column`` follows it. ``schema``, ``options`` (``mode``,
     ``recursive.fields.max.depth``, ``emit.default.values``, ``enums.as.ints``) and the
-    fail-fast error (a DecodeError naming the row in the block, the field path and byte
-    offset) are as in :func:`optimus.spark.from_protobuf`. ``enums``: ``"string"``,
+    fail-fast error (a DecodeError naming the row in the batch ``map_batches`` passed, the
+    field path and byte offset) are as in :func:`optimus.spark.from_protobuf`. ``enums``: ``"string"``,
     ``"int"`` or ``"dictionary"``. ``time_unit``: ``"ns"`` or ``"us"`` for Timestamp and
     Duration columns (``"us"`` holds years 1 to 9999; ``"ns"`` only 1677 to 2262). ``threads``: threads per task (Ray already runs a task
     per CPU). Other keywords go to ``map_batches`` (``batch_size``, ``concurrency``, ...).
@@ -67,7 +67,7 @@ def from_protobuf(
     permissive = kwargs["mode"] == "permissive"
     sch.arrow_schema(message_name, recursion_depth=kwargs["recursion_depth"])  # fail here, not in a task
     name = alias or column
-    where = f"from_protobuf({column!r}, {message_name!r}): block"
+    where = f"from_protobuf({column!r}, {message_name!r}): batch"
 
     def decode(table: pa.Table) -> pa.Table:
         index = table.schema.get_field_index(column)
