@@ -219,6 +219,10 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
             // SAFETY: as for `reserve` above; `read_value` made a value of the element width.
             unsafe { v.push(rec, self.arena, e.offset) };
         }
+        if tf.ty == TType::Set {
+            // SAFETY: `e` is a sequence of `tf.elem` values in `rec`, in the arena.
+            unsafe { super::dedupe_set(rec, self.arena, e.offset, tf.elem) };
+        }
         Ok(())
     }
 

@@ -569,6 +569,10 @@ impl<'a> Reader<'a, '_> {
                     self.expect(b',')?;
                 }
             }
+            if tf.ty == TType::Set {
+                // SAFETY: `e` is a sequence of `tf.elem` values in `rec`, in the arena.
+                unsafe { super::dedupe_set(rec, self.arena, e.offset, tf.elem) };
+            }
             return Ok(());
         }
         let entry_id = ty.table.sub_message(e);

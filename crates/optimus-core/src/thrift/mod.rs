@@ -21,9 +21,10 @@ pub use json::{decode_json, encode_json};
 
 use crate::binary::DecodeOptions;
 use crate::error::{DecodeError, DecodeErrorKind};
-use crate::record::{Arena, RecPtr, Seq};
+use crate::record::{read_le, Arena, RecPtr, Seq, View};
 use crate::view::Record;
 use crate::Error;
+use optimus_schema::thrift::TType;
 use protocol::{BinaryReader, BinaryWriter, CompactReader, CompactWriter, Cursor};
 
 /// A Thrift wire protocol.
@@ -158,6 +159,62 @@ unsafe fn seq_values<'a>(rec: Option<RecPtr>, i: usize, e: &optimus_schema::Entr
             r.read::<Seq>(e.offset).raw(e.op.scalar().width() as usize)
         },
         _ => &[],
+    }
+}
+
+/// Drops the later copies of values that a set at `offset` of `rec` holds twice (sets of
+/// scalars, strings and binaries; a set of structs or containers is kept as read), as Apache
+/// Thrift's set types do. The set is written back onto a fresh array only when it had a
+/// duplicate.
+///
+/// # Safety
+/// `offset` holds a sequence of `elem` values in `rec`, which lives in `arena`; string and
+/// binary views point at memory living as long as the record.
+unsafe fn dedupe_set(rec: RecPtr, arena: &Arena, offset: u32, elem: TType) {
+    if matches!(elem, TType::Struct | TType::List | TType::Set | TType::Map) {
+        return;
+    }
+    let width = match elem {
+        TType::Bool => 1,
+        TType::I64 | TType::Double => 8,
+        TType::String | TType::Binary => 16,
+        _ => 4,
+    };
+    // SAFETY: the caller's duty.
+    let raw = unsafe { rec.read::<Seq>(offset).raw(width) };
+    if raw.len() <= width {
+        return;
+    }
+    // SAFETY: the caller's duty: the views are of live memory.
+    let key = |chunk| unsafe { set_key(chunk, width) };
+    let mut seen = std::collections::HashSet::with_capacity(raw.len() / width);
+    if raw.chunks_exact(width).all(|c| seen.insert(key(c))) {
+        return;
+    }
+    seen.clear();
+    // SAFETY: an all-zero header is an empty sequence; `raw` stays valid (the old array is
+    // not freed or written), and each pushed chunk has the sequence's width.
+    unsafe {
+        rec.write(offset, [0u64; 2]);
+        for c in raw.chunks_exact(width) {
+            if seen.insert(key(c)) {
+                rec.push(arena, offset, width, c);
+            }
+        }
+    }
+}
+
+/// The bytes that identify a set element: a view's bytes, or the value's own.
+///
+/// # Safety
+/// A 16-byte `chunk` is a view of memory living at least as long as `chunk`'s borrow.
+#[inline]
+unsafe fn set_key(chunk: &[u8], width: usize) -> &[u8] {
+    if width == 16 {
+        // SAFETY: the caller's duty.
+        unsafe { read_le::<View>(chunk).bytes() }
+    } else {
+        chunk
     }
 }
 

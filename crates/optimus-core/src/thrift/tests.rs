@@ -391,3 +391,57 @@ fn json_round_trips_and_reads_what_it_writes() {
     };
     assert!(decode_json(&s, id, r#"{"nope":{"a":[1,null,"x"]}}"#, &arena, &lenient).is_ok());
 }
+
+#[test]
+fn sets_keep_one_of_each_value() {
+    let s = SchemaSet::from_thrift_sources(&[(
+        "t.thrift",
+        "struct S { 1: set<string> names 2: set<i64> ids 3: list<i32> list 4: set<bool> flags }",
+    )])
+    .unwrap();
+    let id = s.thrift_struct_by_name("S").unwrap();
+    let arena = Arena::new();
+    let opts = crate::json::JsonOptions::default();
+    let rec = decode_json(
+        &s,
+        id,
+        r#"{"names":["a","b","a","c","b"],"ids":[5,5],"list":[1,1],"flags":[true,false,true]}"#,
+        &arena,
+        &opts,
+    )
+    .unwrap();
+    let mut text = String::new();
+    encode_json(rec, &mut text).unwrap();
+    assert_eq!(
+        text,
+        r#"{"names":["a","b","c"],"ids":[5],"list":[1,1],"flags":[true,false]}"#
+    );
+    // The same through the binary protocol: a set<i64> of [7, 7, 8].
+    let bytes: Vec<u8> = [
+        &[14, 0, 2, 10, 0, 0, 0, 3][..],
+        &7i64.to_be_bytes(),
+        &7i64.to_be_bytes(),
+        &8i64.to_be_bytes(),
+        &[0],
+    ]
+    .concat();
+    let rec = decode(
+        &s,
+        id,
+        &bytes,
+        &arena,
+        Protocol::Binary,
+        &DecodeOptions::default(),
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    encode(rec, Protocol::Binary, &mut out).unwrap();
+    let want: Vec<u8> = [
+        &[14, 0, 2, 10, 0, 0, 0, 2][..],
+        &7i64.to_be_bytes(),
+        &8i64.to_be_bytes(),
+        &[0],
+    ]
+    .concat();
+    assert_eq!(out, want);
+}
