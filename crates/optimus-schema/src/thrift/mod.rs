@@ -233,12 +233,12 @@ impl SchemaSet {
         let includes: Vec<PathBuf> = includes.iter().map(|p| p.as_ref().to_path_buf()).collect();
         let mut loader = Loader::default();
         for f in files {
-            let path = f.as_ref();
-            let text = std::fs::read_to_string(path).map_err(|source| SchemaError::Io {
-                path: path.to_path_buf(),
+            let path = find_file(f.as_ref(), &includes)?;
+            let text = std::fs::read_to_string(&path).map_err(|source| SchemaError::Io {
+                path: path.clone(),
                 source,
             })?;
-            loader.add(path, &text, &includes, 0)?;
+            loader.add(&path, &text, &includes, 0)?;
         }
         loader.finish()
     }
@@ -278,6 +278,27 @@ impl SchemaSet {
             .iter()
             .find_map(|p| self.message_by_name(&format!("{}.{name}", p.name)))
     }
+}
+
+/// `path` as given when it exists, else the first `include` directory that holds it (as
+/// `thrift` and `protoc` find their inputs); the error names every place tried.
+fn find_file(path: &Path, includes: &[PathBuf]) -> Result<PathBuf, SchemaError> {
+    if path.is_file() || path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    let mut tried = vec![path.display().to_string()];
+    for dir in includes {
+        let candidate = dir.join(path);
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+        tried.push(candidate.display().to_string());
+    }
+    Err(SchemaError::Compile(format!(
+        "{}: not found (tried {})",
+        path.display(),
+        tried.join(", ")
+    )))
 }
 
 struct Program {

@@ -145,3 +145,15 @@ fn in_memory_includes() {
     assert_eq!(a.fields[1].default, Some(DefaultValue::Enum(1)));
     assert_eq!(s.message(a.fields[0].message.unwrap()).full_name, "b.B");
 }
+
+#[test]
+fn files_are_found_through_include_dirs() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/thrift");
+    let s = SchemaSet::from_thrift_files(&["zoo.thrift"], &["/nonexistent", dir]).unwrap();
+    assert!(s.thrift_struct_by_name("Everything").is_some());
+    let e = SchemaSet::from_thrift_files(&["gone.thrift"], &["/a", "/b"]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "gone.thrift: not found (tried gone.thrift, /a/gone.thrift, /b/gone.thrift)"
+    );
+}
