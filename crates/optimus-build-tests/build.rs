@@ -1,0 +1,20 @@
+//! Generates the types the tests use: the benchmark messages and Google's conformance
+//! messages, with the accessor check (`__copy_to`) on.
+fn main() {
+    let testdata = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata");
+    let mut config = optimus_build::Config::new();
+    config.copy_check(true);
+    config
+        .compile_protos(&[format!("{testdata}/peers.proto")], &[testdata])
+        .unwrap();
+    let conformance = format!("{testdata}/conformance");
+    config
+        .compile_protos(
+            &[
+                format!("{conformance}/test_messages_proto2.proto"),
+                format!("{conformance}/test_messages_proto3.proto"),
+            ],
+            &[&conformance],
+        )
+        .unwrap();
+}
