@@ -3,6 +3,8 @@
 //! and Gbps, beside the peers (`peers`) measured in the same run, with optimus's speedup over
 //! each. It prints nothing: rows, notes and progress go to the caller's [`Event`] callback.
 
+pub mod rpc;
+
 #[cfg(buffa_peer)]
 mod buffa_peer;
 #[cfg(buffa_peer)]
