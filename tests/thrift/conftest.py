@@ -10,6 +10,8 @@ Options (each also read from the environment, for scripts/test):
   --optimus PATH   the binary under test   OPTIMUS_BIN, default target/release/optimus
   --count N        messages per struct     THRIFT_COUNT, default 150
   --seed S         generator seed          THRIFT_SEED, default 1
+  --idl FILE       also round-trip every struct of FILE (repeatable)
+                                           THRIFT_IDLS (':'-separated), default none
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ def pytest_addoption(parser):
     g.addoption("--optimus", default=os.environ.get("OPTIMUS_BIN", str(REPO / "target/release/optimus")))
     g.addoption("--count", type=int, default=int(os.environ.get("THRIFT_COUNT", "150")))
     g.addoption("--seed", default=os.environ.get("THRIFT_SEED", "1"))
+    idls = os.environ.get("THRIFT_IDLS")
+    g.addoption("--idl", action="append", default=idls.split(":") if idls else None,
+                help="also test every struct of this IDL (repeatable)")
 
 
 @pytest.fixture(scope="session")

@@ -511,16 +511,31 @@ impl<'p> Lowering<'p> {
                 if let Some(Named::Const(v, cpi)) = self.names.get(&full) {
                     return self.const_value(*cpi, v, depth + 1);
                 }
-                // `Enum.VALUE` or `program.Enum.VALUE`.
-                let (owner, value_name) = s
-                    .rsplit_once('.')
-                    .ok_or_else(|| invalid(s, "unknown constant"))?;
-                match self.names.get(&self.qualify(pi, owner)) {
-                    Some(Named::Enum(values)) => values
+                // `Enum.VALUE` or `program.Enum.VALUE`; Apache Thrift also takes a value by its
+                // bare name (`VALUE`, `program.VALUE`) and, where `Enum` lacks `VALUE`, the
+                // program's other enums' values.
+                let (owner, value_name) = s.rsplit_once('.').unwrap_or(("", s));
+                if let Some(Named::Enum(values)) = self.names.get(&self.qualify(pi, owner)) {
+                    if let Some(&(_, v)) = values.iter().find(|(n, _)| n == value_name) {
+                        return Ok(ConstValue::Int(i64::from(v)));
+                    }
+                }
+                let program = match owner.split_once('.') {
+                    Some((p, _)) => p,
+                    None if self.programs.iter().any(|p| p.name == owner) => owner,
+                    None => &self.programs[pi].name,
+                };
+                let prefix = format!("{program}.");
+                let mut found = self.names.iter().filter_map(|(name, named)| match named {
+                    Named::Enum(values) if name.starts_with(&prefix) => values
                         .iter()
                         .find(|(n, _)| n == value_name)
-                        .map(|&(_, v)| ConstValue::Int(i64::from(v)))
-                        .ok_or_else(|| invalid(s, "unknown enum value"))?,
+                        .map(|&(_, v)| v),
+                    _ => None,
+                });
+                match (found.next(), found.next()) {
+                    (Some(v), None) => ConstValue::Int(i64::from(v)),
+                    (Some(_), Some(_)) => return Err(invalid(s, "ambiguous enum value")),
                     _ => return Err(invalid(s, "unknown constant")),
                 }
             }

@@ -650,6 +650,8 @@ impl Parser<'_> {
                 Requiredness::Default
             };
             let ty = self.field_type()?;
+            // `&`: a C++ reference field (a recursive struct), the same on the wire.
+            self.eat_sym('&');
             let name = self.ident()?;
             let default = if self.eat_sym('=') {
                 Some(self.const_value()?)

@@ -157,3 +157,29 @@ fn files_are_found_through_include_dirs() {
         "gone.thrift: not found (tried gone.thrift, /a/gone.thrift, /b/gone.thrift)"
     );
 }
+
+/// What Apache Thrift's own test IDLs use: reference fields (`&`), enum values by bare or
+/// program-qualified name, and a value named through another enum of the program.
+#[test]
+fn apache_thrift_idioms() {
+    let s = SchemaSet::from_thrift_sources(&[
+        (
+            "a.thrift",
+            r#"include "b.thrift"
+               enum E1 { X = 1 } enum E2 { Y = 7 }
+               struct R { 1: R & next 2: E2 e = E1.Y 3: b.F f = b.Z 4: E1 g = X }"#,
+        ),
+        ("b.thrift", "enum F { Z = 3 }"),
+    ])
+    .unwrap();
+    let r = s.message(s.message_by_name("a.R").unwrap());
+    let defaults: Vec<_> = r.fields[1..].iter().map(|f| f.default.clone()).collect();
+    assert_eq!(
+        defaults,
+        [
+            Some(DefaultValue::Enum(7)),
+            Some(DefaultValue::Enum(3)),
+            Some(DefaultValue::Enum(1))
+        ]
+    );
+}
