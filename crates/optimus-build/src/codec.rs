@@ -1,24 +1,24 @@
 //! A tonic [`Codec`] for optimus messages, generated and dynamic (feature `tonic`).
 //!
 //! A message lives in an arena that tonic cannot own, so what crosses tonic is bytes: a
-//! message to send is [`Encoded`] (its wire bytes, written once by the engine's encoder) and
-//! a received one is [`Received`] (the frame's bytes, shared, not copied), which the handler
-//! views in an arena of its own — zero-copy, strings and bytes pointing into the frame:
+//! message to send is [`Encoded`] (its wire bytes, written once by the engine's encoder, from
+//! a generated message or a dynamic record) and a received one is [`Received`] (the frame's
+//! bytes, shared, not copied), which the handler views in an arena of its own as the type it
+//! expects — zero-copy, strings and bytes pointing into the frame:
 //!
-//! ```ignore
-//! fn call(&mut self, req: tonic::Request<Received<Flat<'static>>>) -> ... {
+//! ```text
+//! fn call(&mut self, req: tonic::Request<Received>) -> ... {
 //!     let arena = Arena::new();
-//!     let flat = req.get_ref().view(&arena).map_err(codec::invalid_argument)?;
+//!     let flat = req.get_ref().view::<Flat>(&arena).map_err(codec::invalid_argument)?;
 //!     let reply = Flat::new_in(&arena);
 //!     reply.set_name(flat.name());
 //!     Ok(tonic::Response::new(Encoded::new(&reply)))
 //! }
 //! ```
 //!
-//! Malformed bytes are reported where the message is viewed (the decode runs there, once),
-//! not by the codec.
-
-use std::marker::PhantomData;
+//! The codec carries no type (a generic one would carry the view's lifetime into tonic's
+//! futures): the handler names it when it views the bytes, and malformed bytes are reported
+//! there (the decode runs once, in the handler's arena), not by the codec.
 
 use bytes::{Buf, BufMut, Bytes};
 use optimus_core::schema::{MessageId, SchemaSet};
@@ -26,19 +26,15 @@ use optimus_core::{engine, Arena, Error, Record};
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::Status;
 
-use crate::runtime::{GeneratedMessage, MessageFamily};
-
-/// The family of dynamic messages: records of a schema loaded at run time.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Dynamic;
+use crate::runtime::GeneratedMessage;
 
 /// A message to send: its wire bytes.
-pub struct Encoded<M> {
+#[derive(Clone, Default)]
+pub struct Encoded {
     bytes: Vec<u8>,
-    _m: PhantomData<fn() -> M>,
 }
 
-impl<M> std::fmt::Debug for Encoded<M> {
+impl std::fmt::Debug for Encoded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Encoded")
             .field("len", &self.bytes.len())
@@ -46,42 +42,39 @@ impl<M> std::fmt::Debug for Encoded<M> {
     }
 }
 
-impl<M> Encoded<M> {
+impl Encoded {
+    /// `msg`'s wire bytes, encoded now.
+    pub fn new<'a>(msg: &impl GeneratedMessage<'a>) -> Encoded {
+        Encoded {
+            bytes: msg.encode_to_vec(),
+        }
+    }
+
+    /// `rec`'s wire bytes, encoded now.
+    pub fn from_record(rec: Record<'_>) -> Encoded {
+        let mut bytes = Vec::new();
+        engine::encode(rec, &mut bytes);
+        Encoded { bytes }
+    }
+
+    /// Bytes already encoded (sent as they are).
+    pub fn from_bytes(bytes: Vec<u8>) -> Encoded {
+        Encoded { bytes }
+    }
+
     /// The wire bytes.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
 }
 
-impl<M: MessageFamily> Encoded<M> {
-    /// `msg`'s wire bytes, encoded now.
-    pub fn new(msg: &M::View<'_>) -> Encoded<M> {
-        Encoded {
-            bytes: msg.encode_to_vec(),
-            _m: PhantomData,
-        }
-    }
-}
-
-impl Encoded<Dynamic> {
-    /// `rec`'s wire bytes, encoded now.
-    pub fn from_record(rec: Record<'_>) -> Encoded<Dynamic> {
-        let mut bytes = Vec::new();
-        engine::encode(rec, &mut bytes);
-        Encoded {
-            bytes,
-            _m: PhantomData,
-        }
-    }
-}
-
 /// A received message: the frame's wire bytes, to be viewed in an arena.
-pub struct Received<M> {
+#[derive(Clone, Default)]
+pub struct Received {
     bytes: Bytes,
-    _m: PhantomData<fn() -> M>,
 }
 
-impl<M> std::fmt::Debug for Received<M> {
+impl std::fmt::Debug for Received {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Received")
             .field("len", &self.bytes.len())
@@ -89,24 +82,21 @@ impl<M> std::fmt::Debug for Received<M> {
     }
 }
 
-impl<M> Received<M> {
+impl Received {
     /// The wire bytes.
     pub fn bytes(&self) -> &Bytes {
         &self.bytes
     }
-}
 
-impl<M: MessageFamily> Received<M> {
-    /// The message, decoded into `arena`; its strings and bytes are views of the frame.
+    /// The message as generated type `M`, decoded into `arena`; its strings and bytes are
+    /// views of the frame.
     ///
     /// # Errors
     /// As [`engine::decode`]: the bytes are not a message of the type.
-    pub fn view<'a>(&'a self, arena: &'a Arena) -> Result<M::View<'a>, Error> {
-        <M::View<'a> as GeneratedMessage<'a>>::decode(&self.bytes, arena)
+    pub fn view<'a, M: GeneratedMessage<'a>>(&'a self, arena: &'a Arena) -> Result<M, Error> {
+        M::decode(&self.bytes, arena)
     }
-}
 
-impl Received<Dynamic> {
     /// The message as a record of type `id` of `schema`, decoded into `arena`.
     ///
     /// # Errors
@@ -126,69 +116,44 @@ pub fn invalid_argument(e: Error) -> Status {
     Status::invalid_argument(e.to_string())
 }
 
-/// Sends [`Encoded<E>`] and receives [`Received<D>`]: what tonic's generated clients and
-/// servers (or hand-written ones) take as their codec.
-pub struct OptimusCodec<E, D> {
-    _m: PhantomData<fn() -> (E, D)>,
-}
+/// Sends [`Encoded`] and receives [`Received`]: the codec for tonic clients and servers
+/// (`tonic::server::Grpc::new(OptimusCodec)`, `tonic::client::Grpc::unary(.., OptimusCodec)`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OptimusCodec;
 
-impl<E, D> Default for OptimusCodec<E, D> {
-    fn default() -> Self {
-        OptimusCodec { _m: PhantomData }
-    }
-}
-
-impl<E, D> std::fmt::Debug for OptimusCodec<E, D> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("OptimusCodec")
-    }
-}
-
-impl<E: 'static, D: 'static> Codec for OptimusCodec<E, D> {
-    type Encode = Encoded<E>;
-    type Decode = Received<D>;
-    type Encoder = OptimusEncoder<E>;
-    type Decoder = OptimusDecoder<D>;
+impl Codec for OptimusCodec {
+    type Encode = Encoded;
+    type Decode = Received;
+    type Encoder = OptimusCodec;
+    type Decoder = OptimusCodec;
 
     fn encoder(&mut self) -> Self::Encoder {
-        OptimusEncoder { _m: PhantomData }
+        OptimusCodec
     }
 
     fn decoder(&mut self) -> Self::Decoder {
-        OptimusDecoder { _m: PhantomData }
+        OptimusCodec
     }
 }
 
-/// [`OptimusCodec`]'s encoder: copies the wire bytes into the frame.
-pub struct OptimusEncoder<M> {
-    _m: PhantomData<fn() -> M>,
-}
-
-impl<M> Encoder for OptimusEncoder<M> {
-    type Item = Encoded<M>;
+impl Encoder for OptimusCodec {
+    type Item = Encoded;
     type Error = Status;
 
-    fn encode(&mut self, item: Encoded<M>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+    fn encode(&mut self, item: Encoded, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
         dst.put_slice(&item.bytes);
         Ok(())
     }
 }
 
-/// [`OptimusCodec`]'s decoder: takes the frame's bytes (shared, no copy where the frame is
-/// one chunk).
-pub struct OptimusDecoder<M> {
-    _m: PhantomData<fn() -> M>,
-}
-
-impl<M> Decoder for OptimusDecoder<M> {
-    type Item = Received<M>;
+impl Decoder for OptimusCodec {
+    type Item = Received;
     type Error = Status;
 
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Received<M>>, Status> {
-        let bytes = src.copy_to_bytes(src.remaining());
+    /// Takes the frame's bytes (shared, no copy where the frame is one chunk).
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Received>, Status> {
         Ok(Some(Received {
-            bytes,
-            _m: PhantomData,
+            bytes: src.copy_to_bytes(src.remaining()),
         }))
     }
 }

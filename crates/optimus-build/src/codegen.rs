@@ -377,7 +377,6 @@ impl Gen<'_> {
              \x20           other => panic!(\"expected a {full}, found {{other:?}}\"),\n        }}\n    }}\n\
              \x20   fn to_field(&self) -> {OB}::FieldRef<'a> {{ {OB}::FieldRef::Message(self.rec) }}\n\
              \x20   fn missing(_: {OB}::Record<'a>, _: usize, arena: &'a {OB}::Arena) -> Self {{ {name}::new_in(arena) }}\n}}\n\n\
-             impl {OB}::MessageFamily for {name}<'static> {{\n    type View<'a> = {name}<'a>;\n}}\n\n\
              impl ::std::fmt::Debug for {name}<'_> {{\n\
              \x20   fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {{\n\
              \x20       match self.encode_json() {{\n\

@@ -1,7 +1,7 @@
 //! optimus-build: typed Rust views over optimus's arena records, generated from `.proto`
 //! files by a `build.rs` helper (protox compiles them: no `protoc`).
 //!
-//! ```ignore
+//! ```text
 //! // build.rs
 //! fn main() {
 //!     optimus_build::compile_protos(&["proto/bench.proto"], &["proto"]).unwrap();
@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 pub use optimus_core::schema::{MessageId, SchemaSet};
 pub use optimus_core::{Arena, Error, FieldRef, Record};
-pub use runtime::{EnumValue, Enumeration, GeneratedMessage, MapIter, MessageFamily, Repeated};
+pub use runtime::{EnumValue, Enumeration, GeneratedMessage, MapIter, Repeated};
 
 /// Errors of code generation.
 #[derive(Debug)]

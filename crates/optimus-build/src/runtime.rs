@@ -195,13 +195,6 @@ pub trait GeneratedMessage<'a>: Copy + FieldValue<'a> {
     }
 }
 
-/// The family of a generated type, named with `'static` (`Flat<'static>`): what a tonic codec
-/// or any other owner of messages that outlive one arena is generic over.
-pub trait MessageFamily: 'static {
-    /// The view of a message in an arena living for `'a`.
-    type View<'a>: GeneratedMessage<'a>;
-}
-
 /// Checks that `rec` is a record of type `id` in `schema` (what a generated view wraps).
 ///
 /// # Errors
