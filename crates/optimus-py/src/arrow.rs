@@ -144,6 +144,8 @@ enum FCol {
         col: VCol,
         /// Unset reads as the default (proto3 implicit presence, `emit_defaults`).
         default: bool,
+        /// The field's slot in the record (its op table entry's offset).
+        offset: u32,
     },
     List {
         offsets: Vec<i32>,
@@ -163,20 +165,27 @@ struct Ctx<'s> {
     schema: &'s SchemaSet,
     opts: &'s BatchOptions,
     seen: HashMap<MessageId, i32>,
+    /// Rows the columns are sized for up front.
+    rows: usize,
 }
 
 impl Ctx<'_> {
     fn value_col(&mut self, field: &Field) -> Result<Option<VCol>, String> {
+        let rows = self.rows;
         Ok(Some(match field.kind {
-            Kind::Bool => VCol::Bool(BooleanBuilder::new()),
-            Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => VCol::I32(Int32Builder::new()),
-            Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => VCol::I64(Int64Builder::new()),
-            Kind::Uint32 | Kind::Fixed32 => VCol::U32(UInt32Builder::new()),
-            Kind::Uint64 | Kind::Fixed64 => VCol::U64(UInt64Builder::new()),
-            Kind::Float => VCol::F32(Float32Builder::new()),
-            Kind::Double => VCol::F64(Float64Builder::new()),
-            Kind::String => VCol::Str(StringBuilder::new()),
-            Kind::Bytes => VCol::Bin(BinaryBuilder::new()),
+            Kind::Bool => VCol::Bool(BooleanBuilder::with_capacity(rows)),
+            Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => {
+                VCol::I32(Int32Builder::with_capacity(rows))
+            }
+            Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
+                VCol::I64(Int64Builder::with_capacity(rows))
+            }
+            Kind::Uint32 | Kind::Fixed32 => VCol::U32(UInt32Builder::with_capacity(rows)),
+            Kind::Uint64 | Kind::Fixed64 => VCol::U64(UInt64Builder::with_capacity(rows)),
+            Kind::Float => VCol::F32(Float32Builder::with_capacity(rows)),
+            Kind::Double => VCol::F64(Float64Builder::with_capacity(rows)),
+            Kind::String => VCol::Str(StringBuilder::with_capacity(rows, rows * 16)),
+            Kind::Bytes => VCol::Bin(BinaryBuilder::with_capacity(rows, rows * 16)),
             Kind::Enum => match self.opts.enums {
                 Enums::Dictionary => {
                     VCol::EnumDict(StringDictionaryBuilder::new(), field.enum_type)
@@ -266,7 +275,12 @@ impl Ctx<'_> {
                         && c == Cardinality::Singular
                         && field.oneof.is_none()
                         && !field.kind.is_message();
-                    FCol::Single { col, default }
+                    let offset = ty.table.entries[index].offset;
+                    FCol::Single {
+                        col,
+                        default,
+                        offset,
+                    }
                 }
             };
             children.push((index, field.name.clone(), col));
@@ -305,6 +319,57 @@ fn ticks(rec: Record<'_>, unit: TimeUnit) -> Option<i64> {
 }
 
 impl VCol {
+    /// Appends a plain scalar or string straight from its slot — set, or unset with
+    /// `default` (its slot then holds zeros: the default) — or a null when unset without;
+    /// `false` for the columns that read through [`FieldRef`] (enums by name, well-known
+    /// types, structs).
+    #[inline]
+    fn append_slot(&mut self, rec: Record<'_>, index: usize, offset: u32, default: bool) -> bool {
+        // SAFETY: `index` is a field of `rec`'s type (the column was built from its fields).
+        let set = unsafe { rec.has_unchecked(index) };
+        if !set && matches!(self, VCol::EnumInt(..)) {
+            // An unset enum reads as its type's default value, not as slot zeros.
+            return false;
+        }
+        if !set && !default {
+            if matches!(
+                self,
+                VCol::Bool(_)
+                    | VCol::I32(_)
+                    | VCol::I64(_)
+                    | VCol::U32(_)
+                    | VCol::U64(_)
+                    | VCol::F32(_)
+                    | VCol::F64(_)
+                    | VCol::Str(_)
+                    | VCol::Bin(_)
+                    | VCol::EnumInt(..)
+            ) {
+                self.append_null();
+                return true;
+            }
+            return false;
+        }
+        // SAFETY (every arm): `offset` is the slot of field `index`, a single field whose
+        // kind made this column: a `u8` bool, a 4- or 8-byte number (enums `i32`), or a view
+        // for strings and bytes.
+        unsafe {
+            match self {
+                VCol::Bool(b) => b.append_value(rec.read_slot::<u8>(offset) != 0),
+                VCol::I32(b) | VCol::EnumInt(b, _) => b.append_value(rec.read_slot(offset)),
+                VCol::I64(b) => b.append_value(rec.read_slot(offset)),
+                VCol::U32(b) => b.append_value(rec.read_slot(offset)),
+                VCol::U64(b) => b.append_value(rec.read_slot(offset)),
+                VCol::F32(b) => b.append_value(rec.read_slot(offset)),
+                VCol::F64(b) => b.append_value(rec.read_slot(offset)),
+                VCol::Str(b) => b.append_value(rec.read_str(offset)),
+                VCol::Bin(b) => b.append_value(rec.read_bytes(offset)),
+                _ => return false,
+            }
+        }
+        true
+    }
+
     fn append(&mut self, schema: &SchemaSet, v: FieldRef<'_>) {
         match (self, v) {
             (VCol::Bool(b), FieldRef::Bool(x)) => b.append_value(x),
@@ -417,11 +482,20 @@ impl VCol {
 impl FCol {
     fn append(&mut self, schema: &SchemaSet, rec: Record<'_>, index: usize, field: &Field) {
         match self {
-            FCol::Single { col, default } => match rec.get(index) {
-                Some(v) => col.append(schema, v),
-                None if *default => col.append_default(schema, field.kind),
-                None => col.append_null(),
-            },
+            FCol::Single {
+                col,
+                default,
+                offset,
+            } => {
+                if col.append_slot(rec, index, *offset, *default) {
+                    return;
+                }
+                match rec.get(index) {
+                    Some(v) => col.append(schema, v),
+                    None if *default => col.append_default(schema, field.kind),
+                    None => col.append_null(),
+                }
+            }
             FCol::List {
                 offsets,
                 nulls,
@@ -657,6 +731,7 @@ fn decode_rows(
         schema,
         opts,
         seen: HashMap::from([(id, 1)]),
+        rows: rows.len(),
     };
     let mut root = ctx
         .struct_col(id)
@@ -777,6 +852,7 @@ pub(crate) fn decode_batch<'py>(
         schema,
         opts,
         seen: HashMap::from([(id, 1)]),
+        rows: 0,
     }
     .struct_col(id)
     .map_err(SchemaError::new_err)?;
