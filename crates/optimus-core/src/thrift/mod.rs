@@ -1,5 +1,5 @@
 //! Thrift over arena records: TBinaryProtocol and TCompactProtocol decode and encode, and
-//! JSON for Thrift messages.
+//! JSON for Thrift messages, and the message envelopes of RPC calls and replies.
 //!
 //! A Thrift schema ([`SchemaSet::from_thrift_files`]) compiles to the same op tables and
 //! record layouts as a `.proto` one, so a Thrift message is a [`Record`] like any other: the
@@ -13,11 +13,15 @@
 mod decode;
 mod encode;
 mod json;
+mod message;
 mod protocol;
 
 use optimus_schema::{MessageId, SchemaSet};
 
 pub use json::{decode_json, encode_json};
+pub use message::{
+    message_struct, read_message_header, write_message_header, MessageHeader, MessageKind,
+};
 
 use crate::binary::DecodeOptions;
 use crate::error::{DecodeError, DecodeErrorKind};

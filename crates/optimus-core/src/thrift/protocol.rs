@@ -159,7 +159,7 @@ impl<'a> Cursor<'a> {
 
     /// A base-128 varint of at most ten bytes (bits past 64 dropped).
     #[inline]
-    fn varint(&mut self) -> R<u64> {
+    pub(crate) fn varint(&mut self) -> R<u64> {
         let start = self.pos;
         let mut v = 0u64;
         for i in 0..10 {

@@ -445,3 +445,77 @@ fn sets_keep_one_of_each_value() {
     .concat();
     assert_eq!(out, want);
 }
+
+/// Calls and replies as Apache Thrift's Python library writes them (`writeMessageBegin`, the
+/// `_args` / `_result` struct, for `service S { i32 add(1: i32 a, 2: P p) }`).
+#[test]
+fn message_envelopes_as_apache_writes_them() {
+    let s = SchemaSet::from_thrift_sources(&[(
+        "s.thrift",
+        "struct P { 1: i32 x } service S { i32 add(1: i32 a, 2: P p) } service T extends S {}",
+    )])
+    .unwrap();
+    let hex = |h: &str| -> Vec<u8> {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+            .collect()
+    };
+    let cases = [
+        (
+            Protocol::Binary,
+            "80010001000000036164640000012c080001000000050c0002080001ffffffff0000",
+            MessageKind::Call,
+            300,
+        ),
+        (
+            Protocol::Binary,
+            "8001000200000003616464fffffffe0800000000000900",
+            MessageKind::Reply,
+            -2,
+        ),
+        (
+            Protocol::Compact,
+            "8221ac0203616464150a1c15010000",
+            MessageKind::Call,
+            300,
+        ),
+        (
+            Protocol::Compact,
+            "8241feffffff0f0361646405001200",
+            MessageKind::Reply,
+            -2,
+        ),
+    ];
+    for (p, bytes, kind, seqid) in cases {
+        let bytes = hex(bytes);
+        let (header, at) = read_message_header(&bytes, p).unwrap();
+        assert_eq!(
+            header,
+            MessageHeader {
+                name: "add".into(),
+                kind,
+                seqid
+            }
+        );
+        let id = message_struct(&s, "T", &header).unwrap();
+        let arena = Arena::new();
+        let rec = decode(&s, id, &bytes[at..], &arena, p, &DecodeOptions::default()).unwrap();
+        let mut out = Vec::new();
+        write_message_header(&header, p, &mut out);
+        encode(rec, p, &mut out).unwrap();
+        assert_eq!(out, bytes, "{p:?} {kind:?}");
+    }
+    // The non-strict binary form: name length, name, type byte, sequence id.
+    let old = hex("0000000361646401000000070800010000000500");
+    let (header, at) = read_message_header(&old, Protocol::Binary).unwrap();
+    assert_eq!((header.kind, header.seqid, at), (MessageKind::Call, 7, 12));
+    let e = read_message_header(&hex("80020001"), Protocol::Binary).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("bad TBinaryProtocol version 0x80020000"),
+        "{e}"
+    );
+    assert!(read_message_header(&hex("8221ac"), Protocol::Compact).is_err());
+    assert!(read_message_header(&hex("8325"), Protocol::Compact).is_err());
+}
