@@ -8,6 +8,13 @@ fn main() {
         .compile_protos(&[format!("{testdata}/peers.proto")], &[testdata])
         .unwrap();
     let conformance = format!("{testdata}/conformance");
+    // The testee protocol (package `conformance`), for the generated-mode testee.
+    config
+        .compile_protos(
+            &[format!("{conformance}/conformance.proto")],
+            &[&conformance],
+        )
+        .unwrap();
     config
         .compile_protos(
             &[

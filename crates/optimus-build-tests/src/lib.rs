@@ -27,3 +27,9 @@ pub mod conformance {
         ));
     }
 }
+
+/// `conformance.proto`: the requests and responses of Google's conformance runner.
+#[allow(unsafe_code)]
+pub mod protocol {
+    include!(concat!(env!("OUT_DIR"), "/conformance.rs"));
+}

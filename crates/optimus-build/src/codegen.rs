@@ -193,6 +193,8 @@ const RESERVED: &[&str] = &[
     "encode_to_vec",
     "encoded_len",
     "encode_json",
+    "decode_json_with",
+    "encode_json_with",
     "as_record",
     "from_record",
     "arena",
@@ -394,6 +396,8 @@ impl Gen<'_> {
              \x20   pub fn decode_copied(bytes: &[u8], arena: &'a {OB}::Arena) -> ::std::result::Result<Self, {OB}::Error> {{ <Self as {OB}::GeneratedMessage<'a>>::decode_copied(bytes, arena) }}\n\
              \x20   /// Reads proto3 JSON.\n\
              \x20   pub fn decode_json(text: &'a str, arena: &'a {OB}::Arena) -> ::std::result::Result<Self, {OB}::Error> {{ <Self as {OB}::GeneratedMessage<'a>>::decode_json(text, arena) }}\n\
+             \x20   /// Reads proto3 JSON with `opts`.\n\
+             \x20   pub fn decode_json_with(text: &'a str, arena: &'a {OB}::Arena, opts: &{OB}::JsonOptions) -> ::std::result::Result<Self, {OB}::Error> {{ <Self as {OB}::GeneratedMessage<'a>>::decode_json_with(text, arena, opts) }}\n\
              \x20   /// Appends the deterministic wire bytes to `out`.\n\
              \x20   pub fn encode(&self, out: &mut ::std::vec::Vec<u8>) {{ <Self as {OB}::GeneratedMessage<'a>>::encode(self, out) }}\n\
              \x20   /// The deterministic wire bytes.\n\
@@ -402,6 +406,8 @@ impl Gen<'_> {
              \x20   pub fn encoded_len(&self) -> usize {{ <Self as {OB}::GeneratedMessage<'a>>::encoded_len(self) }}\n\
              \x20   /// Compact proto3 JSON.\n\
              \x20   pub fn encode_json(&self) -> ::std::result::Result<::std::string::String, {OB}::Error> {{ <Self as {OB}::GeneratedMessage<'a>>::encode_json(self) }}\n\
+             \x20   /// Proto3 JSON written with `opts`.\n\
+             \x20   pub fn encode_json_with(&self, opts: &{OB}::JsonOptions) -> ::std::result::Result<::std::string::String, {OB}::Error> {{ <Self as {OB}::GeneratedMessage<'a>>::encode_json_with(self, opts) }}\n\
              \x20   /// The dynamic record this view reads and writes.\n\
              \x20   pub fn as_record(&self) -> {OB}::Record<'a> {{ self.rec }}\n\
              \x20   /// A view of `rec`, checked to be a record of this type and schema.\n\

@@ -32,6 +32,8 @@ pub mod runtime;
 
 use std::path::{Path, PathBuf};
 
+pub use optimus_core::binary::DecodeOptions;
+pub use optimus_core::json::JsonOptions;
 pub use optimus_core::schema::{MessageId, SchemaSet};
 pub use optimus_core::{Arena, Error, FieldRef, Record};
 pub use runtime::{EnumValue, Enumeration, GeneratedMessage, MapIter, Repeated};

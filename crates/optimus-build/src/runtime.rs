@@ -167,6 +167,19 @@ pub trait GeneratedMessage<'a>: Copy + FieldValue<'a> {
         Self::from_record(rec, arena)
     }
 
+    /// Reads proto3 JSON with `opts` (unknown members ignored, depth limit).
+    ///
+    /// # Errors
+    /// As [`engine::decode_json`].
+    fn decode_json_with(
+        text: &'a str,
+        arena: &'a Arena,
+        opts: &JsonOptions,
+    ) -> Result<Self, Error> {
+        let rec = engine::decode_json(Self::schema(), Self::type_id(), text, arena, opts)?;
+        Self::from_record(rec, arena)
+    }
+
     /// Appends the deterministic wire bytes to `out`.
     fn encode(&self, out: &mut Vec<u8>) {
         engine::encode(self.as_record(), out)
@@ -189,8 +202,16 @@ pub trait GeneratedMessage<'a>: Copy + FieldValue<'a> {
     /// # Errors
     /// As [`engine::encode_json`]: values JSON cannot represent.
     fn encode_json(&self) -> Result<String, Error> {
+        self.encode_json_with(&JsonOptions::default())
+    }
+
+    /// Proto3 JSON written with `opts`.
+    ///
+    /// # Errors
+    /// As [`engine::encode_json`].
+    fn encode_json_with(&self, opts: &JsonOptions) -> Result<String, Error> {
         let mut out = String::new();
-        engine::encode_json(self.as_record(), &JsonOptions::default(), &mut out)?;
+        engine::encode_json(self.as_record(), opts, &mut out)?;
         Ok(out)
     }
 }
