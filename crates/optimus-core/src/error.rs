@@ -133,6 +133,9 @@ pub enum DecodeErrorKind {
     /// A negative Thrift length or container size.
     #[error("negative length {0}")]
     NegativeLength(i64),
+    /// A Thrift message header with a bad version, protocol id or message type.
+    #[error("{0}")]
+    ThriftMessage(String),
 }
 
 impl DecodeError {

@@ -48,7 +48,7 @@ fn kind_of(code: u8, at: usize) -> Result<MessageKind, DecodeError> {
         _ => {
             return Err(DecodeError::new(
                 at,
-                DecodeErrorKind::Json(format!("invalid Thrift message type {code}")),
+                DecodeErrorKind::ThriftMessage(format!("invalid Thrift message type {code}")),
             ))
         }
     })
@@ -56,7 +56,7 @@ fn kind_of(code: u8, at: usize) -> Result<MessageKind, DecodeError> {
 
 #[cold]
 fn bad(at: usize, why: String) -> DecodeError {
-    DecodeError::new(at, DecodeErrorKind::Json(why))
+    DecodeError::new(at, DecodeErrorKind::ThriftMessage(why))
 }
 
 /// Reads a message header from the start of `input`: the header and the offset of the
