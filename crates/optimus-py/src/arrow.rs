@@ -133,6 +133,8 @@ enum VCol {
 
 /// A struct column: one child per field kept in the Arrow schema.
 struct StructCol {
+    /// The message type of its rows.
+    id: MessageId,
     children: Vec<(usize, String, FCol)>,
     nulls: NullBufferBuilder,
     len: usize,
@@ -286,6 +288,7 @@ impl Ctx<'_> {
             children.push((index, field.name.clone(), col));
         }
         Ok(StructCol {
+            id,
             children,
             nulls: NullBufferBuilder::new(0),
             len: 0,
@@ -319,10 +322,10 @@ fn ticks(rec: Record<'_>, unit: TimeUnit) -> Option<i64> {
 }
 
 impl VCol {
-    /// Appends a plain scalar or string straight from its slot — set, or unset with
+    /// Appends a plain scalar, string or struct straight from its slot — set, or unset with
     /// `default` (its slot then holds zeros: the default) — or a null when unset without;
     /// `false` for the columns that read through [`FieldRef`] (enums by name, well-known
-    /// types, structs).
+    /// types).
     #[inline]
     fn append_slot(&mut self, rec: Record<'_>, index: usize, offset: u32, default: bool) -> bool {
         // SAFETY: `index` is a field of `rec`'s type (the column was built from its fields).
@@ -344,6 +347,7 @@ impl VCol {
                     | VCol::Str(_)
                     | VCol::Bin(_)
                     | VCol::EnumInt(..)
+                    | VCol::Struct(_)
             ) {
                 self.append_null();
                 return true;
@@ -351,8 +355,8 @@ impl VCol {
             return false;
         }
         // SAFETY (every arm): `offset` is the slot of field `index`, a single field whose
-        // kind made this column: a `u8` bool, a 4- or 8-byte number (enums `i32`), or a view
-        // for strings and bytes.
+        // kind made this column: a `u8` bool, a 4- or 8-byte number (enums `i32`), a view
+        // for strings and bytes, a sub-record of the struct's type for a message or group.
         unsafe {
             match self {
                 VCol::Bool(b) => b.append_value(rec.read_slot::<u8>(offset) != 0),
@@ -364,6 +368,10 @@ impl VCol {
                 VCol::F64(b) => b.append_value(rec.read_slot(offset)),
                 VCol::Str(b) => b.append_value(rec.read_str(offset)),
                 VCol::Bin(b) => b.append_value(rec.read_bytes(offset)),
+                VCol::Struct(s) if set => match rec.read_message(offset, s.id) {
+                    Some(sub) => s.append(rec.schema(), sub),
+                    None => s.append_null(),
+                },
                 _ => return false,
             }
         }
