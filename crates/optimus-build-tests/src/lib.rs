@@ -33,3 +33,27 @@ pub mod conformance {
 pub mod protocol {
     include!(concat!(env!("OUT_DIR"), "/conformance.rs"));
 }
+
+/// `testdata/zoo`: one module per package.
+#[allow(unsafe_code)]
+pub mod zoo {
+    macro_rules! package {
+        ($($name:ident => $file:literal),* $(,)?) => {$(
+            #[allow(missing_docs)]
+            pub mod $name {
+                include!(concat!(env!("OUT_DIR"), "/", $file));
+            }
+        )*};
+    }
+    package! {
+        enums => "zoo.enums.rs",
+        importer => "zoo.importer.rs",
+        maps => "zoo.maps.rs",
+        nested => "zoo.nested.rs",
+        oneofs => "zoo.oneofs.rs",
+        p2 => "zoo.p2.rs",
+        p2ext => "zoo.p2ext.rs",
+        scalars => "zoo.scalars.rs",
+        wkt => "zoo.wkt.rs",
+    }
+}

@@ -407,3 +407,58 @@ fn random_conformance_messages_give_identical_bytes_and_json() {
         }
     }
 }
+
+#[test]
+fn random_zoo_messages_give_identical_bytes_and_json() {
+    use optimus_build_tests::zoo;
+    let dir = testdata("zoo");
+    let files: Vec<_> = [
+        "enums",
+        "importer",
+        "maps",
+        "nested",
+        "oneofs",
+        "proto2",
+        "proto2_ext",
+        "scalars",
+        "wkt",
+    ]
+    .iter()
+    .map(|f| dir.join(format!("{f}.proto")))
+    .collect();
+    let schema = SchemaSet::from_proto_files(&files, &[&dir]).unwrap();
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    macro_rules! each {
+        ($($ty:ty),* $(,)?) => {$(
+            let id = schema.message_by_name(<$ty as GeneratedMessage>::FULL_NAME).unwrap();
+            for _ in 0..40 {
+                let mut bytes = Vec::new();
+                random_message(&schema, id, &mut rng, 0, &mut bytes);
+                check_generated!($ty, &schema, &bytes);
+            }
+        )*};
+    }
+    each!(
+        zoo::enums::EnumHolder,
+        zoo::importer::Uses,
+        zoo::maps::Keys,
+        zoo::maps::Values,
+        zoo::nested::Outer,
+        zoo::nested::Tree,
+        zoo::nested::Chain,
+        zoo::nested::Names,
+        zoo::nested::Numbers,
+        zoo::oneofs::Choice,
+        zoo::p2::Defaults,
+        zoo::p2::Lists,
+        zoo::p2::Required,
+        zoo::p2::Groups,
+        zoo::p2::Proto2All,
+        zoo::p2ext::Carrier,
+        zoo::scalars::Everything,
+        zoo::wkt::Wkt,
+        zoo::wkt::WktLists,
+        zoo::wkt::WktMaps,
+        zoo::wkt::WktChoice,
+    );
+}

@@ -202,6 +202,23 @@ const RESERVED: &[&str] = &[
     "type_id",
 ];
 
+/// Each field's getter name: its snake-case name as a Rust identifier, with `_field` added
+/// where it would shadow a generated method or an earlier field's getter.
+fn getters(ty: &MessageType) -> Vec<String> {
+    let mut used = HashSet::new();
+    ty.fields
+        .iter()
+        .map(|f| {
+            let mut getter = ident(&snake(&f.name));
+            if RESERVED.contains(&getter.as_str()) || !used.insert(getter.clone()) {
+                getter = format!("{}_field", snake(&f.name));
+                used.insert(getter.clone());
+            }
+            getter
+        })
+        .collect()
+}
+
 impl Gen<'_> {
     fn path_of(&self, full: &str) -> Option<String> {
         self.paths
@@ -420,16 +437,13 @@ impl Gen<'_> {
         )
         .unwrap();
 
-        let mut used = HashSet::new();
+        let names = getters(ty);
         for (index, f) in ty.fields.iter().enumerate() {
             if f.is_extension {
                 continue;
             }
             let e = &ty.table.entries[index];
-            let mut getter = ident(&snake(&f.name));
-            if RESERVED.contains(&getter.as_str()) || !used.insert(getter.clone()) {
-                getter = format!("{}_field", snake(&f.name));
-            }
+            let getter = names[index].clone();
             let base = getter.trim_start_matches("r#").to_string();
             self.field(
                 &mut o,
@@ -673,15 +687,12 @@ impl Gen<'_> {
              extensions are not copied).\n    #[doc(hidden)]\n    pub fn __copy_to(&self, dst: {name}<'a>) {{"
         )
         .unwrap();
-        let mut used = HashSet::new();
+        let names = getters(ty);
         for (index, f) in ty.fields.iter().enumerate() {
             if f.is_extension {
                 continue;
             }
-            let mut getter = ident(&snake(&f.name));
-            if RESERVED.contains(&getter.as_str()) || !used.insert(getter.clone()) {
-                getter = format!("{}_field", snake(&f.name));
-            }
+            let getter = &names[index];
             if f.oneof.is_some() {
                 continue;
             }
@@ -824,11 +835,12 @@ impl Gen<'_> {
         )
         .unwrap();
         let mut sets = String::new();
+        let names = getters(ty);
         for &i in &members {
             let f = &ty.fields[i];
             let variant = ident(&camel(&f.name));
-            let m = snake(&f.name);
-            let getter = ident(&m);
+            let getter = &names[i];
+            let m = getter.trim_start_matches("r#");
             let unwrap = if matches!(self.ty(f), Ty::Msg(..)) {
                 ".expect(\"a set message field holds a record\")"
             } else {
