@@ -427,7 +427,8 @@ unsafe fn slot_bytes<'a>(rec: RecPtr, e: &Entry) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(rec.as_slot().add(e.offset as usize), width) }
 }
 
-fn to_value(v: FieldRef<'_>) -> Value {
+/// A field value as the reflective `Value` it reads as.
+pub(crate) fn to_value(v: FieldRef<'_>) -> Value {
     match v {
         FieldRef::Bool(b) => Value::Bool(b),
         FieldRef::I32(x) => Value::I32(x),

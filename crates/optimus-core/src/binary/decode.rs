@@ -10,7 +10,7 @@ use super::varint::{read_fixed, read_length, read_varint, unzigzag32, unzigzag64
 use optimus_trace::{Event, Recorder, Region, Tracer};
 
 use super::DecodeOptions;
-use super::{fail, within, Fail};
+use super::{element_segment, fail, key_segment, within, Fail};
 use crate::value::{List, Value};
 use crate::{DecodeErrorKind, Message};
 
@@ -113,7 +113,10 @@ impl<T: Tracer> Decoder<'_, T> {
                     self.merge_packed(msg, field, index, pos, end)?;
                 } else if wire == expected {
                     if field.kind.is_message() {
-                        let sub = self.decode_sub_message(field, wire, pos, end, depth)?;
+                        let i = msg.list_mut(self.schema, index).len();
+                        let sub = self
+                            .decode_sub_message(field, wire, pos, end, depth)
+                            .map_err(|e| within(e, &element_segment(i)))?;
                         if let List::Message(l) = msg.list_mut(self.schema, index) {
                             l.push(sub);
                         }
@@ -321,13 +324,20 @@ impl<T: Tracer> Decoder<'_, T> {
     ) -> Result<(), Fail> {
         let mut rec = Recorder::new();
         let wire = WireType::LengthDelimited;
-        let mut entry = if T::ENABLED {
+        let id = field.message.expect("a map field has an entry type");
+        self.charge(id, *pos)?;
+        let mut entry = Message::new(self.schema, id);
+        let read = if T::ENABLED {
             self.reporting_to(&mut rec, |d| {
-                d.decode_sub_message(field, wire, pos, end, depth)
-            })?
+                d.merge_sub_message(&mut entry, field, wire, pos, end, depth)
+            })
         } else {
-            self.decode_sub_message(field, wire, pos, end, depth)?
+            self.merge_sub_message(&mut entry, field, wire, pos, end, depth)
         };
+        read.map_err(|e| match key_segment(entry.get(0).cloned()) {
+            Some(segment) => within(e, &segment),
+            None => e,
+        })?;
         let (key_field, value_field) = self.schema.map_entry_fields(field);
         let key = take_part(self.schema, &mut entry, 0, key_field);
         let value = take_part(self.schema, &mut entry, 1, value_field);

@@ -30,6 +30,20 @@ pub(crate) fn within(mut e: Fail, segment: &str) -> Fail {
     e
 }
 
+/// The path segment of a repeated field's element `i` (`[i]`).
+#[cold]
+pub(crate) fn element_segment(i: usize) -> String {
+    format!("[{i}]")
+}
+
+/// The path segment of a map entry whose key `key` was read (`["key"]`, `[7]`, `[true]`);
+/// `None` when the entry failed before its key.
+#[cold]
+pub(crate) fn key_segment(key: Option<crate::Value>) -> Option<String> {
+    key?.into_map_key()
+        .map(|k| crate::json::encode::key_segment(&k))
+}
+
 /// How `field`'s schema entry tells a trace its values are held and written.
 pub(crate) fn repetition(field: &Field) -> Repetition {
     match field.cardinality {

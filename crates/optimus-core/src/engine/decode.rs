@@ -5,8 +5,9 @@ use optimus_schema::{Entry, MessageId, Scalar, SchemaSet, Shape, Table, WireType
 
 use crate::binary::decode::{skip_field, split_tag};
 use crate::binary::varint::{read_fixed, read_length, read_varint, unzigzag32, unzigzag64};
-use crate::binary::{fail, within, Fail};
-use crate::record::{bytes_of, Arena, RecPtr, View};
+use crate::binary::{element_segment, fail, key_segment, within, Fail};
+use crate::record::{bytes_of, Arena, RecPtr, Seq, View};
+use crate::view::Record;
 use crate::DecodeErrorKind;
 
 /// Decodes wire bytes into records of one schema. `COPY` copies strings and bytes into the
@@ -271,7 +272,12 @@ impl<const COPY: bool> Decoder<'_, COPY> {
                 } else if scalar.is_message() {
                     let sub_id = table.sub_message(e);
                     let sub = self.new_record(sub_id, *pos)?;
-                    self.message_body(sub, sub_id, scalar, e.number, pos, end, depth)?;
+                    self.message_body(sub, sub_id, scalar, e.number, pos, end, depth)
+                        .map_err(|err| {
+                            // SAFETY: entry `index` is a sequence of record pointers.
+                            let i = unsafe { rec.read::<Seq>(e.offset).len() };
+                            within(err, &element_segment(i))
+                        })?;
                     // SAFETY: entry `index` is a sequence of 8-byte record pointers.
                     unsafe {
                         rec.push(self.arena, e.offset, 8, bytes_of(&sub.as_slot()));
@@ -614,7 +620,14 @@ impl<const COPY: bool> Decoder<'_, COPY> {
     ) -> Result<(), Fail> {
         let entry_id = table.sub_message(e);
         let entry = self.new_record(entry_id, *pos)?;
-        self.message_body(entry, entry_id, Scalar::Message, e.number, pos, end, depth)?;
+        self.message_body(entry, entry_id, Scalar::Message, e.number, pos, end, depth)
+            .map_err(|err| {
+                let read = Record::new(self.schema, MessageId(entry_id), entry);
+                match key_segment(read.get(0).map(crate::view::to_value)) {
+                    Some(segment) => within(err, &segment),
+                    None => err,
+                }
+            })?;
         let entry_table = &self.schema.message(MessageId(entry_id)).table;
         if let Some(v) = entry_table.entries.get(1) {
             // SAFETY: entry 1 of the entry record is its value; a closed enum's slot is 4 bytes.

@@ -534,3 +534,37 @@ fn long_tags_and_varints_of_every_length_encode_alike() {
         assert!(check_same(&s, id, &input));
     }
 }
+
+/// A decode error inside a repeated message names the element (`[i]`), inside a map entry
+/// the entry's key once it was read; both decoders agree.
+#[test]
+fn error_paths_name_elements_and_map_keys() {
+    let s = SchemaSet::from_source(
+        r#"syntax = "proto3";
+           message Sub { int32 x = 1; }
+           message R { repeated Sub items = 1; map<string, Sub> m = 2; map<int32, Sub> n = 3; }"#,
+    )
+    .unwrap();
+    let id = s.message_by_name("R").unwrap();
+    let cases: [(&[u8], &str); 4] = [
+        (
+            &[0x0a, 0x02, 0x08, 0x01, 0x0a, 0x01, 0x08],
+            "R.items[1].x at byte 7",
+        ),
+        (
+            &[0x12, 0x06, 0x0a, 0x01, b'k', 0x12, 0x01, 0x08],
+            "R.m[\"k\"].value.x at byte 8",
+        ),
+        (
+            &[0x1a, 0x05, 0x08, 0x07, 0x12, 0x01, 0x08],
+            "R.n[7].value.x at byte 7",
+        ),
+        (&[0x12, 0x03, 0x12, 0x01, 0x08], "R.m.value.x at byte 5"),
+    ];
+    for (input, want) in cases {
+        assert!(!check_same(&s, id, input));
+        let arena = Arena::new();
+        let err = decode(&s, id, input, &arena, &DecodeOptions::default()).unwrap_err();
+        assert!(err.to_string().starts_with(want), "{err} for {input:?}");
+    }
+}
