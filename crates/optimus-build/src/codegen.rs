@@ -329,6 +329,7 @@ impl Gen<'_> {
             "{indent}impl {RT}::Enumeration for {name} {{\n\
              {indent}    fn from_i32(n: i32) -> ::std::option::Option<{name}> {{ {name}::from_i32(n) }}\n\
              {indent}    fn number(self) -> i32 {{ self as i32 }}\n{indent}}}\n\n\
+             {indent}#[allow(clippy::derivable_impls)]\n\
              {indent}impl ::std::default::Default for {name} {{\n\
              {indent}    fn default() -> {name} {{ {name}::{first} }}\n{indent}}}\n"
         )
