@@ -276,12 +276,22 @@ impl Gen<'_> {
         writeln!(o, "{indent}/// `{full}`.").unwrap();
         writeln!(
             o,
-            "{indent}#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\n\
+            "{indent}#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]\n\
              {indent}#[allow(non_camel_case_types)]\n{indent}#[repr(i32)]\n{indent}pub enum {name} {{"
         )
         .unwrap();
-        for (v, n, proto) in &variants {
-            writeln!(o, "{indent}    /// `{proto}`\n{indent}    {v} = {n},").unwrap();
+        for (i, (v, n, proto)) in variants.iter().enumerate() {
+            // The default is the first value declared (proto3 requires it to be zero).
+            let default = if i == 0 {
+                format!("{indent}    #[default]\n")
+            } else {
+                String::new()
+            };
+            writeln!(
+                o,
+                "{indent}    /// `{proto}`\n{default}{indent}    {v} = {n},"
+            )
+            .unwrap();
         }
         writeln!(o, "{indent}}}\n").unwrap();
         writeln!(
@@ -323,15 +333,11 @@ impl Gen<'_> {
             writeln!(o, "{indent}            {name}::{v} => {proto:?},").unwrap();
         }
         writeln!(o, "{indent}        }}\n{indent}    }}\n{indent}}}\n").unwrap();
-        let first = &variants[0].0;
         writeln!(
             o,
             "{indent}impl {RT}::Enumeration for {name} {{\n\
              {indent}    fn from_i32(n: i32) -> ::std::option::Option<{name}> {{ {name}::from_i32(n) }}\n\
-             {indent}    fn number(self) -> i32 {{ self as i32 }}\n{indent}}}\n\n\
-             {indent}#[allow(clippy::derivable_impls)]\n\
-             {indent}impl ::std::default::Default for {name} {{\n\
-             {indent}    fn default() -> {name} {{ {name}::{first} }}\n{indent}}}\n"
+             {indent}    fn number(self) -> i32 {{ self as i32 }}\n{indent}}}\n"
         )
         .unwrap();
     }
