@@ -206,6 +206,46 @@ impl<'a> Record<'a> {
     }
 }
 
+/// Stores for generated types (`optimus-build`): a single field's slot at an offset the
+/// caller knows, with no table lookup or kind check. As with the reads in `view.rs`, a
+/// generated type checks once that its offsets and ops are the runtime table's and wraps
+/// only records of its own type, which discharges the `# Safety` duties.
+impl<'a> Record<'a> {
+    /// Stores `value` in the single slot at `offset` and sets presence bit `index` to
+    /// `present` (the caller's rule: always under explicit presence, else nonzero).
+    ///
+    /// # Safety
+    /// `index` and `offset` are those of one single-shape entry of this record's table that
+    /// is in no oneof, whose value is a `T` as [`Record::read_slot`] names them (`u8` 0 or 1
+    /// for `bool`).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn write_slot<T: Copy>(&self, index: usize, offset: u32, value: T, present: bool) {
+        // SAFETY: the caller's duty: a `T` slot of entry `index` inside the record.
+        unsafe {
+            self.ptr.write(offset, value);
+            self.ptr.set_bit(index, present);
+        }
+    }
+
+    /// Stores a view of `value` (which lives as long as the record's arena) in the single
+    /// `string` or `bytes` slot at `offset` and sets presence bit `index` to `present`.
+    ///
+    /// # Safety
+    /// As [`Record::write_slot`], for an entry of a `string` or `bytes` field (a `string`'s
+    /// `value` being UTF-8: the typed setters take `&str` for one).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn write_view(&self, index: usize, offset: u32, value: &'a [u8], present: bool) {
+        // SAFETY: the caller's duty: a view slot of entry `index` inside the record; `value`
+        // lives for 'a, as long as the record.
+        unsafe {
+            self.ptr.write(offset, View::of(value));
+            self.ptr.set_bit(index, present);
+        }
+    }
+}
+
 /// A value as a record holds it, by width: what a slot or a sequence element stores.
 enum Stored {
     Byte(u8),
@@ -357,6 +397,34 @@ mod tests {
         rec.push(&arena, i("r"), FieldRef::I64(42)).unwrap();
         assert_eq!(before, ["I64(1)", "I64(-2)"]);
         assert_eq!(rec.elements(i("r")).count(), 1);
+    }
+
+    #[test]
+    fn slot_writes_store_what_the_checked_setters_store() {
+        let s = schema();
+        let id = s.message_by_name("M").unwrap();
+        let arena = Arena::new();
+        let fast = Record::new_in(&s, id, &arena);
+        let checked = Record::new_in(&s, id, &arena);
+        let e = &s.message(id).table.entries;
+        let (a, str_, b) = (0, 1, 7);
+        // SAFETY: entries 0 (int32 a), 1 (string s) and 7 (bytes b) are single fields in no
+        // oneof, written with their values' types.
+        unsafe {
+            fast.write_slot::<i32>(a, e[a].offset, -9, true);
+            fast.write_view(str_, e[str_].offset, b"text", true);
+            fast.write_view(b, e[b].offset, b"\x00\x01", true);
+        }
+        checked.set(a, FieldRef::I32(-9)).unwrap();
+        checked.set(str_, FieldRef::Str("text")).unwrap();
+        checked.set(b, FieldRef::Bytes(b"\x00\x01")).unwrap();
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        engine::encode(fast, &mut x);
+        engine::encode(checked, &mut y);
+        assert_eq!(x, y);
+        // SAFETY: as above; a zero without presence unsets.
+        unsafe { fast.write_slot::<i32>(a, e[a].offset, 0, false) };
+        assert!(!fast.has(a));
     }
 
     #[test]
