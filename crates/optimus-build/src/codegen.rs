@@ -585,11 +585,57 @@ impl Gen<'_> {
                     Ty::Enum(Some(_)) => "v.into()",
                     _ => "v",
                 };
+                // Outside a oneof, a store at the slot's offset and the presence bit (the
+                // checked setter's rule: always under explicit presence, else nonzero);
+                // oneof members and messages take the checked setter, which also unsets
+                // siblings and checks a sub-record's type.
+                let nonzero = |zero_test: &str| {
+                    if f.has_presence() {
+                        "true".to_string()
+                    } else {
+                        zero_test.to_string()
+                    }
+                };
+                let store = match &ty {
+                    _ if f.oneof.is_some() => None,
+                    Ty::Num(t @ ("f32" | "f64")) => Some(format!(
+                        "self.rec.write_slot::<{t}>({index}, {offset}, v, {})",
+                        nonzero("v.to_bits() != 0")
+                    )),
+                    Ty::Num(t) => Some(format!(
+                        "self.rec.write_slot::<{t}>({index}, {offset}, v, {})",
+                        nonzero("v != 0")
+                    )),
+                    Ty::Bool => Some(format!(
+                        "self.rec.write_slot::<u8>({index}, {offset}, u8::from(v), {})",
+                        nonzero("v")
+                    )),
+                    Ty::Str | Ty::Bytes => Some(format!(
+                        "self.rec.write_view({index}, {offset}, {}, {})",
+                        if matches!(ty, Ty::Str) { "v.as_bytes()" } else { "v" },
+                        nonzero("!v.is_empty()")
+                    )),
+                    Ty::Enum(p) => Some(format!(
+                        "{{ let n: i32 = {}; self.rec.write_slot::<i32>({index}, {offset}, n, {}) }}",
+                        if p.is_some() { "v.number()" } else { "v.0" },
+                        nonzero("n != 0")
+                    )),
+                    Ty::Msg(..) => None,
+                };
+                let body = match store {
+                    Some(store) => format!(
+                        "// SAFETY: entry {index} of this type's table is the field's, a single value \
+                         at offset {offset} in no oneof (checked against the runtime table when \
+                         `schema()` loaded), and `self.rec` is a record of this type (checked when the \
+                         view was made); `v` lives as long as the arena.\n        unsafe {{ {store} }}"
+                    ),
+                    None => format!("{RT}::set(self.rec, {index}, {RT}::FieldValue::to_field(&v))"),
+                };
                 writeln!(
                     o,
-                    "    /// Sets {doc}.\n    pub fn set_{base}(&self, v: {value_ty}) {{\n\
+                    "    /// Sets {doc}.\n    #[inline]\n    pub fn set_{base}(&self, v: {value_ty}) {{\n\
                      \x20       let v: {rust} = {conv};\n\
-                     \x20       {RT}::set(self.rec, {index}, {RT}::FieldValue::to_field(&v))\n    }}\n\
+                     \x20       {body}\n    }}\n\
                      \x20   /// Unsets {doc}.\n    pub fn clear_{base}(&self) {{ {RT}::clear(self.rec, {index}) }}"
                 )
                 .unwrap();
