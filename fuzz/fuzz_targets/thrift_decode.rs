@@ -1,14 +1,15 @@
 //! Thrift decoder fuzz target (TBinaryProtocol and TCompactProtocol, the zoo schema): any
 //! input decodes to an error or to a message whose re-encoding is a fixed point in its own
 //! protocol, converts to the other protocol and back to the same bytes, and survives JSON
-//! (but for NaN payloads).
+//! (but for NaN payloads); the direct transcoder gives the same bytes or error as decode then
+//! encode.
 #![no_main]
 
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use optimus_core::binary::DecodeOptions;
-use optimus_core::thrift::{decode, decode_json, encode, encode_json, Protocol};
+use optimus_core::thrift::{decode, decode_json, encode, encode_json, transcode, Protocol};
 use optimus_core::Arena;
 use optimus_schema::{MessageId, SchemaSet};
 
@@ -30,6 +31,21 @@ fuzz_target!(|data: &[u8]| {
         (Protocol::Binary, Protocol::Compact),
         (Protocol::Compact, Protocol::Binary),
     ] {
+        // The direct transcoder gives what decode + encode give, bytes or error.
+        for to in [p, other] {
+            let mut direct = Vec::new();
+            let direct = transcode(schema, *id, data, p, to, &opts, &mut direct)
+                .map(|()| direct)
+                .map_err(|e| e.to_string());
+            let arena = Arena::new();
+            let via_record = decode(schema, *id, data, &arena, p, &opts)
+                .map_err(|e| e.to_string())
+                .and_then(|rec| {
+                    let mut out = Vec::new();
+                    encode(rec, to, &mut out).map(|()| out).map_err(|e| e.to_string())
+                });
+            assert_eq!(direct, via_record);
+        }
         let arena = Arena::new();
         let Ok(rec) = decode(schema, *id, data, &arena, p, &opts) else {
             continue;

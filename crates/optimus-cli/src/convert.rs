@@ -111,6 +111,49 @@ impl<'s> Converter<'s> {
         })
     }
 
+    /// Whether messages go from one Thrift protocol to another without records.
+    fn is_direct(&self) -> bool {
+        self.args.from.thrift().is_some() && self.args.to.thrift().is_some()
+    }
+
+    /// Converts one message from `input`, appending it to `out`: Thrift to Thrift directly,
+    /// anything else through a record in `arena`.
+    fn convert<'a>(
+        &self,
+        input: &'a [u8],
+        arena: &'a Arena,
+        out: &mut Vec<u8>,
+        body: &mut Vec<u8>,
+    ) -> Result<()>
+    where
+        's: 'a,
+    {
+        if let (Some(from), Some(to)) = (self.args.from.thrift(), self.args.to.thrift()) {
+            let direct = |out: &mut Vec<u8>| {
+                thrift::transcode(
+                    self.schema,
+                    self.id,
+                    input,
+                    from,
+                    to,
+                    &self.binary_opts,
+                    out,
+                )
+            };
+            if self.args.delimited {
+                body.clear();
+                direct(body)?;
+                binary::write_length_prefix(out, body.len());
+                out.extend_from_slice(body);
+            } else {
+                direct(out)?;
+            }
+            return Ok(());
+        }
+        let record = self.decode(input, arena)?;
+        self.encode(record, out, body)
+    }
+
     /// Appends `record` in the output format (`body` is scratch for a delimited message).
     fn encode(&self, record: Record<'_>, out: &mut Vec<u8>, body: &mut Vec<u8>) -> Result<()> {
         match self.args.to {
@@ -178,19 +221,22 @@ pub fn run(args: ConvertArgs) -> Result<()> {
     // One arena, reset per message: a stream of messages allocates no records after the first.
     let mut arena = Arena::new();
     if !args.delimited {
-        let record = conv.decode(&input, &arena)?;
-        conv.encode(record, &mut buf, &mut scratch)?;
+        conv.convert(&input, &arena, &mut buf, &mut scratch)?;
         out.write_all(&buf)?;
         return Ok(out.flush()?);
     }
     for (index, item) in split_stream(&input, args.from).enumerate() {
         let (offset, body) = item.with_context(|| format!("message {index}"))?;
         arena.reset();
-        let record = conv
-            .decode(body, &arena)
-            .with_context(|| format!("message {index} (stream byte {offset})"))?;
         buf.clear();
-        conv.encode(record, &mut buf, &mut scratch)?;
+        let at = || format!("message {index} (stream byte {offset})");
+        if conv.is_direct() {
+            conv.convert(body, &arena, &mut buf, &mut scratch)
+                .with_context(at)?;
+        } else {
+            let record = conv.decode(body, &arena).with_context(at)?;
+            conv.encode(record, &mut buf, &mut scratch)?;
+        }
         out.write_all(&buf)?;
     }
     Ok(out.flush()?)

@@ -15,6 +15,7 @@ mod encode;
 mod json;
 mod message;
 mod protocol;
+mod transcode;
 
 use optimus_schema::{MessageId, SchemaSet};
 
@@ -22,6 +23,7 @@ pub use json::{decode_json, encode_json};
 pub use message::{
     message_struct, read_message_header, write_message_header, MessageHeader, MessageKind,
 };
+pub use transcode::transcode;
 
 use crate::binary::DecodeOptions;
 use crate::error::{DecodeError, DecodeErrorKind};
