@@ -1,7 +1,9 @@
 //! Proto3 JSON read into arena records: the reflective reader's member walk
-//! ([`Decoder::read_members`]) with a record as its target. Strings without escapes are
-//! viewed in the input text; well-known types are read by the reflective reader and copied
-//! into the arena.
+//! ([`Decoder::read_members`]) with a record as its target. A plain field in its commonest
+//! form goes straight into its slot (or a new sub-record); every other form, and the
+//! well-known types, take the general path: values read by the reflective reader (strings
+//! without escapes viewed in the input text), well-known types as `Message`s copied into the
+//! arena.
 
 use std::borrow::Cow;
 
