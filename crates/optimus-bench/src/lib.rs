@@ -256,7 +256,7 @@ pub fn run(args: &Config, on: &mut dyn FnMut(Event<'_>)) -> Result<()> {
                 on(Event::Note(&note));
             }
             let (times, allocations) = if args.threads > 1 {
-                let batches = calibrate(&args, &mut runners)?;
+                let batches = calibrate(args, &mut runners)?;
                 drop(runners);
                 let implementations = cell.implementation_names(&mut notes)?;
                 runners = implementations

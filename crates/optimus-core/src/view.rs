@@ -513,7 +513,7 @@ mod tests {
         let rec = Record::new_in(&s, id, &arena);
         let entries = &s.message(id).table.entries;
         let off = |i: usize| entries[i].offset;
-        // SAFETY (every block below): each offset is the named field's entry's, read as its
+        // SAFETY: (every block below) each offset is the named field's entry's, read as its
         // scalar's type.
         unsafe {
             assert_eq!(rec.read_slot::<i32>(off(0)), 0);

@@ -354,7 +354,7 @@ impl VCol {
             }
             return false;
         }
-        // SAFETY (every arm): `offset` is the slot of field `index`, a single field whose
+        // SAFETY: (every arm) `offset` is the slot of field `index`, a single field whose
         // kind made this column: a `u8` bool, a 4- or 8-byte number (enums `i32`), a view
         // for strings and bytes, a sub-record of the struct's type for a message or group.
         unsafe {

@@ -122,7 +122,7 @@ impl Back {
         }
         let n = varint_len(v);
         debug_assert!(self.pos >= n.max(8));
-        // SAFETY (each arm): the varint's `n` bytes, and for the word store the eight bytes
+        // SAFETY: (each arm) the varint's `n` bytes, and for the word store the eight bytes
         // before `pos`, lie in the room the caller reserved; bytes of the word in front of
         // the varint are room, rewritten later.
         unsafe {

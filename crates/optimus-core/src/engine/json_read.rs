@@ -96,7 +96,7 @@ impl<'a> RecordTarget<'a> {
         let r = &mut d.r;
         let rec = self.rec.ptr;
         let off = e.offset;
-        // SAFETY (every write): `e` is entry `index` of the record's table, a single scalar
+        // SAFETY: (every write) `e` is entry `index` of the record's table, a single scalar
         // slot of the written type's width.
         let nonzero = unsafe {
             match e.op.scalar() {

@@ -509,7 +509,7 @@ fn long_tags_and_varints_of_every_length_encode_alike() {
     let id = s.message_by_name("L").unwrap();
     let mut inputs = Vec::new();
     for shift in 0..64 {
-        let v = (1u64 << shift) | ((1u64 << shift) - 1) / 3;
+        let v = (1u64 << shift) | (((1u64 << shift) - 1) / 3);
         let arena = Arena::new();
         let rec = Record::new_in(&s, id, &arena);
         let at = |name| s.message(id).field_index_by_name(name).unwrap();

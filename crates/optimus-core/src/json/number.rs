@@ -280,6 +280,8 @@ mod tests {
     /// values and a million random bit patterns of each width.
     #[test]
     fn float_digits_are_shortest_and_ties_go_to_even() {
+        // Exactly halfway between 1658206780088562.2 and ...3 (its ulp is 0.25).
+        const TIE: f64 = 1658206780088562.0 + 0.25;
         let edges = [
             0.0,
             -0.0,
@@ -292,7 +294,7 @@ mod tests {
             f64::MAX,
             f64::MIN_POSITIVE,
             9007199254740993.0,
-            1658206780088562.25,
+            TIE,
         ];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
@@ -339,7 +341,7 @@ mod tests {
             }
         }
         let mut tie = String::new();
-        write_f64(&mut tie, 1658206780088562.25);
+        write_f64(&mut tie, TIE);
         assert_eq!(tie, "1658206780088562.2");
     }
 
