@@ -1,3 +1,6 @@
+//! Generates optimus's typed views of the workloads with optimus-build (`$OUT_DIR/bench.rs`),
+//! for the `optimus-generated` rows.
+//!
 //! Builds the Google protobuf C++ peer of `optimus bench` (`cpp/peer.cc` over the code protoc
 //! generates from `testdata/peers.proto`) where protoc and libprotobuf are installed, and then
 //! sets `cfg(cpp_peer)`; elsewhere the bench runs without it and the build says why in a
@@ -19,6 +22,10 @@ fn main() {
     println!("cargo:rerun-if-changed=../../testdata/peers.proto");
     println!("cargo:rerun-if-env-changed=PROTOC");
     println!("cargo:rerun-if-env-changed=OPTIMUS_NO_CPP_PEER");
+    // optimus's own generated types for the workloads (`$OUT_DIR/bench.rs`): protox, no protoc.
+    let testdata = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata");
+    optimus_build::compile_protos(&[format!("{testdata}/peers.proto")], &[testdata])
+        .expect("optimus-build compiles testdata/peers.proto");
     match generate_buffa_peer() {
         Ok(()) => println!("cargo:rustc-cfg=buffa_peer"),
         Err(why) => println!(

@@ -12,6 +12,7 @@ mod buffa_types;
 #[cfg(cpp_peer)]
 #[allow(unsafe_code)]
 mod cpp_peer;
+mod generated;
 mod peers;
 mod prost_types;
 
@@ -158,7 +159,7 @@ pub struct Row {
 }
 
 /// The header line of [`Row::table_line`]'s table.
-pub const TABLE_HEADER: &str = "workload operation         implementation   bytes   ns_median      ns_min      ns_max     Gbps  allocs   optimus speedup: median (min-max)";
+pub const TABLE_HEADER: &str = "workload operation         implementation     bytes   ns_median      ns_min      ns_max     Gbps  allocs   optimus speedup: median (min-max)";
 
 /// The value at quantile `q` (0 min, 0.5 median, 1 max) of `values`.
 pub fn quantile(values: &[f64], q: f64) -> f64 {
@@ -344,7 +345,7 @@ impl Row {
             )
         });
         format!(
-            "{:<8} {:<17} {:<15} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>8.2} {:>7}   {}",
+            "{:<8} {:<17} {:<17} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>8.2} {:>7}   {}",
             self.workload,
             self.operation,
             self.implementation,
@@ -547,6 +548,7 @@ impl<'a> Cell<'a> {
                 ..message_runner
             },
         ];
+        runners.extend(generated::runner(op, w, json_text, record_arena)?);
         runners.extend(peers::runners(
             self.peer_names,
             op,

@@ -201,7 +201,14 @@ fn bench_decodes_into_a_reused_message_beside_the_peers() {
         );
     }
     // optimus decodes into arena records; its reflective Message codec is measured beside.
-    let mut expected = vec!["optimus", "optimus-message", "prost", "prost-reflect"];
+    // ... and its generated types (optimus-build) beside them.
+    let mut expected = vec![
+        "optimus",
+        "optimus-message",
+        "optimus-generated",
+        "prost",
+        "prost-reflect",
+    ];
     if built("buffa") {
         // buffa's owned types, then its zero-copy views.
         expected.extend(["buffa", "buffa-view"]);
@@ -218,6 +225,8 @@ fn bench_decodes_into_a_reused_message_beside_the_peers() {
             rows[1]["allocs_per_message"].as_f64().unwrap() > 0.0,
             "{workload}"
         );
+        // Generated types decode into the same reset arena.
+        assert_eq!(rows[2]["allocs_per_message"], 0.0, "{workload}");
     }
 }
 
@@ -226,7 +235,7 @@ fn bench_threads_run_every_implementation_at_once() {
     let rows = bench_rows_with("mixed", "encode", &["--threads", "2", "--peers", "prost"]);
     assert_eq!(
         implementations(&rows),
-        ["optimus", "optimus-message", "prost"]
+        ["optimus", "optimus-message", "optimus-generated", "prost"]
     );
     for r in &rows {
         assert_eq!(r["threads"], 2);
@@ -239,7 +248,12 @@ fn bench_threads_run_every_implementation_at_once() {
 fn bench_json_rows_leave_out_prost() {
     // prost has no JSON mapping, and buffa's views cannot be read from JSON; the peers that
     // have one are measured.
-    let mut expected = vec!["optimus", "optimus-message", "prost-reflect"];
+    let mut expected = vec![
+        "optimus",
+        "optimus-message",
+        "optimus-generated",
+        "prost-reflect",
+    ];
     if built("buffa") {
         expected.push("buffa");
     }
