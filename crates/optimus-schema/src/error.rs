@@ -17,6 +17,15 @@ pub enum SchemaError {
         /// The operating system's reason.
         source: std::io::Error,
     },
+    /// A schema file named on the command line or included exists neither as given nor
+    /// under any include directory.
+    #[error("{path}: not found (tried {})", tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    NotFound {
+        /// The name as given.
+        path: PathBuf,
+        /// Every path tried, in order.
+        tried: Vec<PathBuf>,
+    },
     /// A serialized `FileDescriptorSet` did not parse.
     #[error("invalid descriptor set: {0}")]
     DescriptorSet(String),

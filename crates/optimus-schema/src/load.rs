@@ -104,19 +104,37 @@ pub fn descriptor_set_from_proto_files(
             }
         }
     }
-    for f in files {
-        let f = f.as_ref();
-        if !f.exists() {
-            return Err(SchemaError::Io {
-                path: f.to_path_buf(),
-                source: std::io::Error::from(std::io::ErrorKind::NotFound),
-            });
-        }
-    }
+    let found = files
+        .iter()
+        .map(|f| find_file(f.as_ref(), &dirs))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut compiler = protox::Compiler::new(&dirs).map_err(compile_error)?;
     compiler.include_imports(true);
-    compiler.open_files(files).map_err(compile_error)?;
+    compiler.open_files(&found).map_err(compile_error)?;
     Ok(compiler.file_descriptor_set())
+}
+
+/// Where a schema file named `path` is, as protoc finds it: the path itself (from the working
+/// directory, or absolute), else the first include directory that holds it.
+///
+/// # Errors
+/// [`SchemaError::NotFound`] naming the file and every path tried.
+pub(crate) fn find_file(path: &Path, includes: &[PathBuf]) -> Result<PathBuf, SchemaError> {
+    if path.is_file() || path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    let mut tried = vec![path.to_path_buf()];
+    for dir in includes {
+        let candidate = dir.join(path);
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+        tried.push(candidate);
+    }
+    Err(SchemaError::NotFound {
+        path: path.to_path_buf(),
+        tried,
+    })
 }
 
 /// The descriptors of in-memory `.proto` sources, as [`SchemaSet::from_sources`] compiles
@@ -208,6 +226,18 @@ mod tests {
         enum E { ONE = 1; TWO = 2; }
         extend A { optional string ext_name = 100; }
     "#;
+
+    #[test]
+    fn proto_files_are_found_through_include_dirs() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata");
+        let s = SchemaSet::from_proto_files(&["peers.proto"], &["/nonexistent", dir]).unwrap();
+        assert!(s.message_by_name("bench.Mixed").is_some());
+        let e = SchemaSet::from_proto_files(&["gone.proto"], &["/a", "/b"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "gone.proto: not found (tried gone.proto, /a/gone.proto, /b/gone.proto)"
+        );
+    }
 
     #[test]
     fn proto2_zoo_compiles() {

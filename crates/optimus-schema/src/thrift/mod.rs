@@ -39,6 +39,7 @@ pub use parse::{Base, ConstValue, Requiredness};
 use parse::{Definition, Document, FieldDecl, StructKind, Type};
 
 use crate::types::{DefaultValue, MessageId, SchemaSet};
+use crate::load::find_file;
 use crate::SchemaError;
 
 /// A value's Thrift type: the wire type code plus the distinctions the IDL makes on top of
@@ -278,27 +279,6 @@ impl SchemaSet {
             .iter()
             .find_map(|p| self.message_by_name(&format!("{}.{name}", p.name)))
     }
-}
-
-/// `path` as given when it exists, else the first `include` directory that holds it (as
-/// `thrift` and `protoc` find their inputs); the error names every place tried.
-fn find_file(path: &Path, includes: &[PathBuf]) -> Result<PathBuf, SchemaError> {
-    if path.is_file() || path.is_absolute() {
-        return Ok(path.to_path_buf());
-    }
-    let mut tried = vec![path.display().to_string()];
-    for dir in includes {
-        let candidate = dir.join(path);
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
-        tried.push(candidate.display().to_string());
-    }
-    Err(SchemaError::Compile(format!(
-        "{}: not found (tried {})",
-        path.display(),
-        tried.join(", ")
-    )))
 }
 
 struct Program {
