@@ -16,6 +16,7 @@
 
 pub mod binary;
 mod build;
+pub mod convert;
 pub mod engine;
 mod error;
 pub mod json;

@@ -715,7 +715,7 @@ unsafe fn write_slot(rec: RecPtr, offset: u32, width: u32, value: &[u8; 16]) {
 
 /// Unsets the other members of entry `index`'s oneof.
 #[cold]
-fn clear_oneof_siblings(rec: RecPtr, table: &Table, index: usize) {
+pub(crate) fn clear_oneof_siblings(rec: RecPtr, table: &Table, index: usize) {
     let oneof = table.oneof_of[index] as usize;
     for &(word, mask) in &table.oneof_masks[oneof] {
         let keep = if word as usize == index / 64 {

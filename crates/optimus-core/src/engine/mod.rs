@@ -9,6 +9,7 @@
 //! once both have grown to the largest message.
 
 mod decode;
+pub(crate) use decode::clear_oneof_siblings;
 mod encode;
 mod json_read;
 mod json_write;
