@@ -12,9 +12,12 @@
 //! The embedded protos are protobuf 3.21's, the suite Debian's runner runs. A newer suite
 //! (v27.2, `scripts/conformance --suite 27`) brings its own `conformance.proto` and
 //! `test_messages_proto{2,3}.proto`: with `OPTIMUS_CONFORMANCE_PROTOS=DIR` the testee compiles
-//! those three files from `DIR` instead. A request for a type the schema lacks (the editions
-//! messages, which `optimus-schema` cannot load) is answered `skipped`, which
-//! `scripts/conformance` counts against the run.
+//! those three files from `DIR` instead. The editions messages (`edition = "2023"`) protox
+//! cannot parse: with `OPTIMUS_CONFORMANCE_DESCRIPTORS=FILE` the testee loads a descriptor set
+//! that an editions-aware protoc wrote (`scripts/conformance --editions` writes one of every
+//! suite proto, editions ones included) instead of compiling protos at all. A request for a
+//! type the schema lacks is answered `skipped` (never `runtime_error`, which the v27 runner
+//! takes for a crash), and `scripts/conformance` counts that against the run.
 #![forbid(unsafe_code)]
 
 use std::io::{self, Read, Write};
@@ -67,6 +70,9 @@ struct Testee {
 const ENGINE_VAR: &str = "OPTIMUS_CONFORMANCE_ENGINE";
 /// The environment variable naming a directory with the suite's own protos.
 const PROTOS_VAR: &str = "OPTIMUS_CONFORMANCE_PROTOS";
+/// The environment variable naming a descriptor set (`protoc --include_imports -o`) of the
+/// suite's protos, editions ones included; it wins over [`PROTOS_VAR`].
+const DESCRIPTORS_VAR: &str = "OPTIMUS_CONFORMANCE_DESCRIPTORS";
 /// The files of [`PROTOS`], by name, that [`PROTOS_VAR`]'s directory must hold.
 const PROTO_FILES: [&str; 3] = [
     "conformance.proto",
@@ -81,14 +87,19 @@ enum Outcome {
 
 impl Testee {
     fn new() -> Result<Testee, String> {
-        let schema = match std::env::var_os(PROTOS_VAR) {
-            Some(dir) => {
+        let schema = match (
+            std::env::var_os(DESCRIPTORS_VAR),
+            std::env::var_os(PROTOS_VAR),
+        ) {
+            (Some(set), _) => SchemaSet::from_descriptor_set_file(&set)
+                .map_err(|e| format!("{DESCRIPTORS_VAR}={}: {e}", set.to_string_lossy()))?,
+            (None, Some(dir)) => {
                 let dir = std::path::PathBuf::from(dir);
                 let files: Vec<_> = PROTO_FILES.iter().map(|f| dir.join(f)).collect();
                 SchemaSet::from_proto_files(&files, &[&dir])
                     .map_err(|e| format!("{PROTOS_VAR}={}: {e}", dir.display()))?
             }
-            None => SchemaSet::from_sources(PROTOS).map_err(|e| e.to_string())?,
+            (None, None) => SchemaSet::from_sources(PROTOS).map_err(|e| e.to_string())?,
         };
         let request = schema
             .message_by_name("conformance.ConformanceRequest")

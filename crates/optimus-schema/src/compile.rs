@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use prost_types::field_descriptor_proto::Label;
 use prost_types::{DescriptorProto, EnumDescriptorProto, FieldDescriptorProto, FileDescriptorSet};
 
+use crate::features::{self, Features, FieldPresence, MessageEncoding, RawMessage, RawSet};
 use crate::kind::Kind;
 use crate::table::{self, Table};
 use crate::types::*;
@@ -17,24 +18,52 @@ const DENSE_LIMIT: u32 = 1024;
 struct PendingMessage<'a> {
     full_name: String,
     syntax: Syntax,
+    /// The file's edition (`EDITION_PROTO2`, `EDITION_PROTO3` or `EDITION_2023`).
+    edition: i32,
+    /// The message's resolved features (file's, then its own).
+    features: Features,
     proto: &'a DescriptorProto,
+    /// The message's editions options, when the set was decoded from bytes.
+    raw: Option<&'a RawMessage>,
 }
 
-/// Builds the schema of every file in `set`.
+/// Where an enum was declared and its resolved features.
+type PendingEnum<'a> = (String, Features, &'a EnumDescriptorProto);
+
+/// Builds the schema of every file in `set` (an editions file gets its edition's defaults).
 pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError> {
+    compile_with(set, None)
+}
+
+/// Builds the schema of every file in `set`. `raw` is the same set's editions slice (file
+/// `i` of one is file `i` of the other), when the set was decoded from bytes; without it,
+/// an editions file gets its edition's defaults.
+pub(crate) fn compile_with(
+    set: &FileDescriptorSet,
+    raw: Option<&RawSet>,
+) -> Result<SchemaSet, SchemaError> {
     let mut schema = SchemaSet::default();
     let mut pending: Vec<PendingMessage<'_>> = Vec::new();
-    let mut pending_enums: Vec<(String, Syntax, &EnumDescriptorProto)> = Vec::new();
+    let mut pending_enums: Vec<PendingEnum<'_>> = Vec::new();
+    let raw_file = |i: usize| raw.and_then(|r| r.file.get(i));
 
     // Pass 1: give every type an id.
-    for file in &set.file {
-        let syntax = file_syntax(file);
+    for (i, file) in set.file.iter().enumerate() {
+        let raw = raw_file(i);
+        let (edition, file_features) = features::file_features(file, raw)?;
         let package = file.package.clone().unwrap_or_default();
-        for e in &file.enum_type {
-            pending_enums.push((qualify(&package, e.name()), syntax, e));
+        for (j, e) in file.enum_type.iter().enumerate() {
+            let own = raw.and_then(|r| r.enum_type.get(j)?.features());
+            pending_enums.push((qualify(&package, e.name()), file_features.merge(own), e));
         }
-        for m in &file.message_type {
-            collect(&package, m, syntax, &mut pending, &mut pending_enums);
+        for (j, m) in file.message_type.iter().enumerate() {
+            let scope = Scope {
+                name: &package,
+                edition,
+                features: file_features,
+            };
+            let raw = raw.and_then(|r| r.message_type.get(j));
+            collect(&scope, m, raw, &mut pending, &mut pending_enums);
         }
     }
     for (i, p) in pending.iter().enumerate() {
@@ -46,7 +75,7 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
             return Err(invalid(&p.full_name, "defined twice"));
         }
     }
-    for (i, (name, syntax, e)) in pending_enums.iter().enumerate() {
+    for (i, (name, features, e)) in pending_enums.iter().enumerate() {
         schema.enum_names.insert(name.clone(), EnumId(i as u32));
         schema.enums.push(EnumType {
             full_name: name.clone(),
@@ -58,7 +87,7 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
                     number: v.number(),
                 })
                 .collect(),
-            is_closed: *syntax == Syntax::Proto2,
+            is_closed: features.enum_type == features::EnumKind::Closed,
         });
     }
 
@@ -71,34 +100,50 @@ pub(crate) fn compile(set: &FileDescriptorSet) -> Result<SchemaSet, SchemaError>
     let mut fields_of: Vec<Vec<Field>> = Vec::with_capacity(pending.len());
     for p in &pending {
         let mut fields = Vec::with_capacity(p.proto.field.len());
-        for f in &p.proto.field {
-            fields.push(field(&schema, p, f, false, &map_entries)?);
+        for (j, f) in p.proto.field.iter().enumerate() {
+            let raw_f = p.raw.and_then(|r| r.field.get(j));
+            fields.push(field(&schema, p, f, raw_f, false, &map_entries)?);
         }
         fields_of.push(fields);
     }
 
-    // Extensions join their extendee's field table.
-    let mut extension_sources: Vec<(String, Syntax, &FieldDescriptorProto)> = Vec::new();
-    for file in &set.file {
-        let syntax = file_syntax(file);
+    // Extensions join their extendee's field table; their features are their scope's.
+    let mut extension_sources = Vec::new();
+    for (i, file) in set.file.iter().enumerate() {
+        let raw = raw_file(i);
+        let (edition, file_features) = features::file_features(file, raw)?;
         let package = file.package.clone().unwrap_or_default();
-        for x in &file.extension {
-            extension_sources.push((package.clone(), syntax, x));
+        for (j, x) in file.extension.iter().enumerate() {
+            let raw_x = raw.and_then(|r| r.extension.get(j));
+            let syntax = file_syntax(edition);
+            extension_sources.push((package.clone(), syntax, edition, file_features, x, raw_x));
         }
     }
     for p in &pending {
-        for x in &p.proto.extension {
-            extension_sources.push((p.full_name.clone(), p.syntax, x));
+        for (j, x) in p.proto.extension.iter().enumerate() {
+            let raw_x = p.raw.and_then(|r| r.extension.get(j));
+            let source = (
+                p.full_name.clone(),
+                p.syntax,
+                p.edition,
+                p.features,
+                x,
+                raw_x,
+            );
+            extension_sources.push(source);
         }
     }
-    for (scope, syntax, x) in extension_sources {
+    for (scope, syntax, edition, features, x, raw_x) in extension_sources {
         let extendee = resolve_message(&schema, x.extendee(), &qualify(&scope, x.name()))?;
         let holder = PendingMessage {
             full_name: scope.clone(),
             syntax,
+            edition,
+            features,
             proto: pending[extendee.0 as usize].proto,
+            raw: None,
         };
-        let mut f = field(&schema, &holder, x, true, &map_entries)?;
+        let mut f = field(&schema, &holder, x, raw_x, true, &map_entries)?;
         f.name = qualify(&scope, x.name());
         f.json_name = format!("[{}]", f.name);
         fields_of[extendee.0 as usize].push(f);
@@ -246,31 +291,55 @@ fn mark_required_reachability(schema: &mut SchemaSet) {
     }
 }
 
-fn file_syntax(file: &prost_types::FileDescriptorProto) -> Syntax {
-    match file.syntax.as_deref() {
-        Some("proto3") => Syntax::Proto3,
-        _ => Syntax::Proto2,
+fn file_syntax(edition: i32) -> Syntax {
+    match edition {
+        features::EDITION_PROTO3 => Syntax::Proto3,
+        features::EDITION_PROTO2 => Syntax::Proto2,
+        _ => Syntax::Editions,
     }
 }
 
+/// What a message inherits from where it is declared.
+struct Scope<'s> {
+    name: &'s str,
+    edition: i32,
+    features: Features,
+}
+
 fn collect<'a>(
-    scope: &str,
+    scope: &Scope<'_>,
     m: &'a DescriptorProto,
-    syntax: Syntax,
+    raw: Option<&'a RawMessage>,
     out: &mut Vec<PendingMessage<'a>>,
-    enums: &mut Vec<(String, Syntax, &'a EnumDescriptorProto)>,
+    enums: &mut Vec<PendingEnum<'a>>,
 ) {
-    let full_name = qualify(scope, m.name());
-    for e in &m.enum_type {
-        enums.push((qualify(&full_name, e.name()), syntax, e));
+    let full_name = qualify(scope.name, m.name());
+    let features = scope.features.merge(raw.and_then(RawMessage::features));
+    for (j, e) in m.enum_type.iter().enumerate() {
+        let own = raw.and_then(|r| r.enum_type.get(j)?.features());
+        enums.push((qualify(&full_name, e.name()), features.merge(own), e));
     }
-    for n in &m.nested_type {
-        collect(&full_name, n, syntax, out, enums);
+    let inner = Scope {
+        name: &full_name,
+        edition: scope.edition,
+        features,
+    };
+    for (j, n) in m.nested_type.iter().enumerate() {
+        collect(
+            &inner,
+            n,
+            raw.and_then(|r| r.nested_type.get(j)),
+            out,
+            enums,
+        );
     }
     out.push(PendingMessage {
         full_name,
-        syntax,
+        syntax: file_syntax(scope.edition),
+        edition: scope.edition,
+        features,
         proto: m,
+        raw,
     });
 }
 
@@ -303,10 +372,20 @@ fn field(
     schema: &SchemaSet,
     owner: &PendingMessage<'_>,
     f: &FieldDescriptorProto,
+    raw: Option<&features::RawField>,
     is_extension: bool,
     map_entries: &[bool],
 ) -> Result<Field, SchemaError> {
     let element = qualify(&owner.full_name, f.name());
+    // A oneof member inherits from its oneof, which inherits from the message.
+    let parent = match (f.oneof_index, owner.raw) {
+        (Some(i), Some(r)) if !is_extension => {
+            let oneof = r.oneof_decl.get(i as usize).and_then(|o| o.features());
+            owner.features.merge(oneof)
+        }
+        _ => owner.features,
+    };
+    let features = parent.for_field(owner.edition, f, raw);
     let kind = Kind::from_descriptor(f.r#type.unwrap_or(0))
         .or_else(|| {
             // Descriptors from some producers leave `type` unset for message/enum references.
@@ -341,12 +420,23 @@ fn field(
     let repeated = f.label() == Label::Repeated;
     let is_map =
         repeated && kind == Kind::Message && message.is_some_and(|id| map_entries[id.0 as usize]);
+    // A delimited message field is written as a group (never a map or a map entry's value).
+    let in_map_entry = owner.proto.options.as_ref().is_some_and(|o| o.map_entry());
+    let kind = if kind == Kind::Message
+        && features.message_encoding == MessageEncoding::Delimited
+        && (is_extension || !in_map_entry)
+        && !message.is_some_and(|id| map_entries[id.0 as usize])
+    {
+        Kind::Group
+    } else {
+        kind
+    };
     let in_real_oneof = f.oneof_index.is_some() && !f.proto3_optional();
     let cardinality = if is_map {
         Cardinality::Map
     } else if repeated {
         Cardinality::Repeated
-    } else if owner.syntax == Syntax::Proto2
+    } else if features.field_presence != FieldPresence::Implicit
         || kind.is_message()
         || f.oneof_index.is_some()
         || f.proto3_optional()
@@ -356,10 +446,9 @@ fn field(
     } else {
         Cardinality::Singular
     };
-    let packed_option = f.options.as_ref().and_then(|o| o.packed);
     let is_packed = cardinality == Cardinality::Repeated
         && kind.is_packable()
-        && packed_option.unwrap_or(owner.syntax == Syntax::Proto3);
+        && features.repeated_field_encoding == features::RepeatedEncoding::Packed;
     let default = match f.default_value.as_deref() {
         Some(text) => Some(parse_default(schema, kind, enum_type, text, &element)?),
         None => None,
@@ -375,7 +464,8 @@ fn field(
         kind,
         cardinality,
         is_packed,
-        is_required: f.label() == Label::Required,
+        is_required: features.field_presence == FieldPresence::LegacyRequired
+            && cardinality == Cardinality::Optional,
         oneof: if in_real_oneof {
             f.oneof_index.map(|i| i as u32)
         } else {
@@ -390,6 +480,7 @@ fn field(
             presence_bit: 0,
         },
         tag: (number << 3) | kind.wire_type() as u32,
+        features,
     })
 }
 

@@ -11,6 +11,7 @@
 
 mod compile;
 mod error;
+mod features;
 mod kind;
 mod load;
 pub mod table;
@@ -18,6 +19,10 @@ pub mod thrift;
 mod types;
 
 pub use error::SchemaError;
+pub use features::{
+    EnumKind, Features, FieldPresence, JsonFormat, MessageEncoding, RepeatedEncoding,
+    Utf8Validation,
+};
 pub use kind::{Kind, WireType};
 pub use load::{descriptor_set_from_proto_files, descriptor_set_from_sources, DEFAULT_PROTO_NAME};
 /// The descriptor set type that protox produces and `protoc -o` writes.

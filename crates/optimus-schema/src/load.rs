@@ -52,10 +52,14 @@ impl SchemaSet {
     /// # Errors
     /// [`SchemaError::DescriptorSet`] when the bytes do not parse, [`SchemaError::Invalid`]
     /// when a referenced type is missing (write the set with `--include_imports`).
+    /// Editions files (`edition = "2023"`, as protoc 27 and later write them) are resolved
+    /// with their `features` options, read from the same bytes (prost-types lacks them).
     pub fn from_descriptor_set_bytes(bytes: &[u8]) -> Result<SchemaSet, SchemaError> {
         let set = FileDescriptorSet::decode(bytes)
             .map_err(|e| SchemaError::DescriptorSet(e.to_string()))?;
-        SchemaSet::from_descriptor_set(&set)
+        let raw = crate::features::RawSet::decode(bytes)
+            .map_err(|e| SchemaError::DescriptorSet(e.to_string()))?;
+        crate::compile::compile_with(&with_well_known_types(&set)?, Some(&raw))
     }
 
     /// Reads and loads a descriptor set file.
@@ -72,6 +76,10 @@ impl SchemaSet {
     }
 
     /// Compiles decoded descriptors.
+    ///
+    /// prost-types 0.14 drops editions' `edition` and `features`: an editions file given
+    /// this way gets edition 2023's defaults throughout. Load editions files from their
+    /// bytes with [`SchemaSet::from_descriptor_set_bytes`] instead.
     ///
     /// # Errors
     /// [`SchemaError::Invalid`] when the descriptors are inconsistent.
@@ -110,7 +118,15 @@ pub fn descriptor_set_from_proto_files(
         .collect::<Result<Vec<_>, _>>()?;
     let mut compiler = protox::Compiler::new(&dirs).map_err(compile_error)?;
     compiler.include_imports(true);
-    compiler.open_files(&found).map_err(compile_error)?;
+    compiler.open_files(&found).map_err(|e| {
+        editions_error(e, |name| {
+            let given = found.iter().filter(|f| f.ends_with(name)).cloned();
+            std::iter::once(PathBuf::from(name))
+                .chain(given)
+                .chain(dirs.iter().map(|d| d.join(name)))
+                .find_map(|p| std::fs::read_to_string(p).ok())
+        })
+    })?;
     Ok(compiler.file_descriptor_set())
 }
 
@@ -156,7 +172,12 @@ pub fn descriptor_set_from_sources(
     let mut compiler = protox::Compiler::with_file_resolver(chain);
     compiler.include_imports(true);
     for (name, _) in sources {
-        compiler.open_file(name).map_err(compile_error)?;
+        compiler.open_file(name).map_err(|e| {
+            editions_error(e, |file| {
+                let found = sources.iter().find(|(n, _)| *n == file);
+                found.map(|(_, text)| text.to_string())
+            })
+        })?;
     }
     Ok(compiler.file_descriptor_set())
 }
@@ -188,6 +209,23 @@ fn with_well_known_types(set: &FileDescriptorSet) -> Result<FileDescriptorSet, S
 
 fn compile_error(e: protox::Error) -> SchemaError {
     SchemaError::Compile(e.to_string())
+}
+
+/// protox's error, or, where the file it failed on declares an edition (which protox 0.9
+/// cannot parse), an error that says so and how to load the file instead. `source` reads a
+/// file by the name protox gives.
+fn editions_error(e: protox::Error, source: impl Fn(&str) -> Option<String>) -> SchemaError {
+    if let Some(file) = e.file() {
+        if e.is_parse() && source(file).is_some_and(|s| crate::features::declares_edition(&s)) {
+            return SchemaError::Compile(format!(
+                "{file}: protobuf editions files (`edition = \"2023\"`) cannot be compiled from \
+                 .proto text (protox 0.9 has no editions support); give it as a descriptor set \
+                 instead: protoc --include_imports -o set.pb {file} (protoc 27 or later), then \
+                 load set.pb (optimus: --descriptor-set set.pb) ({e})"
+            ));
+        }
+    }
+    compile_error(e)
 }
 
 /// Resolves imports from sources held in memory.

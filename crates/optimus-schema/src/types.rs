@@ -20,6 +20,8 @@ pub enum Syntax {
     Proto2,
     /// `syntax = "proto3";`.
     Proto3,
+    /// `edition = "2023";`: behaviour set by the resolved [`Features`](crate::Features).
+    Editions,
 }
 
 /// How many values a field holds and how its presence is tracked.
@@ -135,6 +137,10 @@ pub struct Field {
     pub slot: Slot,
     /// The tag (number << 3 | wire type) of an unpacked value, precomputed.
     pub tag: u32,
+    /// The field's resolved features (editions' `features`, or what proto2 and proto3 imply):
+    /// `cardinality`, `is_required`, `is_packed`, `kind` (a delimited message is a group) and
+    /// the enum's closedness already follow them.
+    pub features: crate::Features,
 }
 
 impl Field {
