@@ -8,6 +8,8 @@
 //! The test payloads go through the reflective `Message` codecs, or, with
 //! `OPTIMUS_CONFORMANCE_ENGINE=records` in the environment, through engine v2: arena records
 //! and the op-table walkers (`optimus_core::engine`), so the suite holds both to Google's.
+//! Text-format requests (`text_payload` input, `TEXT_FORMAT` output, `print_unknown_fields`)
+//! go through arena records and `optimus_core::text` in both modes ([`text`]).
 //!
 //! The embedded protos are protobuf 3.21's, the suite Debian's runner runs. A newer suite
 //! (v27.2, `scripts/conformance --suite 27`) brings its own `conformance.proto` and
@@ -19,6 +21,8 @@
 //! type the schema lacks is answered `skipped` (never `runtime_error`, which the v27 runner
 //! takes for a crash), and `scripts/conformance` counts that against the run.
 #![forbid(unsafe_code)]
+
+mod text;
 
 use std::io::{self, Read, Write};
 
@@ -172,9 +176,15 @@ impl Testee {
             ..JsonOptions::default()
         };
         let output = match self.field(request, REQ_OUTPUT_FORMAT) {
-            Some(Value::Enum(f @ (FORMAT_PROTOBUF | FORMAT_JSON))) => *f,
-            _ => return Outcome::Failure(RESP_SKIPPED, "only protobuf and JSON output".into()),
+            Some(Value::Enum(f @ (FORMAT_PROTOBUF | FORMAT_JSON | text::FORMAT_TEXT))) => *f,
+            _ => {
+                return Outcome::Failure(RESP_SKIPPED, "only protobuf, JSON and text output".into())
+            }
         };
+        // Text-format input or output goes through arena records in every engine mode.
+        if let Some(outcome) = self.run_text(request, id, output, &json_opts) {
+            return outcome;
+        }
         if self.records {
             return self.run_on_records(request, id, output, &json_opts);
         }
@@ -199,6 +209,46 @@ impl Testee {
             Ok(s) => Outcome::Payload(RESP_JSON_PAYLOAD, Value::String(s)),
             Err(e) => Outcome::Failure(RESP_SERIALIZE_ERROR, e.to_string()),
         }
+    }
+
+    /// A request with text-format input or output, through [`text::run`] (arena records,
+    /// whichever engine the other requests take); `None` for every other request.
+    fn run_text(
+        &self,
+        request: &Message,
+        id: MessageId,
+        output: i32,
+        json_opts: &JsonOptions,
+    ) -> Option<Outcome> {
+        let input = match self.field(request, text::REQ_TEXT_PAYLOAD) {
+            Some(Value::String(s)) => text::Input::Text(s),
+            _ if output != text::FORMAT_TEXT => return None,
+            _ => match (
+                self.field(request, REQ_PROTOBUF_PAYLOAD),
+                self.field(request, REQ_JSON_PAYLOAD),
+            ) {
+                (Some(Value::Bytes(b)), _) => text::Input::Protobuf(b),
+                (_, Some(Value::String(s))) => text::Input::Json(s),
+                _ => {
+                    return Some(Outcome::Failure(
+                        RESP_SKIPPED,
+                        "only protobuf, JSON and text input".into(),
+                    ))
+                }
+            },
+        };
+        let print_unknown = matches!(
+            self.field(request, text::REQ_PRINT_UNKNOWN_FIELDS),
+            Some(Value::Bool(true))
+        );
+        Some(text::run(
+            &self.schema,
+            id,
+            input,
+            output,
+            print_unknown,
+            json_opts,
+        ))
     }
 
     /// [`Testee::run`]'s payload work on arena records.

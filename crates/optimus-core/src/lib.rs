@@ -23,6 +23,7 @@ pub mod json;
 mod message;
 pub mod placement;
 mod record;
+pub mod text;
 pub mod thrift;
 mod value;
 mod view;
