@@ -1,7 +1,9 @@
 //! The benchmark behind `optimus bench`: encode, decode and JSON speed on the embedded
 //! workloads or the user's own messages, as ns/message with min/median/max over repetitions
 //! and Gbps, beside the peers (`peers`) measured in the same run, with optimus's speedup over
-//! each. It prints nothing: rows, notes and progress go to the caller's [`Event`] callback.
+//! each; and Thrift binary and compact encode, decode and transcoding of the embedded
+//! workloads' Thrift versions beside Apache Thrift C++ (`thrift_cells`). It prints nothing:
+//! rows, notes and progress go to the caller's [`Event`] callback.
 
 pub mod rpc;
 
@@ -15,6 +17,10 @@ mod cpp_peer;
 mod generated;
 mod peers;
 mod prost_types;
+mod thrift_cells;
+#[cfg(thrift_peer)]
+#[allow(unsafe_code)]
+mod thrift_peer;
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -23,11 +29,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::{self, JsonOptions};
+use optimus_core::thrift::Protocol;
 use optimus_core::{engine, Arena, Message};
 use optimus_schema::{descriptor_set_from_proto_files, descriptor_set_from_sources};
 use optimus_schema::{MessageId, SchemaSet, DEFAULT_PROTO_NAME};
 
 use peers::{Notes, PeerSchema};
+use thrift_cells::{ThriftOp, ThriftWorkload};
 
 pub use peers::{ALL as PEERS, DEFAULT as DEFAULT_PEERS};
 
@@ -57,7 +65,9 @@ pub struct Config {
     /// Only this workload (flat, mixed, nested); `None`: all.
     pub workload: Option<String>,
     /// Only this operation (encode, decode, decode-reuse, json-encode, json-decode,
-    /// protobuf-to-json); `None`: all.
+    /// protobuf-to-json, and for the embedded workloads thrift-binary-encode,
+    /// thrift-binary-decode, thrift-compact-encode, thrift-compact-decode,
+    /// thrift-binary-to-compact, protobuf-to-thrift-compact); `None`: all.
     pub operation: Option<String>,
     /// Seconds of measurement per cell (workload × operation).
     pub seconds: f64,
@@ -132,9 +142,9 @@ struct Runner<'a> {
 
 impl Runner<'_> {
     /// Whether the process's allocation counter sees this implementation's allocations
-    /// (Rust's allocator); the C++ peer allocates through its own.
+    /// (Rust's allocator); the C++ peers allocate through their own.
     fn allocations_counted(&self) -> bool {
-        self.implementation != "protobuf-cpp"
+        !matches!(self.implementation, "protobuf-cpp" | "thrift-cpp")
     }
 }
 
@@ -144,7 +154,8 @@ pub struct Row {
     pub workload: String,
     pub operation: &'static str,
     pub implementation: &'static str,
-    /// Serialized protobuf bytes of the workload.
+    /// Serialized bytes of the workload: the cell's input (protobuf, or the Thrift protocol
+    /// read), or for encode its output.
     pub bytes: usize,
     /// ns per message, per repetition.
     pub ns: Vec<f64>,
@@ -159,7 +170,7 @@ pub struct Row {
 }
 
 /// The header line of [`Row::table_line`]'s table.
-pub const TABLE_HEADER: &str = "workload operation         implementation     bytes   ns_median      ns_min      ns_max     Gbps  allocs   optimus speedup: median (min-max)";
+pub const TABLE_HEADER: &str = "workload operation                  implementation     bytes   ns_median      ns_min      ns_max     Gbps  allocs   optimus speedup: median (min-max)";
 
 /// The value at quantile `q` (0 min, 0.5 median, 1 max) of `values`.
 pub fn quantile(values: &[f64], q: f64) -> f64 {
@@ -198,30 +209,74 @@ pub fn run(args: &Config, on: &mut dyn FnMut(Event<'_>)) -> Result<()> {
                 "this optimus was built without the buffa peer: build it where protoc is installed"
             );
         }
+        if p == "thrift-cpp" {
+            bail!(
+                "this optimus was built without the thrift-cpp peer: build it where \
+                 thrift-compiler and libthrift-dev are installed"
+            );
+        }
         bail!(
             "no peer named {p:?} (try {}, or none)",
             peers::ALL.join(", ")
         );
     }
     let (schema, peer_schema, workloads) = load_workloads(args)?;
-    let ops: [(&str, Op); 6] = [
-        ("encode", Op::Encode),
-        ("decode", Op::Decode),
-        ("decode-reuse", Op::DecodeReuse),
-        ("json-encode", Op::JsonEncode),
-        ("json-decode", Op::JsonDecode),
-        ("protobuf-to-json", Op::Transcode),
+    let ops: [(&str, Operation); 12] = [
+        ("encode", Operation::Protobuf(Op::Encode)),
+        ("decode", Operation::Protobuf(Op::Decode)),
+        ("decode-reuse", Operation::Protobuf(Op::DecodeReuse)),
+        ("json-encode", Operation::Protobuf(Op::JsonEncode)),
+        ("json-decode", Operation::Protobuf(Op::JsonDecode)),
+        ("protobuf-to-json", Operation::Protobuf(Op::Transcode)),
+        (
+            "thrift-binary-encode",
+            Operation::Thrift(ThriftOp::Encode(Protocol::Binary)),
+        ),
+        (
+            "thrift-binary-decode",
+            Operation::Thrift(ThriftOp::Decode(Protocol::Binary)),
+        ),
+        (
+            "thrift-compact-encode",
+            Operation::Thrift(ThriftOp::Encode(Protocol::Compact)),
+        ),
+        (
+            "thrift-compact-decode",
+            Operation::Thrift(ThriftOp::Decode(Protocol::Compact)),
+        ),
+        (
+            "thrift-binary-to-compact",
+            Operation::Thrift(ThriftOp::BinaryToCompact),
+        ),
+        (
+            "protobuf-to-thrift-compact",
+            Operation::Thrift(ThriftOp::ProtobufToCompact),
+        ),
     ];
-    let selected = ops
+    if !ops
         .iter()
-        .filter(|(name, _)| args.operation.as_deref().is_none_or(|o| o == *name))
-        .count();
-    if selected == 0 {
+        .any(|(name, _)| args.operation.as_deref().is_none_or(|o| o == *name))
+    {
         bail!(
             "no operation named {:?} (try {})",
             args.operation.as_deref().unwrap_or(""),
             ops.map(|(name, _)| name).join(", ")
         );
+    }
+    // The Thrift cells measure the embedded workloads' Thrift versions; a --proto run has
+    // none.
+    let thrift_schema = if args.proto.is_none() {
+        Some(thrift_cells::schema()?)
+    } else {
+        None
+    };
+    let applies = |name: &str, op: &Operation| {
+        args.operation.as_deref().is_none_or(|o| o == name)
+            && (thrift_schema.is_some() || matches!(op, Operation::Protobuf(_)))
+    };
+    let selected = ops.iter().filter(|(name, op)| applies(name, op)).count();
+    if selected == 0 {
+        bail!("the Thrift operations measure the embedded workloads only (not --proto's message)");
     }
     let total = workloads.len() * selected;
     let mut done = 0;
@@ -230,8 +285,12 @@ pub fn run(args: &Config, on: &mut dyn FnMut(Event<'_>)) -> Result<()> {
         let msg = binary::decode(&schema, w.id, &w.bytes, &DecodeOptions::default())
             .with_context(|| format!("workload {}", w.name))?;
         let json_text = json::encode(&schema, &msg, &JsonOptions::default())?;
+        let thrift = match &thrift_schema {
+            Some(ts) => ThriftWorkload::embedded(ts, &w.name)?,
+            None => None,
+        };
         for (name, op) in ops {
-            if args.operation.as_deref().is_some_and(|o| o != name) {
+            if !applies(name, &op) {
                 continue;
             }
             done += 1;
@@ -249,6 +308,12 @@ pub fn run(args: &Config, on: &mut dyn FnMut(Event<'_>)) -> Result<()> {
                 w,
                 msg: &msg,
                 json_text: &json_text,
+                thrift_schema: thrift_schema.as_ref(),
+                thrift: thrift.as_ref(),
+            };
+            let bytes = match (op, &thrift) {
+                (Operation::Thrift(t), Some(tw)) => t.bytes(tw),
+                _ => w.bytes.len(),
             };
             let mut reused = Message::new(&schema, w.id);
             let record_arena = Arena::new();
@@ -282,7 +347,7 @@ pub fn run(args: &Config, on: &mut dyn FnMut(Event<'_>)) -> Result<()> {
                     workload: w.name.clone(),
                     operation: name,
                     implementation: r.implementation,
-                    bytes: w.bytes.len(),
+                    bytes,
                     ns: ns.clone(),
                     allocs_per_message: allocs_per_message
                         .filter(|_| r.allocations_counted() && args.threads == 1),
@@ -345,7 +410,7 @@ impl Row {
             )
         });
         format!(
-            "{:<8} {:<17} {:<17} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>8.2} {:>7}   {}",
+            "{:<8} {:<26} {:<17} {:>6} {:>11.1} {:>11.1} {:>11.1} {:>8.2} {:>7}   {}",
             self.workload,
             self.operation,
             self.implementation,
@@ -359,6 +424,13 @@ impl Row {
             speedup
         )
     }
+}
+
+/// A cell's operation: on protobuf (and JSON) or on Thrift.
+#[derive(Clone, Copy)]
+enum Operation {
+    Protobuf(Op),
+    Thrift(ThriftOp),
 }
 
 #[derive(Clone, Copy)]
@@ -514,18 +586,21 @@ fn records_runner<'a>(
 /// One cell (an operation on a workload) and everything its runners are built from; each
 /// thread of `--threads` builds its own runners from it.
 struct Cell<'a> {
-    op: Op,
+    op: Operation,
     schema: &'a SchemaSet,
     peer_schema: &'a PeerSchema,
     peer_names: &'a [String],
     w: &'a Workload,
     msg: &'a Message,
     json_text: &'a str,
+    /// The Thrift schema and the workload's Thrift version (embedded workloads only).
+    thrift_schema: Option<&'a SchemaSet>,
+    thrift: Option<&'a ThriftWorkload>,
 }
 
 impl<'a> Cell<'a> {
     /// optimus's runners (on records, with the reflective Message codec beside them), then
-    /// the peers'.
+    /// the peers'; for a Thrift cell, optimus's then Apache Thrift C++'s.
     fn runners<'r>(
         &self,
         reused: &'r mut Message,
@@ -535,8 +610,24 @@ impl<'a> Cell<'a> {
     where
         'a: 'r,
     {
-        let (op, schema, w, msg, json_text) =
-            (self.op, self.schema, self.w, self.msg, self.json_text);
+        let op = match self.op {
+            Operation::Protobuf(op) => op,
+            Operation::Thrift(t) => {
+                let (Some(schema), Some(tw)) = (self.thrift_schema, self.thrift) else {
+                    bail!("workload {} has no Thrift version", self.w.name);
+                };
+                return thrift_cells::runners(
+                    t,
+                    schema,
+                    tw,
+                    &self.w.name,
+                    record_arena,
+                    self.peer_names,
+                    notes,
+                );
+            }
+        };
+        let (schema, w, msg, json_text) = (self.schema, self.w, self.msg, self.json_text);
         let message_runner = Runner {
             implementation: "optimus",
             call: Box::new(move || op.run(schema, w, msg, json_text, reused)),
@@ -757,4 +848,119 @@ fn load_workloads(args: &Config) -> Result<(SchemaSet, PeerSchema, Vec<Workload>
         );
     }
     Ok((schema, PeerSchema::new(set)?, workloads))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{run, Config, Event, PEERS};
+
+    /// The rows of a very short run of `operation` on every embedded workload, checked to
+    /// make no note (every implementation's output is the bytes optimus's is), as
+    /// (workload, implementation).
+    fn smoke(operation: &str, peers: &[&str]) -> Vec<(String, &'static str)> {
+        let config = Config {
+            operation: Some(operation.into()),
+            seconds: 0.003,
+            reps: 1,
+            peers: peers.iter().map(|p| p.to_string()).collect(),
+            ..Config::default()
+        };
+        let mut rows = Vec::new();
+        let mut notes = Vec::new();
+        run(&config, &mut |e| match e {
+            Event::Row(r) => {
+                assert_eq!(r.operation, operation);
+                assert!(r.median() > 0.0 && r.bytes > 0, "{r:?}");
+                assert_eq!(r.speedup.is_some(), r.implementation != "optimus", "{r:?}");
+                rows.push((r.workload.clone(), r.implementation));
+            }
+            Event::Note(n) => notes.push(n.to_string()),
+            Event::Cell { .. } => {}
+        })
+        .unwrap_or_else(|e| panic!("{operation}: {e:#}"));
+        assert!(notes.is_empty(), "{operation}: {notes:?}");
+        rows
+    }
+
+    #[test]
+    fn thrift_cells_run_every_implementation_with_optimus_bytes() {
+        // scripts/test installs thrift-compiler and libthrift-dev, so there the Apache Thrift
+        // C++ peer must have been built (build.rs only warns where it cannot).
+        let required = std::env::var_os("OPTIMUS_REQUIRE_THRIFT_PEER").is_some_and(|v| v != "0");
+        let cpp = PEERS.contains(&"thrift-cpp");
+        assert!(
+            !required || cpp,
+            "OPTIMUS_REQUIRE_THRIFT_PEER is set, but this build has no thrift-cpp peer (see \
+             the warning of optimus-bench's build script)"
+        );
+        let cases: [(&str, &[&str]); 6] = [
+            ("thrift-binary-encode", &["optimus", "thrift-cpp"]),
+            ("thrift-binary-decode", &["optimus", "thrift-cpp"]),
+            ("thrift-compact-encode", &["optimus", "thrift-cpp"]),
+            ("thrift-compact-decode", &["optimus", "thrift-cpp"]),
+            (
+                "thrift-binary-to-compact",
+                &["optimus", "optimus-records", "thrift-cpp"],
+            ),
+            // Apache Thrift C++ has no protobuf.
+            ("protobuf-to-thrift-compact", &["optimus"]),
+        ];
+        for (operation, implementations) in cases {
+            // Every peer named: the protobuf ones have no Thrift rows.
+            let rows = smoke(operation, PEERS);
+            for workload in ["flat", "mixed", "nested"] {
+                let got: Vec<&str> = rows
+                    .iter()
+                    .filter(|(w, _)| w == workload)
+                    .map(|(_, i)| *i)
+                    .collect();
+                let want: Vec<&str> = implementations
+                    .iter()
+                    .copied()
+                    .filter(|&i| i != "thrift-cpp" || cpp)
+                    .collect();
+                assert_eq!(got, want, "{operation} {workload}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_thrift_peer_has_no_protobuf_rows() {
+        let rows = smoke(
+            "encode",
+            &["thrift-cpp"].map(|p| if PEERS.contains(&p) { p } else { "none" }),
+        );
+        assert!(
+            rows.iter().all(|(_, i)| i.starts_with("optimus")),
+            "{rows:?}"
+        );
+    }
+
+    #[test]
+    fn thrift_operations_need_the_embedded_workloads() {
+        let testdata = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata");
+        // mixed.bin, preceded by its length as a varint.
+        let body = std::fs::read(format!("{testdata}/mixed.bin")).unwrap();
+        let mut input = Vec::new();
+        let mut n = body.len();
+        while n >= 0x80 {
+            input.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        input.push(n as u8);
+        input.extend_from_slice(&body);
+        let path = std::env::temp_dir().join(format!("optimus-bench-{}.bin", std::process::id()));
+        std::fs::write(&path, &input).unwrap();
+        let config = Config {
+            operation: Some("thrift-binary-decode".into()),
+            proto: Some(format!("{testdata}/peers.proto").into()),
+            include: vec![testdata.into()],
+            type_name: Some("bench.Mixed".into()),
+            input: Some(path.clone()),
+            ..Config::default()
+        };
+        let e = run(&config, &mut |_| {}).unwrap_err();
+        std::fs::remove_file(&path).ok();
+        assert!(e.to_string().contains("embedded workloads only"), "{e}");
+    }
 }

@@ -2,7 +2,8 @@
 //! the embedded workloads only), prost-reflect (the runtime-schema peer, any schema), buffa
 //! (generated owned types and zero-copy views, the embedded workloads only; where the build
 //! found protoc) and, where the build found libprotobuf, Google protobuf C++ (generated code,
-//! the embedded workloads only).
+//! the embedded workloads only). Apache Thrift C++ (`thrift-cpp`, where the build found
+//! libthrift) is named here too but measures the Thrift cells only (`thrift_cells`).
 //!
 //! Before a peer is timed it must do the same work: its decode of the workload must encode
 //! to the bytes optimus encodes it as (the input's own, where the input is canonical), and
@@ -30,14 +31,20 @@ pub const ALL: &[&str] = &[
     "buffa",
     #[cfg(cpp_peer)]
     "protobuf-cpp",
+    #[cfg(thrift_peer)]
+    "thrift-cpp",
 ];
 
 /// `--peers`' default: every peer this build has (`ALL`, comma-separated).
-pub const DEFAULT: &str = match (cfg!(buffa_peer), cfg!(cpp_peer)) {
-    (true, true) => "prost,prost-reflect,buffa,protobuf-cpp",
-    (true, false) => "prost,prost-reflect,buffa",
-    (false, true) => "prost,prost-reflect,protobuf-cpp",
-    (false, false) => "prost,prost-reflect",
+pub const DEFAULT: &str = match (cfg!(buffa_peer), cfg!(cpp_peer), cfg!(thrift_peer)) {
+    (true, true, true) => "prost,prost-reflect,buffa,protobuf-cpp,thrift-cpp",
+    (true, true, false) => "prost,prost-reflect,buffa,protobuf-cpp",
+    (true, false, true) => "prost,prost-reflect,buffa,thrift-cpp",
+    (true, false, false) => "prost,prost-reflect,buffa",
+    (false, true, true) => "prost,prost-reflect,protobuf-cpp,thrift-cpp",
+    (false, true, false) => "prost,prost-reflect,protobuf-cpp",
+    (false, false, true) => "prost,prost-reflect,thrift-cpp",
+    (false, false, false) => "prost,prost-reflect",
 };
 
 /// The notes made so far, so each is reported once however many operations check it, and
@@ -105,6 +112,9 @@ pub fn runners<'a>(
             }
             #[cfg(cpp_peer)]
             "protobuf-cpp" => cpp_runner(op, w, schema, notes)?,
+            // Measured in the Thrift cells only.
+            #[cfg(thrift_peer)]
+            "thrift-cpp" => None,
             other => bail!("no peer named {other:?} (try {})", ALL.join(", ")),
         };
         out.extend(runner);

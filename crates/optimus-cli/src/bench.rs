@@ -18,7 +18,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "NAME")]
     workload: Option<String>,
     /// Run only this operation (encode, decode, decode-reuse, json-encode, json-decode,
-    /// protobuf-to-json); default: all.
+    /// protobuf-to-json, and on the embedded workloads' Thrift versions thrift-binary-encode,
+    /// thrift-binary-decode, thrift-compact-encode, thrift-compact-decode,
+    /// thrift-binary-to-compact, protobuf-to-thrift-compact); default: all.
     #[arg(long, value_name = "OP")]
     operation: Option<String>,
     /// Seconds of measurement per cell (workload × operation) [default: 0.5].
@@ -28,8 +30,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..))]
     reps: u32,
     /// Peers to measure beside optimus, comma-separated (prost, prost-reflect, buffa where the
-    /// build found protoc, and protobuf-cpp where it found libprotobuf), or none [default:
-    /// every one built].
+    /// build found protoc, protobuf-cpp where it found libprotobuf, and thrift-cpp, Apache
+    /// Thrift C++ in the Thrift cells, where it found libthrift), or none [default: every one
+    /// built].
     #[arg(
         long,
         value_name = "LIST",
@@ -70,6 +73,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
             ),
             "buffa" => bail!(
                 "this optimus was built without the buffa peer: build it where protoc is installed"
+            ),
+            "thrift-cpp" => bail!(
+                "this optimus was built without the thrift-cpp peer: build it where \
+                 thrift-compiler and libthrift-dev are installed"
             ),
             _ => bail!("no peer named {p:?} (try {}, or none)", PEERS.join(", ")),
         }

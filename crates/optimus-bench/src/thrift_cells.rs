@@ -1,0 +1,372 @@
+//! The Thrift cells of `optimus bench`: TBinaryProtocol and TCompactProtocol encode and
+//! decode of the embedded workloads' Thrift versions (`testdata/thrift/peers.thrift`, the same
+//! messages as `testdata/peers.proto`'s), binary → compact transcoding (optimus's direct
+//! `thrift::transcode` beside decode + encode through a record) and protobuf → compact through
+//! a record, with Apache Thrift C++ (`thrift-cpp`, where the build found libthrift) beside.
+//!
+//! Before anything is timed, each implementation's output must be the bytes optimus's decode
+//! then encode of the workload gives (the Apache Thrift files themselves); where not, a note
+//! goes to stderr and the row still prints.
+
+use std::hint::black_box;
+
+use anyhow::{Context, Result};
+use optimus_core::binary::DecodeOptions;
+use optimus_core::thrift::{self, Protocol};
+use optimus_core::{engine, Arena};
+use optimus_schema::{MessageId, SchemaSet};
+
+use super::peers::Notes;
+use super::Runner;
+
+/// The workloads' Thrift IDL: the Optimus Prime classes as Thrift structs.
+pub(crate) const PEERS_THRIFT: &str = include_str!("../../../testdata/thrift/peers.thrift");
+
+/// Each embedded workload's struct (bare name) and its bytes as Apache Thrift C++ writes them
+/// in TBinaryProtocol and TCompactProtocol.
+pub(crate) const WORKLOADS: &[(&str, &str, &[u8], &[u8])] = &[
+    (
+        "flat",
+        "Flat",
+        include_bytes!("../../../testdata/thrift/flat.tbin"),
+        include_bytes!("../../../testdata/thrift/flat.tcompact"),
+    ),
+    (
+        "mixed",
+        "Mixed",
+        include_bytes!("../../../testdata/thrift/mixed.tbin"),
+        include_bytes!("../../../testdata/thrift/mixed.tcompact"),
+    ),
+    (
+        "nested",
+        "Nested",
+        include_bytes!("../../../testdata/thrift/nested.tbin"),
+        include_bytes!("../../../testdata/thrift/nested.tcompact"),
+    ),
+];
+
+/// The Thrift schema of the embedded workloads.
+pub(crate) fn schema() -> Result<SchemaSet> {
+    SchemaSet::from_thrift_sources(&[("peers.thrift", PEERS_THRIFT)])
+        .context("testdata/thrift/peers.thrift")
+}
+
+/// One embedded workload's Thrift version.
+pub(crate) struct ThriftWorkload {
+    /// Its struct in the Thrift schema.
+    pub id: MessageId,
+    /// TBinaryProtocol bytes.
+    pub binary: Vec<u8>,
+    /// TCompactProtocol bytes.
+    pub compact: Vec<u8>,
+    /// The same record as protobuf, in the Thrift schema's protobuf view (i32 as int32, i64
+    /// as int64, ...): the input of `protobuf-to-thrift-compact`.
+    pub protobuf: Vec<u8>,
+}
+
+impl ThriftWorkload {
+    /// The Thrift version of embedded workload `name`, or `None` where it has none.
+    pub(crate) fn embedded(schema: &SchemaSet, name: &str) -> Result<Option<ThriftWorkload>> {
+        let Some((_, type_name, binary, compact)) = WORKLOADS.iter().find(|w| w.0 == name) else {
+            return Ok(None);
+        };
+        let id = schema
+            .message_by_name(&format!("peers.{type_name}"))
+            .with_context(|| format!("peers.thrift has no struct {type_name}"))?;
+        let arena = Arena::new();
+        let record = thrift::decode(
+            schema,
+            id,
+            binary,
+            &arena,
+            Protocol::Binary,
+            &DecodeOptions::default(),
+        )
+        .with_context(|| format!("workload {name} (Thrift binary)"))?;
+        let mut protobuf = Vec::new();
+        engine::encode(record, &mut protobuf);
+        Ok(Some(ThriftWorkload {
+            id,
+            binary: binary.to_vec(),
+            compact: compact.to_vec(),
+            protobuf,
+        }))
+    }
+
+    fn input(&self, p: Protocol) -> &[u8] {
+        match p {
+            Protocol::Binary => &self.binary,
+            Protocol::Compact => &self.compact,
+        }
+    }
+}
+
+/// A Thrift cell's operation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ThriftOp {
+    /// A record (decoded once) written into a reused buffer.
+    Encode(Protocol),
+    /// Into an arena reset before each message (C++: a reused struct).
+    Decode(Protocol),
+    /// TBinaryProtocol in, TCompactProtocol out.
+    BinaryToCompact,
+    /// Protobuf (the Thrift schema's view) in, TCompactProtocol out, through a record.
+    ProtobufToCompact,
+}
+
+impl ThriftOp {
+    /// The size of the cell's input (for encode: of its output), for the rows' Gbps.
+    pub(crate) fn bytes(self, w: &ThriftWorkload) -> usize {
+        match self {
+            ThriftOp::Encode(p) | ThriftOp::Decode(p) => w.input(p).len(),
+            ThriftOp::BinaryToCompact => w.binary.len(),
+            ThriftOp::ProtobufToCompact => w.protobuf.len(),
+        }
+    }
+}
+
+fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Binary => "binary",
+        Protocol::Compact => "compact",
+    }
+}
+
+/// What optimus's decode of the workload then encode in `to` gives: the bytes every
+/// implementation's output must equal.
+fn expected(schema: &SchemaSet, w: &ThriftWorkload, to: Protocol) -> Result<Vec<u8>> {
+    let arena = Arena::new();
+    let record = thrift::decode(
+        schema,
+        w.id,
+        &w.binary,
+        &arena,
+        Protocol::Binary,
+        &DecodeOptions::default(),
+    )?;
+    let mut out = Vec::new();
+    thrift::encode(record, to, &mut out)?;
+    Ok(out)
+}
+
+/// Notes where `implementation`'s output for the cell differs from optimus's decode + encode.
+fn check(
+    notes: &mut Notes,
+    implementation: &str,
+    workload: &str,
+    what: &str,
+    expected: &[u8],
+    got: &[u8],
+) {
+    if expected != got {
+        notes.note(format!(
+            "{implementation}'s {what} of {workload} is {} bytes that differ from optimus's \
+             ({}); its rows measure its own output",
+            got.len(),
+            expected.len()
+        ));
+    }
+}
+
+/// The runners of Thrift cell `op` on workload `name`: optimus's (first), then Apache Thrift
+/// C++'s where `peer_names` has `thrift-cpp`; each checked to give optimus's bytes first.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn runners<'r>(
+    op: ThriftOp,
+    schema: &'r SchemaSet,
+    w: &'r ThriftWorkload,
+    name: &str,
+    held: &'r Arena,
+    peer_names: &[String],
+    notes: &mut Notes,
+) -> Result<Vec<Runner<'r>>> {
+    let opts = DecodeOptions::default();
+    let mut runners = Vec::new();
+    match op {
+        ThriftOp::Encode(p) => {
+            let record = thrift::decode(schema, w.id, &w.binary, held, Protocol::Binary, &opts)?;
+            let mut out = Vec::with_capacity(w.input(p).len());
+            thrift::encode(record, p, &mut out)?;
+            let what = format!("{} encoding", protocol_name(p));
+            check(notes, "optimus", name, &what, w.input(p), &out);
+            runners.push(Runner {
+                implementation: "optimus",
+                call: Box::new(move || {
+                    out.clear();
+                    thrift::encode(black_box(record), p, &mut out)?;
+                    black_box(&out);
+                    Ok(())
+                }),
+            });
+        }
+        ThriftOp::Decode(p) => {
+            let mut arena = Arena::new();
+            let input = w.input(p);
+            let record = thrift::decode(schema, w.id, input, &arena, p, &opts)?;
+            let mut back = Vec::new();
+            thrift::encode(record, p, &mut back)?;
+            let what = format!("{} decode and re-encode", protocol_name(p));
+            check(notes, "optimus", name, &what, input, &back);
+            runners.push(Runner {
+                implementation: "optimus",
+                call: Box::new(move || {
+                    arena.reset();
+                    black_box(thrift::decode(
+                        schema,
+                        w.id,
+                        black_box(input),
+                        &arena,
+                        p,
+                        &opts,
+                    )?);
+                    Ok(())
+                }),
+            });
+        }
+        ThriftOp::BinaryToCompact => {
+            let want = expected(schema, w, Protocol::Compact)?;
+            let mut out = Vec::with_capacity(w.compact.len());
+            thrift::transcode(
+                schema,
+                w.id,
+                &w.binary,
+                Protocol::Binary,
+                Protocol::Compact,
+                &opts,
+                &mut out,
+            )?;
+            check(notes, "optimus", name, "binary-to-compact", &want, &out);
+            runners.push(Runner {
+                implementation: "optimus",
+                call: Box::new(move || {
+                    out.clear();
+                    thrift::transcode(
+                        schema,
+                        w.id,
+                        black_box(&w.binary),
+                        Protocol::Binary,
+                        Protocol::Compact,
+                        &opts,
+                        &mut out,
+                    )?;
+                    black_box(&out);
+                    Ok(())
+                }),
+            });
+            // The same through a record: decode, then encode.
+            let opts = DecodeOptions::default();
+            let mut arena = Arena::new();
+            let mut out = Vec::with_capacity(w.compact.len());
+            runners.push(Runner {
+                implementation: "optimus-records",
+                call: Box::new(move || {
+                    arena.reset();
+                    out.clear();
+                    let record = thrift::decode(
+                        schema,
+                        w.id,
+                        black_box(&w.binary),
+                        &arena,
+                        Protocol::Binary,
+                        &opts,
+                    )?;
+                    thrift::encode(record, Protocol::Compact, &mut out)?;
+                    black_box(&out);
+                    Ok(())
+                }),
+            });
+        }
+        ThriftOp::ProtobufToCompact => {
+            let want = expected(schema, w, Protocol::Compact)?;
+            let mut arena = Arena::new();
+            let mut out = Vec::with_capacity(w.compact.len());
+            {
+                let record = engine::decode(schema, w.id, &w.protobuf, &arena, &opts)?;
+                thrift::encode(record, Protocol::Compact, &mut out)?;
+            }
+            check(notes, "optimus", name, "protobuf-to-compact", &want, &out);
+            arena.reset();
+            runners.push(Runner {
+                implementation: "optimus",
+                call: Box::new(move || {
+                    arena.reset();
+                    out.clear();
+                    let record =
+                        engine::decode(schema, w.id, black_box(&w.protobuf), &arena, &opts)?;
+                    thrift::encode(record, Protocol::Compact, &mut out)?;
+                    black_box(&out);
+                    Ok(())
+                }),
+            });
+        }
+    }
+    if peer_names.iter().any(|p| p == "thrift-cpp") {
+        runners.extend(cpp_runner(op, schema, w, name, notes)?);
+    }
+    Ok(runners)
+}
+
+/// Apache Thrift C++'s generated templates for the workload: encode a struct read once,
+/// decode into a reused struct, binary → compact by reading with one protocol and writing with
+/// the other. It has no protobuf, so no row for `protobuf-to-thrift-compact`.
+#[cfg(thrift_peer)]
+fn cpp_runner<'r>(
+    op: ThriftOp,
+    schema: &SchemaSet,
+    w: &'r ThriftWorkload,
+    name: &str,
+    notes: &mut Notes,
+) -> Result<Option<Runner<'r>>> {
+    use super::thrift_peer::{self, ThriftPeer};
+    let Some(which) = thrift_peer::which(name) else {
+        return Ok(None);
+    };
+    let mut peer = ThriftPeer::new(which)?;
+    let call: Box<dyn FnMut() -> Result<()>> = match op {
+        ThriftOp::Encode(p) => {
+            peer.read(p, w.input(p))?;
+            let want = expected(schema, w, p)?;
+            let what = format!("{} encoding", protocol_name(p));
+            check(notes, "thrift-cpp", name, &what, &want, peer.write(p)?);
+            Box::new(move || {
+                black_box(peer.write(p)?.len());
+                Ok(())
+            })
+        }
+        ThriftOp::Decode(p) => {
+            let input = w.input(p);
+            peer.read(p, input)?;
+            let want = expected(schema, w, p)?;
+            let what = format!("{} decode and re-encode", protocol_name(p));
+            check(notes, "thrift-cpp", name, &what, &want, peer.write(p)?);
+            Box::new(move || peer.read(p, black_box(input)))
+        }
+        ThriftOp::BinaryToCompact => {
+            let want = expected(schema, w, Protocol::Compact)?;
+            let got = peer.transcode(Protocol::Binary, Protocol::Compact, &w.binary)?;
+            check(notes, "thrift-cpp", name, "binary-to-compact", &want, got);
+            Box::new(move || {
+                let out =
+                    peer.transcode(Protocol::Binary, Protocol::Compact, black_box(&w.binary))?;
+                black_box(out.len());
+                Ok(())
+            })
+        }
+        ThriftOp::ProtobufToCompact => return Ok(None),
+    };
+    Ok(Some(Runner {
+        implementation: "thrift-cpp",
+        call,
+    }))
+}
+
+#[cfg(not(thrift_peer))]
+fn cpp_runner<'r>(
+    _: ThriftOp,
+    _: &SchemaSet,
+    _: &'r ThriftWorkload,
+    _: &str,
+    _: &mut Notes,
+) -> Result<Option<Runner<'r>>> {
+    Ok(None)
+}
