@@ -1437,3 +1437,172 @@ fn the_image_service_gives_its_load_and_warns_near_capacity() {
     let flag = service(&["--rate", "2.5e12"]);
     assert!(String::from_utf8_lossy(&flag.stderr).contains("not 2.5e12"));
 }
+
+const PEERS_THRIFT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/thrift/peers.thrift"
+);
+const MIXED_TBIN: &[u8] = include_bytes!("../../../testdata/thrift/mixed.tbin");
+
+/// A file under a fresh temporary directory, written with `text`.
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("optimus-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn protobuf_to_thrift_through_a_map_gives_apache_thrifts_bytes_and_back() {
+    let map = temp_file(
+        "to_thrift.toml",
+        "[fields]\n\"header.retry\" = \"header.retry_\"\n",
+    );
+    let back = temp_file(
+        "to_proto.toml",
+        "[fields]\n\"header.retry_\" = \"header.retry\"\n",
+    );
+    let thrift = convert(
+        "bench.Mixed",
+        "protobuf",
+        "thrift-binary",
+        &[
+            "--to-thrift",
+            PEERS_THRIFT,
+            "--to-type",
+            "Mixed",
+            "--map",
+            map.to_str().unwrap(),
+        ],
+        MIXED,
+    );
+    assert!(
+        thrift.status.success(),
+        "{}",
+        String::from_utf8_lossy(&thrift.stderr)
+    );
+    assert_eq!(thrift.stdout, MIXED_TBIN, "Apache Thrift's bytes");
+    let proto = optimus(
+        &[
+            "convert",
+            "--thrift",
+            PEERS_THRIFT,
+            "--type",
+            "Mixed",
+            "--from",
+            "thrift-binary",
+            "--to",
+            "protobuf",
+            "--to-proto",
+            PEERS,
+            "--to-type",
+            "bench.Mixed",
+            "--map",
+            back.to_str().unwrap(),
+        ],
+        MIXED_TBIN,
+    );
+    assert!(
+        proto.status.success(),
+        "{}",
+        String::from_utf8_lossy(&proto.stderr)
+    );
+    assert_eq!(proto.stdout, MIXED, "round trip");
+}
+
+/// Mixed's top-level title as JSON.
+const TITLE: &str = "\"title\":\"tLmCbnCei6OmKEUSPgCS1gKC5AyLlL\"";
+
+#[test]
+fn transforms_apply_on_the_way_and_errors_name_the_field() {
+    let t = temp_file(
+        "t.toml",
+        "[fields.\"header.origin\"]\nhash = \"sha256\"\n[fields.title]\ndrop = true\n\
+         [fields.\"geo.lat\"]\nscale = 2\n[fields.note]\nredact = \"-\"\n",
+    );
+    let out = convert(
+        "bench.Mixed",
+        "protobuf",
+        "json",
+        &["--transform", t.to_str().unwrap()],
+        MIXED,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plain = convert("bench.Mixed", "protobuf", "json", &[], MIXED);
+    let (json, plain) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(plain.stdout).unwrap(),
+    );
+    assert!(
+        plain.contains(TITLE) && !json.contains(TITLE),
+        "{json}"
+    );
+    assert!(json.contains("\"note\":\"-\""), "{json}");
+    let origin = json.split("\"origin\":\"").nth(1).unwrap();
+    assert!(origin[..64].bytes().all(|b| b.is_ascii_hexdigit()) && origin.as_bytes()[64] == b'"');
+    let bad = temp_file("bad.toml", "[fields.\"header.nope\"]\ndrop = true\n");
+    let err = convert(
+        "bench.Mixed",
+        "protobuf",
+        "json",
+        &["--transform", bad.to_str().unwrap()],
+        MIXED,
+    );
+    assert!(!err.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&err.stderr).trim(),
+        "error: Mixed.header.nope: no field `nope` in bench.MixedHeader (rule `header.nope`)"
+    );
+}
+
+#[test]
+fn schema_files_are_found_under_include_dirs_and_a_missing_one_names_every_place() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata");
+    let ok = optimus(
+        &[
+            "convert",
+            "--proto",
+            "peers.proto",
+            "-I",
+            dir,
+            "--type",
+            "bench.Mixed",
+            "--from",
+            "protobuf",
+            "--to",
+            "text",
+        ],
+        MIXED,
+    );
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8(ok.stdout).unwrap().contains("header {"));
+    let missing = optimus(
+        &[
+            "convert",
+            "--proto",
+            "api.proto",
+            "-I",
+            "/nonexistent",
+            "--type",
+            "X",
+            "--from",
+            "protobuf",
+            "--to",
+            "json",
+        ],
+        b"",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr).trim(),
+        "error: api.proto: not found (tried api.proto, /nonexistent/api.proto)"
+    );
+}
