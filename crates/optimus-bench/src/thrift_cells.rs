@@ -370,3 +370,38 @@ fn cpp_runner<'r>(
 ) -> Result<Option<Runner<'r>>> {
     Ok(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{check, Notes};
+
+    #[test]
+    fn output_other_than_optimus_bytes_is_noted_once() {
+        let mut notes = Notes::default();
+        check(
+            &mut notes,
+            "thrift-cpp",
+            "flat",
+            "binary encoding",
+            b"ab",
+            b"ab",
+        );
+        assert!(notes.take_new().is_empty());
+        for _ in 0..2 {
+            check(
+                &mut notes,
+                "thrift-cpp",
+                "flat",
+                "binary encoding",
+                b"ab",
+                b"ac",
+            );
+        }
+        let new = notes.take_new();
+        assert_eq!(new.len(), 1, "{new:?}");
+        assert!(
+            new[0].contains("thrift-cpp's binary encoding of flat"),
+            "{new:?}"
+        );
+    }
+}
