@@ -122,3 +122,87 @@ fn json_decoder_survives_mutations() {
         0x150e,
     );
 }
+
+/// Thrift's decoders (binary and compact, into arena records): seeds are random messages of
+/// every struct of the Thrift zoo and the workloads that encode (random values may break a
+/// Thrift rule, e.g. an `i16` out of range, and are skipped as seeds); every mutated input must
+/// decode to an error or to a record that re-encodes and decodes to the same bytes.
+fn thrift_survives_mutations(protocol: optimus_core::thrift::Protocol, seed: u64) {
+    use optimus_core::{thrift, Arena, Record};
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/thrift");
+    let schema = SchemaSet::from_thrift_files(&["zoo.thrift", "peers.thrift"], &[dir]).unwrap();
+    let ids: Vec<MessageId> = [
+        "Everything",
+        "Containers",
+        "Scalars",
+        "Flat",
+        "Mixed",
+        "Nested",
+    ]
+    .iter()
+    .map(|n| schema.thrift_struct_by_name(n).unwrap())
+    .collect();
+    let opts = DecodeOptions::default();
+    let mut rng = Rng(seed ^ seed_offset());
+    let mut seeds: Vec<(MessageId, Vec<u8>)> = Vec::new();
+    for i in 0..4096 {
+        if seeds.len() == 64 {
+            break;
+        }
+        let id = ids[i % ids.len()];
+        let msg = random_message(&schema, id, &mut rng, 3);
+        let arena = Arena::new();
+        let mut out = Vec::new();
+        if thrift::encode(
+            Record::from_message(&schema, &msg, &arena),
+            protocol,
+            &mut out,
+        )
+        .is_ok()
+            && thrift::decode(&schema, id, &out, &arena, protocol, &opts).is_ok()
+        {
+            seeds.push((id, out));
+        }
+    }
+    assert!(seeds.len() >= 16, "only {} seeds encode", seeds.len());
+    let total = cases();
+    let (mut ok, mut err) = (0usize, 0usize);
+    let mut arena = Arena::new();
+    for case in 0..total {
+        arena.reset();
+        let (id, seed) = &seeds[case % seeds.len()];
+        let input = mutate(seed, &mut rng);
+        match thrift::decode(&schema, *id, &input, &arena, protocol, &opts) {
+            Ok(rec) => {
+                let mut bytes = Vec::new();
+                thrift::encode(rec, protocol, &mut bytes).unwrap_or_else(|e| {
+                    panic!("case {case}: a decoded record fails to encode: {e}")
+                });
+                let again = thrift::decode(&schema, *id, &bytes, &arena, protocol, &opts)
+                    .unwrap_or_else(|e| panic!("case {case}: re-encoded bytes fail: {e}"));
+                let mut twice = Vec::new();
+                thrift::encode(again, protocol, &mut twice).unwrap();
+                assert_eq!(twice, bytes, "case {case}");
+                ok += 1;
+            }
+            Err(e) => {
+                assert!(e.as_decode().is_some(), "case {case}: {e}");
+                err += 1;
+            }
+        }
+    }
+    assert!(
+        err > 0 && ok > 0,
+        "mutations exercised both outcomes: ok={ok} err={err}"
+    );
+}
+
+#[test]
+fn thrift_binary_decoder_survives_mutations() {
+    thrift_survives_mutations(optimus_core::thrift::Protocol::Binary, 0x7b1a);
+}
+
+#[test]
+fn thrift_compact_decoder_survives_mutations() {
+    thrift_survives_mutations(optimus_core::thrift::Protocol::Compact, 0x7c0c);
+}
