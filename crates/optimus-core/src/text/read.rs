@@ -4,7 +4,7 @@
 
 use optimus_schema::{Cardinality, Field, Kind, MessageId, SchemaSet, WellKnown};
 
-use super::write::default_ref;
+use super::write::{default_ref, group_type};
 use super::TextOptions;
 use crate::binary::{MEMORY_BASE_BYTES, MEMORY_BYTES_PER_INPUT_BYTE};
 use crate::record::Arena;
@@ -895,8 +895,8 @@ fn parse_decimal(text: &str) -> Option<f64> {
     text.parse().ok()
 }
 
-/// The index of the field `name` names in `id`: a field's declared name, or a group's type
-/// name (its field's capitalized form), as C++ looks them up.
+/// The index of the field `name` names in `id`: a field's declared name, or a group-like
+/// field's type name, as C++ looks them up.
 fn find_field(schema: &SchemaSet, id: MessageId, name: &str) -> Option<usize> {
     let ty = schema.message(id);
     let plain = |i: usize| !ty.fields[i].is_extension && ty.fields[i].name == name;
@@ -904,12 +904,6 @@ fn find_field(schema: &SchemaSet, id: MessageId, name: &str) -> Option<usize> {
         return Some(i);
     }
     (0..ty.fields.len()).find(|&i| plain(i)).or_else(|| {
-        (0..ty.fields.len()).find(|&i| {
-            let f = &ty.fields[i];
-            f.kind == Kind::Group
-                && !f.is_extension
-                && f.name.eq_ignore_ascii_case(name)
-                && f.message.is_some_and(|m| schema.message(m).name() == name)
-        })
+        (0..ty.fields.len()).find(|&i| group_type(schema, id, &ty.fields[i]) == Some(name))
     })
 }

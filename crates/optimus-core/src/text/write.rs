@@ -1,6 +1,6 @@
 //! Text format written from arena records, as C++ `TextFormat::Printer` writes it.
 
-use optimus_schema::{Field, Kind, SchemaSet, Shape, WellKnown};
+use optimus_schema::{Field, Kind, MessageId, SchemaSet, Shape, WellKnown};
 
 use super::TextOptions;
 use crate::binary::DecodeOptions;
@@ -47,8 +47,9 @@ impl Writer<'_, '_> {
         let ty = self.schema.message(rec.type_id());
         for index in rec.set_fields() {
             let field = &ty.fields[index];
-            self.field(rec, index, field)
-                .map_err(|e| within(e, &field_label(self.schema, field)))?;
+            let name = field_name(self.schema, rec.type_id(), field);
+            self.field(rec, index, field, &name)
+                .map_err(|e| within(e, &name))?;
         }
         if self.opts.print_unknown {
             let unknown = rec.unknown_fields();
@@ -101,27 +102,39 @@ impl Writer<'_, '_> {
         Ok(true)
     }
 
-    fn field(&mut self, rec: Record<'_>, index: usize, field: &Field) -> Result<(), Error> {
+    fn field(
+        &mut self,
+        rec: Record<'_>,
+        index: usize,
+        field: &Field,
+        name: &str,
+    ) -> Result<(), Error> {
         let e = &self.schema.message(rec.type_id()).table.entries[index];
         match e.op.shape() {
             Shape::Single => match rec.get(index) {
-                Some(v) => self.entry(field, v),
+                Some(v) => self.entry(name, field, v),
                 None => Ok(()),
             },
             Shape::Repeated | Shape::Packed => {
                 for (i, v) in rec.elements(index).enumerate() {
-                    self.entry(field, v)
+                    self.entry(name, field, v)
                         .map_err(|e| within(e, &format!("[{i}]")))?;
                 }
                 Ok(())
             }
-            Shape::Map => self.map(rec, index, field),
+            Shape::Map => self.map(rec, index, field, name),
         }
     }
 
     /// A map's entries sorted by key (the last of equal keys), each as a message with its
     /// key and value, as C++ writes them.
-    fn map(&mut self, rec: Record<'_>, index: usize, field: &Field) -> Result<(), Error> {
+    fn map(
+        &mut self,
+        rec: Record<'_>,
+        index: usize,
+        field: &Field,
+        name: &str,
+    ) -> Result<(), Error> {
         let (key_field, value_field) = self.schema.map_entry_fields(field);
         let mut entries: Vec<(Key<'_>, Record<'_>)> = Vec::new();
         for entry in rec.elements(index) {
@@ -139,9 +152,8 @@ impl Writer<'_, '_> {
                 continue;
             }
             let entry = entries[i].1;
-            let name = field_name(self.schema, field);
             self.line_start();
-            self.out.push_str(&name);
+            self.out.push_str(name);
             self.open()?;
             let key = entry.get(0).unwrap_or_else(|| default_ref(key_field));
             self.line_start();
@@ -180,9 +192,9 @@ impl Writer<'_, '_> {
     }
 
     /// One value of `field` on its own line: `name: value` or `name { ... }`.
-    fn entry(&mut self, field: &Field, v: FieldRef<'_>) -> Result<(), Error> {
+    fn entry(&mut self, name: &str, field: &Field, v: FieldRef<'_>) -> Result<(), Error> {
         self.line_start();
-        self.out.push_str(&field_name(self.schema, field));
+        self.out.push_str(name);
         match v {
             FieldRef::Message(m) => self.nested(m),
             v => {
@@ -372,23 +384,33 @@ pub(super) fn default_ref(field: &Field) -> FieldRef<'static> {
     }
 }
 
-/// The name a field is written with: `[pkg.ext]` for an extension, the type name for a
-/// group, else the declared name.
-pub(super) fn field_name(schema: &SchemaSet, field: &Field) -> String {
+/// The name a field of `owner` is written with: `[pkg.ext]` for an extension, the type
+/// name for a group-like field, else the declared name.
+pub(super) fn field_name(schema: &SchemaSet, owner: MessageId, field: &Field) -> String {
     if field.is_extension {
         return field.json_name.clone();
     }
-    if field.kind == Kind::Group {
-        if let Some(id) = field.message {
-            return schema.message(id).name().to_owned();
-        }
+    match group_type(schema, owner, field) {
+        Some(name) => name.to_owned(),
+        None => field.name.clone(),
     }
-    field.name.clone()
 }
 
-/// A field's segment in an error path.
-fn field_label(schema: &SchemaSet, field: &Field) -> String {
-    field_name(schema, field)
+/// The type name of a group-like field of `owner`, as C++ `IsGroupLike` sees one: a group
+/// (or delimited) field named as its type in lower case, the type declared in `owner`.
+pub(super) fn group_type<'s>(
+    schema: &'s SchemaSet,
+    owner: MessageId,
+    field: &Field,
+) -> Option<&'s str> {
+    if field.kind != Kind::Group || field.is_extension {
+        return None;
+    }
+    let ty = schema.message(field.message?);
+    let name = ty.name();
+    let scope = ty.full_name.strip_suffix(name)?.strip_suffix('.')?;
+    (field.name == name.to_ascii_lowercase() && scope == schema.message(owner).full_name)
+        .then_some(name)
 }
 
 /// `inf`, `-inf`, `nan`, or the shortest digits that read back to the same value (a whole
