@@ -25,6 +25,16 @@ struct PendingMessage<'a> {
     proto: &'a DescriptorProto,
     /// The message's editions options, when the set was decoded from bytes.
     raw: Option<&'a RawMessage>,
+    /// Index of the declaring file in the set.
+    file: usize,
+}
+
+/// What a field needs to know of the message type it holds.
+struct TypeFacts<'a> {
+    map_entry: bool,
+    file: usize,
+    full_name: &'a str,
+    name: &'a str,
 }
 
 /// Where an enum was declared and its resolved features.
@@ -61,6 +71,7 @@ pub(crate) fn compile_with(
                 name: &package,
                 edition,
                 features: file_features,
+                file: i,
             };
             let raw = raw.and_then(|r| r.message_type.get(j));
             collect(&scope, m, raw, &mut pending, &mut pending_enums);
@@ -91,9 +102,14 @@ pub(crate) fn compile_with(
         });
     }
 
-    let map_entries: Vec<bool> = pending
+    let types: Vec<TypeFacts<'_>> = pending
         .iter()
-        .map(|p| p.proto.options.as_ref().is_some_and(|o| o.map_entry()))
+        .map(|p| TypeFacts {
+            map_entry: p.proto.options.as_ref().is_some_and(|o| o.map_entry()),
+            file: p.file,
+            full_name: &p.full_name,
+            name: p.proto.name(),
+        })
         .collect();
 
     // Pass 2: fields of each message.
@@ -102,7 +118,7 @@ pub(crate) fn compile_with(
         let mut fields = Vec::with_capacity(p.proto.field.len());
         for (j, f) in p.proto.field.iter().enumerate() {
             let raw_f = p.raw.and_then(|r| r.field.get(j));
-            fields.push(field(&schema, p, f, raw_f, false, &map_entries)?);
+            fields.push(field(&schema, p, f, raw_f, false, &types)?);
         }
         fields_of.push(fields);
     }
@@ -116,7 +132,8 @@ pub(crate) fn compile_with(
         for (j, x) in file.extension.iter().enumerate() {
             let raw_x = raw.and_then(|r| r.extension.get(j));
             let syntax = file_syntax(edition);
-            extension_sources.push((package.clone(), syntax, edition, file_features, x, raw_x));
+            let source = (package.clone(), syntax, edition, file_features, x, raw_x, i);
+            extension_sources.push(source);
         }
     }
     for p in &pending {
@@ -129,11 +146,12 @@ pub(crate) fn compile_with(
                 p.features,
                 x,
                 raw_x,
+                p.file,
             );
             extension_sources.push(source);
         }
     }
-    for (scope, syntax, edition, features, x, raw_x) in extension_sources {
+    for (scope, syntax, edition, features, x, raw_x, file) in extension_sources {
         let extendee = resolve_message(&schema, x.extendee(), &qualify(&scope, x.name()))?;
         let holder = PendingMessage {
             full_name: scope.clone(),
@@ -142,8 +160,9 @@ pub(crate) fn compile_with(
             features,
             proto: pending[extendee.0 as usize].proto,
             raw: None,
+            file,
         };
-        let mut f = field(&schema, &holder, x, raw_x, true, &map_entries)?;
+        let mut f = field(&schema, &holder, x, raw_x, true, &types)?;
         f.name = qualify(&scope, x.name());
         f.json_name = format!("[{}]", f.name);
         fields_of[extendee.0 as usize].push(f);
@@ -304,6 +323,7 @@ struct Scope<'s> {
     name: &'s str,
     edition: i32,
     features: Features,
+    file: usize,
 }
 
 fn collect<'a>(
@@ -323,6 +343,7 @@ fn collect<'a>(
         name: &full_name,
         edition: scope.edition,
         features,
+        file: scope.file,
     };
     for (j, n) in m.nested_type.iter().enumerate() {
         collect(
@@ -340,6 +361,7 @@ fn collect<'a>(
         features,
         proto: m,
         raw,
+        file: scope.file,
     });
 }
 
@@ -374,7 +396,7 @@ fn field(
     f: &FieldDescriptorProto,
     raw: Option<&features::RawField>,
     is_extension: bool,
-    map_entries: &[bool],
+    types: &[TypeFacts<'_>],
 ) -> Result<Field, SchemaError> {
     let element = qualify(&owner.full_name, f.name());
     // A oneof member inherits from its oneof, which inherits from the message.
@@ -418,19 +440,29 @@ fn field(
         _ => (None, None),
     };
     let repeated = f.label() == Label::Repeated;
-    let is_map =
-        repeated && kind == Kind::Message && message.is_some_and(|id| map_entries[id.0 as usize]);
+    let is_map = repeated
+        && kind == Kind::Message
+        && message.is_some_and(|id| types[id.0 as usize].map_entry);
     // A delimited message field is written as a group (never a map or a map entry's value).
     let in_map_entry = owner.proto.options.as_ref().is_some_and(|o| o.map_entry());
     let kind = if kind == Kind::Message
         && features.message_encoding == MessageEncoding::Delimited
         && (is_extension || !in_map_entry)
-        && !message.is_some_and(|id| map_entries[id.0 as usize])
+        && !message.is_some_and(|id| types[id.0 as usize].map_entry)
     {
         Kind::Group
     } else {
         kind
     };
+    // C++'s `IsGroupLike`: a group whose field is named for its type, declared beside it.
+    let is_group_like = kind == Kind::Group
+        && message.is_some_and(|id| {
+            let ty = &types[id.0 as usize];
+            let scope = ty.full_name.rsplit_once('.').map_or("", |(s, _)| s);
+            f.name() == ty.name.to_ascii_lowercase()
+                && ty.file == owner.file
+                && scope == owner.full_name
+        });
     let in_real_oneof = f.oneof_index.is_some() && !f.proto3_optional();
     let cardinality = if is_map {
         Cardinality::Map
@@ -481,6 +513,7 @@ fn field(
         },
         tag: (number << 3) | kind.wire_type() as u32,
         features,
+        is_group_like,
     })
 }
 

@@ -445,6 +445,8 @@ mod tests {
             ("delimited", "delimited")
         );
         assert_eq!(f(10).json_name, "delimitedList");
+        // Named for the field, not its type: not group-like (text format says `delimited`).
+        assert!(!f(9).is_group_like && !f(15).is_group_like);
         assert_eq!(f(11).kind, Kind::Message);
         assert_eq!(f(12).cardinality, Cardinality::Map);
         assert_eq!(entry(12).op.shape(), Shape::Map);
@@ -655,6 +657,8 @@ mod tests {
         assert_eq!(f(4).repeated_field_encoding, RepeatedEncoding::Packed);
         assert_eq!(f(5).message_encoding, MessageEncoding::Delimited);
         assert_eq!(m.field_by_number(5).unwrap().kind, Kind::Group);
+        assert!(m.field_by_number(5).unwrap().is_group_like);
+        assert!(!m.field_by_number(2).unwrap().is_group_like);
         assert!(s.enum_type(s.enum_by_name("p.E").unwrap()).is_closed);
 
         let s = SchemaSet::from_source(

@@ -141,6 +141,10 @@ pub struct Field {
     /// `cardinality`, `is_required`, `is_packed`, `kind` (a delimited message is a group) and
     /// the enum's closedness already follow them.
     pub features: crate::Features,
+    /// A group (or delimited field) named for its type and declared beside it (C++'s
+    /// `IsGroupLike`): text format names such a field by its type's name (`Data { ... }`);
+    /// any other delimited field, and every extension, by the field's own name.
+    pub is_group_like: bool,
 }
 
 impl Field {
