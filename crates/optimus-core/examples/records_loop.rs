@@ -1,38 +1,56 @@
 //! Decodes and encodes one of the Optimus Prime messages through engine v2's records in a
-//! loop: a fixed workload for instruction counts (`valgrind --tool=callgrind`) and profiles.
+//! loop — protobuf, JSON, or the Thrift version of the message in either protocol: a fixed
+//! workload for instruction counts (`valgrind --tool=callgrind`) and profiles.
 //!
 //! ```sh
 //! cargo build --release -p optimus-core --example records_loop
 //! valgrind --tool=callgrind target/release/examples/records_loop flat encode 10000
+//! valgrind --tool=callgrind target/release/examples/records_loop mixed thrift-compact-decode 10000
 //! ```
 
 use std::hint::black_box;
 
 use optimus_core::binary::DecodeOptions;
+use optimus_core::thrift::{self, Protocol};
 use optimus_core::{engine, Arena};
 use optimus_schema::SchemaSet;
 
 const PROTO: &str = include_str!("../../../testdata/peers.proto");
+const THRIFT: &str = include_str!("../../../testdata/thrift/peers.thrift");
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let (workload, op, n) =
-        match &args[1..] {
-            [w, o, n] => (w.as_str(), o.as_str(), n.parse::<u64>()?),
-            _ => return Err(
-                "usage: records_loop flat|mixed|nested encode|decode|json-encode|json-decode COUNT"
+    let (workload, op, n) = match &args[1..] {
+        [w, o, n] => (w.as_str(), o.as_str(), n.parse::<u64>()?),
+        _ => {
+            return Err(
+                "usage: records_loop flat|mixed|nested encode|decode|json-encode|json-decode|\\
+                 thrift-{binary,compact}-{encode,decode} COUNT"
                     .into(),
-            ),
-        };
-    let (type_name, bytes): (&str, &[u8]) = match workload {
-        "flat" => ("bench.Flat", include_bytes!("../../../testdata/flat.bin")),
-        "mixed" => ("bench.Mixed", include_bytes!("../../../testdata/mixed.bin")),
+            )
+        }
+    };
+    let (type_name, bytes, tbin): (&str, &[u8], &[u8]) = match workload {
+        "flat" => (
+            "bench.Flat",
+            include_bytes!("../../../testdata/flat.bin"),
+            include_bytes!("../../../testdata/thrift/flat.tbin"),
+        ),
+        "mixed" => (
+            "bench.Mixed",
+            include_bytes!("../../../testdata/mixed.bin"),
+            include_bytes!("../../../testdata/thrift/mixed.tbin"),
+        ),
         "nested" => (
             "bench.Nested",
             include_bytes!("../../../testdata/nested.bin"),
+            include_bytes!("../../../testdata/thrift/nested.tbin"),
         ),
         other => return Err(format!("no workload {other}").into()),
     };
+    if let Some(thrift_op) = op.strip_prefix("thrift-") {
+        return thrift_loop(workload, thrift_op, tbin, n);
+    }
     let schema = SchemaSet::from_source(PROTO)?;
     let id = schema.message_by_name(type_name).ok_or("no such type")?;
     let opts = DecodeOptions::default();
@@ -82,5 +100,58 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let ns = start.elapsed().as_nanos() as f64 / n as f64;
     println!("{workload} {op}: {ns:.1} ns/message over {n}");
+    Ok(())
+}
+
+/// The Thrift operations: `binary-encode`, `compact-decode`, ...
+fn thrift_loop(
+    workload: &str,
+    op: &str,
+    tbin: &[u8],
+    n: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let schema = SchemaSet::from_thrift_sources(&[("peers.thrift", THRIFT)])?;
+    let name = match workload {
+        "flat" => "Flat",
+        "mixed" => "Mixed",
+        _ => "Nested",
+    };
+    let id = schema.thrift_struct_by_name(name).ok_or("no such struct")?;
+    let opts = DecodeOptions::default();
+    let (protocol, action) = match op.split_once('-') {
+        Some(("binary", a)) => (Protocol::Binary, a),
+        Some(("compact", a)) => (Protocol::Compact, a),
+        _ => return Err(format!("no operation thrift-{op}").into()),
+    };
+    let held = Arena::new();
+    let record = thrift::decode(&schema, id, tbin, &held, Protocol::Binary, &opts)?;
+    let mut input = Vec::new();
+    thrift::encode(record, protocol, &mut input)?;
+    let mut arena = Arena::new();
+    let mut out = Vec::with_capacity(input.len());
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        match action {
+            "encode" => {
+                out.clear();
+                thrift::encode(black_box(record), protocol, &mut out)?;
+                black_box(&out);
+            }
+            "decode" => {
+                arena.reset();
+                black_box(thrift::decode(
+                    &schema,
+                    id,
+                    black_box(&input),
+                    &arena,
+                    protocol,
+                    &opts,
+                )?);
+            }
+            other => return Err(format!("no operation thrift-{other}").into()),
+        }
+    }
+    let ns = start.elapsed().as_nanos() as f64 / n as f64;
+    println!("{workload} thrift-{op}: {ns:.1} ns/message over {n}");
     Ok(())
 }

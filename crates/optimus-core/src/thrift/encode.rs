@@ -7,10 +7,10 @@
 //! their entries' order (Thrift peers compare maps as maps, so no sort is needed).
 
 use optimus_schema::thrift::{Requiredness, TType, ThriftStruct};
-use optimus_schema::{Entry, MessageId, SchemaSet, Table};
+use optimus_schema::{Entry, MessageId, MessageType, SchemaSet, Table};
 
 use super::decode::facts;
-use super::protocol::Writer;
+use super::protocol::{code, Writer, FIELD_ROOM};
 use crate::record::{read_le, RecPtr, View};
 use crate::Error;
 
@@ -41,6 +41,9 @@ impl<W: Writer> Encoder<'_, W> {
         let schema = self.schema;
         let ty = schema.message(MessageId(id));
         let t: &ThriftStruct = facts(ty).expect("a Thrift schema's types all have Thrift facts");
+        if let (Some(rec), true) = (rec, t.in_id_order) {
+            return self.write_fields(rec, id, ty, t);
+        }
         let mut last = 0i16;
         for &i in &t.order {
             let i = i as usize;
@@ -72,6 +75,83 @@ impl<W: Writer> Encoder<'_, W> {
                 self.write_value(tf.ty, &ty.table, e, unsafe { slot(rec, e) })
             };
             written?;
+        }
+        W::field_stop(self.out);
+        Ok(())
+    }
+
+    /// Writes the set fields of `rec`, a struct whose fields are in id order: the presence
+    /// bits walked from the lowest, each scalar field written whole into room reserved once.
+    fn write_fields(
+        &mut self,
+        rec: RecPtr,
+        id: u32,
+        ty: &MessageType,
+        t: &ThriftStruct,
+    ) -> Result<(), Error> {
+        let table = &ty.table;
+        for (w, &required) in t.required.iter().enumerate() {
+            // SAFETY: `w` is below the record's presence word count (one bit per field).
+            let present = unsafe { rec.presence_word(w) };
+            if present & required != required {
+                let i = w * 64 + (required & !present).trailing_zeros() as usize;
+                return Err(Error::Encode {
+                    path: format!("{}.{}", ty.full_name, ty.fields[i].name),
+                    why: "required field is not set".into(),
+                });
+            }
+        }
+        let mut last = 0i16;
+        for w in 0..table.presence_words as usize {
+            // SAFETY: `w` is below the table's presence word count.
+            let mut bits = unsafe { rec.presence_word(w) };
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let (tf, e) = (&t.fields[i], &table.entries[i]);
+                let out = &mut *self.out;
+                out.reserve(FIELD_ROOM);
+                // SAFETY: each arm reads entry `i`'s slot as the type its Thrift type is stored
+                // as (`i32` for byte, i16, i32 and enum; `i64`; `f64`; `u8` bool; a view; a
+                // record pointer), and writes at most FIELD_ROOM bytes (a string's reserved
+                // with its length) before the next reserve.
+                unsafe {
+                    let off = e.offset;
+                    match tf.ty {
+                        TType::Bool => {
+                            W::field_bool_unchecked(out, tf.id, rec.read::<u8>(off) != 0, &mut last)
+                        }
+                        TType::Byte | TType::I16 | TType::I32 | TType::Enum => {
+                            let c = tf.ty.wire();
+                            W::field_begin_unchecked(out, c, tf.id, &mut last);
+                            W::int_unchecked(out, c, rec.read::<i32>(off));
+                        }
+                        TType::I64 => {
+                            W::field_begin_unchecked(out, code::I64, tf.id, &mut last);
+                            W::i64_unchecked(out, rec.read::<i64>(off));
+                        }
+                        TType::Double => {
+                            W::field_begin_unchecked(out, code::DOUBLE, tf.id, &mut last);
+                            W::double_unchecked(out, rec.read::<f64>(off));
+                        }
+                        TType::String | TType::Binary => {
+                            let bytes = rec.read::<View>(off).bytes();
+                            out.reserve(bytes.len() + FIELD_ROOM);
+                            W::field_begin_unchecked(out, code::STRING, tf.id, &mut last);
+                            W::binary_unchecked(out, bytes);
+                        }
+                        TType::Struct => {
+                            W::field_begin_unchecked(out, code::STRUCT, tf.id, &mut last);
+                            let sub = RecPtr::from_slot(rec.read::<*mut u8>(off));
+                            self.write_struct(sub, table.sub_message(e))?;
+                        }
+                        TType::List | TType::Set | TType::Map => {
+                            W::field_begin_unchecked(out, tf.ty.wire(), tf.id, &mut last);
+                            self.write_container(Some(rec), id, i)?;
+                        }
+                    }
+                }
+            }
         }
         W::field_stop(self.out);
         Ok(())

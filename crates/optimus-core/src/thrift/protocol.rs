@@ -85,6 +85,94 @@ pub(crate) trait Writer {
     fn list_begin(out: &mut Vec<u8>, code: u8, size: usize);
     /// A map header.
     fn map_begin(out: &mut Vec<u8>, key: u8, value: u8, size: usize);
+
+    // The encoder's fast path: a whole scalar field into room reserved once per field
+    // ([`FIELD_ROOM`] bytes, a string's length more), with no capacity check per write.
+
+    /// A field header.
+    ///
+    /// # Safety
+    /// [`FIELD_ROOM`] bytes of spare capacity in `out`.
+    unsafe fn field_begin_unchecked(out: &mut Vec<u8>, code: u8, id: i16, last_id: &mut i16);
+    /// A bool field, header and value.
+    ///
+    /// # Safety
+    /// As [`Writer::field_begin_unchecked`].
+    unsafe fn field_bool_unchecked(out: &mut Vec<u8>, id: i16, value: bool, last_id: &mut i16);
+    /// An i8, i16 or i32 value as the field's type `code` writes it.
+    ///
+    /// # Safety
+    /// Twelve bytes of spare capacity.
+    unsafe fn int_unchecked(out: &mut Vec<u8>, code: u8, v: i32);
+    /// An i64.
+    ///
+    /// # Safety
+    /// Eighteen bytes of spare capacity.
+    unsafe fn i64_unchecked(out: &mut Vec<u8>, v: i64);
+    /// A double.
+    ///
+    /// # Safety
+    /// Eight bytes of spare capacity.
+    unsafe fn double_unchecked(out: &mut Vec<u8>, v: f64);
+    /// A string's or binary's length and bytes.
+    ///
+    /// # Safety
+    /// Twelve bytes of spare capacity beyond `v.len()`.
+    unsafe fn binary_unchecked(out: &mut Vec<u8>, v: &[u8]);
+}
+
+/// Room one scalar field takes at most on the fast path, in either protocol: a header of at
+/// most four bytes, a value of at most ten, and the slack of an eight-byte store.
+pub(crate) const FIELD_ROOM: usize = 24;
+
+/// Appends the low `len` (at most 8) bytes of `word`, least significant first, with one
+/// eight-byte store.
+///
+/// # Safety
+/// Eight bytes of spare capacity in `out`.
+#[inline(always)]
+unsafe fn put_word(out: &mut Vec<u8>, word: u64, len: usize) {
+    let n = out.len();
+    debug_assert!(out.capacity() - n >= 8 && len <= 8);
+    // SAFETY: the caller's duty: eight bytes of spare capacity after `n`; the `len` bytes
+    // kept are initialized by the store.
+    unsafe {
+        std::ptr::write_unaligned(out.as_mut_ptr().add(n).cast::<u64>(), word.to_le());
+        out.set_len(n + len);
+    }
+}
+
+/// Appends `v` as a varint.
+///
+/// # Safety
+/// Eighteen bytes of spare capacity (a ten-byte varint, and an eight-byte store's slack).
+#[inline(always)]
+unsafe fn put_varint_unchecked(out: &mut Vec<u8>, mut v: u64) {
+    if v < 0x80 {
+        // SAFETY: the caller's duty.
+        return unsafe { put_word(out, v, 1) };
+    }
+    let mut word = 0u64;
+    let mut n = 0;
+    while v >= 0x80 && n < 8 {
+        word |= (v & 0x7f | 0x80) << (8 * n);
+        v >>= 7;
+        n += 1;
+    }
+    if n < 8 {
+        word |= v << (8 * n);
+        // SAFETY: the caller's duty.
+        return unsafe { put_word(out, word, n + 1) };
+    }
+    // SAFETY: the caller's duty: eight bytes now, at most two after.
+    unsafe {
+        put_word(out, word, 8);
+        while v >= 0x80 {
+            put_word(out, v & 0x7f | 0x80, 1);
+            v >>= 7;
+        }
+        put_word(out, v, 1);
+    }
 }
 
 /// A cursor over the input shared by both readers.
@@ -253,6 +341,60 @@ impl<'a> Reader<'a> for BinaryReader<'a> {
 pub(crate) struct BinaryWriter;
 
 impl Writer for BinaryWriter {
+    #[inline(always)]
+    unsafe fn field_begin_unchecked(out: &mut Vec<u8>, code: u8, id: i16, _: &mut i16) {
+        // SAFETY: the caller's duty.
+        unsafe {
+            put_word(
+                out,
+                u64::from(code) | u64::from((id as u16).swap_bytes()) << 8,
+                3,
+            )
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn field_bool_unchecked(out: &mut Vec<u8>, id: i16, value: bool, _: &mut i16) {
+        let header = u64::from(code::BOOL) | u64::from((id as u16).swap_bytes()) << 8;
+        // SAFETY: the caller's duty.
+        unsafe { put_word(out, header | u64::from(value) << 24, 4) }
+    }
+
+    #[inline(always)]
+    unsafe fn int_unchecked(out: &mut Vec<u8>, code: u8, v: i32) {
+        // SAFETY: the caller's duty.
+        unsafe {
+            match code {
+                code::BYTE => put_word(out, u64::from(v as u8), 1),
+                code::I16 => put_word(out, u64::from((v as u16).swap_bytes()), 2),
+                _ => put_word(out, u64::from((v as u32).swap_bytes()), 4),
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn i64_unchecked(out: &mut Vec<u8>, v: i64) {
+        // SAFETY: the caller's duty.
+        unsafe { put_word(out, (v as u64).swap_bytes(), 8) }
+    }
+
+    #[inline(always)]
+    unsafe fn double_unchecked(out: &mut Vec<u8>, v: f64) {
+        // SAFETY: the caller's duty.
+        unsafe { put_word(out, v.to_bits().swap_bytes(), 8) }
+    }
+
+    #[inline(always)]
+    unsafe fn binary_unchecked(out: &mut Vec<u8>, v: &[u8]) {
+        // SAFETY: the caller's duty: twelve bytes for the length, then `v.len()`.
+        unsafe {
+            put_word(out, u64::from((v.len() as u32).swap_bytes()), 4);
+            let n = out.len();
+            std::ptr::copy_nonoverlapping(v.as_ptr(), out.as_mut_ptr().add(n), v.len());
+            out.set_len(n + v.len());
+        }
+    }
+
     #[inline]
     fn field_begin(out: &mut Vec<u8>, code: u8, id: i16, _: &mut i16) {
         out.push(code);
@@ -504,7 +646,78 @@ impl CompactWriter {
     }
 }
 
+impl CompactWriter {
+    /// A field header into reserved room.
+    ///
+    /// # Safety
+    /// [`FIELD_ROOM`] bytes of spare capacity.
+    #[inline(always)]
+    unsafe fn header_unchecked(out: &mut Vec<u8>, c: u8, id: i16, last: &mut i16) {
+        let prev = *last;
+        let delta = i32::from(id) - i32::from(prev);
+        *last = id;
+        // SAFETY: the caller's duty: one byte, or one and a varint of at most three.
+        unsafe {
+            if id > prev && delta <= 15 {
+                return put_word(out, u64::from((delta as u8) << 4 | c), 1);
+            }
+            put_word(out, u64::from(c), 1);
+            put_varint_unchecked(
+                out,
+                u64::from(((i32::from(id) << 1) ^ (i32::from(id) >> 31)) as u32),
+            );
+        }
+    }
+}
+
 impl Writer for CompactWriter {
+    #[inline(always)]
+    unsafe fn field_begin_unchecked(out: &mut Vec<u8>, code: u8, id: i16, last: &mut i16) {
+        // SAFETY: the caller's duty.
+        unsafe { Self::header_unchecked(out, to_compact(code), id, last) }
+    }
+
+    #[inline(always)]
+    unsafe fn field_bool_unchecked(out: &mut Vec<u8>, id: i16, value: bool, last: &mut i16) {
+        let c = if value { ct::TRUE } else { ct::FALSE };
+        // SAFETY: the caller's duty.
+        unsafe { Self::header_unchecked(out, c, id, last) }
+    }
+
+    #[inline(always)]
+    unsafe fn int_unchecked(out: &mut Vec<u8>, code: u8, v: i32) {
+        // SAFETY: the caller's duty (a zigzag i32 takes at most five bytes).
+        unsafe {
+            match code {
+                code::BYTE => put_word(out, u64::from(v as u8), 1),
+                _ => put_varint_unchecked(out, u64::from(((v << 1) ^ (v >> 31)) as u32)),
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn i64_unchecked(out: &mut Vec<u8>, v: i64) {
+        // SAFETY: the caller's duty.
+        unsafe { put_varint_unchecked(out, ((v << 1) ^ (v >> 63)) as u64) }
+    }
+
+    #[inline(always)]
+    unsafe fn double_unchecked(out: &mut Vec<u8>, v: f64) {
+        // SAFETY: the caller's duty.
+        unsafe { put_word(out, v.to_bits(), 8) }
+    }
+
+    #[inline(always)]
+    unsafe fn binary_unchecked(out: &mut Vec<u8>, v: &[u8]) {
+        // SAFETY: the caller's duty: a length varint of at most five bytes, then `v.len()`.
+        unsafe {
+            put_varint_unchecked(out, v.len() as u64);
+            let n = out.len();
+            std::ptr::copy_nonoverlapping(v.as_ptr(), out.as_mut_ptr().add(n), v.len());
+            out.set_len(n + v.len());
+        }
+    }
+
     #[inline]
     fn field_begin(out: &mut Vec<u8>, code: u8, id: i16, last: &mut i16) {
         Self::header(out, to_compact(code), id, last);

@@ -156,6 +156,11 @@ pub struct ThriftStruct {
     pub fields: Vec<ThriftField>,
     /// Field indices in the order Apache Thrift writes them: by id, ascending.
     pub order: Vec<u16>,
+    /// Whether that order is the fields' own (no id ≤ 0): the encoder then walks the
+    /// presence bits instead of `order`.
+    pub in_id_order: bool,
+    /// Per presence word of the record, the bits of its `required` fields.
+    pub required: Vec<u64>,
 }
 
 impl ThriftStruct {
@@ -685,10 +690,19 @@ impl<'p> Lowering<'p> {
             }
             let mut order: Vec<u16> = (0..fields.len() as u16).collect();
             order.sort_by_key(|&i| fields[i as usize].id);
+            let in_id_order = order.iter().enumerate().all(|(k, &i)| k == i as usize);
+            let mut required = vec![0u64; fields.len().div_ceil(64)];
+            for (i, f) in fields.iter().enumerate() {
+                if f.requiredness == Requiredness::Required {
+                    required[i / 64] |= 1 << (i % 64);
+                }
+            }
             m.thrift = Some(Box::new(ThriftStruct {
                 kind: pending.kind,
                 fields,
                 order,
+                in_id_order,
+                required,
             }));
         }
         let enums = &schema.enums;
