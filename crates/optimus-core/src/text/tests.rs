@@ -506,3 +506,85 @@ fn garbage_never_panics() {
         }
     }
 }
+
+#[test]
+fn random_token_soup_never_panics() {
+    let s = conformance();
+    let id = s.message_by_name(P3).unwrap();
+    let tokens = [
+        "optional_int32",
+        "optional_string",
+        "repeated_int32",
+        "optional_nested_message",
+        "map_string_string",
+        "optional_any",
+        "recursive_message",
+        "oneof_string",
+        "key",
+        "value",
+        "a",
+        "[",
+        "]",
+        "{",
+        "}",
+        "<",
+        ">",
+        ":",
+        ",",
+        ";",
+        "-",
+        "0x",
+        "07",
+        "1",
+        "1.5f",
+        "inf",
+        "'x'",
+        "\"\\u12\"",
+        "\"\\x\"",
+        "'\\",
+        "#c\n",
+        "\n",
+        " ",
+        ".",
+        "/",
+        "type.googleapis.com",
+        "protobuf_test_messages.proto3.TestAllTypesProto3",
+        "1e",
+        "é",
+        "\"\\U00110000\"",
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    for _ in 0..20_000 {
+        let len = next(24);
+        let text: String = (0..len)
+            .map(|_| tokens[next(tokens.len())])
+            .collect::<Vec<_>>()
+            .join(" ");
+        let arena = Arena::new();
+        if let Ok(rec) = decode(&s, id, &text, &arena, &TextOptions::default()) {
+            // What reads also writes, and reads back to the same bytes.
+            let mut out = String::new();
+            encode(rec, &TextOptions::default(), &mut out).unwrap();
+            let back_arena = Arena::new();
+            let back = decode(&s, id, &out, &back_arena, &TextOptions::default())
+                .unwrap_or_else(|e| panic!("{text:?} -> {out:?}: {e}"));
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            engine::encode(rec, &mut x);
+            engine::encode(back, &mut y);
+            assert_eq!(x, y, "{text:?} -> {out:?}");
+        }
+    }
+}
+
+#[test]
+fn options_default_as_documented() {
+    let o = TextOptions::default();
+    assert!(!o.single_line && !o.print_unknown);
+    assert_eq!(o.depth_limit, crate::DEFAULT_DEPTH_LIMIT);
+}
