@@ -48,8 +48,8 @@ impl Writer<'_, '_> {
         for index in rec.set_fields() {
             let field = &ty.fields[index];
             let name = field_name(self.schema, rec.type_id(), field);
-            self.field(rec, index, field, &name)
-                .map_err(|e| within(e, &name))?;
+            self.field(rec, index, field, name)
+                .map_err(|e| within(e, name))?;
         }
         if self.opts.print_unknown {
             let unknown = rec.unknown_fields();
@@ -386,14 +386,11 @@ pub(super) fn default_ref(field: &Field) -> FieldRef<'static> {
 
 /// The name a field of `owner` is written with: `[pkg.ext]` for an extension, the type
 /// name for a group-like field, else the declared name.
-pub(super) fn field_name(schema: &SchemaSet, owner: MessageId, field: &Field) -> String {
+pub(super) fn field_name<'s>(schema: &'s SchemaSet, owner: MessageId, field: &'s Field) -> &'s str {
     if field.is_extension {
-        return field.json_name.clone();
+        return &field.json_name;
     }
-    match group_type(schema, owner, field) {
-        Some(name) => name.to_owned(),
-        None => field.name.clone(),
-    }
+    group_type(schema, owner, field).unwrap_or(&field.name)
 }
 
 /// The type name of a group-like field of `owner`, as C++ `IsGroupLike` sees one: a group
