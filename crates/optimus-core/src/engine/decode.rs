@@ -652,7 +652,7 @@ impl<const COPY: bool> Decoder<'_, COPY> {
 
 /// Whether `bytes` is UTF-8: ASCII eight bytes at a time, the rest through the standard check.
 #[inline(always)]
-fn is_utf8(bytes: &[u8]) -> bool {
+pub(crate) fn is_utf8(bytes: &[u8]) -> bool {
     let mut chunks = bytes.chunks_exact(8);
     let ascii = chunks.by_ref().all(|c| {
         u64::from_le_bytes(c.try_into().expect("eight bytes")) & 0x8080_8080_8080_8080 == 0

@@ -9,7 +9,7 @@
 //! once both have grown to the largest message.
 
 mod decode;
-pub(crate) use decode::clear_oneof_siblings;
+pub(crate) use decode::{clear_oneof_siblings, is_utf8};
 mod encode;
 mod json_read;
 mod json_write;

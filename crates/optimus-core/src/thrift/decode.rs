@@ -121,25 +121,50 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
         let ty = schema.message(MessageId(id));
         let t = facts(ty).expect("a Thrift schema's types all have Thrift facts");
         let mut last = 0i16;
+        // The entry after the last one read: fields usually arrive in id order.
+        let mut next = 0usize;
         while let Some((wire, fid)) = self.p.field_begin(&mut last)? {
-            let Some(i) = t.find(&ty.table, fid) else {
-                self.skip(wire, depth)?;
-                continue;
+            let expected = ty.table.entries.get(next);
+            let i = if fid > 0 && expected.is_some_and(|e| e.number == fid as u32) {
+                next
+            } else {
+                match t.find(&ty.table, fid) {
+                    Some(i) => i,
+                    None => {
+                        self.skip(wire, depth)?;
+                        continue;
+                    }
+                }
             };
+            next = i + 1;
             let tf = &t.fields[i];
             if wire != tf.ty.wire() {
                 self.skip(wire, depth)?;
                 continue;
             }
             let e = &ty.table.entries[i];
-            let read = if tf.ty.is_container() {
-                self.read_container(rec, ty, i, depth)
-            } else {
-                self.read_value(tf.ty, &ty.table, e, depth).map(|v| {
-                    // SAFETY: `e` is a single entry of `rec`'s table and `read_value` made a
-                    // value of its scalar's width.
-                    unsafe { v.store(rec, e.offset) };
-                })
+            let read = match tf.ty {
+                TType::I32 | TType::Enum => self.p.i32().map(|v| {
+                    // SAFETY: `e` is a single entry of `rec`'s table; an i32 or enum is
+                    // stored as an `i32`.
+                    unsafe { rec.write::<i32>(e.offset, v) }
+                }),
+                TType::I64 => self.p.i64().map(|v| {
+                    // SAFETY: as above; an i64 is stored as an `i64`.
+                    unsafe { rec.write::<i64>(e.offset, v) }
+                }),
+                TType::Double => self.p.double().map(|v| {
+                    // SAFETY: as above; a double is stored as an `f64`.
+                    unsafe { rec.write::<f64>(e.offset, v) }
+                }),
+                _ if tf.ty.is_container() => self.read_container(rec, ty, i, depth),
+                _ => {
+                    self.read_value(tf.ty, &ty.table, e, depth).map(|v| {
+                        // SAFETY: `e` is a single entry of `rec`'s table and `read_value` made a
+                        // value of its scalar's width.
+                        unsafe { v.store(rec, e.offset) };
+                    })
+                }
             };
             read.map_err(|err| within(err, &ty.fields[i].name))?;
             // SAFETY: `i` is an entry index of `rec`'s table.
@@ -239,7 +264,7 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
             TType::String | TType::Binary => {
                 let at = self.p.pos();
                 let bytes = self.p.binary()?;
-                if tt == TType::String && std::str::from_utf8(bytes).is_err() {
+                if tt == TType::String && !crate::engine::is_utf8(bytes) {
                     return Err(DecodeError::new(at, DecodeErrorKind::InvalidUtf8));
                 }
                 Val::View(if COPY {
