@@ -286,7 +286,7 @@ pub fn run(args: &Config, on: &mut dyn FnMut(Event<'_>)) -> Result<()> {
             .with_context(|| format!("workload {}", w.name))?;
         let json_text = json::encode(&schema, &msg, &JsonOptions::default())?;
         let thrift = match &thrift_schema {
-            Some(ts) => ThriftWorkload::embedded(ts, &w.name)?,
+            Some(ts) => ThriftWorkload::embedded(ts, &w.name, &w.bytes)?,
             None => None,
         };
         for (name, op) in ops {
@@ -619,6 +619,7 @@ impl<'a> Cell<'a> {
                 return thrift_cells::runners(
                     t,
                     schema,
+                    (self.schema, self.w.id),
                     tw,
                     &self.w.name,
                     record_arena,

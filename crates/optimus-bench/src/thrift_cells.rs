@@ -1,8 +1,10 @@
 //! The Thrift cells of `optimus bench`: TBinaryProtocol and TCompactProtocol encode and
 //! decode of the embedded workloads' Thrift versions (`testdata/thrift/peers.thrift`, the same
 //! messages as `testdata/peers.proto`'s), binary → compact transcoding (optimus's direct
-//! `thrift::transcode` beside decode + encode through a record) and protobuf → compact through
-//! a record, with Apache Thrift C++ (`thrift-cpp`, where the build found libthrift) beside.
+//! `thrift::transcode` beside decode + encode through a record) and the gateway path, a
+//! `peers.proto` message to the `peers.thrift` struct through a compiled converter
+//! (`testdata/thrift/*.map.toml`), with Apache Thrift C++ (`thrift-cpp`, where the build found
+//! libthrift) beside.
 //!
 //! Before anything is timed, each implementation's output must be the bytes optimus's decode
 //! then encode of the workload gives (the Apache Thrift files themselves); where not, a note
@@ -12,6 +14,7 @@ use std::hint::black_box;
 
 use anyhow::{Context, Result};
 use optimus_core::binary::DecodeOptions;
+use optimus_core::convert::{Plan, Program};
 use optimus_core::thrift::{self, Protocol};
 use optimus_core::{engine, Arena};
 use optimus_schema::{MessageId, SchemaSet};
@@ -22,26 +25,30 @@ use super::Runner;
 /// The workloads' Thrift IDL: the Optimus Prime classes as Thrift structs.
 pub(crate) const PEERS_THRIFT: &str = include_str!("../../../testdata/thrift/peers.thrift");
 
-/// Each embedded workload's struct (bare name) and its bytes as Apache Thrift C++ writes them
-/// in TBinaryProtocol and TCompactProtocol.
-pub(crate) const WORKLOADS: &[(&str, &str, &[u8], &[u8])] = &[
+/// Each embedded workload's struct (bare name), its bytes as Apache Thrift writes them in
+/// TBinaryProtocol and TCompactProtocol, and the map from its `peers.proto` message's field
+/// names to the struct's.
+pub(crate) const WORKLOADS: &[(&str, &str, &[u8], &[u8], &str)] = &[
     (
         "flat",
         "Flat",
         include_bytes!("../../../testdata/thrift/flat.tbin"),
         include_bytes!("../../../testdata/thrift/flat.tcompact"),
+        include_str!("../../../testdata/thrift/flat.map.toml"),
     ),
     (
         "mixed",
         "Mixed",
         include_bytes!("../../../testdata/thrift/mixed.tbin"),
         include_bytes!("../../../testdata/thrift/mixed.tcompact"),
+        include_str!("../../../testdata/thrift/mixed.map.toml"),
     ),
     (
         "nested",
         "Nested",
         include_bytes!("../../../testdata/thrift/nested.tbin"),
         include_bytes!("../../../testdata/thrift/nested.tcompact"),
+        include_str!("../../../testdata/thrift/nested.map.toml"),
     ),
 ];
 
@@ -59,37 +66,34 @@ pub(crate) struct ThriftWorkload {
     pub binary: Vec<u8>,
     /// TCompactProtocol bytes.
     pub compact: Vec<u8>,
-    /// The same record as protobuf, in the Thrift schema's protobuf view (i32 as int32, i64
-    /// as int64, ...): the input of `protobuf-to-thrift-compact`.
+    /// The workload as `peers.proto` protobuf: the input of `protobuf-to-thrift-compact`.
     pub protobuf: Vec<u8>,
+    /// The field map from the protobuf message to the struct.
+    pub map: Program,
 }
 
 impl ThriftWorkload {
-    /// The Thrift version of embedded workload `name`, or `None` where it has none.
-    pub(crate) fn embedded(schema: &SchemaSet, name: &str) -> Result<Option<ThriftWorkload>> {
-        let Some((_, type_name, binary, compact)) = WORKLOADS.iter().find(|w| w.0 == name) else {
+    /// The Thrift version of embedded workload `name` (whose protobuf bytes are
+    /// `protobuf`), or `None` where it has none.
+    pub(crate) fn embedded(
+        schema: &SchemaSet,
+        name: &str,
+        protobuf: &[u8],
+    ) -> Result<Option<ThriftWorkload>> {
+        let Some((_, type_name, binary, compact, map)) = WORKLOADS.iter().find(|w| w.0 == name)
+        else {
             return Ok(None);
         };
         let id = schema
             .message_by_name(&format!("peers.{type_name}"))
             .with_context(|| format!("peers.thrift has no struct {type_name}"))?;
-        let arena = Arena::new();
-        let record = thrift::decode(
-            schema,
-            id,
-            binary,
-            &arena,
-            Protocol::Binary,
-            &DecodeOptions::default(),
-        )
-        .with_context(|| format!("workload {name} (Thrift binary)"))?;
-        let mut protobuf = Vec::new();
-        engine::encode(record, &mut protobuf);
+        let map = Program::from_map_toml(&format!("testdata/thrift/{name}.map.toml"), map)?;
         Ok(Some(ThriftWorkload {
             id,
             binary: binary.to_vec(),
             compact: compact.to_vec(),
-            protobuf,
+            protobuf: protobuf.to_vec(),
+            map,
         }))
     }
 
@@ -110,7 +114,8 @@ pub(crate) enum ThriftOp {
     Decode(Protocol),
     /// TBinaryProtocol in, TCompactProtocol out.
     BinaryToCompact,
-    /// Protobuf (the Thrift schema's view) in, TCompactProtocol out, through a record.
+    /// A `peers.proto` message in, the `peers.thrift` struct out in TCompactProtocol,
+    /// through a record and a compiled converter.
     ProtobufToCompact,
 }
 
@@ -170,10 +175,12 @@ fn check(
 
 /// The runners of Thrift cell `op` on workload `name`: optimus's (first), then Apache Thrift
 /// C++'s where `peer_names` has `thrift-cpp`; each checked to give optimus's bytes first.
+/// `proto` is the workloads' protobuf schema and the workload's message type there.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn runners<'r>(
     op: ThriftOp,
     schema: &'r SchemaSet,
+    proto: (&'r SchemaSet, MessageId),
     w: &'r ThriftWorkload,
     name: &str,
     held: &'r Arena,
@@ -277,23 +284,36 @@ pub(crate) fn runners<'r>(
             });
         }
         ThriftOp::ProtobufToCompact => {
-            let want = expected(schema, w, Protocol::Compact)?;
+            let (proto_schema, proto_id) = proto;
+            let plan = Plan::compile(proto_schema, proto_id, schema, w.id, &w.map)?;
             let mut arena = Arena::new();
             let mut out = Vec::with_capacity(w.compact.len());
             {
-                let record = engine::decode(schema, w.id, &w.protobuf, &arena, &opts)?;
-                thrift::encode(record, Protocol::Compact, &mut out)?;
+                let record = engine::decode(proto_schema, proto_id, &w.protobuf, &arena, &opts)?;
+                thrift::encode(plan.apply(record, &arena)?, Protocol::Compact, &mut out)?;
             }
-            check(notes, "optimus", name, "protobuf-to-compact", &want, &out);
+            check(
+                notes,
+                "optimus",
+                name,
+                "protobuf-to-compact",
+                &w.compact,
+                &out,
+            );
             arena.reset();
             runners.push(Runner {
                 implementation: "optimus",
                 call: Box::new(move || {
                     arena.reset();
                     out.clear();
-                    let record =
-                        engine::decode(schema, w.id, black_box(&w.protobuf), &arena, &opts)?;
-                    thrift::encode(record, Protocol::Compact, &mut out)?;
+                    let record = engine::decode(
+                        proto_schema,
+                        proto_id,
+                        black_box(&w.protobuf),
+                        &arena,
+                        &opts,
+                    )?;
+                    thrift::encode(plan.apply(record, &arena)?, Protocol::Compact, &mut out)?;
                     black_box(&out);
                     Ok(())
                 }),
