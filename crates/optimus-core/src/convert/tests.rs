@@ -29,20 +29,30 @@ const WORKLOADS: [(&str, &[u8], &[u8]); 3] = [
     ),
 ];
 
-/// The names the Thrift version of the workloads gives differently (Thrift keywords), per
-/// workload: `(proto → thrift map, thrift → proto map)`.
-fn thrift_maps(workload: &str) -> (&'static str, &'static str) {
+/// The maps from each workload's `peers.proto` names to `peers.thrift`'s (Thrift keywords
+/// renamed), as files the bench and docs use too.
+fn thrift_map(workload: &str) -> &'static str {
     match workload {
-        "Flat" => (
-            "[fields]\nservice = \"service_name\"",
-            "[fields]\nservice_name = \"service\"",
-        ),
-        "Mixed" => (
-            "[fields]\n\"header.retry\" = \"header.retry_\"",
-            "[fields]\n\"header.retry_\" = \"header.retry\"",
-        ),
-        _ => ("", ""),
+        "Flat" => include_str!("../../../../testdata/thrift/flat.map.toml"),
+        "Mixed" => include_str!("../../../../testdata/thrift/mixed.map.toml"),
+        _ => include_str!("../../../../testdata/thrift/nested.map.toml"),
     }
+}
+
+/// The reverse of a one-table map file: target = source for every entry.
+fn reversed(map: &Program) -> Program {
+    let mut back = Program::new();
+    for (from, rule) in &map.rules {
+        let to = rule.to.clone().expect("a map entry");
+        back = back.rule(
+            to,
+            Rule {
+                to: Some(from.clone()),
+                ..Rule::default()
+            },
+        );
+    }
+    back
 }
 
 fn proto(source: &str) -> SchemaSet {
@@ -99,9 +109,8 @@ fn protobuf_to_thrift_matches_apache_thrift_and_comes_back_to_the_same_bytes() {
     let p = proto(PEERS);
     let t = SchemaSet::from_thrift_sources(&[("peers.thrift", PEERS_THRIFT)]).unwrap();
     for (name, bin, tbin) in WORKLOADS {
-        let (there, back) = thrift_maps(name);
-        let there = Program::from_map_toml("map.toml", there).unwrap();
-        let back = Program::from_map_toml("map.toml", back).unwrap();
+        let there = Program::from_map_toml("map.toml", thrift_map(name)).unwrap();
+        let back = reversed(&there);
         let pid = p.message_by_name(&format!("bench.{name}")).unwrap();
         let tid = t.thrift_struct_by_name(name).unwrap();
         let to_thrift = Plan::compile(&p, pid, &t, tid, &there).unwrap();
