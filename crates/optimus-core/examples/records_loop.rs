@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => {
             return Err(
                 "usage: records_loop flat|mixed|nested encode|decode|json-encode|json-decode|\\
-                 thrift-{binary,compact}-{encode,decode} COUNT"
+                 thrift-{binary,compact}-{encode,decode}|convert-to-thrift COUNT"
                     .into(),
             )
         }
@@ -50,6 +50,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     if let Some(thrift_op) = op.strip_prefix("thrift-") {
         return thrift_loop(workload, thrift_op, tbin, n);
+    }
+    if op == "convert-to-thrift" {
+        return convert_loop(workload, type_name, bytes, n);
     }
     let schema = SchemaSet::from_source(PROTO)?;
     let id = schema.message_by_name(type_name).ok_or("no such type")?;
@@ -153,5 +156,45 @@ fn thrift_loop(
     }
     let ns = start.elapsed().as_nanos() as f64 / n as f64;
     println!("{workload} thrift-{op}: {ns:.1} ns/message over {n}");
+    Ok(())
+}
+
+/// `convert-to-thrift`: the protobuf record converted to the Thrift struct
+/// (`testdata/thrift/*.map.toml`) in an arena reset per message; no decode, no encode.
+fn convert_loop(
+    workload: &str,
+    type_name: &str,
+    bytes: &[u8],
+    n: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use optimus_core::convert::{Plan, Program};
+    let proto = SchemaSet::from_source(PROTO)?;
+    let thrift_schema = SchemaSet::from_thrift_sources(&[("peers.thrift", THRIFT)])?;
+    let map = match workload {
+        "flat" => include_str!("../../../testdata/thrift/flat.map.toml"),
+        "mixed" => include_str!("../../../testdata/thrift/mixed.map.toml"),
+        _ => include_str!("../../../testdata/thrift/nested.map.toml"),
+    };
+    let from = proto.message_by_name(type_name).ok_or("no such type")?;
+    let to = thrift_schema
+        .thrift_struct_by_name(type_name.trim_start_matches("bench."))
+        .ok_or("no such struct")?;
+    let plan = Plan::compile(
+        &proto,
+        from,
+        &thrift_schema,
+        to,
+        &Program::from_map_toml("map", map)?,
+    )?;
+    let held = Arena::new();
+    let record = engine::decode(&proto, from, bytes, &held, &DecodeOptions::default())?;
+    let mut arena = Arena::new();
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        arena.reset();
+        black_box(plan.apply(black_box(record), &arena)?);
+    }
+    let ns = start.elapsed().as_nanos() as f64 / n as f64;
+    println!("{workload} convert-to-thrift: {ns:.1} ns/message over {n}");
     Ok(())
 }

@@ -4,7 +4,7 @@
 use optimus_schema::{Entry, Shape, Table};
 use sha2::{Digest, Sha256};
 
-use super::plan::{Action, Node, Number, Plan, Value, ValueOp};
+use super::plan::{Action, Node, Number, Plan, SlotCopy, Value, ValueOp};
 use super::program::HashKind;
 use super::ConvertError;
 use crate::engine::clear_oneof_siblings;
@@ -86,28 +86,79 @@ impl<'s> Plan<'s> {
     ) -> Result<(), Fail> {
         let sty = self.src.message(node.src);
         let dty = self.dst.message(node.dst);
-        for i in src.set_fields() {
-            let Action::Copy { dst: j, op } = &node.actions[i] else {
-                continue;
-            };
-            let se = &sty.table.entries[i];
-            let target = Target {
-                rec: out,
-                table: &dty.table,
-                entry: &dty.table.entries[*j],
-                index: *j,
-            };
-            let name = &sty.fields[i].name;
-            if se.op.shape() == Shape::Single {
-                // SAFETY: `se` is a single entry of `src`'s table, set.
-                let v = unsafe { src.single_unchecked(se) };
-                self.put(op, v, target, arena, false)
-                    .map_err(|f| f.within(name.clone()))?;
-            } else {
-                for (k, v) in src.elements(i).enumerate() {
-                    self.put(op, v, target, arena, true)
-                        .map_err(|f| f.within(format!("[{k}]")).within(name.clone()))?;
-                }
+        for w in 0..sty.table.presence_words as usize {
+            // SAFETY: `w` is below the source table's presence word count.
+            let mut bits = unsafe { src.ptr.presence_word(w) };
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let (j, op) = match &node.actions[i] {
+                    Action::Drop => continue,
+                    &Action::Slot {
+                        dst,
+                        from,
+                        to,
+                        width,
+                        how,
+                    } => {
+                        // SAFETY: `from` and `to` are the offsets of single slots of the source
+                        // and target records, of the types `how` reads and writes (the plan
+                        // compiled them so): `width` bytes of one type for `Bits` (a view or
+                        // pointer copied as bytes keeps its provenance, and stays valid as
+                        // long as the source does), a 32-bit integer to a 64-bit one, a
+                        // `float` to a `double`.
+                        unsafe {
+                            match how {
+                                SlotCopy::Bits => match width {
+                                    1 => out.write(to, src.ptr.read::<u8>(from)),
+                                    4 => out.write(to, src.ptr.read::<u32>(from)),
+                                    8 => out.write(to, src.ptr.read::<u64>(from)),
+                                    _ => std::ptr::copy_nonoverlapping(
+                                        src.ptr.as_slot().add(from as usize),
+                                        out.as_slot().add(to as usize),
+                                        16,
+                                    ),
+                                },
+                                SlotCopy::Widen { signed: true } => {
+                                    out.write(to, i64::from(src.ptr.read::<i32>(from)))
+                                }
+                                SlotCopy::Widen { signed: false } => {
+                                    out.write(to, u64::from(src.ptr.read::<u32>(from)))
+                                }
+                                SlotCopy::FloatToDouble => {
+                                    out.write(to, f64::from(src.ptr.read::<f32>(from)))
+                                }
+                            }
+                            out.set_bit(dst, true);
+                        }
+                        continue;
+                    }
+                    &Action::Message {
+                        dst,
+                        from,
+                        to,
+                        child,
+                    } => {
+                        let child = &self.nodes[child];
+                        // SAFETY: `from` is a set single message slot of the source record
+                        // (a record of the child's source type), `to` a single message slot
+                        // of the target record (of its target type).
+                        unsafe {
+                            let Some(sub) = RecPtr::from_slot(src.ptr.read::<*mut u8>(from)) else {
+                                continue;
+                            };
+                            let rec = RecPtr::new(arena, &self.dst.message(child.dst).table);
+                            let sub = Record::new(self.src, child.src, sub);
+                            self.fill(child, sub, rec, arena)
+                                .map_err(|f| f.within(sty.fields[i].name.clone()))?;
+                            out.write(to, rec.as_slot());
+                            out.set_bit(dst, true);
+                        }
+                        continue;
+                    }
+                    Action::Copy { dst, op } => (*dst, op),
+                };
+                self.copy_field(node, src, i, j, op, out, arena)?;
             }
         }
         for (j, value) in &node.defaults {
@@ -127,6 +178,42 @@ impl<'s> Plan<'s> {
         if node.keep_unknown && !src.unknown_fields().is_empty() {
             // SAFETY: `unknown_offset` holds the target record's unknown bytes sequence.
             unsafe { out.extend_bytes(arena, dty.table.unknown_offset, src.unknown_fields()) };
+        }
+        Ok(())
+    }
+
+    /// Converts source field `i`'s values into target field `j` of `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn copy_field<'a>(
+        &'a self,
+        node: &'a Node,
+        src: Record<'a>,
+        i: usize,
+        j: usize,
+        op: &'a ValueOp,
+        out: RecPtr,
+        arena: &'a Arena,
+    ) -> Result<(), Fail> {
+        let sty = self.src.message(node.src);
+        let dty = self.dst.message(node.dst);
+        let se = &sty.table.entries[i];
+        let target = Target {
+            rec: out,
+            table: &dty.table,
+            entry: &dty.table.entries[j],
+            index: j,
+        };
+        let name = &sty.fields[i].name;
+        if se.op.shape() == Shape::Single {
+            // SAFETY: `se` is a single entry of `src`'s table, set.
+            let v = unsafe { src.single_unchecked(se) };
+            return self
+                .put(op, v, target, arena, false)
+                .map_err(|f| f.within(name.clone()));
+        }
+        for (k, v) in src.elements(i).enumerate() {
+            self.put(op, v, target, arena, true)
+                .map_err(|f| f.within(format!("[{k}]")).within(name.clone()))?;
         }
         Ok(())
     }

@@ -50,6 +50,37 @@ pub(super) enum Action {
     Drop,
     /// Each value converted and written to target entry `dst`.
     Copy { dst: usize, op: ValueOp },
+    /// A single field whose value keeps its bits: the slot is copied as it is (`width` bytes
+    /// from `from` to `to`) and the target presence bit set, the source's set bit already
+    /// meaning the target's (the target has explicit presence, or neither has). The same
+    /// type, or integers of one width (their two's complement bits are the value, or the
+    /// value kept by its bits across signedness).
+    Slot {
+        dst: usize,
+        from: u32,
+        to: u32,
+        width: u32,
+        how: SlotCopy,
+    },
+    /// A single message field (not in a oneof) through node `child`: a new target record
+    /// built from the source's, its pointer stored at `to`.
+    Message {
+        dst: usize,
+        from: u32,
+        to: u32,
+        child: usize,
+    },
+}
+
+/// How an [`Action::Slot`] moves the bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SlotCopy {
+    /// As they are.
+    Bits,
+    /// A 32-bit integer to a 64-bit one, sign-extended when `signed`.
+    Widen { signed: bool },
+    /// A `float` to a `double`.
+    FloatToDouble,
 }
 
 /// How one value becomes a target value.
@@ -293,7 +324,29 @@ impl Compiler<'_> {
                 }
                 defaults.push((j, self.constant(lit, dst_id, j, &fpath)?));
             }
-            actions.push(Action::Copy { dst: j, op });
+            let (se, de) = (&sty.table.entries[i], &dty.table.entries[j]);
+            let presence_kept = se.op.shape() == Shape::Single
+                && !de.in_oneof()
+                && (de.has_presence() || !se.has_presence());
+            actions.push(match slot_copy(&op, se.op.scalar(), de.op.scalar()) {
+                _ if presence_kept && de.op.scalar() == Scalar::Message => match op {
+                    ValueOp::Message(child) => Action::Message {
+                        dst: j,
+                        from: se.offset,
+                        to: de.offset,
+                        child,
+                    },
+                    op => Action::Copy { dst: j, op },
+                },
+                Some(how) if presence_kept => Action::Slot {
+                    dst: j,
+                    from: se.offset,
+                    to: de.offset,
+                    width: de.op.slot_width(),
+                    how,
+                },
+                _ => Action::Copy { dst: j, op },
+            });
         }
         if !unmatched.is_empty() && !same_type {
             return Err(compile_error(
@@ -622,6 +675,31 @@ impl Number {
         } else {
             i as u64
         })
+    }
+}
+
+/// Whether `op` from scalar `from` to scalar `to` is a copy of bits, and how.
+fn slot_copy(op: &ValueOp, from: Scalar, to: Scalar) -> Option<SlotCopy> {
+    match op {
+        ValueOp::Same => Some(SlotCopy::Bits),
+        ValueOp::Number {
+            scale: None,
+            range: None,
+            ..
+        } if is_integer(from) && is_integer(to) => match (from.width(), to.width()) {
+            (a, b) if a == b => Some(SlotCopy::Bits),
+            // A 32-bit value always fits 64 bits, but a negative one no unsigned type.
+            (4, 8) if !is_signed(from) || is_signed(to) => Some(SlotCopy::Widen {
+                signed: is_signed(from),
+            }),
+            _ => None,
+        },
+        ValueOp::Number {
+            scale: None,
+            range: None,
+            ..
+        } if from == Scalar::Float && to == Scalar::Double => Some(SlotCopy::FloatToDouble),
+        _ => None,
     }
 }
 
