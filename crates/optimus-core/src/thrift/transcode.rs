@@ -18,6 +18,7 @@ use optimus_schema::{Entry, MessageId, MessageType, SchemaSet, Table};
 use super::decode::facts;
 use super::protocol::{
     code, BinaryReader, BinaryWriter, CompactReader, CompactWriter, Cursor, Reader, Writer,
+    FIELD_ROOM,
 };
 use super::Protocol;
 use crate::binary::DecodeOptions;
@@ -58,11 +59,20 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
         let (mut last_in, mut last_out) = (0i16, 0i16);
         let mut written: Option<i16> = None;
         let mut seen = 0u64;
+        // The entry after the last one read: fields usually arrive in id order.
+        let mut next = 0usize;
         while let Some((wire, fid)) = self.p.field_begin(&mut last_in).map_err(|_| Stop)? {
-            let Some(i) = t.find(&ty.table, fid) else {
-                self.skip(wire, depth)?;
-                continue;
+            let expected = ty.table.entries.get(next);
+            let i = if fid > 0 && expected.is_some_and(|e| e.number == fid as u32) {
+                next
+            } else {
+                let Some(i) = t.find(&ty.table, fid) else {
+                    self.skip(wire, depth)?;
+                    continue;
+                };
+                i
             };
+            next = i + 1;
             let tf = &t.fields[i];
             if wire != tf.ty.wire() {
                 self.skip(wire, depth)?;
@@ -81,17 +91,66 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
                 W::field_bool(self.out, fid, v, &mut last_out);
                 continue;
             }
-            W::field_begin(self.out, tf.ty.wire(), fid, &mut last_out);
-            if tf.ty.is_container() {
-                self.t_container(ty, i, depth)?;
-            } else {
-                self.t_value(tf.ty, &ty.table, e, depth)?;
+            if tf.ty.is_container() || tf.ty == TType::Struct {
+                W::field_begin(self.out, tf.ty.wire(), fid, &mut last_out);
+                if tf.ty.is_container() {
+                    self.t_container(ty, i, depth)?;
+                } else {
+                    self.t_value(tf.ty, &ty.table, e, depth)?;
+                }
+                continue;
             }
+            self.t_scalar_field(tf.ty, fid, &mut last_out)?;
         }
         if need_required && ty.required_fields.iter().any(|&r| seen & 1 << r == 0) {
             return Err(Stop);
         }
         W::field_stop(self.out);
+        Ok(())
+    }
+
+    /// Reads one scalar, string or binary value of type `tt` and writes it whole as field
+    /// `fid`, into room reserved once.
+    #[inline(always)]
+    fn t_scalar_field(&mut self, tt: TType, fid: i16, last_out: &mut i16) -> R<()> {
+        let p = &mut self.p;
+        let out = &mut *self.out;
+        out.reserve(FIELD_ROOM);
+        let c = tt.wire();
+        // SAFETY: FIELD_ROOM bytes are reserved for the header and a scalar value; a string's
+        // bytes are reserved with them before its header is written.
+        unsafe {
+            match tt {
+                TType::Byte | TType::I16 | TType::I32 | TType::Enum => {
+                    let v = match tt {
+                        TType::Byte => i32::from(p.byte().map_err(|_| Stop)?),
+                        TType::I16 => i32::from(p.i16().map_err(|_| Stop)?),
+                        _ => p.i32().map_err(|_| Stop)?,
+                    };
+                    W::field_begin_unchecked(out, c, fid, last_out);
+                    W::int_unchecked(out, c, v);
+                }
+                TType::I64 => {
+                    let v = p.i64().map_err(|_| Stop)?;
+                    W::field_begin_unchecked(out, c, fid, last_out);
+                    W::i64_unchecked(out, v);
+                }
+                TType::Double => {
+                    let v = p.double().map_err(|_| Stop)?;
+                    W::field_begin_unchecked(out, c, fid, last_out);
+                    W::double_unchecked(out, v);
+                }
+                _ => {
+                    let bytes = p.binary().map_err(|_| Stop)?;
+                    if tt == TType::String && !crate::engine::is_utf8(bytes) {
+                        return Err(Stop);
+                    }
+                    out.reserve(bytes.len() + FIELD_ROOM);
+                    W::field_begin_unchecked(out, c, fid, last_out);
+                    W::binary_unchecked(out, bytes);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -153,7 +212,7 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
             TType::Double => W::double(self.out, p.double().map_err(|_| Stop)?),
             TType::String | TType::Binary => {
                 let bytes = p.binary().map_err(|_| Stop)?;
-                if tt == TType::String && std::str::from_utf8(bytes).is_err() {
+                if tt == TType::String && !crate::engine::is_utf8(bytes) {
                     return Err(Stop);
                 }
                 W::binary(self.out, bytes);
