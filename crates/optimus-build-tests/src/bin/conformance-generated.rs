@@ -1,7 +1,8 @@
 //! Google's conformance testee on generated types: the runner's requests are read and its
 //! responses written through the types generated from `conformance.proto`, and the test
 //! payloads decoded and encoded as the generated `TestAllTypesProto2`/`TestAllTypesProto3`
-//! (`scripts/conformance --testee target/release/conformance-generated`). Each payload also
+//! (`scripts/conformance --testee target/release/conformance-generated`); text format reads
+//! and writes the generated message's own record (`optimus_core::text`). Each payload also
 //! goes through the dynamic path — records of a schema loaded separately from the same
 //! descriptors — and a response that differs from the generated one in any byte (or error
 //! text) is answered as a runtime error, so the suite fails.
@@ -17,6 +18,7 @@ use optimus_build_tests::protocol::{
 };
 use optimus_core::engine;
 use optimus_core::schema::FileDescriptorSet;
+use optimus_core::text::{self, TextOptions};
 use prost::Message as _;
 
 /// The dynamic path's schema: the conformance messages loaded apart from the generated
@@ -40,6 +42,7 @@ fn dynamic(
     payload: Option<Payload<'_>>,
     format: EnumValue<WireFormat>,
     json_opts: &JsonOptions,
+    text_opts: &TextOptions,
 ) -> Option<Result<Vec<u8>, String>> {
     let schema = dynamic_schema();
     let id = schema.message_by_name(name)?;
@@ -47,6 +50,7 @@ fn dynamic(
     let parsed = match payload? {
         Payload::ProtobufPayload(b) => engine::decode(schema, id, b, &arena, &Default::default()),
         Payload::JsonPayload(t) => engine::decode_json(schema, id, t, &arena, json_opts),
+        Payload::TextPayload(t) => text::decode(schema, id, t, &arena, text_opts),
         _ => return None,
     };
     let rec = match parsed {
@@ -65,6 +69,12 @@ fn dynamic(
                 .map(|()| text.into_bytes())
                 .map_err(|e| e.to_string())
         }
+        EnumValue::Known(WireFormat::TextFormat) => {
+            let mut out = String::new();
+            text::encode(rec, text_opts, &mut out)
+                .map(|()| out.into_bytes())
+                .map_err(|e| e.to_string())
+        }
         _ => return None,
     })
 }
@@ -78,13 +88,17 @@ fn serve(request: &[u8]) -> Result<Vec<u8>, Error> {
             == EnumValue::Known(TestCategory::JsonIgnoreUnknownParsingTest),
         ..JsonOptions::default()
     };
+    let text_opts = TextOptions {
+        print_unknown: req.print_unknown_fields(),
+        ..TextOptions::default()
+    };
     match req.message_type() {
         "conformance.FailureSet" => resp.set_protobuf_payload(b""),
         proto3::TestAllTypesProto3::FULL_NAME => {
-            round_trip::<proto3::TestAllTypesProto3>(req, resp, &arena, &json_opts)
+            round_trip::<proto3::TestAllTypesProto3>(req, resp, &arena, &json_opts, &text_opts)
         }
         proto2::TestAllTypesProto2::FULL_NAME => {
-            round_trip::<proto2::TestAllTypesProto2>(req, resp, &arena, &json_opts)
+            round_trip::<proto2::TestAllTypesProto2>(req, resp, &arena, &json_opts, &text_opts)
         }
         other => resp.set_skipped(arena.alloc_str(&format!("unknown message type {other:?}"))),
     }
@@ -96,14 +110,19 @@ fn round_trip<'a, M: GeneratedMessage<'a>>(
     resp: ConformanceResponse<'a>,
     arena: &'a Arena,
     json_opts: &JsonOptions,
+    text_opts: &TextOptions,
 ) {
     let parsed = match req.payload() {
         Some(Payload::ProtobufPayload(bytes)) => M::decode(bytes, arena),
         Some(Payload::JsonPayload(text)) => M::decode_json_with(text, arena, json_opts),
-        _ => return resp.set_skipped("only protobuf and JSON input"),
+        Some(Payload::TextPayload(input)) => {
+            text::decode(M::schema(), M::type_id(), input, arena, text_opts)
+                .and_then(|rec| M::from_record(rec, arena))
+        }
+        _ => return resp.set_skipped("only protobuf, JSON and text input"),
     };
     let format = req.requested_output_format();
-    let want = dynamic(M::FULL_NAME, req.payload(), format, json_opts);
+    let want = dynamic(M::FULL_NAME, req.payload(), format, json_opts, text_opts);
     let differs = |got: Result<&[u8], String>| match &want {
         Some(w) if w.as_deref().map_err(String::clone) != got => {
             let why = format!("generated {got:?}, dynamic {w:?}");
@@ -138,7 +157,20 @@ fn round_trip<'a, M: GeneratedMessage<'a>>(
             }
             Err(_) => {}
         },
-        _ => resp.set_skipped("only protobuf and JSON output"),
+        EnumValue::Known(WireFormat::TextFormat) => {
+            let mut out = String::new();
+            match text::encode(msg.as_record(), text_opts, &mut out) {
+                Ok(()) if !differs(Ok(out.as_bytes())) => {
+                    resp.set_text_payload(arena.alloc_str(&out))
+                }
+                Ok(()) => {}
+                Err(e) if !differs(Err(e.to_string())) => {
+                    resp.set_serialize_error(arena.alloc_str(&e.to_string()))
+                }
+                Err(_) => {}
+            }
+        }
+        _ => resp.set_skipped("only protobuf, JSON and text output"),
     }
 }
 
