@@ -88,13 +88,7 @@ impl Back {
         debug_assert!(self.pos >= bytes.len());
         self.pos -= bytes.len();
         // SAFETY: `pos..pos + len` lies inside `buf`: the room the caller reserved.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                self.buf.as_mut_ptr().add(self.pos),
-                bytes.len(),
-            )
-        };
+        unsafe { copy_short(bytes, self.buf.as_mut_ptr().add(self.pos)) };
     }
 
     /// Writes one byte in front.
@@ -174,6 +168,43 @@ impl Back {
             std::ptr::copy_nonoverlapping(word.as_ptr(), self.buf.as_mut_ptr().add(self.pos - 4), 4)
         };
         self.pos -= len;
+    }
+}
+
+/// Copies `src` to `dst`: up to 32 bytes as two overlapping loads and stores of the widest
+/// width that fits (no call: most strings and bytes in messages are short), longer ones with
+/// `memcpy`.
+///
+/// # Safety
+/// `dst` is valid for `src.len()` bytes of writes and does not overlap `src`.
+#[inline(always)]
+unsafe fn copy_short(src: &[u8], dst: *mut u8) {
+    let n = src.len();
+    let s = src.as_ptr();
+    // SAFETY: every arm reads inside `src` (the second load of a pair ends at its end, the
+    // first starts at its start) and writes the same offsets of `dst`, valid for `n` bytes.
+    unsafe {
+        macro_rules! pair {
+            ($t:ty) => {{
+                let w = std::mem::size_of::<$t>();
+                let head = s.cast::<$t>().read_unaligned();
+                let tail = s.add(n - w).cast::<$t>().read_unaligned();
+                dst.cast::<$t>().write_unaligned(head);
+                dst.add(n - w).cast::<$t>().write_unaligned(tail);
+            }};
+        }
+        match n {
+            0 => {}
+            1..=3 => {
+                *dst = *s;
+                *dst.add(n / 2) = *s.add(n / 2);
+                *dst.add(n - 1) = *s.add(n - 1);
+            }
+            4..=7 => pair!(u32),
+            8..=15 => pair!(u64),
+            16..=32 => pair!(u128),
+            _ => std::ptr::copy_nonoverlapping(s, dst, n),
+        }
     }
 }
 
