@@ -165,6 +165,7 @@ pub(crate) fn compile_with(
         let mut f = field(&schema, &holder, x, raw_x, true, &types)?;
         f.name = qualify(&scope, x.name());
         f.json_name = format!("[{}]", f.name);
+        f.json_key = crate::types::json_member_key(&f.json_name);
         fields_of[extendee.0 as usize].push(f);
     }
 
@@ -492,6 +493,7 @@ fn field(
     Ok(Field {
         number,
         name: f.name().to_string(),
+        json_key: crate::types::json_member_key(&json_name),
         json_name,
         kind,
         cardinality,

@@ -115,6 +115,9 @@ pub struct Field {
     pub name: String,
     /// JSON name (lowerCamelCase, or `json_name`); for extensions `[full.name]`.
     pub json_name: String,
+    /// The JSON member key written before the field's value: `json_name` as a JSON string
+    /// (escaped as the JSON writer escapes strings) and a colon, e.g. `"userId":`.
+    pub json_key: String,
     /// Value kind.
     pub kind: Kind,
     /// Singular, optional, repeated or map.
@@ -145,6 +148,32 @@ pub struct Field {
     /// `IsGroupLike`): text format names such a field by its type's name (`Data { ... }`);
     /// any other delimited field, and every extension, by the field's own name.
     pub is_group_like: bool,
+}
+
+/// `name` as a JSON member key: quoted, escaped, with its colon (`"userId":`). Quotes,
+/// backslashes and the control characters are escaped (`\n`, `\u0001`, ...); everything else,
+/// non-ASCII included, is written as it is, as the JSON writer writes strings.
+pub fn json_member_key(name: &str) -> String {
+    use std::fmt::Write as _;
+    let mut key = String::with_capacity(name.len() + 3);
+    key.push('"');
+    for c in name.chars() {
+        match c {
+            '"' => key.push_str("\\\""),
+            '\\' => key.push_str("\\\\"),
+            '\n' => key.push_str("\\n"),
+            '\r' => key.push_str("\\r"),
+            '\t' => key.push_str("\\t"),
+            '\u{8}' => key.push_str("\\b"),
+            '\u{c}' => key.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(key, "\\u{:04x}", c as u32);
+            }
+            c => key.push(c),
+        }
+    }
+    key.push_str("\":");
+    key
 }
 
 impl Field {

@@ -253,13 +253,12 @@ pub(crate) fn write_member_name(
         out.push(',');
     }
     *first = false;
-    let name = if opts.proto_names && !field.is_extension {
-        &field.name
+    if opts.proto_names && !field.is_extension {
+        write_str(out, &field.name);
+        out.push(':');
     } else {
-        &field.json_name
-    };
-    write_str(out, name);
-    out.push(':');
+        out.push_str(&field.json_key);
+    }
 }
 
 /// Appends an integer as JSON number text.
@@ -336,6 +335,24 @@ mod tests {
         let mut s = String::new();
         write_str(&mut s, "a\"b\\c\n\u{1}\u{7f}é/");
         assert_eq!(s, "\"a\\\"b\\\\c\\n\\u0001\u{7f}é/\"");
+    }
+
+    #[test]
+    fn member_keys_are_escaped_as_strings_are() {
+        for name in [
+            "userId",
+            "a\"b",
+            "back\\slash",
+            "tab\there",
+            "\u{1}\u{1f}\u{7f}",
+            "é✓",
+            "\u{8}\u{c}\r\n",
+        ] {
+            let mut s = String::new();
+            write_str(&mut s, name);
+            s.push(':');
+            assert_eq!(optimus_schema::json_member_key(name), s, "{name:?}");
+        }
     }
 
     fn schema() -> SchemaSet {
