@@ -10,7 +10,7 @@
 use optimus_schema::{Entry, MessageId, Scalar, SchemaSet, Shape, Table, WireType};
 
 use crate::binary::varint::{varint_len, zigzag32, zigzag64};
-use crate::record::{read_le, RecPtr, Seq, View};
+use crate::record::{copy_short, read_le, RecPtr, Seq, View};
 
 /// A buffer written from its end toward its front: the bytes written are `buf[pos..]`.
 #[derive(Default)]
@@ -168,43 +168,6 @@ impl Back {
             std::ptr::copy_nonoverlapping(word.as_ptr(), self.buf.as_mut_ptr().add(self.pos - 4), 4)
         };
         self.pos -= len;
-    }
-}
-
-/// Copies `src` to `dst`: up to 32 bytes as two overlapping loads and stores of the widest
-/// width that fits (no call: most strings and bytes in messages are short), longer ones with
-/// `memcpy`.
-///
-/// # Safety
-/// `dst` is valid for `src.len()` bytes of writes and does not overlap `src`.
-#[inline(always)]
-unsafe fn copy_short(src: &[u8], dst: *mut u8) {
-    let n = src.len();
-    let s = src.as_ptr();
-    // SAFETY: every arm reads inside `src` (the second load of a pair ends at its end, the
-    // first starts at its start) and writes the same offsets of `dst`, valid for `n` bytes.
-    unsafe {
-        macro_rules! pair {
-            ($t:ty) => {{
-                let w = std::mem::size_of::<$t>();
-                let head = s.cast::<$t>().read_unaligned();
-                let tail = s.add(n - w).cast::<$t>().read_unaligned();
-                dst.cast::<$t>().write_unaligned(head);
-                dst.add(n - w).cast::<$t>().write_unaligned(tail);
-            }};
-        }
-        match n {
-            0 => {}
-            1..=3 => {
-                *dst = *s;
-                *dst.add(n / 2) = *s.add(n / 2);
-                *dst.add(n - 1) = *s.add(n - 1);
-            }
-            4..=7 => pair!(u32),
-            8..=15 => pair!(u64),
-            16..=32 => pair!(u128),
-            _ => std::ptr::copy_nonoverlapping(s, dst, n),
-        }
     }
 }
 

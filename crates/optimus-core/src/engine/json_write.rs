@@ -55,7 +55,7 @@ impl JsonWriter<'_, '_> {
         if self.opts.emit_defaults {
             for (index, field) in ty.fields.iter().enumerate() {
                 if rec.has(index) {
-                    self.member(rec, index, field, &mut first)?;
+                    self.member(rec, index, field, &ty.table.entries[index], &mut first)?;
                 } else if emits_default(field) {
                     let v = Value::default_for(self.schema, field);
                     let mut enc = Encoder::new(self.schema, self.opts, self.out);
@@ -64,8 +64,15 @@ impl JsonWriter<'_, '_> {
                 }
             }
         } else {
-            for index in rec.set_fields() {
-                self.member(rec, index, &ty.fields[index], &mut first)?;
+            let (fields, entries) = (&ty.fields, &ty.table.entries);
+            for w in 0..ty.table.presence_words as usize {
+                // SAFETY: `w` is below the table's presence word count.
+                let mut bits = unsafe { rec.ptr.presence_word(w) };
+                while bits != 0 {
+                    let index = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    self.member(rec, index, &fields[index], &entries[index], &mut first)?;
+                }
             }
         }
         Ok(())
@@ -77,10 +84,10 @@ impl JsonWriter<'_, '_> {
         rec: Record<'_>,
         index: usize,
         field: &Field,
+        e: &Entry,
         first: &mut bool,
     ) -> Result<(), Error> {
         write_member_name(self.out, self.opts, field, first);
-        let e = &self.schema.message(rec.type_id()).table.entries[index];
         self.field_value(rec, index, e, field).map_err(|err| {
             within(
                 err,

@@ -257,7 +257,21 @@ pub(crate) fn write_member_name(
         write_str(out, &field.name);
         out.push(':');
     } else {
-        out.push_str(&field.json_key);
+        push_short(out, &field.json_key);
+    }
+}
+
+/// Appends `s`, short as member keys are, without a `memcpy` call.
+#[inline(always)]
+fn push_short(out: &mut String, s: &str) {
+    out.reserve(s.len());
+    // SAFETY: `s` is UTF-8, appended whole after the bytes `out` holds, into the room just
+    // reserved; the length then covers exactly what was written.
+    unsafe {
+        let v = out.as_mut_vec();
+        let len = v.len();
+        crate::record::copy_short(s.as_bytes(), v.as_mut_ptr().add(len));
+        v.set_len(len + s.len());
     }
 }
 
