@@ -384,6 +384,43 @@ pub(crate) fn layout_is_sound(table: &Table) -> bool {
         && table.entries.iter().all(in_bounds)
 }
 
+/// Copies `src` to `dst`: up to 32 bytes as two overlapping loads and stores of the widest
+/// width that fits (no call: most strings and bytes in messages are short), longer ones with
+/// `memcpy`.
+///
+/// # Safety
+/// `dst` is valid for `src.len()` bytes of writes and does not overlap `src`.
+#[inline(always)]
+pub(crate) unsafe fn copy_short(src: &[u8], dst: *mut u8) {
+    let n = src.len();
+    let s = src.as_ptr();
+    // SAFETY: every arm reads inside `src` (the second load of a pair ends at its end, the
+    // first starts at its start) and writes the same offsets of `dst`, valid for `n` bytes.
+    unsafe {
+        macro_rules! pair {
+            ($t:ty) => {{
+                let w = std::mem::size_of::<$t>();
+                let head = s.cast::<$t>().read_unaligned();
+                let tail = s.add(n - w).cast::<$t>().read_unaligned();
+                dst.cast::<$t>().write_unaligned(head);
+                dst.add(n - w).cast::<$t>().write_unaligned(tail);
+            }};
+        }
+        match n {
+            0 => {}
+            1..=3 => {
+                *dst = *s;
+                *dst.add(n / 2) = *s.add(n / 2);
+                *dst.add(n - 1) = *s.add(n - 1);
+            }
+            4..=7 => pair!(u32),
+            8..=15 => pair!(u64),
+            16..=32 => pair!(u128),
+            _ => std::ptr::copy_nonoverlapping(s, dst, n),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,43 +495,6 @@ mod tests {
             assert_eq!(copied.bytes(), b"hello");
             assert_ne!(copied.bytes().as_ptr(), input.as_ptr());
             assert_eq!(View::of(&[]).bytes(), b"");
-        }
-    }
-}
-
-/// Copies `src` to `dst`: up to 32 bytes as two overlapping loads and stores of the widest
-/// width that fits (no call: most strings and bytes in messages are short), longer ones with
-/// `memcpy`.
-///
-/// # Safety
-/// `dst` is valid for `src.len()` bytes of writes and does not overlap `src`.
-#[inline(always)]
-pub(crate) unsafe fn copy_short(src: &[u8], dst: *mut u8) {
-    let n = src.len();
-    let s = src.as_ptr();
-    // SAFETY: every arm reads inside `src` (the second load of a pair ends at its end, the
-    // first starts at its start) and writes the same offsets of `dst`, valid for `n` bytes.
-    unsafe {
-        macro_rules! pair {
-            ($t:ty) => {{
-                let w = std::mem::size_of::<$t>();
-                let head = s.cast::<$t>().read_unaligned();
-                let tail = s.add(n - w).cast::<$t>().read_unaligned();
-                dst.cast::<$t>().write_unaligned(head);
-                dst.add(n - w).cast::<$t>().write_unaligned(tail);
-            }};
-        }
-        match n {
-            0 => {}
-            1..=3 => {
-                *dst = *s;
-                *dst.add(n / 2) = *s.add(n / 2);
-                *dst.add(n - 1) = *s.add(n - 1);
-            }
-            4..=7 => pair!(u32),
-            8..=15 => pair!(u64),
-            16..=32 => pair!(u128),
-            _ => std::ptr::copy_nonoverlapping(s, dst, n),
         }
     }
 }
