@@ -1,14 +1,17 @@
 //! `optimus._optimus`: the Python binding of optimus's engine v2.
 //!
-//! One class, [`Schema`], holds a compiled `SchemaSet`; its methods decode and encode one
-//! message between protobuf bytes, proto3 JSON and Python dicts (`dict.rs`), and decode a batch
+//! [`Schema`] holds a compiled `SchemaSet` (from `.proto` files, a descriptor set or Thrift
+//! IDL); its methods convert one message between protobuf bytes, JSON, the text format, Thrift's
+//! binary and compact protocols (`formats.rs`) and Python dicts (`dict.rs`), and decode a batch
 //! of messages straight into an Arrow record batch (`arrow.rs`), handed to pyarrow through the
-//! Arrow C data interface. Every decode goes through `optimus_core::engine` into an arena that
+//! Arrow C data interface. [`formats::Converter`] applies a compiled converter plan between
+//! two message types, of one schema or of two (`.proto` to `.thrift`). Every decode goes through `optimus_core::engine` into an arena that
 //! is reset per message; errors become `optimus.DecodeError` (with `.path` and `.offset`),
 //! `optimus.EncodeError` or `optimus.SchemaError`, carrying the engine's text.
 
 mod arrow;
 mod dict;
+mod formats;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,9 +26,11 @@ use optimus_schema::{
 };
 use prost::Message as _;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+
+use formats::{Format, Options};
 
 create_exception!(
     _optimus,
@@ -45,7 +50,8 @@ create_exception!(
     EncodeError,
     OptimusError,
     "A value that cannot be written: a dict field of the wrong type, a name that is no field, \
-     or a value the target format cannot represent."
+     or a value the target format cannot represent; from a Converter, a value that does not \
+     convert, `.path` naming it (`Mixed.items[2].qty`), `.row` its message in a batch."
 );
 create_exception!(
     _optimus,
@@ -73,23 +79,46 @@ pub(crate) fn to_py_err(py: Python<'_>, e: &Error, row: Option<usize>) -> PyErr 
     }
 }
 
+/// A serialized format (not "dict"), for `decode`'s input and `encode`'s output.
+fn serialized(name: &str) -> PyResult<Format> {
+    match Format::parse(name)? {
+        Format::Dict => Err(PyValueError::new_err(
+            "format \"dict\" is what decode gives and encode takes: name a serialized format \
+             (protobuf, json, text, thrift-binary, thrift-compact)",
+        )),
+        f => Ok(f),
+    }
+}
+
 /// The decode options every call uses: the engine's defaults (depth 100, memory budget).
 pub(crate) fn decode_options() -> DecodeOptions {
     DecodeOptions::default()
 }
 
-/// A compiled set of protobuf message types, loaded at run time.
+/// A compiled set of protobuf message types (or Thrift structs), loaded at run time.
 ///
 /// Build one with `Schema.from_proto(files, include=[...])`, `Schema.from_descriptor_set(data)`
-/// or `Schema.from_source(text)`; then name message types by their full name
-/// (`"bench.Flat"`). A Schema is immutable and may be shared between threads.
+/// or `Schema.from_source(text)` — or from Thrift IDL with `Schema.from_thrift(files)` or
+/// `Schema.from_thrift_source(text)`; then name message types by their full name
+/// (`"bench.Flat"`; a Thrift struct also by its bare name, `"Mixed"`). A Schema is immutable
+/// and may be shared between threads.
 #[pyclass(frozen, module = "optimus")]
 pub struct Schema {
     pub(crate) set: Arc<SchemaSet>,
-    /// The serialized `FileDescriptorSet` the schema was compiled from: what `descriptor_set()`
-    /// returns and what a pickled Schema carries to another process (a Spark executor, a Ray
-    /// worker), where it is compiled again.
-    descriptor_set: Arc<[u8]>,
+    /// Where the schema came from: what a pickled Schema carries to another process (a Spark
+    /// executor, a Ray worker), where it is compiled again.
+    origin: Origin,
+}
+
+/// What a Schema was compiled from.
+enum Origin {
+    /// The serialized `FileDescriptorSet`: what `descriptor_set()` returns.
+    Descriptors(Arc<[u8]>),
+    /// `.thrift` sources as (file name, text), which include each other by those names.
+    ThriftSources(Vec<(String, String)>),
+    /// `.thrift` files (absolute where they could be resolved) and include directories,
+    /// read again when a pickled Schema is loaded.
+    ThriftFiles(Vec<PathBuf>, Vec<PathBuf>),
 }
 
 fn schema_err(e: impl std::fmt::Display) -> PyErr {
@@ -101,15 +130,33 @@ impl Schema {
     fn compile(set: &FileDescriptorSet) -> PyResult<Schema> {
         Ok(Schema {
             set: Arc::new(SchemaSet::from_descriptor_set(set).map_err(schema_err)?),
-            descriptor_set: set.encode_to_vec().into(),
+            origin: Origin::Descriptors(set.encode_to_vec().into()),
         })
     }
 
+    /// The message type named `type_name`: its full name, or for a Thrift schema also the
+    /// bare struct name (as `optimus convert --type`). KeyError otherwise.
     pub(crate) fn id(&self, type_name: &str) -> PyResult<MessageId> {
-        self.set.message_by_name(type_name).ok_or_else(|| {
-            PyKeyError::new_err(format!("no message type {type_name:?} in the schema"))
-        })
+        formats::find_type(&self.set, type_name)
     }
+
+    fn is_thrift(&self) -> bool {
+        self.set.thrift().is_some()
+    }
+}
+
+/// Reads one message of `format` (bytes, or str/bytes for "json" and "text") into `arena`,
+/// raising the engine's error as a Python exception.
+fn read_message<'a>(
+    py: Python<'_>,
+    set: &'a SchemaSet,
+    id: MessageId,
+    format: Format,
+    input: &'a [u8],
+    arena: &'a Arena,
+    opts: &Options,
+) -> PyResult<optimus_core::Record<'a>> {
+    formats::decode(set, id, format, input, arena, opts).map_err(|f| f.into_py(py, None))
 }
 
 #[pymethods]
@@ -130,8 +177,49 @@ impl Schema {
         let set = SchemaSet::from_descriptor_set_bytes(data).map_err(schema_err)?;
         Ok(Schema {
             set: Arc::new(set),
-            descriptor_set: data.into(),
+            origin: Origin::Descriptors(data.into()),
         })
+    }
+
+    /// Loads `.thrift` files (Apache Thrift IDL, as its 0.17 compiler accepts it); an
+    /// `include` is found beside the including file, then under each of `include_dirs`.
+    /// Structs, unions and exceptions become message types named `program.Name` (the file
+    /// `peers.thrift`'s `struct Mixed` is `peers.Mixed`, also reachable as `Mixed`). Raises
+    /// SchemaError with the file and line.
+    #[staticmethod]
+    #[pyo3(signature = (files, include_dirs = Vec::new()))]
+    fn from_thrift(files: Vec<PathBuf>, include_dirs: Vec<PathBuf>) -> PyResult<Schema> {
+        let set = SchemaSet::from_thrift_files(&files, &include_dirs).map_err(schema_err)?;
+        let abs = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+        let files = files
+            .iter()
+            .map(|f| if f.is_file() { abs(f) } else { f.clone() })
+            .collect();
+        let include_dirs = include_dirs.iter().map(abs).collect();
+        Ok(Schema {
+            set: Arc::new(set),
+            origin: Origin::ThriftFiles(files, include_dirs),
+        })
+    }
+
+    /// Loads one `.thrift` source given as text, named `name` (its program name is the file
+    /// name's stem: `schema.thrift` gives `schema.Name`). Raises SchemaError with the line.
+    #[staticmethod]
+    #[pyo3(signature = (text, name = "schema.thrift".to_string()))]
+    fn from_thrift_source(text: String, name: String) -> PyResult<Schema> {
+        let set = SchemaSet::from_thrift_sources(&[(name.as_str(), text.as_str())])
+            .map_err(schema_err)?;
+        Ok(Schema {
+            set: Arc::new(set),
+            origin: Origin::ThriftSources(vec![(name, text)]),
+        })
+    }
+
+    /// Whether the schema was loaded from Thrift IDL (the "thrift-binary" and
+    /// "thrift-compact" formats need one; "json" is then JSON for Thrift messages).
+    #[getter]
+    fn thrift(&self) -> bool {
+        self.is_thrift()
     }
 
     /// Compiles one `.proto` source given as text (it may import Google's well-known types).
@@ -144,18 +232,38 @@ impl Schema {
     /// The serialized `FileDescriptorSet` (imports included) the schema was compiled from: what
     /// `from_descriptor_set` loads, and what Spark's `from_protobuf(binaryDescriptorSet=...)`
     /// and Google's `descriptor_pool` take.
-    fn descriptor_set<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.descriptor_set)
+    /// A Thrift schema has none: raises SchemaError.
+    fn descriptor_set<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        match &self.origin {
+            Origin::Descriptors(d) => Ok(PyBytes::new(py, d)),
+            _ => Err(SchemaError::new_err(
+                "a Thrift schema has no descriptor set (it pickles as its IDL)",
+            )),
+        }
     }
 
-    /// Pickling: a Schema travels as its descriptor set and is compiled again on load, so it
-    /// can be captured by a function that Spark or Ray runs in another process.
+    /// Pickling: a Schema travels as its descriptor set (a Thrift schema as its source text,
+    /// or its files' paths, read again) and is compiled again on load, so it can be captured
+    /// by a function that Spark or Ray runs in another process.
     fn __reduce__<'py>(
         slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let py = slf.py();
-        let load = py.get_type::<Schema>().getattr("from_descriptor_set")?;
-        Ok((load, (slf.get().descriptor_set(py),)))
+        let ty = py.get_type::<Schema>();
+        Ok(match &slf.get().origin {
+            Origin::Descriptors(d) => (
+                ty.getattr("from_descriptor_set")?,
+                PyTuple::new(py, [PyBytes::new(py, d)])?,
+            ),
+            Origin::ThriftSources(s) => (
+                ty.getattr("from_thrift_source")?,
+                (s[0].1.clone(), s[0].0.clone()).into_pyobject(py)?,
+            ),
+            Origin::ThriftFiles(f, i) => (
+                ty.getattr("from_thrift")?,
+                (f.clone(), i.clone()).into_pyobject(py)?,
+            ),
+        })
     }
 
     /// The full names of the message types (map entry types left out), sorted.
@@ -174,20 +282,34 @@ impl Schema {
     /// names), every integer an int, bytes as bytes, enums by name (`enums_as_ints`: number),
     /// messages as dicts, repeated as lists, maps as dicts; `emit_defaults` adds unset fields
     /// without presence as their defaults. Raises DecodeError with `.path` and `.offset`.
-    #[pyo3(signature = (type_name, data, *, enums_as_ints = false, emit_defaults = false, json_names = false))]
+    /// `format`: what `data` is — "protobuf" (default), "json", "text" (str or bytes),
+    /// "thrift-binary" or "thrift-compact" (a Thrift schema's).
+    #[pyo3(signature = (type_name, data, *, enums_as_ints = false, emit_defaults = false, json_names = false, format = "protobuf"))]
+    #[allow(clippy::too_many_arguments)]
     fn decode<'py>(
         &self,
         py: Python<'py>,
         type_name: String,
-        data: &[u8],
+        data: &Bound<'py, PyAny>,
         enums_as_ints: bool,
         emit_defaults: bool,
         json_names: bool,
+        format: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
         let id = self.id(&type_name)?;
+        let format = serialized(format)?;
+        formats::check_schema_format(&self.set, format)?;
+        let input = formats::input_bytes(data, format)?;
         let arena = Arena::new();
-        let rec = engine::decode(&self.set, id, data, &arena, &decode_options())
-            .map_err(|e| to_py_err(py, &e, None))?;
+        let rec = read_message(
+            py,
+            &self.set,
+            id,
+            format,
+            &input,
+            &arena,
+            &Options::default(),
+        )?;
         let opts = dict::DictOptions {
             enums_as_ints,
             emit_defaults,
@@ -196,22 +318,29 @@ impl Schema {
         dict::record_to_dict(py, rec, &opts)
     }
 
-    /// Encodes a dict as protobuf bytes (deterministic: fields by number, maps by key).
+    /// Encodes a dict as protobuf bytes (deterministic: fields by number, maps by key), or in
+    /// `format`: "json" or "text" (str), "thrift-binary" or "thrift-compact" (bytes; a Thrift
+    /// schema's: fields by id, a missing `required` field raises EncodeError).
+    #[pyo3(signature = (type_name, value, *, format = "protobuf"))]
     fn encode<'py>(
         &self,
         py: Python<'py>,
         type_name: String,
         value: &Bound<'py, PyDict>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
+        format: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let id = self.id(&type_name)?;
+        let format = serialized(format)?;
+        formats::check_schema_format(&self.set, format)?;
         let arena = Arena::new();
         let rec = dict::dict_to_record(&self.set, id, value, &arena)?;
-        let mut out = Vec::new();
-        engine::encode(rec, &mut out);
-        Ok(PyBytes::new(py, &out))
+        formats::encode(rec, format, &Options::default())
+            .map(|o| o.into_py(py))
+            .map_err(|f| f.into_py(py, None))
     }
 
-    /// Protobuf bytes to compact proto3 JSON text.
+    /// Protobuf bytes to compact proto3 JSON text (for a Thrift schema: JSON for Thrift
+    /// messages, which has no options).
     #[pyo3(signature = (type_name, data, *, emit_defaults = false, proto_names = false))]
     fn to_json(
         &self,
@@ -231,11 +360,16 @@ impl Schema {
         let rec = engine::decode(&self.set, id, data, &arena, &decode_options())
             .map_err(|e| to_py_err(py, &e, None))?;
         let mut out = String::new();
-        engine::encode_json(rec, &opts, &mut out).map_err(|e| to_py_err(py, &e, None))?;
+        if self.is_thrift() {
+            optimus_core::thrift::encode_json(rec, &mut out)
+        } else {
+            engine::encode_json(rec, &opts, &mut out)
+        }
+        .map_err(|e| to_py_err(py, &e, None))?;
         Ok(out)
     }
 
-    /// Proto3 JSON text to protobuf bytes.
+    /// Proto3 JSON text (for a Thrift schema: JSON for Thrift messages) to protobuf bytes.
     #[allow(clippy::wrong_self_convention)] // named as the Python API: Schema.from_json
     #[pyo3(signature = (type_name, text, *, ignore_unknown = false))]
     fn from_json<'py>(
@@ -251,15 +385,26 @@ impl Schema {
             ..JsonOptions::default()
         };
         let arena = Arena::new();
-        let rec = engine::decode_json(&self.set, id, &text, &arena, &opts)
-            .map_err(|e| to_py_err(py, &e, None))?;
+        let rec = if self.is_thrift() {
+            optimus_core::thrift::decode_json(&self.set, id, &text, &arena, &opts)
+        } else {
+            engine::decode_json(&self.set, id, &text, &arena, &opts)
+        }
+        .map_err(|e| to_py_err(py, &e, None))?;
         let mut out = Vec::new();
         engine::encode(rec, &mut out);
         Ok(PyBytes::new(py, &out))
     }
 
-    /// Converts one message between formats: "protobuf" (bytes), "json" (str) and "dict".
-    #[pyo3(signature = (type_name, data, *, from_ = "protobuf", to = "json"))]
+    /// Converts one message between formats: "protobuf" (bytes), "json" and "text" (str),
+    /// "thrift-binary" and "thrift-compact" (bytes; a Thrift schema's) and "dict" — the
+    /// names of `optimus convert --from/--to`. "json" is proto3 JSON, or JSON for Thrift
+    /// messages for a Thrift schema; Thrift to Thrift transcodes without a record.
+    /// `emit_defaults` and `proto_names` shape proto3 JSON output, `ignore_unknown` JSON
+    /// input. Another schema, or field ops: `optimus.Converter`.
+    #[pyo3(signature = (type_name, data, *, from_ = "protobuf", to = "json", emit_defaults = false,
+                        proto_names = false, ignore_unknown = false))]
+    #[allow(clippy::too_many_arguments)]
     fn convert<'py>(
         &self,
         py: Python<'py>,
@@ -267,47 +412,51 @@ impl Schema {
         data: &Bound<'py, PyAny>,
         from_: &str,
         to: &str,
+        emit_defaults: bool,
+        proto_names: bool,
+        ignore_unknown: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = self.id(&type_name)?;
+        let (src, dst) = (Format::parse(from_)?, Format::parse(to)?);
+        formats::check_schema_format(&self.set, src)?;
+        formats::check_schema_format(&self.set, dst)?;
+        let opts = Options {
+            json: JsonOptions {
+                emit_defaults,
+                proto_names,
+                ignore_unknown,
+                ..JsonOptions::default()
+            },
+            ..Options::default()
+        };
         let arena = Arena::new();
-        let norm = |f: &str| match f {
-            "protobuf" | "binary" | "proto" => Ok("protobuf"),
-            "json" => Ok("json"),
-            "dict" => Ok("dict"),
-            other => Err(PyValueError::new_err(format!(
-                "unknown format {other:?} (formats: protobuf, json, dict)"
-            ))),
+        if src != Format::Dict && dst != Format::Dict {
+            let input = formats::input_bytes(data, src)?;
+            return formats::convert_serialized(
+                &self.set, id, None, &input, src, dst, &opts, &arena,
+            )
+            .map(|o| o.into_py(py))
+            .map_err(|f| f.into_py(py, None));
+        }
+        let input;
+        let rec = if src == Format::Dict {
+            let d = data.downcast::<PyDict>().map_err(|_| {
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "format \"dict\" reads a dict, not {}",
+                    data.get_type()
+                ))
+            })?;
+            dict::dict_to_record(&self.set, id, d, &arena)?
+        } else {
+            input = formats::input_bytes(data, src)?;
+            read_message(py, &self.set, id, src, &input, &arena, &opts)?
         };
-        let (src, dst) = (norm(from_)?, norm(to)?);
-        let text;
-        let bytes;
-        let rec = match src {
-            "protobuf" => {
-                bytes = data.downcast::<PyBytes>()?.as_bytes().to_vec();
-                engine::decode(&self.set, id, &bytes, &arena, &decode_options())
-                    .map_err(|e| to_py_err(py, &e, None))?
-            }
-            "json" => {
-                text = data.downcast::<PyString>()?.to_cow()?.into_owned();
-                engine::decode_json(&self.set, id, &text, &arena, &JsonOptions::default())
-                    .map_err(|e| to_py_err(py, &e, None))?
-            }
-            _ => dict::dict_to_record(&self.set, id, data.downcast::<PyDict>()?, &arena)?,
-        };
-        Ok(match dst {
-            "protobuf" => {
-                let mut out = Vec::new();
-                engine::encode(rec, &mut out);
-                PyBytes::new(py, &out).into_any()
-            }
-            "json" => {
-                let mut out = String::new();
-                engine::encode_json(rec, &JsonOptions::default(), &mut out)
-                    .map_err(|e| to_py_err(py, &e, None))?;
-                PyString::new(py, &out).into_any()
-            }
-            _ => dict::record_to_dict(py, rec, &dict::DictOptions::default())?.into_any(),
-        })
+        if dst == Format::Dict {
+            return Ok(dict::record_to_dict(py, rec, &dict::DictOptions::default())?.into_any());
+        }
+        formats::encode(rec, dst, &opts)
+            .map(|o| o.into_py(py))
+            .map_err(|f| f.into_py(py, None))
     }
 
     /// Decodes many messages (a list of bytes, a pyarrow binary array, or a varint-delimited
@@ -403,6 +552,7 @@ impl Schema {
 fn _optimus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<Schema>()?;
+    m.add_class::<formats::Converter>()?;
     m.add("OptimusError", py.get_type::<OptimusError>())?;
     m.add("DecodeError", py.get_type::<DecodeError>())?;
     m.add("EncodeError", py.get_type::<EncodeError>())?;

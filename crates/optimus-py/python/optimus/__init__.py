@@ -9,6 +9,15 @@ Load a schema at run time and name message types by their full name::
     text = schema.to_json("bench.Flat", data)       # proto3 JSON
     batch = schema.decode_batch("bench.Flat", [data, data])  # pyarrow.RecordBatch
 
+Thrift IDL loads too (``Schema.from_thrift``), and one message converts between the formats
+of ``optimus convert`` ("protobuf", "json", "text", "thrift-binary", "thrift-compact") and
+dicts; :class:`Converter` converts across schemas (``.proto`` to ``.thrift``) with field
+maps and transforms (rename, drop, hash, scale, ...)::
+
+    thrift = optimus.Schema.from_thrift(["peers.thrift"])
+    conv = optimus.Converter(schema, "bench.Mixed", thrift, "Mixed", map="mixed.map.toml")
+    tbin = conv.convert(data, "protobuf", "thrift-binary")
+
 Beside the extension: :mod:`optimus.spark` and :mod:`optimus.ray` (``from_protobuf`` /
 ``to_protobuf`` over a PySpark DataFrame's or a Ray Dataset's column, with Spark's options)
 and :mod:`optimus.bench` (``python -m optimus.bench``: protobuf -> Arrow against ptars,
@@ -21,6 +30,7 @@ raised as :class:`DecodeError` (with ``.path``, ``.offset`` and, in a batch, ``.
 """
 
 from ._optimus import (  # noqa: F401
+    Converter,
     DecodeError,
     EncodeError,
     OptimusError,
@@ -28,5 +38,5 @@ from ._optimus import (  # noqa: F401
     SchemaError,
 )
 
-__all__ = ["Schema", "OptimusError", "DecodeError", "EncodeError", "SchemaError"]
+__all__ = ["Schema", "Converter", "OptimusError", "DecodeError", "EncodeError", "SchemaError"]
 __version__ = "0.1.0"

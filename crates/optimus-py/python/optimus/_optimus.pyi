@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Sequence, Union
+from typing import Any, Iterable, Literal, Sequence, Union
 
 import pyarrow
 
-Format = Literal["protobuf", "binary", "json", "dict"]
+Serialized = Literal["protobuf", "binary", "json", "text", "thrift-binary", "thrift-compact"]
+"""A serialized format, named as ``optimus convert --from/--to`` names it ("binary" is "protobuf")."""
+Format = Literal["protobuf", "binary", "json", "text", "thrift-binary", "thrift-compact", "dict"]
+"""A serialized format, or "dict" (a Python dict, as ``Schema.decode`` gives)."""
+Data = Union[bytes, str, dict[str, Any]]
+"""One message: bytes (protobuf, Thrift), str or UTF-8 bytes (JSON, text), a dict ("dict")."""
 Messages = Union[Sequence[bytes], bytes, bytearray, "pyarrow.Array", "pyarrow.ChunkedArray"]
 
 class OptimusError(ValueError):
@@ -24,17 +29,32 @@ class DecodeError(OptimusError):
     """In ``decode_batch``'s fail-fast mode, the row of the bad message."""
 
 class EncodeError(OptimusError):
-    """A dict value of the wrong type, a name that is no field, or a value a format cannot hold."""
+    """A dict value of the wrong type, a name that is no field, or a value a format cannot hold.
+
+    From a :class:`Converter`, a value that does not convert to its target field's type:
+    ``Mixed.items[2].qty: 30000000000 is out of range for the target field``.
+    """
+
+    path: str
+    """Set by a Converter: the source value's path with element indices (``"Mixed.items[2].qty"``)."""
+    row: int | None
+    """In ``Converter.convert_batch``, the index of the message that failed."""
 
 class SchemaError(OptimusError):
-    """A schema that does not compile or load, or a recursive type without ``recursion_depth``."""
+    """A schema that does not compile or load, or a recursive type without ``recursion_depth``;
+    a Converter's map or transform that does not parse or compile against the two types."""
+
+    path: str
+    """For a converter rule or field pair that does not compile: the source field path
+    (``"Mixed.header"``)."""
 
 class Schema:
-    """A compiled set of protobuf message types, loaded at run time.
+    """A compiled set of protobuf message types (or Thrift structs), loaded at run time.
 
-    Message types are named by their full name (``"bench.Flat"``); an unknown name raises
+    Message types are named by their full name (``"bench.Flat"``; a Thrift struct also by its
+    bare name, ``"Mixed"``, as ``optimus convert --type`` names it); an unknown name raises
     ``KeyError``. A Schema is immutable, may be shared between threads and pickles as its
-    descriptor set.
+    descriptor set (a Thrift schema: as its source text, or its files' paths, read again).
     """
 
     @staticmethod
@@ -53,6 +73,28 @@ class Schema:
     @staticmethod
     def from_source(text: str) -> Schema:
         """Compile one ``.proto`` source given as text."""
+    @staticmethod
+    def from_thrift(
+        files: Sequence[str | os.PathLike[str]],
+        include_dirs: Sequence[str | os.PathLike[str]] = (),
+    ) -> Schema:
+        """Load ``.thrift`` files (Apache Thrift IDL as its 0.17 compiler accepts it).
+
+        An ``include`` is found beside the including file, then under each of
+        ``include_dirs`` (``thrift -I``). Each struct, union and exception becomes a message
+        type ``program.Name`` (``peers.thrift``'s ``struct Mixed`` is ``peers.Mixed``, also
+        named ``Mixed``); docs/thrift.md has the whole mapping (containers in containers as
+        wrapper messages whose one field is ``value``, maps with non-protobuf keys as lists of
+        ``{"key": ..., "value": ...}``). Raises SchemaError naming the file and line.
+        """
+    @staticmethod
+    def from_thrift_source(text: str, name: str = "schema.thrift") -> Schema:
+        """Load one ``.thrift`` source given as text; ``name``'s stem is its program name
+        (types are ``schema.Name``). Raises SchemaError naming ``name`` and the line."""
+    @property
+    def thrift(self) -> bool:
+        """Whether the schema is Thrift IDL's: the "thrift-binary" and "thrift-compact"
+        formats need one, and "json" is then JSON for Thrift messages (docs/thrift.md)."""
     def message_types(self) -> list[str]:
         """Full names of the message types (map entries left out), sorted."""
     def descriptor_set(self) -> bytes:
@@ -61,18 +103,23 @@ class Schema:
         ``Schema.from_descriptor_set(s.descriptor_set())`` is the same schema; a Schema pickles
         as it (so Spark and Ray can ship one to their workers), and Spark's
         ``from_protobuf(binaryDescriptorSet=...)`` and Google's ``descriptor_pool`` take it.
+        A Thrift schema has none: SchemaError.
         """
-    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]: ...
     def decode(
         self,
         type_name: str,
-        data: bytes,
+        data: bytes | str,
         *,
         enums_as_ints: bool = False,
         emit_defaults: bool = False,
         json_names: bool = False,
+        format: Serialized = "protobuf",
     ) -> dict[str, Any]:
-        """Decode protobuf bytes into a dict.
+        """Decode one message into a dict: protobuf bytes, or ``format`` — "json" or "text"
+        (str, or UTF-8 bytes), "thrift-binary" or "thrift-compact" (bytes; a Thrift
+        schema's). Thrift structs give the same dicts (i8/i16/i32 and i64 as ``int``,
+        ``binary`` as ``bytes``, sets as lists).
 
         The value model is proto3 JSON's with Python types: set fields only (with
         ``emit_defaults``, also unset fields without presence, as their defaults, and empty
@@ -81,21 +128,45 @@ class Schema:
         ``bytes``; enums by name (a number without a name stays an ``int``) or, with
         ``enums_as_ints``, by number; messages (well-known types included) are dicts of their
         fields, repeated fields lists, maps dicts (the last entry of a key wins). Unknown
-        fields are dropped. Raises DecodeError naming the field path and byte offset.
+        fields are dropped. Raises DecodeError naming the field path and byte offset (JSON
+        and text input that is not UTF-8 too: the offset of the first bad byte).
         """
-    def encode(self, type_name: str, value: dict[str, Any]) -> bytes:
+    def encode(self, type_name: str, value: dict[str, Any], *, format: Serialized = "protobuf") -> bytes | str:
         """Encode a dict (as ``decode`` gives; names may be declared or JSON names, enums
-        names or numbers, ``None`` means unset) as deterministic protobuf bytes."""
+        names or numbers, ``None`` means unset) as deterministic protobuf bytes, or in
+        ``format``: "json" / "text" give ``str``, "thrift-binary" / "thrift-compact" bytes
+        (a Thrift schema's: fields by id; a missing ``required`` field raises EncodeError)."""
     def to_json(
         self, type_name: str, data: bytes, *, emit_defaults: bool = False, proto_names: bool = False
     ) -> str:
-        """Protobuf bytes to compact proto3 JSON (well-known types in their JSON forms)."""
+        """Protobuf bytes to compact proto3 JSON (well-known types in their JSON forms); for
+        a Thrift schema, JSON for Thrift messages (the options do not apply)."""
     def from_json(self, type_name: str, text: str, *, ignore_unknown: bool = False) -> bytes:
-        """Proto3 JSON to protobuf bytes; ``ignore_unknown`` skips unknown names."""
+        """Proto3 JSON (a Thrift schema: JSON for Thrift messages) to protobuf bytes;
+        ``ignore_unknown`` skips unknown names."""
     def convert(
-        self, type_name: str, data: bytes | str | dict[str, Any], *, from_: Format = "protobuf", to: Format = "json"
+        self,
+        type_name: str,
+        data: Data,
+        *,
+        from_: Format = "protobuf",
+        to: Format = "json",
+        emit_defaults: bool = False,
+        proto_names: bool = False,
+        ignore_unknown: bool = False,
     ) -> bytes | str | dict[str, Any]:
-        """Convert one message between ``"protobuf"`` bytes, ``"json"`` text and a ``"dict"``."""
+        """Convert one message between formats, any to any: "protobuf" bytes, "json" and
+        "text" (``str``; str or UTF-8 bytes on input), "thrift-binary" and
+        "thrift-compact" bytes (a Thrift schema's), and "dict".
+
+        The names are ``optimus convert --from/--to``'s and the output is the CLI's, byte
+        for byte (without the newline it adds after JSON): "json" is proto3 JSON for a
+        ``.proto`` schema and JSON for Thrift messages for a Thrift one, "text" the protobuf
+        text format as ``protoc --decode`` prints it. Thrift to Thrift transcodes without a
+        record. ``emit_defaults`` / ``proto_names`` shape proto3 JSON output,
+        ``ignore_unknown`` JSON input. To another schema or type, or through field ops:
+        :class:`Converter`.
+        """
     def decode_batch(
         self,
         type_name: str,
@@ -159,3 +230,79 @@ class Schema:
         time_unit: Literal["ns", "us"] = "ns",
     ) -> pyarrow.Schema:
         """The schema ``decode_batch`` gives for this type and these options."""
+
+class Converter:
+    """A compiled converter from one message type to another: the same type through field
+    ops, another type of the same schema, or a type of another schema and IDL (a ``.proto``
+    message to a ``.thrift`` struct and back), as ``optimus convert --map/--transform``
+    (docs/convert.md).
+
+    ``map`` is a TOML ``[fields]`` table of source path = target path for fields whose
+    names differ across schemas (every other field goes to the target field of its name;
+    needs ``dst_schema``); ``transform`` holds converter ops per source field path
+    (``rename``, ``drop``, ``redact``, ``hash = "sha256"``, ``scale``, ``enum``, ``default``).
+    Each is TOML text or the path of a TOML file (an ``os.PathLike``, or a ``str`` with no
+    ``=`` and no line break). ``dst_schema`` defaults to ``src_schema``; ``dst_type`` to the
+    type of the source type's bare name there (``bench.Mixed`` -> ``Mixed`` in a Thrift
+    schema).
+
+    The plan is compiled once, here: a field without a target, types that cannot convert,
+    an op that does not apply or a rule naming no field raise SchemaError (``.path`` names
+    the source field); TOML that does not parse raises SchemaError naming the file; a
+    missing file raises FileNotFoundError; an unknown type, KeyError. A Converter is
+    immutable, may be shared between threads and pickles (its schemas and TOML texts).
+    """
+
+    def __init__(
+        self,
+        src_schema: Schema,
+        src_type: str,
+        dst_schema: Schema | None = None,
+        dst_type: str | None = None,
+        map: str | os.PathLike[str] | None = None,
+        transform: str | os.PathLike[str] | None = None,
+    ) -> None: ...
+    @property
+    def src_type(self) -> str:
+        """The source message type's full name."""
+    @property
+    def dst_type(self) -> str:
+        """The target message type's full name."""
+    @property
+    def src_schema(self) -> Schema: ...
+    @property
+    def dst_schema(self) -> Schema: ...
+    def convert(
+        self,
+        data: Data,
+        from_format: Format | None = None,
+        to_format: Format | None = None,
+        *,
+        emit_defaults: bool = False,
+        proto_names: bool = False,
+        ignore_unknown: bool = False,
+    ) -> bytes | str | dict[str, Any]:
+        """Convert one message of the source type, given in ``from_format``, to the target
+        type in ``to_format`` (formats as ``Schema.convert``; each defaults to its side's
+        schema's own: "thrift-binary" for a Thrift schema, else "protobuf").
+
+        Raises DecodeError (``.path``, ``.offset``) for bad input and EncodeError whose
+        ``.path`` names the value (``Mixed.items[2].qty``) for one that does not convert: a
+        number out of the target's range, an enum value with no counterpart, bytes that are
+        not UTF-8 going to a string; a Thrift format for a schema that is not Thrift's raises
+        ValueError.
+        """
+    def convert_batch(
+        self,
+        messages: Iterable[bytes | str],
+        from_format: Serialized | None = None,
+        to_format: Serialized | None = None,
+        *,
+        emit_defaults: bool = False,
+        proto_names: bool = False,
+        ignore_unknown: bool = False,
+    ) -> list[bytes | str]:
+        """Convert many serialized messages as ``convert`` converts one (no "dict"), in
+        order; the GIL is released while they convert. The first message that fails raises,
+        its index as the error's ``.row`` and at the front of its text (``row 2: ...``)."""
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]: ...
