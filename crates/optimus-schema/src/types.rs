@@ -289,6 +289,16 @@ impl MessageType {
         self.by_name.get(name).map(|&i| i as usize)
     }
 
+    /// Field `index`, if a reader may take it for the next member by its JSON key alone
+    /// (every field's names differ from every other field's).
+    pub fn hinted_field(&self, index: usize) -> Option<&Field> {
+        if self.names_unique {
+            self.fields.get(index)
+        } else {
+            None
+        }
+    }
+
     /// [`Self::field_index_by_name`], trying the field at `hint` first: a reader that passes
     /// the index after the last field it met finds fields written in number order (as every
     /// proto3 JSON writer emits them) without hashing their names.

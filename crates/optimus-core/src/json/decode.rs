@@ -115,7 +115,23 @@ impl<'a, 's> Decoder<'a, 's> {
         let mut oneof_set = BitSet::new(ty.oneofs.len());
         // The field after the last one read: where a writer in number order puts the next.
         let mut next = 0;
-        while let Some((key, key_at)) = self.r.next_key(&mut first)? {
+        loop {
+            // Keys in number order (as writers put them) match the next field's key bytes.
+            let hint = (type_key == TypeKey::Field)
+                .then(|| ty.hinted_field(next))
+                .flatten()
+                .map(|f| f.json_key.as_bytes());
+            let (key, key_at) = match self.r.next_key_hinted(&mut first, hint)? {
+                None => break,
+                Some(Some(read)) => read,
+                Some(None) => {
+                    let index = next;
+                    next = index + 1;
+                    let (key, at) = (&ty.fields[index].json_name, self.r.pos());
+                    self.member(target, ty, index, &mut seen, &mut oneof_set, key, at)?;
+                    continue;
+                }
+            };
             if type_key != TypeKey::Field && key == "@type" {
                 if type_key == TypeKey::Duplicate {
                     return Err(json_err(key_at, "duplicate field \"@type\""));
@@ -131,27 +147,44 @@ impl<'a, 's> Decoder<'a, 's> {
                 return Err(unknown_field(key_at, &key, ty));
             };
             next = index + 1;
-            let field = &ty.fields[index];
-            if !seen.insert(index) {
-                return Err(json_err(key_at, format!("duplicate field \"{key}\"")));
+            self.member(target, ty, index, &mut seen, &mut oneof_set, &key, key_at)?;
+        }
+        Ok(())
+    }
+
+    /// Reads the value of member `index` of `ty` (its key `key`, at `key_at`, consumed): a
+    /// field given twice, or a second member of a oneof, is an error.
+    #[allow(clippy::too_many_arguments)]
+    fn member<T: JsonTarget<'a>>(
+        &mut self,
+        target: &mut T,
+        ty: &MessageType,
+        index: usize,
+        seen: &mut BitSet,
+        oneof_set: &mut BitSet,
+        key: &str,
+        key_at: usize,
+    ) -> Result<(), Error> {
+        let field = &ty.fields[index];
+        if !seen.insert(index) {
+            return Err(json_err(key_at, format!("duplicate field \"{key}\"")));
+        }
+        if let Some(o) = field.oneof {
+            if oneof_set.contains(o as usize)
+                && (self.r.peek()? != Token::Null || accepts_null(self.schema, field))
+            {
+                let name = &ty.oneofs[o as usize].name;
+                return Err(json_err(
+                    key_at,
+                    format!("oneof {name} has more than one field set"),
+                ));
             }
-            if let Some(o) = field.oneof {
-                if oneof_set.contains(o as usize)
-                    && (self.r.peek()? != Token::Null || accepts_null(schema, field))
-                {
-                    let name = &ty.oneofs[o as usize].name;
-                    return Err(json_err(
-                        key_at,
-                        format!("oneof {name} has more than one field set"),
-                    ));
-                }
-            }
-            let set = target
-                .read_field(self, index, field)
-                .map_err(|e| e.within(segment(field)))?;
-            if let (true, Some(o)) = (set, field.oneof) {
-                oneof_set.insert(o as usize);
-            }
+        }
+        let set = target
+            .read_field(self, index, field)
+            .map_err(|e| e.within(segment(field)))?;
+        if let (true, Some(o)) = (set, field.oneof) {
+            oneof_set.insert(o as usize);
         }
         Ok(())
     }

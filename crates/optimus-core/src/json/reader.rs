@@ -165,6 +165,37 @@ impl<'a> Reader<'a> {
         Ok(Some((key, key_at)))
     }
 
+    /// As [`Reader::next_key`], but first tries `hint`, the member key the next field is
+    /// likely written with (`"userId":`, [`optimus_schema::Field::json_key`]): when the input
+    /// holds exactly those bytes there, they are consumed and `Some(None)` says so, with no
+    /// string read; otherwise the key is read as `next_key` reads it.
+    #[inline]
+    pub(crate) fn next_key_hinted(
+        &mut self,
+        first: &mut bool,
+        hint: Option<&[u8]>,
+    ) -> Result<Option<Option<(Cow<'a, str>, usize)>>, Error> {
+        if let Some(hint) = hint {
+            let mut at = self.pos;
+            while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(at) {
+                at += 1;
+            }
+            let comma = !*first && self.bytes.get(at) == Some(&b',');
+            if comma || *first {
+                let mut key = at + usize::from(comma);
+                while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(key) {
+                    key += 1;
+                }
+                if self.bytes.get(key..key + hint.len()) == Some(hint) {
+                    *first = false;
+                    self.pos = key + hint.len();
+                    return Ok(Some(None));
+                }
+            }
+        }
+        Ok(self.next_key(first)?.map(Some))
+    }
+
     /// Consumes the `[` that opens an array.
     pub(crate) fn begin_array(&mut self) -> Result<(), Error> {
         self.expect_byte(b'[', "an array")
