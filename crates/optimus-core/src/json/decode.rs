@@ -11,7 +11,7 @@ use base64::Engine;
 use optimus_schema::{Cardinality, Field, Kind, MessageId, MessageType, SchemaSet, WellKnown};
 
 use super::number::{parse_float, parse_float_string, parse_integer};
-use super::reader::{json_err, Reader, Token};
+use super::reader::{json_err, Key, Reader, Token};
 use super::{wkt, JsonOptions};
 use crate::error::{DecodeErrorKind, Error};
 use crate::message::Message;
@@ -123,8 +123,8 @@ impl<'a, 's> Decoder<'a, 's> {
                 .map(|f| f.json_key.as_bytes());
             let (key, key_at) = match self.r.next_key_hinted(&mut first, hint)? {
                 None => break,
-                Some(Some(read)) => read,
-                Some(None) => {
+                Some(Key::Read(key, at)) => (key, at),
+                Some(Key::Hinted) => {
                     let index = next;
                     next = index + 1;
                     let (key, at) = (&ty.fields[index].json_name, self.r.pos());

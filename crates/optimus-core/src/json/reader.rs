@@ -34,6 +34,14 @@ pub(crate) fn json_err(offset: usize, why: impl Into<String>) -> Error {
     Error::decode(offset, DecodeErrorKind::Json(why.into()))
 }
 
+/// A member key as [`Reader::next_key_hinted`] found it.
+pub(crate) enum Key<'a> {
+    /// The hinted key's bytes, consumed.
+    Hinted,
+    /// Another key, read: its text and where it starts.
+    Read(Cow<'a, str>, usize),
+}
+
 /// A cursor over JSON text.
 pub(crate) struct Reader<'a> {
     src: &'a str,
@@ -167,14 +175,14 @@ impl<'a> Reader<'a> {
 
     /// As [`Reader::next_key`], but first tries `hint`, the member key the next field is
     /// likely written with (`"userId":`, [`optimus_schema::Field::json_key`]): when the input
-    /// holds exactly those bytes there, they are consumed and `Some(None)` says so, with no
-    /// string read; otherwise the key is read as `next_key` reads it.
+    /// holds exactly those bytes there, they are consumed ([`Key::Hinted`]), with no string
+    /// read; otherwise the key is read as `next_key` reads it.
     #[inline]
     pub(crate) fn next_key_hinted(
         &mut self,
         first: &mut bool,
         hint: Option<&[u8]>,
-    ) -> Result<Option<Option<(Cow<'a, str>, usize)>>, Error> {
+    ) -> Result<Option<Key<'a>>, Error> {
         if let Some(hint) = hint {
             let mut at = self.pos;
             while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(at) {
@@ -189,11 +197,11 @@ impl<'a> Reader<'a> {
                 if self.bytes.get(key..key + hint.len()) == Some(hint) {
                     *first = false;
                     self.pos = key + hint.len();
-                    return Ok(Some(None));
+                    return Ok(Some(Key::Hinted));
                 }
             }
         }
-        Ok(self.next_key(first)?.map(Some))
+        Ok(self.next_key(first)?.map(|(key, at)| Key::Read(key, at)))
     }
 
     /// Consumes the `[` that opens an array.
