@@ -25,31 +25,43 @@ use super::Runner;
 /// The workloads' Thrift IDL: the Optimus Prime classes as Thrift structs.
 pub(crate) const PEERS_THRIFT: &str = include_str!("../../../testdata/thrift/peers.thrift");
 
-/// Each embedded workload's struct (bare name), its bytes as Apache Thrift writes them in
-/// TBinaryProtocol and TCompactProtocol, and the map from its `peers.proto` message's field
-/// names to the struct's.
-pub(crate) const WORKLOADS: &[(&str, &str, &[u8], &[u8], &str)] = &[
-    (
-        "flat",
-        "Flat",
-        include_bytes!("../../../testdata/thrift/flat.tbin"),
-        include_bytes!("../../../testdata/thrift/flat.tcompact"),
-        include_str!("../../../testdata/thrift/flat.map.toml"),
-    ),
-    (
-        "mixed",
-        "Mixed",
-        include_bytes!("../../../testdata/thrift/mixed.tbin"),
-        include_bytes!("../../../testdata/thrift/mixed.tcompact"),
-        include_str!("../../../testdata/thrift/mixed.map.toml"),
-    ),
-    (
-        "nested",
-        "Nested",
-        include_bytes!("../../../testdata/thrift/nested.tbin"),
-        include_bytes!("../../../testdata/thrift/nested.tcompact"),
-        include_str!("../../../testdata/thrift/nested.map.toml"),
-    ),
+/// One embedded workload's Thrift version.
+pub(crate) struct Embedded {
+    /// The workload's name (`flat`, ...).
+    pub name: &'static str,
+    /// Its struct's bare name.
+    pub type_name: &'static str,
+    /// Its bytes as Apache Thrift writes them in TBinaryProtocol.
+    pub binary: &'static [u8],
+    /// ... and in TCompactProtocol.
+    pub compact: &'static [u8],
+    /// The map from its `peers.proto` message's field names to the struct's.
+    pub map: &'static str,
+}
+
+/// The embedded workloads' Thrift versions.
+pub(crate) const WORKLOADS: &[Embedded] = &[
+    Embedded {
+        name: "flat",
+        type_name: "Flat",
+        binary: include_bytes!("../../../testdata/thrift/flat.tbin"),
+        compact: include_bytes!("../../../testdata/thrift/flat.tcompact"),
+        map: include_str!("../../../testdata/thrift/flat.map.toml"),
+    },
+    Embedded {
+        name: "mixed",
+        type_name: "Mixed",
+        binary: include_bytes!("../../../testdata/thrift/mixed.tbin"),
+        compact: include_bytes!("../../../testdata/thrift/mixed.tcompact"),
+        map: include_str!("../../../testdata/thrift/mixed.map.toml"),
+    },
+    Embedded {
+        name: "nested",
+        type_name: "Nested",
+        binary: include_bytes!("../../../testdata/thrift/nested.tbin"),
+        compact: include_bytes!("../../../testdata/thrift/nested.tcompact"),
+        map: include_str!("../../../testdata/thrift/nested.map.toml"),
+    },
 ];
 
 /// The Thrift schema of the embedded workloads.
@@ -80,7 +92,13 @@ impl ThriftWorkload {
         name: &str,
         protobuf: &[u8],
     ) -> Result<Option<ThriftWorkload>> {
-        let Some((_, type_name, binary, compact, map)) = WORKLOADS.iter().find(|w| w.0 == name)
+        let Some(&Embedded {
+            type_name,
+            binary,
+            compact,
+            map,
+            ..
+        }) = WORKLOADS.iter().find(|w| w.name == name)
         else {
             return Ok(None);
         };

@@ -1538,10 +1538,7 @@ fn transforms_apply_on_the_way_and_errors_name_the_field() {
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(plain.stdout).unwrap(),
     );
-    assert!(
-        plain.contains(TITLE) && !json.contains(TITLE),
-        "{json}"
-    );
+    assert!(plain.contains(TITLE) && !json.contains(TITLE), "{json}");
     assert!(json.contains("\"note\":\"-\""), "{json}");
     let origin = json.split("\"origin\":\"").nth(1).unwrap();
     assert!(origin[..64].bytes().all(|b| b.is_ascii_hexdigit()) && origin.as_bytes()[64] == b'"');

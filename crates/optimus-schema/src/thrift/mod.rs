@@ -38,8 +38,8 @@ use prost_types::{
 pub use parse::{Base, ConstValue, Requiredness};
 use parse::{Definition, Document, FieldDecl, StructKind, Type};
 
-use crate::types::{DefaultValue, MessageId, SchemaSet};
 use crate::load::find_file;
+use crate::types::{DefaultValue, MessageId, SchemaSet};
 use crate::SchemaError;
 
 /// A value's Thrift type: the wire type code plus the distinctions the IDL makes on top of
