@@ -85,35 +85,18 @@ impl Program {
     /// # Errors
     /// [`ConvertError::Program`] naming `file` and what is wrong.
     pub fn from_map_toml(file: &str, text: &str) -> Result<Program, ConvertError> {
-        let bad = |why: String| ConvertError::Program {
-            file: file.to_string(),
-            why,
-        };
-        let doc = parse(file, text)?;
-        let mut program = Program::new();
-        for (key, value) in doc {
-            if key != "fields" {
-                return Err(bad(format!(
-                    "unknown table `{key}` (a map file has `[fields]`)"
-                )));
-            }
-            let toml::Value::Table(fields) = value else {
-                return Err(bad("`fields` must be a table".into()));
-            };
-            for (path, target) in fields {
-                let toml::Value::String(target) = target else {
-                    return Err(bad(format!(
-                        "fields.\"{path}\": expected the target field path as a string"
-                    )));
-                };
-                let rule = Rule {
-                    to: Some(target),
+        from_fields(
+            file,
+            text,
+            "a map file has `[fields]`",
+            |target| match target {
+                toml::Value::String(target) => Ok(Rule {
+                    to: Some(target.clone()),
                     ..Rule::default()
-                };
-                program.rules.insert(path, rule);
-            }
-        }
-        Ok(program)
+                }),
+                _ => Err("expected the target field path as a string".into()),
+            },
+        )
     }
 
     /// A `--transform` file: a table per source field path under `[fields]`, each with the
@@ -138,30 +121,11 @@ impl Program {
     /// # Errors
     /// [`ConvertError::Program`] naming `file`, the field and what is wrong.
     pub fn from_transform_toml(file: &str, text: &str) -> Result<Program, ConvertError> {
-        let bad = |why: String| ConvertError::Program {
-            file: file.to_string(),
-            why,
-        };
-        let doc = parse(file, text)?;
-        let mut program = Program::new();
-        for (key, value) in doc {
-            if key != "fields" {
-                return Err(bad(format!(
-                    "unknown table `{key}` (a transform file has `[fields.\"PATH\"]` tables)"
-                )));
-            }
-            let toml::Value::Table(fields) = value else {
-                return Err(bad("`fields` must hold a table per field path".into()));
-            };
-            for (path, ops) in fields {
-                let toml::Value::Table(ops) = ops else {
-                    return Err(bad(format!("fields.\"{path}\": expected a table of ops")));
-                };
-                let rule = rule_of(&ops).map_err(|why| bad(format!("fields.\"{path}\": {why}")))?;
-                program.rules.insert(path, rule);
-            }
-        }
-        Ok(program)
+        let what = "a transform file has `[fields.\"PATH\"]` tables";
+        from_fields(file, text, what, |ops| match ops {
+            toml::Value::Table(ops) => rule_of(ops),
+            _ => Err("expected a table of ops".into()),
+        })
     }
 
     /// This program's rules with `other`'s added: a map and a transform together. A field
@@ -205,6 +169,34 @@ fn merge_option<T: PartialEq>(
         (Some(m), Some(t)) if *m == t => Ok(()),
         _ => Err(conflict()),
     }
+}
+
+/// A program from a TOML file whose one table, `[fields]`, maps each source field path to an
+/// entry that `rule` reads; `what` says what the file should hold.
+fn from_fields(
+    file: &str,
+    text: &str,
+    what: &str,
+    rule: impl Fn(&toml::Value) -> Result<Rule, String>,
+) -> Result<Program, ConvertError> {
+    let bad = |why: String| ConvertError::Program {
+        file: file.to_string(),
+        why,
+    };
+    let mut program = Program::new();
+    for (key, value) in parse(file, text)? {
+        let toml::Value::Table(fields) = value else {
+            return Err(bad(format!("`{key}` must be a table ({what})")));
+        };
+        if key != "fields" {
+            return Err(bad(format!("unknown table `{key}` ({what})")));
+        }
+        for (path, entry) in fields {
+            let r = rule(&entry).map_err(|why| bad(format!("fields.\"{path}\": {why}")))?;
+            program.rules.insert(path, r);
+        }
+    }
+    Ok(program)
 }
 
 fn parse(file: &str, text: &str) -> Result<toml::Table, ConvertError> {
