@@ -36,6 +36,38 @@ pub enum Error {
     },
 }
 
+/// The kinds of JSON input that do not read, so a caller can tell them apart (an unknown
+/// field from a malformed number); each keeps its detail in its text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JsonError {
+    /// Not JSON text: an unterminated string, a bad escape, a token where another was due,
+    /// input that ends inside a value.
+    #[error("{0}")]
+    Syntax(String),
+    /// A member that names no field of its message (unknown fields are not being ignored).
+    #[error("no field \"{field}\" in {message}")]
+    UnknownField {
+        /// The member's name.
+        field: String,
+        /// The message type's full name.
+        message: String,
+    },
+    /// A member given twice.
+    #[error("duplicate field \"{0}\"")]
+    DuplicateField(String),
+    /// A second member of one oneof.
+    #[error("oneof {0} has more than one field set")]
+    OneofConflict(String),
+    /// A value that is not one of its field's: of another JSON type, out of range, bad base64,
+    /// an enum name the enum lacks, a malformed well-known type, a bad map key.
+    #[error("{0}")]
+    Value(String),
+    /// An `Any` whose type URL names no message of the schema.
+    #[error("unknown type in Any: \"{0}\"")]
+    UnknownAnyType(String),
+}
+
 /// A decode failure: where (field path and byte offset) and what.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodeError {
@@ -111,9 +143,16 @@ pub enum DecodeErrorKind {
     /// A required field is missing.
     #[error("missing required field {0}")]
     MissingRequired(String),
-    /// JSON-specific problems (syntax, unknown field, value out of range, ...).
+    /// JSON input (proto3 JSON or Thrift's JSON form) that does not read: [`JsonError`] says
+    /// which kind of problem.
     #[error("{0}")]
-    Json(String),
+    Json(JsonError),
+    /// Protobuf text format that does not read; the text says where (`line:column`) and why.
+    #[error("{0}")]
+    Text(String),
+    /// A map entry whose key cannot be a map key.
+    #[error("map key of a kind that cannot be a key")]
+    InvalidMapKey,
     /// Bytes follow the end of the message (a delimited stream or JSON document).
     #[error("trailing data")]
     TrailingData,

@@ -28,7 +28,7 @@ pub mod thrift;
 mod value;
 mod view;
 
-pub use error::{DecodeError, DecodeErrorKind, Error};
+pub use error::{DecodeError, DecodeErrorKind, Error, JsonError};
 pub use message::{Message, SetFields};
 pub use optimus_schema as schema;
 pub use record::Arena;

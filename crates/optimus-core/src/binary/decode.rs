@@ -349,7 +349,7 @@ impl<T: Tracer> Decoder<'_, T> {
         }
         let key = key
             .into_map_key()
-            .ok_or_else(|| fail(tag_start, DecodeErrorKind::Json("bad map key".into())))?;
+            .ok_or_else(|| fail(tag_start, DecodeErrorKind::InvalidMapKey))?;
         let probe = T::ENABLED.then(|| key.clone());
         let map = msg.map_mut(self.schema, index);
         map.insert(key, value);

@@ -14,7 +14,7 @@ use crate::json::decode::{
     TypeKey,
 };
 use crate::json::number::parse_float;
-use crate::json::reader::{json_err, Token};
+use crate::json::reader::{json_value_err, Token};
 use crate::json::wkt;
 use crate::record::{Arena, View};
 use crate::value::{MapKey, Value};
@@ -249,14 +249,14 @@ impl<'a> RecordTarget<'a> {
         Ok(Some(match field.kind {
             Kind::String => {
                 if d.r.peek()? != Token::String {
-                    return Err(json_err(at, "expected a string"));
+                    return Err(json_value_err(at, "expected a string"));
                 }
                 let s = d.r.read_string()?;
                 FieldRef::Str(self.text(s))
             }
             Kind::Bytes => {
                 if d.r.peek()? != Token::String {
-                    return Err(json_err(at, "expected a base64 string"));
+                    return Err(json_value_err(at, "expected a base64 string"));
                 }
                 let text = d.r.read_string()?;
                 let room = self.arena.alloc_scratch(base64_room(&text));

@@ -11,9 +11,9 @@ use base64::Engine;
 use optimus_schema::{Cardinality, Field, Kind, MessageId, MessageType, SchemaSet, WellKnown};
 
 use super::number::{parse_float, parse_float_string, parse_integer};
-use super::reader::{json_err, Key, Reader, Token};
+use super::reader::{json_error, json_value_err, Key, Reader, Token};
 use super::{wkt, JsonOptions};
-use crate::error::{DecodeErrorKind, Error};
+use crate::error::{DecodeErrorKind, Error, JsonError};
 use crate::message::Message;
 use crate::value::{List, Map, MapKey, Value};
 
@@ -85,7 +85,7 @@ impl<'a, 's> Decoder<'a, 's> {
         if self.r.peek()? == want {
             Ok(())
         } else {
-            Err(json_err(self.r.pos(), format!("expected {what}")))
+            Err(json_value_err(self.r.pos(), format!("expected {what}")))
         }
     }
 
@@ -134,7 +134,10 @@ impl<'a, 's> Decoder<'a, 's> {
             };
             if type_key != TypeKey::Field && key == "@type" {
                 if type_key == TypeKey::Duplicate {
-                    return Err(json_err(key_at, "duplicate field \"@type\""));
+                    return Err(json_error(
+                        key_at,
+                        JsonError::DuplicateField("@type".into()),
+                    ));
                 }
                 self.skip()?;
                 continue;
@@ -167,17 +170,14 @@ impl<'a, 's> Decoder<'a, 's> {
     ) -> Result<(), Error> {
         let field = &ty.fields[index];
         if !seen.insert(index) {
-            return Err(json_err(key_at, format!("duplicate field \"{key}\"")));
+            return Err(json_error(key_at, JsonError::DuplicateField(key.into())));
         }
         if let Some(o) = field.oneof {
             if oneof_set.contains(o as usize)
                 && (self.r.peek()? != Token::Null || accepts_null(self.schema, field))
             {
                 let name = &ty.oneofs[o as usize].name;
-                return Err(json_err(
-                    key_at,
-                    format!("oneof {name} has more than one field set"),
-                ));
+                return Err(json_error(key_at, JsonError::OneofConflict(name.clone())));
             }
         }
         let set = target
@@ -274,7 +274,7 @@ impl<'a, 's> Decoder<'a, 's> {
                     self.r.read_literal("false")?;
                     Value::Bool(false)
                 }
-                _ => return Err(json_err(at, "expected true or false")),
+                _ => return Err(json_value_err(at, "expected true or false")),
             },
             Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => {
                 Value::I32(self.read_int(tok, i32::MIN.into(), i32::MAX.into())? as i32)
@@ -292,13 +292,13 @@ impl<'a, 's> Decoder<'a, 's> {
             Kind::Double => Value::F64(self.read_float(tok, false)?),
             Kind::String => {
                 if tok != Token::String {
-                    return Err(json_err(at, "expected a string"));
+                    return Err(json_value_err(at, "expected a string"));
                 }
                 Value::String(self.r.read_string()?.into_owned())
             }
             Kind::Bytes => {
                 if tok != Token::String {
-                    return Err(json_err(at, "expected a base64 string"));
+                    return Err(json_value_err(at, "expected a base64 string"));
                 }
                 Value::Bytes(decode_base64(&self.r.read_string()?, at)?)
             }
@@ -318,9 +318,9 @@ impl<'a, 's> Decoder<'a, 's> {
         let v = match tok {
             Token::Number => parse_integer(self.r.read_number()?, min, max),
             Token::String => parse_integer(&self.r.read_string()?, min, max),
-            _ => return Err(json_err(at, "expected an integer")),
+            _ => return Err(json_value_err(at, "expected an integer")),
         };
-        v.map_err(|e| json_err(at, e.why()))
+        v.map_err(|e| json_value_err(at, e.why()))
     }
 
     /// Reads a float given as a number, a quoted number or `"NaN"`/`"Infinity"`/`"-Infinity"`.
@@ -329,9 +329,9 @@ impl<'a, 's> Decoder<'a, 's> {
         let v = match tok {
             Token::Number => parse_float(self.r.read_number()?, is_f32),
             Token::String => parse_float_string(&self.r.read_string()?, is_f32),
-            _ => return Err(json_err(at, "expected a number")),
+            _ => return Err(json_value_err(at, "expected a number")),
         };
-        v.ok_or_else(|| json_err(at, "not a number in range"))
+        v.ok_or_else(|| json_value_err(at, "not a number in range"))
     }
 
     fn read_enum(&mut self, field: &Field, tok: Token) -> Result<Option<Value>, Error> {
@@ -345,7 +345,7 @@ impl<'a, 's> Decoder<'a, 's> {
                 match e.value_by_name(&name) {
                     Some(v) => Ok(Some(Value::Enum(v.number))),
                     None if self.opts.ignore_unknown => Ok(None),
-                    None => Err(json_err(
+                    None => Err(json_value_err(
                         at,
                         format!("unknown value \"{name}\" of enum {}", e.full_name),
                     )),
@@ -358,7 +358,7 @@ impl<'a, 's> Decoder<'a, 's> {
                 } else if self.opts.ignore_unknown {
                     Ok(None)
                 } else {
-                    Err(json_err(
+                    Err(json_value_err(
                         at,
                         format!("unknown value {n} of enum {}", e.full_name),
                     ))
@@ -368,7 +368,7 @@ impl<'a, 's> Decoder<'a, 's> {
                 self.r.read_literal("null")?;
                 Ok(Some(Value::Enum(0)))
             }
-            _ => Err(json_err(
+            _ => Err(json_value_err(
                 at,
                 format!("expected a value of enum {}", e.full_name),
             )),
@@ -494,20 +494,32 @@ pub(crate) fn segment(field: &Field) -> String {
 
 #[cold]
 fn unknown_field(at: usize, key: &str, ty: &MessageType) -> Error {
-    json_err(at, format!("no field \"{key}\" in {}", ty.full_name))
+    json_error(
+        at,
+        JsonError::UnknownField {
+            field: key.into(),
+            message: ty.full_name.clone(),
+        },
+    )
 }
 
 /// A map key from its JSON member name.
 pub(crate) fn map_key(kind: Kind, key: &str, at: usize) -> Result<MapKey, Error> {
     let int = |min: i128, max: i128| {
-        parse_integer(key, min, max).map_err(|e| json_err(at, format!("map key: {}", e.why())))
+        parse_integer(key, min, max)
+            .map_err(|e| json_value_err(at, format!("map key: {}", e.why())))
     };
     Ok(match kind {
         Kind::String => MapKey::String(key.to_owned()),
         Kind::Bool => match key {
             "true" => MapKey::Bool(true),
             "false" => MapKey::Bool(false),
-            _ => return Err(json_err(at, "map key: expected \"true\" or \"false\"")),
+            _ => {
+                return Err(json_value_err(
+                    at,
+                    "map key: expected \"true\" or \"false\"",
+                ))
+            }
         },
         Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => {
             MapKey::I32(int(i32::MIN.into(), i32::MAX.into())? as i32)
@@ -517,7 +529,7 @@ pub(crate) fn map_key(kind: Kind, key: &str, at: usize) -> Result<MapKey, Error>
         }
         Kind::Uint32 | Kind::Fixed32 => MapKey::U32(int(0, u32::MAX.into())? as u32),
         Kind::Uint64 | Kind::Fixed64 => MapKey::U64(int(0, u64::MAX.into())? as u64),
-        _ => return Err(json_err(at, "map key of a kind that cannot be a key")),
+        _ => return Err(json_value_err(at, "map key of a kind that cannot be a key")),
     })
 }
 
@@ -525,7 +537,7 @@ pub(crate) fn map_key(kind: Kind, key: &str, at: usize) -> Result<MapKey, Error>
 pub(crate) fn decode_base64(s: &str, at: usize) -> Result<Vec<u8>, Error> {
     base64_engine(s)
         .decode(s)
-        .map_err(|e| json_err(at, format!("invalid base64: {e}")))
+        .map_err(|e| json_value_err(at, format!("invalid base64: {e}")))
 }
 
 /// [`decode_base64`] into `out`, which has room for `base64_room(s)` bytes; the length.
@@ -539,7 +551,9 @@ pub(crate) fn decode_base64_into(s: &str, at: usize, out: &mut [u8]) -> Result<u
         other => other,
     };
     result.map_err(|e| match e {
-        base64::DecodeSliceError::DecodeError(e) => json_err(at, format!("invalid base64: {e}")),
+        base64::DecodeSliceError::DecodeError(e) => {
+            json_value_err(at, format!("invalid base64: {e}"))
+        }
         base64::DecodeSliceError::OutputSliceTooSmall => {
             unreachable!("base64_room bounds the decoded length")
         }

@@ -352,6 +352,46 @@ mod tests {
     }
 
     #[test]
+    fn json_errors_have_kinds() {
+        use crate::error::{DecodeErrorKind, JsonError};
+        let s = SchemaSet::from_source(
+            r#"syntax = "proto3"; message M { int32 a = 1; oneof o { string x = 2; string y = 3; } }"#,
+        )
+        .unwrap();
+        let id = s.message_by_name("M").unwrap();
+        let kind = |text: &str| {
+            let e = decode(&s, id, text, &JsonOptions::default()).unwrap_err();
+            match &e.as_decode().expect("a decode error").kind {
+                DecodeErrorKind::Json(k) => k.clone(),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(matches!(kind(r#"{"a":"#), JsonError::Syntax(_)));
+        assert!(matches!(kind(r#"{"a":"x"}"#), JsonError::Value(_)));
+        assert!(matches!(kind(r#"{"a":1e99}"#), JsonError::Value(_)));
+        assert_eq!(
+            kind(r#"{"b":1}"#),
+            JsonError::UnknownField {
+                field: "b".into(),
+                message: "M".into()
+            }
+        );
+        assert_eq!(
+            kind(r#"{"a":1,"a":2}"#),
+            JsonError::DuplicateField("a".into())
+        );
+        assert_eq!(
+            kind(r#"{"x":"1","y":"2"}"#),
+            JsonError::OneofConflict("o".into())
+        );
+        assert_eq!(
+            kind(r#"{"a":1,"b":2}"#).to_string(),
+            "no field \"b\" in M",
+            "the text is the one the string errors had"
+        );
+    }
+
+    #[test]
     fn member_keys_are_escaped_as_strings_are() {
         for name in [
             "userId",

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use crate::error::{DecodeErrorKind, Error};
+use crate::error::{DecodeErrorKind, Error, JsonError};
 
 /// The kind of the next JSON value, as seen from its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,10 +28,22 @@ pub(crate) enum Token {
     Null,
 }
 
-/// A JSON syntax or value error at `offset`.
+/// Malformed JSON text ([`JsonError::Syntax`]) at byte `offset`.
 #[cold]
 pub(crate) fn json_err(offset: usize, why: impl Into<String>) -> Error {
-    Error::decode(offset, DecodeErrorKind::Json(why.into()))
+    json_error(offset, JsonError::Syntax(why.into()))
+}
+
+/// A JSON value that is not one of its field's ([`JsonError::Value`]) at byte `offset`.
+#[cold]
+pub(crate) fn json_value_err(offset: usize, why: impl Into<String>) -> Error {
+    json_error(offset, JsonError::Value(why.into()))
+}
+
+/// A JSON error of kind `kind` at byte `offset`.
+#[cold]
+pub(crate) fn json_error(offset: usize, kind: JsonError) -> Error {
+    Error::decode(offset, DecodeErrorKind::Json(kind))
 }
 
 /// A member key as [`Reader::next_key_hinted`] found it.

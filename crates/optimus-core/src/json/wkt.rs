@@ -11,9 +11,9 @@ use optimus_schema::{Field, Kind, MessageId, MessageType, SchemaSet, WellKnown};
 use super::decode::{message_type, Decoder, TypeKey};
 use super::encode::{encode_err, within, write_str, Encoder};
 use super::number::write_f64;
-use super::reader::{json_err, Token};
+use super::reader::{json_error, json_value_err, Token};
 use crate::binary;
-use crate::error::Error;
+use crate::error::{Error, JsonError};
 use crate::message::Message;
 use crate::value::{List, Map, MapKey, Value};
 
@@ -100,14 +100,14 @@ pub(crate) fn read(d: &mut Decoder<'_, '_>, msg: &mut Message, wk: WellKnown) ->
         WellKnown::Timestamp => {
             let (s, at) = read_string(d, "a timestamp string")?;
             let (secs, nanos) =
-                parse_timestamp(&s).ok_or_else(|| json_err(at, "invalid timestamp"))?;
+                parse_timestamp(&s).ok_or_else(|| json_value_err(at, "invalid timestamp"))?;
             set(schema, msg, 1, Value::I64(secs))?;
             set(schema, msg, 2, Value::I32(nanos))
         }
         WellKnown::Duration => {
             let (s, at) = read_string(d, "a duration string")?;
             let (secs, nanos) =
-                parse_duration(&s).ok_or_else(|| json_err(at, "invalid duration"))?;
+                parse_duration(&s).ok_or_else(|| json_value_err(at, "invalid duration"))?;
             set(schema, msg, 1, Value::I64(secs))?;
             set(schema, msg, 2, Value::I32(nanos))
         }
@@ -117,7 +117,8 @@ pub(crate) fn read(d: &mut Decoder<'_, '_>, msg: &mut Message, wk: WellKnown) ->
             if !s.is_empty() {
                 for p in s.split(',') {
                     paths.push(
-                        camel_to_snake(p).ok_or_else(|| json_err(at, "invalid field mask path"))?,
+                        camel_to_snake(p)
+                            .ok_or_else(|| json_value_err(at, "invalid field mask path"))?,
                     );
                 }
             }
@@ -250,7 +251,10 @@ fn read_any(d: &mut Decoder<'_, '_>, msg: &mut Message) -> Result<(), Error> {
         while let Some((key, key_at)) = d.r.next_key(&mut first)? {
             if key == "@type" {
                 if url.is_some() {
-                    return Err(json_err(key_at, "duplicate field \"@type\""));
+                    return Err(json_error(
+                        key_at,
+                        JsonError::DuplicateField("@type".into()),
+                    ));
                 }
                 let (s, at) = read_string(d, "a type URL string")?;
                 url = Some((s.into_owned(), at));
@@ -258,7 +262,7 @@ fn read_any(d: &mut Decoder<'_, '_>, msg: &mut Message) -> Result<(), Error> {
                 d.skip()?;
             }
         }
-        let (url, url_at) = url.ok_or_else(|| json_err(start, "Any has no \"@type\""))?;
+        let (url, url_at) = url.ok_or_else(|| json_value_err(start, "Any has no \"@type\""))?;
         d.r.rewind(start);
         d.r.begin_object()?;
         read_any_members(d, msg, url, url_at, TypeKey::Skip, true)
@@ -277,7 +281,7 @@ fn read_any_members(
 ) -> Result<(), Error> {
     let schema = d.schema;
     let id = resolve_type_url(schema, &url)
-        .ok_or_else(|| json_err(url_at, format!("unknown type in Any: \"{url}\"")))?;
+        .ok_or_else(|| json_error(url_at, JsonError::UnknownAnyType(url.to_string())))?;
     let mut inner = Message::new(schema, id);
     if has_special_form(schema, id) {
         let mut seen_value = false;
@@ -286,18 +290,27 @@ fn read_any_members(
                 d.skip()?;
             } else if key == "value" {
                 if seen_value {
-                    return Err(json_err(key_at, "duplicate field \"value\""));
+                    return Err(json_error(
+                        key_at,
+                        JsonError::DuplicateField("value".into()),
+                    ));
                 }
                 seen_value = true;
                 d.read_message(&mut inner).map_err(|e| e.within("value"))?;
             } else if key == "@type" {
-                return Err(json_err(key_at, "duplicate field \"@type\""));
+                return Err(json_error(
+                    key_at,
+                    JsonError::DuplicateField("@type".into()),
+                ));
             } else if d.opts.ignore_unknown {
                 d.skip()?;
             } else {
-                return Err(json_err(
+                return Err(json_error(
                     key_at,
-                    format!("no field \"{key}\" in Any of a well-known type"),
+                    JsonError::UnknownField {
+                        field: key.into(),
+                        message: "Any of a well-known type".into(),
+                    },
                 ));
             }
         }

@@ -81,7 +81,7 @@ fn line_col(text: &str, at: usize) -> (usize, usize) {
 #[cold]
 fn text_err(text: &str, at: usize, msg: impl std::fmt::Display) -> Error {
     let (line, col) = line_col(text, at);
-    Error::decode(at, DecodeErrorKind::Json(format!("{line}:{col}: {msg}")))
+    Error::decode(at, DecodeErrorKind::Text(format!("{line}:{col}: {msg}")))
 }
 
 struct Lexer<'a> {

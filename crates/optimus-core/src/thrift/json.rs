@@ -15,7 +15,7 @@ use optimus_schema::thrift::{Requiredness, TType};
 use optimus_schema::{Entry, EnumId, MessageId, MessageType, SchemaSet, Table};
 
 use super::decode::{facts, Val};
-use crate::error::{DecodeError, DecodeErrorKind};
+use crate::error::{DecodeError, DecodeErrorKind, JsonError};
 use crate::json::JsonOptions;
 use crate::record::{read_le, Arena, RecPtr, View};
 use crate::view::Record;
@@ -313,9 +313,22 @@ struct Reader<'a, 'o> {
 type Text<'a> = &'a [u8];
 
 impl<'a> Reader<'a, '_> {
+    /// Malformed JSON text at `at`.
     #[cold]
     fn fail<T>(&self, at: usize, why: impl Into<String>) -> R<T> {
-        Err(DecodeError::new(at, DecodeErrorKind::Json(why.into())))
+        Err(DecodeError::new(
+            at,
+            DecodeErrorKind::Json(JsonError::Syntax(why.into())),
+        ))
+    }
+
+    /// A value that is not one of its field's at `at`.
+    #[cold]
+    fn fail_value<T>(&self, at: usize, why: impl Into<String>) -> R<T> {
+        Err(DecodeError::new(
+            at,
+            DecodeErrorKind::Json(JsonError::Value(why.into())),
+        ))
     }
 
     fn ws(&mut self) {
@@ -474,7 +487,7 @@ impl<'a> Reader<'a, '_> {
             self.pos += 1;
         }
         if start == self.pos {
-            return self.fail(start, "expected a number");
+            return self.fail_value(start, "expected a number");
         }
         Ok(std::str::from_utf8(&self.b[start..self.pos]).expect("ASCII"))
     }
@@ -488,7 +501,7 @@ impl<'a> Reader<'a, '_> {
         });
         match v {
             Some(v) if (min..=max).contains(&v) => Ok(v),
-            _ => self.fail(at, format!("{s:?} is not an integer in [{min}, {max}]")),
+            _ => self.fail_value(at, format!("{s:?} is not an integer in [{min}, {max}]")),
         }
     }
 
@@ -506,7 +519,15 @@ impl<'a> Reader<'a, '_> {
                 let name = std::str::from_utf8(name).unwrap_or("");
                 match ty.field_index_by_name(name) {
                     None if self.opts.ignore_unknown => self.skip_value(depth)?,
-                    None => return self.fail(at, format!("unknown field {name:?}")),
+                    None => {
+                        return Err(DecodeError::new(
+                            at,
+                            DecodeErrorKind::Json(JsonError::UnknownField {
+                                field: name.into(),
+                                message: ty.full_name.clone(),
+                            }),
+                        ))
+                    }
                     Some(_) if self.eat_word("null") => {}
                     Some(i) => {
                         let tf = &t.fields[i];
@@ -581,12 +602,14 @@ impl<'a> Reader<'a, '_> {
         let object = match self.peek() {
             Some(b'{') => true,
             Some(b'[') => false,
-            _ => return self.fail(self.pos, "expected a map: an object or an array of pairs"),
+            _ => {
+                return self.fail_value(self.pos, "expected a map: an object or an array of pairs")
+            }
         };
         self.pos += 1;
         let close = if object { b'}' } else { b']' };
         if object && !is_object_key(tf.key) {
-            return self.fail(
+            return self.fail_value(
                 self.pos - 1,
                 "this map's keys need an array of [key, value] pairs",
             );
@@ -646,7 +669,8 @@ impl<'a> Reader<'a, '_> {
                 let (min, max) = int_range(tt);
                 match s.parse::<i64>() {
                     Ok(v) if (min..=max).contains(&v) => Ok(int_val(tt, v)),
-                    _ => self.fail(at, format!("{s:?} is not an integer key in [{min}, {max}]")),
+                    _ => self
+                        .fail_value(at, format!("{s:?} is not an integer key in [{min}, {max}]")),
                 }
             }
         }
@@ -664,7 +688,7 @@ impl<'a> Reader<'a, '_> {
             if let Ok(n) = name.parse::<i32>() {
                 return Ok(Val::Word(n as u32));
             }
-            return self.fail(at, format!("{name:?} is not a value of {}", en.full_name));
+            return self.fail_value(at, format!("{name:?} is not a value of {}", en.full_name));
         }
         Ok(Val::Word(
             self.integer(i32::MIN.into(), i32::MAX.into())? as i32 as u32,
@@ -681,7 +705,7 @@ impl<'a> Reader<'a, '_> {
                 } else if self.eat_word("false") {
                     Val::Byte(0)
                 } else {
-                    return self.fail(at, "expected true or false");
+                    return self.fail_value(at, "expected true or false");
                 }
             }
             TType::Byte | TType::I16 | TType::I32 | TType::I64 => {
@@ -697,7 +721,7 @@ impl<'a> Reader<'a, '_> {
                     "-Infinity" => f64::NEG_INFINITY,
                     _ => match s.parse::<f64>() {
                         Ok(d) if d.is_finite() => d,
-                        _ => return self.fail(at, format!("{s:?} is not a double")),
+                        _ => return self.fail_value(at, format!("{s:?} is not a double")),
                     },
                 };
                 Val::Double(d.to_bits())
@@ -712,7 +736,7 @@ impl<'a> Reader<'a, '_> {
             TType::Binary => {
                 let s = self.string()?;
                 let Ok(bytes) = BASE64_IN.decode(s) else {
-                    return self.fail(at, "invalid base64");
+                    return self.fail_value(at, "invalid base64");
                 };
                 Val::View(self.arena.alloc_copy(&bytes))
             }
