@@ -21,6 +21,7 @@
 //!
 //! Modules: [`frame`] (header and checksum), [`ring`] (SPSC rings), [`shm`] (the region),
 //! [`nic`] (the poll loop), [`client`], [`worker`], [`typed`] (engine-message handlers),
+//! [`kernels`] (compute units: compression, encryption and checksums on fields),
 //! [`transport`] (loopback, lossy, UDP, TCP).
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
@@ -29,6 +30,7 @@
 
 pub mod client;
 pub mod frame;
+pub mod kernels;
 pub mod methods;
 pub mod nic;
 pub mod ring;
@@ -42,6 +44,7 @@ use std::time::Duration;
 
 pub use client::{AsyncClient, CallFuture, CallId, ClientOptions, RpcClient};
 pub use frame::{FrameHeader, FrameKind, Status};
+pub use kernels::{FieldKernels, Kernel, KernelError, Side};
 pub use methods::MethodTable;
 pub use nic::{
     Balance, Handler, Nic, NicConfig, NicHandle, NicStats, NicThread, PollMode, LOCAL_CONN,

@@ -29,11 +29,12 @@
 use std::sync::Arc;
 
 use optimus_core::binary::{self, DecodeOptions};
-use optimus_core::Message;
-use optimus_schema::{MessageId, SchemaSet, Service};
+use optimus_core::{List, Message, Value};
+use optimus_schema::{Cardinality, Kind, MessageId, SchemaSet, Service};
 
 use crate::client::RpcClient;
 use crate::frame::Status;
+use crate::kernels::{open_chain, seal_chain, FieldKernels, Kernel, KernelError, Side};
 use crate::methods::{Method, MethodTable};
 use crate::nic::Handler;
 use crate::RpcError;
@@ -77,7 +78,12 @@ struct TypedMethod {
     input: MessageId,
     output: MessageId,
     handler: Option<Arc<MethodFn>>,
+    /// Kernel chains on the request's and reply's `bytes` fields.
+    kernels: FieldKernels,
 }
+
+/// The largest a field may grow when a kernel opens it (decompression), by default.
+pub const DEFAULT_KERNEL_LIMIT: usize = 16 << 20;
 
 /// One `.proto` service with engine-message handlers. See the module docs.
 #[derive(Clone)]
@@ -87,6 +93,7 @@ pub struct TypedService {
     methods: Vec<TypedMethod>,
     echo: bool,
     decode: DecodeOptions,
+    kernel_limit: usize,
 }
 
 /// The service named `name` in `schema`: its full name, or a short name that only one service
@@ -154,6 +161,7 @@ impl TypedService {
                 input: m.input,
                 output: m.output,
                 handler: None,
+                kernels: FieldKernels::default(),
             })
             .collect();
         Ok(Self {
@@ -162,6 +170,7 @@ impl TypedService {
             methods,
             echo: false,
             decode: DecodeOptions::default(),
+            kernel_limit: DEFAULT_KERNEL_LIMIT,
         })
     }
 
@@ -177,6 +186,74 @@ impl TypedService {
         let id = self.method_id(name)?;
         self.methods[usize::from(id)].handler = Some(Arc::new(f));
         Ok(self)
+    }
+
+    /// Runs `chain` on the `bytes` field `field` (single or repeated) of `method`'s request
+    /// or reply: the side that writes the message seals it (compresses, encrypts, adds a
+    /// checksum, in chain order), the side that reads it opens it (in reverse). The service
+    /// opens requests and seals replies wherever it runs — inline on the NIC core, or on
+    /// workers — and [`TypedService::call`] does the caller's part. A field that does not
+    /// open (tampered, corrupt, past the limit) fails the call with
+    /// [`Status::HandlerError`] naming the field.
+    ///
+    /// # Errors
+    /// [`RpcError::Config`] for an unknown method or field, or a field that is not `bytes`.
+    pub fn with_kernels(
+        mut self,
+        method: &str,
+        side: Side,
+        field: &str,
+        chain: Vec<Kernel>,
+    ) -> Result<Self, RpcError> {
+        let id = self.method_id(method)?;
+        let m = &mut self.methods[usize::from(id)];
+        let ty = self.schema.message(match side {
+            Side::Request => m.input,
+            Side::Reply => m.output,
+        });
+        let index = ty
+            .fields
+            .iter()
+            .position(|f| f.name == field)
+            .ok_or_else(|| RpcError::Config(format!("{} has no field {field}", ty.full_name)))?;
+        let f = &ty.fields[index];
+        if f.kind != Kind::Bytes || f.cardinality == Cardinality::Map {
+            return Err(RpcError::Config(format!(
+                "{}.{field}: kernels run on bytes fields (single or repeated)",
+                ty.full_name
+            )));
+        }
+        m.kernels.fields.push((side, index, chain));
+        Ok(self)
+    }
+
+    /// The most bytes a kernel may open a field to (decompression); 16 MiB by default.
+    pub fn with_kernel_limit(mut self, limit: usize) -> Self {
+        self.kernel_limit = limit;
+        self
+    }
+
+    /// Runs `side`'s kernels of method `m` on `msg`: sealing or opening each chained field.
+    fn run_kernels(
+        &self,
+        m: &TypedMethod,
+        side: Side,
+        seal: bool,
+        msg: &mut Message,
+    ) -> Result<(), String> {
+        let ty = self.schema.message(msg.type_id());
+        for (index, chain) in m.kernels.on(side) {
+            let run = |bytes: &[u8]| {
+                if seal {
+                    seal_chain(chain, bytes)
+                } else {
+                    open_chain(chain, bytes, self.kernel_limit)
+                }
+            };
+            map_bytes(&self.schema, msg, index, run)
+                .map_err(|e| format!("{}.{}{e}", ty.full_name, ty.fields[index].name))?;
+        }
+        Ok(())
     }
 
     /// Methods without a handler answer with their request when input and output types are the
@@ -229,9 +306,11 @@ impl TypedService {
                 format!("{} has no method with id {method}", self.table.service),
             )
         })?;
-        let req = binary::decode(&self.schema, m.input, request, &self.decode)
+        let mut req = binary::decode(&self.schema, m.input, request, &self.decode)
             .map_err(|e| Failure::bad_request(format!("bad request: {e}")))?;
-        let reply = match &m.handler {
+        self.run_kernels(m, Side::Request, false, &mut req)
+            .map_err(|e| Failure::bad_request(format!("bad request: {e}")))?;
+        let mut reply = match &m.handler {
             Some(f) => f(&self.schema, &req)?,
             None if self.echo && m.input == m.output => req,
             None if self.echo => Message::new(&self.schema, m.output),
@@ -250,6 +329,8 @@ impl TypedService {
                 self.schema.message(m.output).full_name
             )));
         }
+        self.run_kernels(m, Side::Reply, true, &mut reply)
+            .map_err(|e| Failure::bad_request(format!("reply: {e}")))?;
         binary::encode_to(&self.schema, &reply, response);
         Ok(())
     }
@@ -276,16 +357,56 @@ impl TypedService {
                 self.schema.message(request.type_id()).full_name
             )));
         }
-        let body = binary::encode(&self.schema, request);
+        let body = if m.kernels.on(Side::Request).next().is_some() {
+            let mut sealed = request.clone();
+            self.run_kernels(m, Side::Request, true, &mut sealed)
+                .map_err(|e| RpcError::BadMessage(format!("request: {e}")))?;
+            binary::encode(&self.schema, &sealed)
+        } else {
+            binary::encode(&self.schema, request)
+        };
         let mut out = Vec::new();
         client.call(conn, id, &body, &mut out)?;
-        binary::decode(&self.schema, m.output, &out, &self.decode).map_err(|e| {
-            RpcError::BadMessage(format!(
-                "response is not a {}: {e}",
-                self.schema.message(m.output).full_name
-            ))
-        })
+        let mut reply =
+            binary::decode(&self.schema, m.output, &out, &self.decode).map_err(|e| {
+                RpcError::BadMessage(format!(
+                    "response is not a {}: {e}",
+                    self.schema.message(m.output).full_name
+                ))
+            })?;
+        self.run_kernels(m, Side::Reply, false, &mut reply)
+            .map_err(|e| RpcError::BadMessage(format!("response: {e}")))?;
+        Ok(reply)
     }
+}
+
+/// Replaces every value of `bytes` field `index` of `msg` (one, or each of a repeated
+/// field's) with `f` of it; the error's text starts with the element's `[i]` for a repeated
+/// field, then `: ` and the kernel's error.
+fn map_bytes(
+    schema: &SchemaSet,
+    msg: &mut Message,
+    index: usize,
+    f: impl Fn(&[u8]) -> Result<Vec<u8>, KernelError>,
+) -> Result<(), String> {
+    let value = match msg.get(index) {
+        None => return Ok(()),
+        Some(Value::Bytes(b)) => Value::Bytes(f(b).map_err(|e| format!(": {e}"))?),
+        Some(Value::List(list)) => {
+            let mut out = List::new(Kind::Bytes);
+            for i in 0..list.len() {
+                if let Some(Value::Bytes(b)) = list.get(i) {
+                    let v = f(&b).map_err(|e| format!("[{i}]: {e}"))?;
+                    out.push(Value::Bytes(v)).expect("bytes into a bytes list");
+                }
+            }
+            Value::List(out)
+        }
+        Some(_) => return Ok(()),
+    };
+    msg.set(schema, index, value)
+        .expect("a bytes value for a bytes field");
+    Ok(())
 }
 
 impl Handler for TypedService {
@@ -431,5 +552,136 @@ mod tests {
         out.clear();
         assert_eq!(wrong.handle(2, &req, &mut out), Status::HandlerError);
         assert!(String::from_utf8_lossy(&out).contains("not a demo.Rep"));
+    }
+
+    const IMAGES: &str = r#"
+        syntax = "proto3";
+        package img;
+        message Image { string name = 1; bytes data = 2; repeated bytes tiles = 3; }
+        service Store { rpc Put(Image) returns (Image); }
+    "#;
+
+    /// The image service of RPCAcc's example: requests arrive compressed and encrypted, the
+    /// handler sees plain bytes, replies leave compressed and checksummed.
+    fn image_service() -> TypedService {
+        let key = [42u8; 32];
+        let request_chain = || vec![Kernel::Zstd { level: 3 }, Kernel::AesGcm { key }];
+        TypedService::new(SchemaSet::from_source(IMAGES).unwrap(), "Store")
+            .unwrap()
+            .on("Put", |schema, req| {
+                // The handler sees the opened bytes; it answers with them reversed.
+                let mut rep = req.clone();
+                if let Ok(Value::Bytes(b)) = req.get_by_name(schema, "data") {
+                    if !b.starts_with(b"PIXELS") {
+                        return Err(Failure::bad_request("the handler got sealed bytes"));
+                    }
+                    rep.set_by_name(schema, "data", Value::Bytes(b.into_iter().rev().collect()))
+                        .unwrap();
+                }
+                Ok(rep)
+            })
+            .unwrap()
+            .with_kernels("Put", Side::Request, "data", request_chain())
+            .unwrap()
+            .with_kernels(
+                "Put",
+                Side::Request,
+                "tiles",
+                vec![Kernel::Lz4, Kernel::Crc32c],
+            )
+            .unwrap()
+            .with_kernels(
+                "Put",
+                Side::Reply,
+                "data",
+                vec![Kernel::Zstd { level: 1 }, Kernel::Crc32c],
+            )
+            .unwrap()
+    }
+
+    #[test]
+    fn kernels_run_on_fields_inline_on_the_nic_and_failures_answer_the_call() {
+        let svc = image_service();
+        assert!(svc
+            .clone()
+            .with_kernels("Put", Side::Request, "name", vec![Kernel::Lz4])
+            .is_err());
+        assert!(svc
+            .clone()
+            .with_kernels("Put", Side::Reply, "nope", vec![Kernel::Lz4])
+            .is_err());
+        let (mut nic, h) = Nic::new(NoTransport, NicConfig::default()).unwrap();
+        nic.set_handler(svc.clone());
+        let nic = nic.spawn(None, IdlePolicy::default());
+        let mut c = h.client(ClientOptions::default()).unwrap();
+        let s = svc.schema().clone();
+        let id = s.message_by_name("img.Image").unwrap();
+        let mut img = Message::new(&s, id);
+        let pixels: Vec<u8> = b"PIXELS"
+            .iter()
+            .copied()
+            .chain((0..50_000u32).map(|i| (i % 7) as u8))
+            .collect();
+        img.set_by_name(&s, "data", Value::Bytes(pixels.clone()))
+            .unwrap();
+        let mut tiles = List::new(Kind::Bytes);
+        for t in [&b"tile-a"[..], b"", b"tile-c"] {
+            tiles.push(Value::Bytes(t.to_vec())).unwrap();
+        }
+        img.set_by_name(&s, "tiles", Value::List(tiles)).unwrap();
+
+        // Both sides' kernels run: the caller seals and opens, the NIC core opens and seals.
+        let rep = svc.call(&mut c, LOCAL_CONN, "Put", &img).unwrap();
+        let Ok(Value::Bytes(data)) = rep.get_by_name(&s, "data") else {
+            panic!("data")
+        };
+        assert_eq!(data, pixels.iter().rev().copied().collect::<Vec<_>>());
+        assert_eq!(
+            rep.get_by_name(&s, "tiles").unwrap(),
+            img.get_by_name(&s, "tiles").unwrap()
+        );
+
+        // On the wire the request's data is sealed: raw bytes with a tampered field fail the
+        // call with an error naming the field; the NIC keeps serving.
+        let mut sealed = img.clone();
+        let key = [42u8; 32];
+        let body = seal_chain(
+            &[Kernel::Zstd { level: 3 }, Kernel::AesGcm { key }],
+            &pixels,
+        )
+        .unwrap();
+        let mut tampered = body.clone();
+        let last = tampered.len() - 1;
+        tampered[last] ^= 1;
+        sealed
+            .set_by_name(&s, "data", Value::Bytes(tampered))
+            .unwrap();
+        sealed
+            .set_by_name(&s, "tiles", Value::List(List::new(Kind::Bytes)))
+            .unwrap();
+        let mut out = Vec::new();
+        let err = c
+            .call(LOCAL_CONN, 0, &binary::encode(&s, &sealed), &mut out)
+            .unwrap_err();
+        assert!(
+            matches!(&err, RpcError::Status { status: Status::HandlerError, detail }
+                if detail.contains("img.Image.data: aes-gcm: authentication failed")),
+            "{err}"
+        );
+        let rep = svc.call(&mut c, LOCAL_CONN, "Put", &img).unwrap();
+        assert!(rep.get_by_name(&s, "data").is_ok());
+        // A bad checksum on one repeated element names it.
+        sealed.set_by_name(&s, "data", Value::Bytes(body)).unwrap();
+        let mut tiles = List::new(Kind::Bytes);
+        tiles.push(Value::Bytes(vec![1, 2, 3, 4, 5])).unwrap();
+        sealed.set_by_name(&s, "tiles", Value::List(tiles)).unwrap();
+        let err = c
+            .call(LOCAL_CONN, 0, &binary::encode(&s, &sealed), &mut out)
+            .unwrap_err();
+        assert!(
+            format!("{err}").contains("img.Image.tiles[0]: crc32c: checksum"),
+            "{err}"
+        );
+        nic.stop();
     }
 }
