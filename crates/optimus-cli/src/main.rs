@@ -32,7 +32,8 @@ struct Cli {
 /// The subcommands; each lives in its own module.
 #[derive(Subcommand)]
 enum Command {
-    /// Convert one message (or a delimited stream) between protobuf binary and JSON.
+    /// Convert one message (or a delimited stream) between formats (protobuf, JSON, text,
+    /// Thrift binary and compact), schemas and IDLs, through converter ops.
     Convert(convert::ConvertArgs),
     /// List the types of a schema: fields, kinds, cardinality and record layout.
     Schema(schema_cmd::SchemaArgs),

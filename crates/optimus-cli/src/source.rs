@@ -10,7 +10,8 @@ use optimus_schema::{MessageId, SchemaSet};
 /// Schema source flags shared by every command that needs a schema.
 #[derive(Args, Debug, Clone)]
 pub struct SchemaSource {
-    /// A .proto file to compile (repeatable); its imports are found through -I.
+    /// A .proto file to compile (repeatable): as given, else under each -I; its imports are
+    /// found through -I.
     #[arg(
         long = "proto",
         value_name = "FILE",
