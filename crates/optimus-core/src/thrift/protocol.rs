@@ -390,7 +390,7 @@ impl Writer for BinaryWriter {
         unsafe {
             put_word(out, u64::from((v.len() as u32).swap_bytes()), 4);
             let n = out.len();
-            std::ptr::copy_nonoverlapping(v.as_ptr(), out.as_mut_ptr().add(n), v.len());
+            crate::record::copy_short(v, out.as_mut_ptr().add(n));
             out.set_len(n + v.len());
         }
     }
@@ -713,7 +713,7 @@ impl Writer for CompactWriter {
         unsafe {
             put_varint_unchecked(out, v.len() as u64);
             let n = out.len();
-            std::ptr::copy_nonoverlapping(v.as_ptr(), out.as_mut_ptr().add(n), v.len());
+            crate::record::copy_short(v, out.as_mut_ptr().add(n));
             out.set_len(n + v.len());
         }
     }
