@@ -109,6 +109,31 @@ def test_thrift_dict_round_trip(thrift, fmt, proto_type, thrift_type, stem):
 
 
 @pytest.mark.parametrize("proto_type,thrift_type,stem", PAIRS)
+def test_thrift_arrow_batches(thrift, proto_type, thrift_type, stem):
+    """Thrift rows decode into the same RecordBatch in either protocol, and encode back."""
+    tbin, tcompact = thrift_bytes(stem, "thrift-binary"), thrift_bytes(stem, "thrift-compact")
+    a = thrift.decode_batch(thrift_type, [tbin, tbin], format="thrift-binary")
+    b = thrift.decode_batch(thrift_type, [tcompact, tcompact], format="thrift-compact")
+    assert a.num_rows == 2 and a.to_pylist() == b.to_pylist()
+    fields = thrift.decode(thrift_type, tbin, format="thrift-binary")
+    assert set(fields) <= set(a.schema.names) and all(a.column(f)[0].is_valid for f in fields)
+    assert thrift.encode_batch(thrift_type, a, format="thrift-binary") == [tbin, tbin]
+    assert thrift.encode_batch(thrift_type, a, format="thrift-compact") == [tcompact, tcompact]
+
+
+def test_thrift_arrow_batch_errors(thrift, peers):
+    with pytest.raises(ValueError, match="needs a Thrift schema"):
+        peers.decode_batch("bench.Mixed", [b""], format="thrift-binary")
+    with pytest.raises(ValueError, match="batches are protobuf, thrift-binary or thrift-compact"):
+        thrift.decode_batch("Mixed", [b""], format="json")
+    with pytest.raises(optimus.DecodeError) as e:
+        thrift.decode_batch("Mixed", [thrift_bytes("mixed", "thrift-binary")[:-5]], format="thrift-binary")
+    assert e.value.row == 0
+    bad = thrift.decode_batch("Mixed", [b"\x0b"], format="thrift-binary", mode="permissive")
+    assert bad.num_rows == 1 and bad.column("_error")[0].as_py()
+
+
+@pytest.mark.parametrize("proto_type,thrift_type,stem", PAIRS)
 def test_thrift_binary_compact(thrift, proto_type, thrift_type, stem):
     tbin, tcompact = thrift_bytes(stem, "thrift-binary"), thrift_bytes(stem, "thrift-compact")
     assert thrift.convert(thrift_type, tbin, from_="thrift-binary", to="thrift-compact") == tcompact

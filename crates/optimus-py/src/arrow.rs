@@ -28,6 +28,7 @@ use arrow_array::{
 use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field as AField, Fields, TimeUnit};
 use optimus_core::binary::delimited;
+use optimus_core::thrift::{self, Protocol};
 use optimus_core::{engine, Arena, Error, FieldRef, Record};
 use optimus_schema::{Cardinality, EnumId, Field, Kind, MessageId, SchemaSet, WellKnown};
 use pyo3::exceptions::PyValueError;
@@ -53,6 +54,24 @@ pub(crate) struct BatchOptions {
     error_column: String,
     /// Most threads one batch is decoded on.
     threads: usize,
+    /// The rows' wire format: protobuf (`None`) or a Thrift protocol.
+    thrift: Option<Protocol>,
+}
+
+/// The wire format `format` names for a batch's rows of `schema`: protobuf (`None`), or
+/// `thrift-binary` / `thrift-compact` for a Thrift schema.
+pub(crate) fn row_format(format: &str, schema: &SchemaSet) -> PyResult<Option<Protocol>> {
+    let f = crate::formats::Format::parse(format)?;
+    match f.thrift() {
+        Some(_) if schema.thrift().is_none() => Err(PyValueError::new_err(format!(
+            "format={format:?} needs a Thrift schema (Schema.from_thrift)"
+        ))),
+        Some(p) => Ok(Some(p)),
+        None if f.name() == "protobuf" => Ok(None),
+        None => Err(PyValueError::new_err(format!(
+            "format={format:?}: batches are protobuf, thrift-binary or thrift-compact bytes"
+        ))),
+    }
 }
 
 impl BatchOptions {
@@ -102,7 +121,14 @@ impl BatchOptions {
             error_column: error_column.to_string(),
             threads: threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            thrift: None,
         })
+    }
+
+    /// The same options for rows in `protocol` (`None`: protobuf).
+    pub(crate) fn with_rows(mut self, protocol: Option<Protocol>) -> BatchOptions {
+        self.thrift = protocol;
+        self
     }
 }
 
@@ -754,9 +780,11 @@ fn decode_rows(
                 errors.append_null();
                 continue;
             }
-            Row::Msg(bytes) => engine::decode(schema, id, bytes, &arena, &dopts).map(|rec| {
-                root.append(schema, rec);
-            }),
+            Row::Msg(bytes) => match opts.thrift {
+                None => engine::decode(schema, id, bytes, &arena, &dopts),
+                Some(p) => thrift::decode(schema, id, bytes, &arena, p, &dopts),
+            }
+            .map(|rec| root.append(schema, rec)),
             Row::Bad(e) => Err(Error::from(
                 e.as_decode().cloned().expect("a framing error"),
             )),
@@ -1276,6 +1304,7 @@ pub(crate) fn encode_batch<'py>(
     id: MessageId,
     batch: &Bound<'py, PyAny>,
     skip: &str,
+    rows_in: Option<Protocol>,
 ) -> PyResult<Bound<'py, PyList>> {
     let data = import_arrow(batch)?;
     let arr = arrow_array::make_array(data);
@@ -1307,7 +1336,12 @@ pub(crate) fn encode_batch<'py>(
                 Writer { schema }
                     .fill(rec, &cols, row, &arena)
                     .map_err(|e| (row, e))?;
-                engine::encode(rec, &mut bytes);
+                match rows_in {
+                    None => engine::encode(rec, &mut bytes),
+                    Some(p) => {
+                        thrift::encode(rec, p, &mut bytes).map_err(|e| (row, e.to_string()))?
+                    }
+                }
             }
             arena.reset();
             out.push(bytes);

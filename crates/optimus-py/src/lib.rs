@@ -465,10 +465,10 @@ impl Schema {
     /// "dictionary", "string" or "int"; `emit_defaults`; `recursion_depth` (-1: recursive
     /// types raise); `mode` "failfast" (DecodeError with `.row`) or "permissive" (null row +
     /// `error_column`); `threads` (default: every core, for batches of at least 2048 rows a
-    /// thread).
+    /// thread); `format` "protobuf", or for a Thrift schema "thrift-binary" / "thrift-compact".
     #[pyo3(signature = (type_name, messages, *, enums = "dictionary", emit_defaults = false,
                         recursion_depth = -1, mode = "failfast", error_column = "_error",
-                        threads = None, time_unit = "ns"))]
+                        threads = None, time_unit = "ns", format = "protobuf"))]
     #[allow(clippy::too_many_arguments)]
     fn decode_batch<'py>(
         &self,
@@ -482,6 +482,7 @@ impl Schema {
         error_column: &str,
         threads: Option<usize>,
         time_unit: &str,
+        format: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = self.id(&type_name)?;
         let opts = arrow::BatchOptions::parse(
@@ -492,23 +493,26 @@ impl Schema {
             error_column,
             threads,
             time_unit,
-        )?;
+        )?
+        .with_rows(arrow::row_format(format, &self.set)?);
         arrow::decode_batch(py, &self.set, id, messages, &opts)
     }
 
     /// Encodes each row of a pyarrow.RecordBatch (columns named as fields, typed as
-    /// `decode_batch` makes them) as protobuf bytes; null is unset. The column named
-    /// `error_column` is skipped.
-    #[pyo3(signature = (type_name, batch, *, error_column = "_error"))]
+    /// `decode_batch` makes them) as protobuf bytes (or, with `format`, Thrift binary or
+    /// compact); null is unset. The column named `error_column` is skipped.
+    #[pyo3(signature = (type_name, batch, *, error_column = "_error", format = "protobuf"))]
     fn encode_batch<'py>(
         &self,
         py: Python<'py>,
         type_name: String,
         batch: &Bound<'py, PyAny>,
         error_column: &str,
+        format: &str,
     ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
         let id = self.id(&type_name)?;
-        arrow::encode_batch(py, &self.set, id, batch, error_column)
+        let rows = arrow::row_format(format, &self.set)?;
+        arrow::encode_batch(py, &self.set, id, batch, error_column, rows)
     }
 
     /// The pyarrow.Schema that `decode_batch` gives for this type and these options.

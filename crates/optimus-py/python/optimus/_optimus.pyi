@@ -179,6 +179,7 @@ class Schema:
         error_column: str = "_error",
         threads: int | None = None,
         time_unit: Literal["ns", "us"] = "ns",
+        format: Literal["protobuf", "thrift-binary", "thrift-compact"] = "protobuf",
     ) -> pyarrow.RecordBatch:
         """Decode many messages into one RecordBatch, a row per message, a column per field.
 
@@ -207,9 +208,15 @@ class Schema:
         dictionary, so the joined column's dictionary may repeat names.
         """
     def encode_batch(
-        self, type_name: str, batch: pyarrow.RecordBatch, *, error_column: str = "_error"
+        self,
+        type_name: str,
+        batch: pyarrow.RecordBatch,
+        *,
+        error_column: str = "_error",
+        format: Literal["protobuf", "thrift-binary", "thrift-compact"] = "protobuf",
     ) -> list[bytes]:
-        """Encode each row of a RecordBatch as protobuf bytes (deterministic).
+        """Encode each row of a RecordBatch as protobuf bytes (deterministic), or with
+        ``format`` as Thrift binary or compact bytes (a Thrift schema's).
 
         Columns are matched to fields by name (declared or JSON name; any subset, any
         order; ``error_column`` is skipped) and take the types ``decode_batch`` makes, plus
