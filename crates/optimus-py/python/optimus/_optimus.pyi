@@ -195,6 +195,10 @@ class Schema:
         nullable scalar. ``time_unit="us"``: both in microseconds (Spark's unit; years 1 to
         9999 fit), the nanoseconds below one dropped toward zero.
 
+        ``format``: the rows' wire format, "protobuf", or for a Thrift schema
+        "thrift-binary" / "thrift-compact" (the struct's fields as columns, typed as its
+        fields map: docs/thrift.md).
+
         ``emit_defaults``: an unset field without presence (proto3 implicit) is its default
         instead of null. ``recursion_depth``: -1 raises SchemaError on a recursive type;
         n >= 1 lets a type occur n times on a path and leaves deeper fields out.
