@@ -248,7 +248,6 @@ fn errors_name_path_and_offset() {
 fn unknown_and_mistyped_fields_are_skipped() {
     let s = load("zoo.thrift");
     let id = s.thrift_struct_by_name("Sparse").unwrap();
-    let arena = Arena::new();
     // Field 2 (unknown): a map<i32, list<string>>; field 1 as a string (declared i32); then
     // field 1 as an i32.
     let bytes: Vec<u8> = [
@@ -260,17 +259,7 @@ fn unknown_and_mistyped_fields_are_skipped() {
         &[0],
     ]
     .concat();
-    let rec = decode(
-        &s,
-        id,
-        &bytes,
-        &arena,
-        Protocol::Binary,
-        &DecodeOptions::default(),
-    )
-    .unwrap();
-    let mut out = Vec::new();
-    encode(rec, Protocol::Binary, &mut out).unwrap();
+    let out = round_trip(&s, id, &bytes, Protocol::Binary);
     assert_eq!(out, [8, 0, 1, 0, 0, 0, 3, 0]);
 }
 
@@ -425,17 +414,7 @@ fn sets_keep_one_of_each_value() {
         &[0],
     ]
     .concat();
-    let rec = decode(
-        &s,
-        id,
-        &bytes,
-        &arena,
-        Protocol::Binary,
-        &DecodeOptions::default(),
-    )
-    .unwrap();
-    let mut out = Vec::new();
-    encode(rec, Protocol::Binary, &mut out).unwrap();
+    let out = round_trip(&s, id, &bytes, Protocol::Binary);
     let want: Vec<u8> = [
         &[14, 0, 2, 10, 0, 0, 0, 2][..],
         &7i64.to_be_bytes(),
