@@ -304,11 +304,9 @@ impl MessageType {
     /// proto3 JSON writer emits them) without hashing their names.
     #[inline]
     pub fn field_index_by_name_from(&self, name: &str, hint: usize) -> Option<usize> {
-        if self.names_unique {
-            if let Some(f) = self.fields.get(hint) {
-                if f.json_name == name || f.name == name {
-                    return Some(hint);
-                }
+        if let Some(f) = self.hinted_field(hint) {
+            if f.json_name == name || f.name == name {
+                return Some(hint);
             }
         }
         self.field_index_by_name(name)
