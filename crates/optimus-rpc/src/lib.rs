@@ -50,7 +50,7 @@ pub use nic::{
     Balance, Handler, Nic, NicConfig, NicHandle, NicStats, NicThread, PollMode, LOCAL_CONN,
     RX_BATCH, TX_BATCH,
 };
-pub use shm::{RegionLayout, ShmRegion};
+pub use shm::{RegionAccess, RegionLayout, ShmRegion};
 pub use transport::{
     loopback::LoopbackNet, lossy::LossConfig, tcp::Tcp, udp::Udp, NoTransport, Transport,
 };
@@ -95,6 +95,14 @@ pub enum RpcError {
     /// A shared-memory file that is not a region of this version.
     #[error("not an optimus-rpc region: bad {0}")]
     BadRegion(&'static str),
+    /// A region file whose owner or mode lets in more than the opener asked for.
+    #[error("region {path}: refused: {why}")]
+    RegionAccess {
+        /// The file.
+        path: String,
+        /// What is wrong with it (owner, group or mode, found and expected).
+        why: String,
+    },
     /// Every queue pair of the region is taken.
     #[error("no free queue pair in the region")]
     NoFreeQp,

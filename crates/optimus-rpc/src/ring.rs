@@ -12,7 +12,13 @@
 //!
 //! The memory may be mapped into another process; what the peer wrote is validated before use
 //! (header fields, bounds against the published tail), and all positions are masked, so a
-//! confused peer can make us drop frames but never read or write outside the ring.
+//! confused peer can make us drop frames but never read or write outside the ring. A hostile
+//! peer's index is caught too: a `head` ahead of what was published, or a `tail` more than the
+//! ring ahead of `head`, marks the ring corrupt ([`Producer::is_corrupt`],
+//! [`RpcError::CorruptRing`]) and the owner of the other end stops using it. Every header is
+//! copied out of the ring once and validated on the copy, so a peer rewriting it meanwhile
+//! cannot change a length after its check. A peek does a bounded amount of work whatever the
+//! peer does (at most one pad frame, then a frame, an error or nothing).
 
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
@@ -115,6 +121,7 @@ pub unsafe fn from_raw(
             tail,
             cached_head: head,
             published: tail,
+            corrupt: false,
         },
         Consumer {
             ring: r,
@@ -178,6 +185,8 @@ pub struct Producer {
     cached_head: u64,
     /// Last `tail` stored for the consumer.
     published: u64,
+    /// The consumer's `head` was seen outside `[published - lines, published]`.
+    corrupt: bool,
 }
 
 impl Producer {
@@ -193,8 +202,40 @@ impl Producer {
 
     /// Lines free right now, as far as this side knows (refreshes the consumer's index).
     pub fn free_lines(&mut self) -> usize {
-        self.cached_head = self.ring.idx().head.load(Ordering::Acquire);
+        self.load_head();
         (self.ring.lines - (self.tail - self.cached_head).min(self.ring.lines)) as usize
+    }
+
+    /// Whether the consumer ever published an impossible `head` (behind by more than the
+    /// ring, or ahead of what we published): its end of the ring is not to be trusted, and
+    /// pushes report `Full` from then on.
+    pub fn is_corrupt(&self) -> bool {
+        self.corrupt
+    }
+
+    /// Re-reads the consumer's index and says whether the ring is corrupt (for a periodic
+    /// check: a push reads the index only when the ring looks full).
+    pub fn check_peer(&mut self) -> bool {
+        self.load_head();
+        self.corrupt
+    }
+
+    /// Refreshes `cached_head` from the consumer, keeping the old value (and marking the ring
+    /// corrupt) when the new one is impossible, so `cached_head <= published <= tail` holds.
+    #[inline]
+    fn load_head(&mut self) {
+        let head = self.ring.idx().head.load(Ordering::Acquire);
+        if self.published.wrapping_sub(head) > self.ring.lines {
+            self.mark_corrupt();
+        } else if !self.corrupt {
+            self.cached_head = head;
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn mark_corrupt(&mut self) {
+        self.corrupt = true;
     }
 
     #[inline]
@@ -211,10 +252,8 @@ impl Producer {
             to_end + lines
         };
         if self.tail + need - self.cached_head > cap {
-            self.cached_head = self.ring.idx().head.load(Ordering::Acquire);
-            if self.tail.wrapping_sub(self.cached_head) > cap
-                || self.tail + need - self.cached_head > cap
-            {
+            self.load_head();
+            if self.corrupt || self.tail + need - self.cached_head > cap {
                 return Err(PushError::Full);
             }
         }
@@ -302,7 +341,7 @@ impl Producer {
 
     /// Whether the consumer has released everything published (refreshes its index).
     pub fn is_drained(&mut self) -> bool {
-        self.cached_head = self.ring.idx().head.load(Ordering::Acquire);
+        self.load_head();
         self.cached_head == self.published
     }
 
@@ -311,6 +350,10 @@ impl Producer {
         self.tail = self.ring.idx().tail.load(Ordering::Acquire);
         self.published = self.tail;
         self.cached_head = self.ring.idx().head.load(Ordering::Acquire);
+        self.corrupt = self.tail.wrapping_sub(self.cached_head) > self.ring.lines;
+        if self.corrupt {
+            self.cached_head = self.tail;
+        }
     }
 }
 
@@ -356,6 +399,7 @@ impl Consumer {
     /// everything published so far is skipped, so the next call starts clean.
     #[inline]
     pub fn peek(&mut self, max_payload: usize) -> Option<Result<Peeked<'_>, RpcError>> {
+        let mut pads = 0u32;
         loop {
             if !self.has_data() {
                 return None;
@@ -390,9 +434,12 @@ impl Consumer {
                 return Some(Err(self.skip_corrupt("frame past published lines")));
             }
             if kind == FrameKind::Pad {
-                if lines != to_end {
+                // A producer pads only to reach line 0, where the next frame fits; a second
+                // pad in a row is a peer keeping us busy.
+                if lines != to_end || pads > 0 {
                     return Some(Err(self.skip_corrupt("pad length")));
                 }
+                pads += 1;
                 self.head += lines;
                 continue;
             }

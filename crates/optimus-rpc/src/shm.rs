@@ -12,6 +12,13 @@
 //! creator writes the header into a temporary file and renames it into place, so an opener
 //! never sees a half-written header.
 //!
+//! Access: whoever can map a region reads every request and reply in its rings, so a region is
+//! created mode 0600 (set with `fchmod`, whatever the umask) and is the creator's alone;
+//! [`RegionAccess::Group`] shares it with one group (mode 0660, `fchown` to the group). An
+//! opener checks the file before mapping it and refuses one that is looser than it asked for or
+//! owned by someone else ([`RpcError::RegionAccess`]): a region another user planted could
+//! otherwise be read by that user.
+//!
 //! ```text
 //!  0     header (magic, version, n_qps, ring_lines, epoch)
 //!  64    doorbell   (bit i: QP i has new tx frames; doorbell mode)
@@ -23,6 +30,7 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -55,6 +63,9 @@ pub const QP_CLIENT: u32 = 1;
 pub const QP_WORKER: u32 = 2;
 /// QP state: its owner left; the NIC will reset and free it.
 pub const QP_DETACHING: u32 = 3;
+/// QP state: the NIC found its rings corrupt (a hostile or broken peer) and stopped serving
+/// it; it stays taken until its owner detaches or dies, then the NIC resets and frees it.
+pub const QP_QUARANTINED: u32 = 4;
 
 #[repr(C, align(64))]
 struct RegionHeader {
@@ -108,7 +119,8 @@ impl RegionLayout {
         Ok(())
     }
 
-    fn ring_bytes(&self) -> usize {
+    /// Bytes of one ring: its indices (two lines: `tail`, then `head`), then its lines.
+    pub fn ring_bytes(&self) -> usize {
         core::mem::size_of::<RingIndices>() + self.ring_lines * CACHE_LINE
     }
 
@@ -123,6 +135,82 @@ impl RegionLayout {
     /// Total bytes of a region with this layout.
     pub fn region_bytes(&self) -> usize {
         self.rings_start() + self.n_qps * 2 * self.ring_bytes()
+    }
+}
+
+/// Who may map a region file besides its creator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RegionAccess {
+    /// The creating user only: mode 0600.
+    #[default]
+    Owner,
+    /// The creating user and the members of group `gid`: mode 0660, group set to `gid`.
+    Group {
+        /// The group that may attach.
+        gid: u32,
+    },
+}
+
+/// Mode of a region file under `RegionAccess::Owner`.
+pub const REGION_MODE_OWNER: u32 = 0o600;
+/// Mode of a region file under `RegionAccess::Group`.
+pub const REGION_MODE_GROUP: u32 = 0o660;
+
+impl RegionAccess {
+    /// The file mode a region with this access gets.
+    pub fn mode(&self) -> u32 {
+        match self {
+            Self::Owner => REGION_MODE_OWNER,
+            Self::Group { .. } => REGION_MODE_GROUP,
+        }
+    }
+
+    /// Sets `fd`'s mode (and group) explicitly, so the umask cannot loosen or narrow it.
+    fn apply(&self, fd: &OwnedFd) -> Result<(), RpcError> {
+        if let Self::Group { gid } = *self {
+            // SAFETY: `fd` is a valid descriptor; uid -1 leaves the owner as it is.
+            if unsafe { libc::fchown(fd.as_raw_fd(), u32::MAX, gid) } != 0 {
+                return Err(last_os_error("fchown region to its group"));
+            }
+        }
+        // SAFETY: `fd` is a valid descriptor; the mode is a plain value.
+        if unsafe { libc::fchmod(fd.as_raw_fd(), self.mode() as libc::mode_t) } != 0 {
+            return Err(last_os_error("fchmod region"));
+        }
+        Ok(())
+    }
+
+    /// Refuses a file that is not a regular file, is owned by another user (`Owner`), belongs
+    /// to another group (`Group`), or grants more than this access would.
+    fn check(&self, path: &Path, meta: &std::fs::Metadata) -> Result<(), RpcError> {
+        let refuse = |why: String| RpcError::RegionAccess {
+            path: path.display().to_string(),
+            why,
+        };
+        if !meta.file_type().is_file() {
+            return Err(refuse("not a regular file".into()));
+        }
+        let mode = meta.mode() & 0o7777;
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        let loose = mode & !self.mode();
+        if loose != 0 {
+            return Err(refuse(format!(
+                "mode {mode:04o} grants more than {:04o} (bits {loose:04o})",
+                self.mode()
+            )));
+        }
+        match *self {
+            Self::Owner if meta.uid() != me => Err(refuse(format!(
+                "owned by uid {}, not by this user (uid {me})",
+                meta.uid()
+            ))),
+            Self::Group { gid } if meta.gid() != gid => Err(refuse(format!(
+                "group is gid {}, expected gid {gid}",
+                meta.gid()
+            ))),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -202,20 +290,46 @@ impl ShmRegion {
         Ok(Arc::new(r))
     }
 
-    /// A region in a new file at `path` (normally under `/dev/shm`), removed when dropped.
+    /// A region in a new file at `path` (normally under `/dev/shm`), mode 0600, removed when
+    /// dropped.
     ///
     /// # Errors
     /// The file exists or cannot be created, or `mmap` fails.
     pub fn create(path: &Path, layout: RegionLayout) -> Result<Arc<Self>, RpcError> {
+        Self::create_with(path, layout, RegionAccess::Owner)
+    }
+
+    /// Like [`create`](Self::create), with the file's access chosen by `access`.
+    ///
+    /// # Errors
+    /// As [`create`](Self::create); also when the group cannot be set (the creator is not a
+    /// member of it and not privileged).
+    pub fn create_with(
+        path: &Path,
+        layout: RegionLayout,
+        access: RegionAccess,
+    ) -> Result<Arc<Self>, RpcError> {
         layout.validate()?;
         let len = layout.region_bytes();
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        // Created 0600 from the first instant (O_EXCL: never an existing file or a symlink),
+        // so nobody else can open it before `apply` sets the final mode.
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
+            .mode(REGION_MODE_OWNER)
             .open(&tmp)?;
-        file.set_len(len as u64)?;
+        let fd = OwnedFd::from(file);
+        if let Err(e) = access.apply(&fd) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        let file = std::fs::File::from(fd);
+        if let Err(e) = file.set_len(len as u64) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e.into());
+        }
         let fd = OwnedFd::from(file);
         let base = map(Some(&fd), len)?;
         let mut r = Self {
@@ -250,6 +364,9 @@ impl ShmRegion {
         }
         // SAFETY: `raw` is a new descriptor we own.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // A memfd starts 0777; /proc/PID/fd already needs ptrace rights, but keep the mode
+        // honest for an opener's check.
+        RegionAccess::Owner.apply(&fd)?;
         // SAFETY: `fd` is a valid descriptor.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
             return Err(last_os_error("ftruncate"));
@@ -272,16 +389,29 @@ impl ShmRegion {
         Ok(Arc::new(r))
     }
 
-    /// Maps an existing region created by another process.
+    /// Maps an existing region created by another process of this user (mode 0600).
     ///
     /// # Errors
-    /// The file is missing, too short, or its header is not a region of this version.
+    /// The file is missing, too short, or its header is not a region of this version;
+    /// [`RpcError::RegionAccess`] when it is owned by another user or other users may open it.
     pub fn open(path: &Path) -> Result<Arc<Self>, RpcError> {
+        Self::open_with(path, RegionAccess::Owner)
+    }
+
+    /// Maps an existing region whose file must match `access`: a `Group` region may be owned
+    /// by another user but must belong to that group and grant nothing to others.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_with(path: &Path, access: RegionAccess) -> Result<Arc<Self>, RpcError> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(path)?;
-        let flen = file.metadata()?.len() as usize;
+        // Checked on the open descriptor, so the file cannot be swapped after the check.
+        let meta = file.metadata()?;
+        access.check(path, &meta)?;
+        let flen = meta.len() as usize;
         if flen < OFF_QP_DESC {
             return Err(RpcError::BadRegion("file shorter than a region header"));
         }
@@ -434,6 +564,18 @@ impl ShmRegion {
         self.control_seq().fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Marks QP `qp` quarantined (the NIC stopped serving it), unless its owner already left.
+    pub(crate) fn quarantine(&self, qp: usize) {
+        let d = self.desc(qp);
+        let st = d.state.load(Ordering::Acquire);
+        if st == QP_CLIENT || st == QP_WORKER {
+            let _ =
+                d.state
+                    .compare_exchange(st, QP_QUARANTINED, Ordering::AcqRel, Ordering::Relaxed);
+        }
+        self.control_seq().fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Resets QP `qp`'s ring indices to zero (the NIC does this after a detach, before `free`).
     pub(crate) fn reset_rings(&self, qp: usize) {
         self.indices(qp, false).reset();
@@ -446,6 +588,32 @@ impl ShmRegion {
         d.owner_pid.store(0, Ordering::Release);
         d.state.store(QP_FREE, Ordering::Release);
         self.control_seq().fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Bytes of QP `qp`'s rings: the tx ring ([`RegionLayout::ring_bytes`]), then the rx ring.
+    pub fn qp_rings_bytes(&self) -> usize {
+        2 * self.layout.ring_bytes()
+    }
+
+    /// Writes `bytes` into QP `qp`'s rings at `offset` (taken modulo the rings' size; see
+    /// [`qp_rings_bytes`](Self::qp_rings_bytes)), as any process that maps the region could:
+    /// indices, headers and payloads alike. For tests and fuzz targets of the NIC's defences
+    /// against a hostile or broken peer; an application never needs it.
+    ///
+    /// # Panics
+    /// If `qp` is out of range.
+    #[doc(hidden)]
+    pub fn scribble(&self, qp: usize, offset: usize, bytes: &[u8]) {
+        let span = self.qp_rings_bytes();
+        let base = self.ring_ptrs(qp, false).0.as_ptr().cast::<u8>();
+        for (k, b) in bytes.iter().enumerate() {
+            let off = (offset + k) % span;
+            // SAFETY: `off < span`, and the QP's two rings are `span` contiguous bytes inside
+            // the mapping (`ring_ptrs`). Plain bytes have no invalid values; the NIC reads this
+            // memory only through copies it validates, as it must for a peer in another
+            // process writing the same bytes at any time.
+            unsafe { base.add(off).write_volatile(*b) };
+        }
     }
 
     fn ring_ptrs(&self, qp: usize, rx: bool) -> (NonNull<RingIndices>, NonNull<u8>) {
@@ -536,11 +704,164 @@ mod tests {
         assert!(!path.exists(), "creator removes the file");
     }
 
+    fn layout2() -> RegionLayout {
+        RegionLayout {
+            n_qps: 2,
+            ring_lines: 8,
+        }
+    }
+
+    fn mode_of(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().mode() & 0o7777
+    }
+
+    #[test]
+    fn created_regions_are_0600_whatever_the_umask() {
+        let path = std::env::temp_dir().join(format!("optimus-rpc-mode-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        // SAFETY: umask only changes this process's creation mask; restored below.
+        let old = unsafe { libc::umask(0) };
+        let r = ShmRegion::create(&path, layout2());
+        // SAFETY: as above.
+        unsafe { libc::umask(old) };
+        let r = r.unwrap();
+        assert_eq!(mode_of(&path), 0o600);
+        assert!(ShmRegion::open(&path).is_ok());
+        drop(r);
+        let m = ShmRegion::memfd("optimus-mode", layout2()).unwrap();
+        let meta = std::fs::metadata(m.path().unwrap()).unwrap();
+        assert_eq!(meta.mode() & 0o7777, 0o600);
+    }
+
+    #[test]
+    fn group_regions_are_0660_and_open_checks_the_group() {
+        let path = std::env::temp_dir().join(format!("optimus-rpc-group-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        // SAFETY: getegid has no preconditions.
+        let gid = unsafe { libc::getegid() };
+        let _r = ShmRegion::create_with(&path, layout2(), RegionAccess::Group { gid }).unwrap();
+        assert_eq!(mode_of(&path), 0o660);
+        assert_eq!(std::fs::metadata(&path).unwrap().gid(), gid);
+        assert!(ShmRegion::open_with(&path, RegionAccess::Group { gid }).is_ok());
+        // An owner-only opener refuses the looser file; a group opener the wrong group.
+        let e = ShmRegion::open(&path)
+            .err()
+            .expect("0660 refused for owner-only");
+        assert!(e.to_string().contains("mode 0660"), "{e}");
+        let e = ShmRegion::open_with(&path, RegionAccess::Group { gid: gid + 1 })
+            .err()
+            .expect("wrong group refused");
+        assert!(matches!(e, RpcError::RegionAccess { .. }), "{e}");
+    }
+
+    #[test]
+    fn open_refuses_a_world_readable_region() {
+        let path = std::env::temp_dir().join(format!("optimus-rpc-loose-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let _r = ShmRegion::create(&path, layout2()).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = ShmRegion::open(&path).err().expect("0644 refused");
+        assert!(
+            e.to_string().contains("mode 0644 grants more than 0600"),
+            "{e}"
+        );
+        let gid = std::fs::metadata(&path).unwrap().gid();
+        assert!(ShmRegion::open_with(&path, RegionAccess::Group { gid }).is_err());
+    }
+
+    /// uid and gid of `nobody` on Linux.
+    const NOBODY: u32 = 65534;
+
+    fn is_root() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    #[test]
+    fn open_refuses_a_region_of_another_owner() {
+        if !is_root() {
+            eprintln!("skipped: changing a file's owner needs root");
+            return;
+        }
+        let path = std::env::temp_dir().join(format!("optimus-rpc-owner-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let _r = ShmRegion::create(&path, layout2()).unwrap();
+        std::os::unix::fs::chown(&path, Some(NOBODY), None).unwrap();
+        let e = ShmRegion::open(&path).err().expect("foreign owner refused");
+        assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+    }
+
+    /// Opens `path` read-only in a child that dropped to `nobody`; returns the child's errno
+    /// (0 if the open succeeded).
+    fn open_as_nobody(path: &Path) -> i32 {
+        use std::os::unix::ffi::OsStrExt;
+        let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: the child calls only async-signal-safe functions (setgroups, setgid, setuid,
+        // open, _exit) on memory prepared before the fork; the parent waits for it.
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                if libc::setgroups(0, core::ptr::null()) != 0
+                    || libc::setgid(NOBODY) != 0
+                    || libc::setuid(NOBODY) != 0
+                {
+                    libc::_exit(100);
+                }
+                let fd = libc::open(c.as_ptr(), libc::O_RDONLY);
+                if fd >= 0 {
+                    libc::_exit(0);
+                }
+                libc::_exit((*libc::__errno_location()).min(99));
+            }
+            let mut status = 0;
+            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+            assert!(libc::WIFEXITED(status), "child did not exit");
+            let code = libc::WEXITSTATUS(status);
+            assert_ne!(code, 100, "child could not drop to nobody");
+            code
+        }
+    }
+
+    #[test]
+    fn another_user_cannot_open_a_region() {
+        if !is_root() {
+            eprintln!("skipped: dropping to another uid in a child needs root");
+            return;
+        }
+        // /dev/shm is where servers put regions; fall back to the temp dir without it.
+        let dir = if Path::new("/dev/shm").is_dir() {
+            PathBuf::from("/dev/shm")
+        } else {
+            std::env::temp_dir()
+        };
+        let path = dir.join(format!("optimus-rpc-nobody-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let r = ShmRegion::create(&path, layout2()).unwrap();
+        // Control: the same child opens a file that is world-readable, so a refusal below is
+        // the region's mode, not a child that cannot open anything.
+        let open_file = dir.join(format!("optimus-rpc-nobody-ctl-{}", std::process::id()));
+        std::fs::write(&open_file, b"x").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&open_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(open_as_nobody(&open_file), 0, "control file must open");
+        let _ = std::fs::remove_file(&open_file);
+        assert_eq!(
+            open_as_nobody(&path),
+            libc::EACCES,
+            "nobody opened the region"
+        );
+        drop(r);
+    }
+
     #[test]
     fn open_rejects_garbage() {
         let path =
             std::env::temp_dir().join(format!("optimus-rpc-shm-garbage-{}", std::process::id()));
         std::fs::write(&path, vec![7u8; 4096]).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(matches!(
             ShmRegion::open(&path),
             Err(RpcError::BadRegion("magic"))

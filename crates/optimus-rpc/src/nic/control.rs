@@ -11,7 +11,7 @@ use super::delivery::Notifier;
 use super::dispatch::Origin;
 use super::{Core, NicStats, NO_QP};
 use crate::frame::Status;
-use crate::shm::{ShmRegion, QP_CLIENT, QP_DETACHING, QP_FREE, QP_WORKER};
+use crate::shm::{ShmRegion, QP_CLIENT, QP_DETACHING, QP_FREE, QP_QUARANTINED, QP_WORKER};
 use crate::transport::{PeerId, Transport};
 use crate::RpcError;
 
@@ -171,7 +171,7 @@ impl Core {
         for i in 0..self.qps.len() {
             let mut st = self.region.qp_state(i);
             if check_owners
-                && (st == QP_CLIENT || st == QP_WORKER)
+                && (st == QP_CLIENT || st == QP_WORKER || st == QP_QUARANTINED)
                 && !owner_alive(self.region.qp_owner(i))
             {
                 st = QP_DETACHING;
@@ -216,9 +216,17 @@ impl Core {
                 }
             }
         }
-        if changed {
+        // A completion ring's consumer index is read on the datapath only when the ring looks
+        // full; check every one here, so an impossible index is caught within a pass.
+        for a in 0..self.active.len() {
+            let i = self.active[a] as usize;
+            if matches!(self.qps[i].role, QP_CLIENT | QP_WORKER) && self.qps[i].rx.check_peer() {
+                self.quarantine_qp(i);
+            }
+        }
+        if changed || std::mem::take(&mut self.relist) {
             self.active = (0..self.qps.len())
-                .filter(|&i| self.qps[i].role != QP_FREE)
+                .filter(|&i| matches!(self.qps[i].role, QP_CLIENT | QP_WORKER))
                 .map(|i| i as u16)
                 .collect();
             self.workers = (0..self.qps.len())
@@ -235,6 +243,38 @@ impl Core {
     }
 
     fn detach_qp(&mut self, i: usize) {
+        self.forget_qp(i);
+        let qp = &mut self.qps[i];
+        qp.role = QP_FREE;
+        self.region.reset_rings(i);
+        qp.tx.resync();
+        qp.rx.resync();
+        if self.region.qp_state(i) != QP_FREE {
+            self.region.free(i);
+        }
+    }
+
+    /// Stops serving QP `i`, whose peer wrote something impossible into its rings: its calls
+    /// and the requests it held end as on a detach, nothing more is read from or written to
+    /// it, and its state says so until its owner detaches (or dies), when `detach_qp` frees it.
+    /// The other QPs never notice.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn quarantine_qp(&mut self, i: usize) {
+        if !matches!(self.qps[i].role, QP_CLIENT | QP_WORKER) {
+            return;
+        }
+        self.forget_qp(i);
+        self.qps[i].role = QP_QUARANTINED;
+        self.stats.qps_quarantined += 1;
+        // Leaves `active` and `workers` alone (a burst may be walking them); the next control
+        // pass, which the bumped sequence starts, rebuilds them without this QP.
+        self.relist = true;
+        self.region.quarantine(i);
+    }
+
+    /// Ends everything the NIC's tables hold for QP `i` (its calls, the requests it held).
+    fn forget_qp(&mut self, i: usize) {
         let q = i as u16;
         // Calls this QP made: their answers have nowhere to go.
         for p in self.pending.iter_mut() {
@@ -277,13 +317,6 @@ impl Core {
         qp.rx_dirty = false;
         qp.in_flight = 0;
         qp.notifier = None;
-        qp.role = QP_FREE;
-        self.region.reset_rings(i);
-        qp.tx.resync();
-        qp.rx.resync();
-        if self.region.qp_state(i) != QP_FREE {
-            self.region.free(i);
-        }
     }
 
     fn peer_lost(&mut self, p: PeerId) {

@@ -8,7 +8,7 @@ use std::task::Waker;
 use super::{Core, Qp};
 use crate::frame::{FrameHeader, FrameKind, Status, HEADER_BYTES};
 use crate::ring::PushError;
-use crate::shm::QP_FREE;
+use crate::shm::{QP_CLIENT, QP_WORKER};
 
 /// Wakes async callers of one QP when the NIC writes completions (in-process only).
 #[derive(Default)]
@@ -45,11 +45,11 @@ impl Core {
     #[inline]
     pub(super) fn try_deliver(&mut self, qp: usize, h: &FrameHeader, payload: &[u8]) -> bool {
         let q = &mut self.qps[qp];
-        if q.role == QP_FREE {
-            return true; // nobody to tell
+        if !matches!(q.role, QP_CLIENT | QP_WORKER) {
+            return true; // nobody to tell (free, or quarantined)
         }
         if !flush_stall(q) {
-            return false;
+            return self.quarantine_if_corrupt(qp);
         }
         let mut r = q.rx.push(h, payload);
         if r == Err(PushError::Full) {
@@ -61,13 +61,25 @@ impl Core {
                 q.rx_dirty = true;
                 true
             }
-            Err(PushError::Full) => false,
+            Err(PushError::Full) => self.quarantine_if_corrupt(qp),
             Err(PushError::TooLarge) => {
                 let e = completion_header(h.conn_id, h.request_id, h.method_id, Status::TooLarge);
                 let ok = q.rx.push(&e, &[]).is_ok();
                 q.rx_dirty |= ok;
                 ok
             }
+        }
+    }
+
+    /// After a failed push to QP `qp`'s rx ring: quarantines the QP if its consumer index is
+    /// impossible (then the completion is dropped: true), else reports the ring full (false).
+    #[cold]
+    fn quarantine_if_corrupt(&mut self, qp: usize) -> bool {
+        if self.qps[qp].rx.is_corrupt() {
+            self.quarantine_qp(qp);
+            true
+        } else {
+            false
         }
     }
 

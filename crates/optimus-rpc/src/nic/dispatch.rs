@@ -89,6 +89,7 @@ impl Core {
             request_id: token,
             ..FrameHeader::new(FrameKind::Request)
         };
+        let mut corrupt = None;
         for step in 0..n {
             let w = self.workers[(first + step) % n];
             let qp = &mut self.qps[w as usize];
@@ -112,10 +113,19 @@ impl Core {
                     self.complete(origin, method, Status::TooLarge, &[]);
                     return true;
                 }
-                Err(PushError::Full) => {}
+                Err(PushError::Full) => {
+                    if qp.rx.is_corrupt() {
+                        // Not quarantined here: the loop walks `workers`. The worker stays
+                        // unusable (every push is `Full`) until the call below.
+                        corrupt = Some(w);
+                    }
+                }
             }
         }
         self.pending_free.push(k as u32);
+        if let Some(w) = corrupt {
+            self.quarantine_qp(w as usize);
+        }
         false
     }
 

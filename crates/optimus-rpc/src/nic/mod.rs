@@ -191,6 +191,9 @@ pub struct NicStats {
     pub dropped_oversized: u64,
     /// Application rings found corrupt and skipped.
     pub corrupt_rings: u64,
+    /// Queue pairs the NIC stopped serving because a peer wrote impossible indices or frames
+    /// into their rings (see `shm::QP_QUARANTINED`).
+    pub qps_quarantined: u64,
     /// Repeated requests answered from the cache or ignored.
     pub duplicate_requests: u64,
     /// Requests older than the window, dropped.
@@ -260,6 +263,9 @@ struct Core {
     checksum: bool,
     qps: Vec<Qp>,
     active: Vec<u16>,
+    /// `active` and `workers` are stale (a QP was quarantined); the next control pass rebuilds
+    /// them.
+    relist: bool,
     workers: Vec<u16>,
     doorbell_left: u64,
     last_control_seq: u64,
@@ -372,6 +378,7 @@ impl<T: Transport> Nic<T> {
             checksum: T::CHECKSUM,
             qps,
             active: Vec::new(),
+            relist: false,
             workers: Vec::new(),
             doorbell_left: 0,
             last_control_seq: u64::MAX,

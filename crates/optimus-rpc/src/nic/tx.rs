@@ -9,6 +9,7 @@ use super::dispatch::Origin;
 use super::{Core, PollMode, LOCAL_CONN, TX_BATCH};
 use crate::frame::{self, FrameHeader, FrameKind, Status, FLAG_CHECKSUM};
 use crate::shm::{QP_CLIENT, QP_WORKER};
+use crate::RpcError;
 
 impl Core {
     pub(super) fn poll_rings(&mut self) -> usize {
@@ -54,18 +55,34 @@ impl Core {
     /// The next frame published on QP `i`'s tx ring, skipping (and counting) frames that do
     /// not parse; `None` once the ring is empty. The payload stays the producer's until the
     /// caller advances past the frame and releases it.
+    ///
+    /// A ring whose producer wrote something that is not a frame quarantines the QP (a
+    /// well-behaved producer publishes only whole frames, even when it crashes); refused
+    /// frames (too large) are skipped, at most [`TX_BATCH`] of them per call, so a peer
+    /// flooding its ring cannot hold the NIC here.
     fn peek_tx(&mut self, i: usize) -> Option<(FrameHeader, FrameKind, *const [u8])> {
         let max = self.max_payload;
-        loop {
+        for _ in 0..TX_BATCH {
             let q = &mut self.qps[i];
             match q.tx.peek(max)? {
                 Ok(p) => return Some((p.header, p.kind, p.payload as *const [u8])),
                 Err(e) => {
                     q.tx.advance();
                     self.count_bad(&e);
+                    if matches!(e, RpcError::CorruptRing(_)) {
+                        self.quarantine_qp(i);
+                        return None;
+                    }
                 }
             }
         }
+        None
+    }
+
+    /// Whether QP `i` is still served (not quarantined during this burst).
+    #[inline]
+    fn is_served(&self, i: usize) -> bool {
+        matches!(self.qps[i].role, QP_CLIENT | QP_WORKER)
     }
 
     /// Requests from client QP `i`. Returns frames taken and whether more may be waiting.
@@ -73,6 +90,10 @@ impl Core {
         let mut n = 0;
         while n < TX_BATCH {
             if !flush_stall(&mut self.qps[i]) {
+                if self.qps[i].rx.is_corrupt() {
+                    self.quarantine_qp(i);
+                    return (n, false);
+                }
                 self.stats.backpressure += 1;
                 return (n, true);
             }
@@ -93,6 +114,9 @@ impl Core {
             } else {
                 self.remote_request(i, &h, payload)
             };
+            if !self.is_served(i) {
+                return (n + 1, false); // its own completion ring turned out corrupt
+            }
             if !taken {
                 self.stats.backpressure += 1;
                 self.qps[i].tx.release();
@@ -100,6 +124,9 @@ impl Core {
             }
             self.qps[i].tx.advance();
             n += 1;
+        }
+        if !self.is_served(i) {
+            return (n, false);
         }
         self.qps[i].tx.release();
         (n, n == TX_BATCH)
@@ -151,6 +178,9 @@ impl Core {
             self.free_pending(k);
             self.qps[i].tx.advance();
             n += 1;
+        }
+        if !self.is_served(i) {
+            return (n, false);
         }
         self.qps[i].tx.release();
         (n, n == TX_BATCH)
