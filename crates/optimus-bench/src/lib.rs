@@ -515,11 +515,9 @@ fn records_runner<'a>(
     let call: Box<dyn FnMut() -> Result<()> + 'a> = match op {
         Op::Encode => {
             let record = engine::decode(schema, w.id, &w.bytes, record_arena, &opts)?;
-            let mut out = Vec::with_capacity(w.bytes.len());
+            let mut encoder = engine::Encoder::new();
             Box::new(move || {
-                out.clear();
-                engine::encode(black_box(record), &mut out);
-                black_box(&out);
+                black_box(encoder.encode(black_box(record)));
                 Ok(())
             })
         }

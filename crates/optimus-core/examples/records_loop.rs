@@ -60,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let held = Arena::new();
     let record = engine::decode(&schema, id, bytes, &held, &opts)?;
     let mut arena = Arena::new();
-    let mut out = Vec::with_capacity(bytes.len());
+    let mut encoder = engine::Encoder::new();
     let json_opts = optimus_core::json::JsonOptions::default();
     let mut text = String::new();
     engine::encode_json(record, &json_opts, &mut text)?;
@@ -69,9 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..n {
         match op {
             "encode" => {
-                out.clear();
-                engine::encode(black_box(record), &mut out);
-                black_box(&out);
+                black_box(encoder.encode(black_box(record)));
             }
             "decode" => {
                 arena.reset();

@@ -15,11 +15,11 @@ use crate::record::{copy_short, read_le, RecPtr, Seq, View};
 /// A buffer written from its end toward its front: the bytes written are `buf[pos..]`.
 #[derive(Default)]
 pub(crate) struct Back {
-    pub(crate) buf: Vec<u8>,
-    pub(crate) pos: usize,
+    buf: Vec<u8>,
+    pos: usize,
     /// The entries of the maps being written, in key order (a stack: a nested map's after
     /// its parent's).
-    pub(crate) map_entries: Vec<RecPtr>,
+    map_entries: Vec<RecPtr>,
 }
 
 impl Back {
@@ -37,6 +37,21 @@ impl Back {
     /// Empties the buffer, keeping its memory.
     pub(crate) fn clear(&mut self) {
         self.pos = self.buf.len();
+    }
+
+    /// A cursor at the write position, to write through until [`Back::settle`].
+    #[inline(always)]
+    fn cursor(&mut self) -> Cursor {
+        Cursor {
+            base: self.buf.as_mut_ptr(),
+            pos: self.pos,
+        }
+    }
+
+    /// Takes back the position a cursor wrote to.
+    #[inline(always)]
+    fn settle(&mut self, cursor: &Cursor) {
+        self.pos = cursor.pos;
     }
 
     #[inline(always)]
@@ -61,34 +76,63 @@ impl Back {
     #[inline(always)]
     fn put(&mut self, bytes: &[u8]) {
         self.reserve(bytes.len());
+        let mut c = self.cursor();
         // SAFETY: reserved just above.
-        unsafe { self.put_unchecked(bytes) };
+        unsafe { c.put(bytes) };
+        self.settle(&c);
     }
 
     #[inline(always)]
     fn varint(&mut self, v: u64) {
         self.reserve(MAX_VARINT);
+        let mut c = self.cursor();
         // SAFETY: reserved just above.
-        unsafe { self.varint_unchecked(v) };
+        unsafe { c.varint(v) };
+        self.settle(&c);
     }
 
     #[inline(always)]
     fn tag(&mut self, e: &Entry) {
         self.reserve(MAX_TAG_ROOM);
+        let mut c = self.cursor();
         // SAFETY: reserved just above.
-        unsafe { self.tag_unchecked(e) };
+        unsafe { c.tag(e) };
+        self.settle(&c);
+    }
+}
+
+/// The write position of a [`Back`] held apart from it while fields are written: a local
+/// the compiler keeps in registers, where a `Back` behind `&mut` would be reloaded from
+/// memory after every byte stored (a byte store may alias anything).
+struct Cursor {
+    /// The start of the buffer.
+    base: *mut u8,
+    /// Where the bytes written start: the room left in front of them.
+    pos: usize,
+}
+
+impl Cursor {
+    /// Makes sure of `n` bytes of room, growing `back` (which takes this cursor's position
+    /// first) if they are not there.
+    #[inline(always)]
+    fn reserve(&mut self, back: &mut Back, n: usize) {
+        if self.pos < n {
+            back.settle(self);
+            back.grow(n);
+            *self = back.cursor();
+        }
     }
 
     /// Writes `bytes` in front.
     ///
     /// # Safety
-    /// `bytes.len()` bytes of room were reserved ([`Back::reserve`]) and not used since.
+    /// `bytes.len()` bytes of room were reserved and not used since.
     #[inline(always)]
-    unsafe fn put_unchecked(&mut self, bytes: &[u8]) {
+    unsafe fn put(&mut self, bytes: &[u8]) {
         debug_assert!(self.pos >= bytes.len());
         self.pos -= bytes.len();
-        // SAFETY: `pos..pos + len` lies inside `buf`: the room the caller reserved.
-        unsafe { copy_short(bytes, self.buf.as_mut_ptr().add(self.pos)) };
+        // SAFETY: `pos..pos + len` lies inside the buffer: the room the caller reserved.
+        unsafe { copy_short(bytes, self.base.add(self.pos)) };
     }
 
     /// Writes one byte in front.
@@ -96,11 +140,11 @@ impl Back {
     /// # Safety
     /// One byte of room was reserved.
     #[inline(always)]
-    unsafe fn byte_unchecked(&mut self, b: u8) {
+    unsafe fn byte(&mut self, b: u8) {
         debug_assert!(self.pos >= 1);
         self.pos -= 1;
-        // SAFETY: as in `put_unchecked`.
-        unsafe { *self.buf.as_mut_ptr().add(self.pos) = b };
+        // SAFETY: as in `put`.
+        unsafe { *self.base.add(self.pos) = b };
     }
 
     /// Writes `v` as a varint in front: one byte, two, or (up to eight) all at once from its
@@ -109,10 +153,10 @@ impl Back {
     /// # Safety
     /// [`MAX_VARINT`] bytes of room were reserved (eight for a varint of at most five bytes).
     #[inline(always)]
-    unsafe fn varint_unchecked(&mut self, mut v: u64) {
+    unsafe fn varint(&mut self, v: u64) {
         if v < 0x80 {
             // SAFETY: the caller's duty.
-            return unsafe { self.byte_unchecked(v as u8) };
+            return unsafe { self.byte(v as u8) };
         }
         let n = varint_len(v);
         debug_assert!(self.pos >= n.max(8));
@@ -120,29 +164,26 @@ impl Back {
         // before `pos`, lie in the room the caller reserved; bytes of the word in front of
         // the varint are room, rewritten later.
         unsafe {
-            let end = self.buf.as_mut_ptr().add(self.pos);
+            let end = self.base.add(self.pos);
             if n == 2 {
                 *end.sub(2) = v as u8 | 0x80;
                 *end.sub(1) = (v >> 7) as u8;
             } else if n <= 8 {
-                let spread = (v & 0x7f)
-                    | (v << 1 & 0x7f00)
-                    | (v << 2 & 0x7f_0000)
-                    | (v << 3 & 0x7f00_0000)
-                    | (v << 4 & 0x7f_0000_0000)
-                    | (v << 5 & 0x7f00_0000_0000)
-                    | (v << 6 & 0x7f_0000_0000_0000)
-                    | (v << 7 & 0x7f00_0000_0000_0000);
                 let continuation = 0x8080_8080_8080_8080u64 & ((1u64 << (8 * (n - 1))) - 1);
-                let word = (spread | continuation) << (8 * (8 - n));
+                let word = (spread_groups(v) | continuation) << (8 * (8 - n));
                 std::ptr::copy_nonoverlapping(word.to_le_bytes().as_ptr(), end.sub(8), 8);
             } else {
+                // Nine or ten bytes: the first eight groups, all continued, then the rest.
                 let p = end.sub(n);
-                for i in 0..n - 1 {
-                    *p.add(i) = v as u8 | 0x80;
-                    v >>= 7;
+                let word = spread_groups(v) | 0x8080_8080_8080_8080;
+                std::ptr::copy_nonoverlapping(word.to_le_bytes().as_ptr(), p, 8);
+                let high = v >> 56;
+                if n == 9 {
+                    *p.add(8) = high as u8;
+                } else {
+                    *p.add(8) = high as u8 | 0x80;
+                    *p.add(9) = (high >> 7) as u8;
                 }
-                *p.add(n - 1) = v as u8;
             }
         }
         self.pos -= n;
@@ -155,20 +196,32 @@ impl Back {
     /// # Safety
     /// [`MAX_TAG_ROOM`] bytes of room were reserved.
     #[inline(always)]
-    unsafe fn tag_unchecked(&mut self, e: &Entry) {
+    unsafe fn tag(&mut self, e: &Entry) {
         let len = e.tag_len();
         if len > 4 {
             // SAFETY: the caller's duty (a varint of a `u32` takes at most five bytes).
-            return unsafe { self.varint_unchecked(u64::from(e.tag_value())) };
+            return unsafe { self.varint(u64::from(e.tag_value())) };
         }
         debug_assert!(self.pos >= 4);
         let word = (e.tag << (8 * (4 - len))).to_le_bytes();
         // SAFETY: the four bytes before `pos` are reserved room.
-        unsafe {
-            std::ptr::copy_nonoverlapping(word.as_ptr(), self.buf.as_mut_ptr().add(self.pos - 4), 4)
-        };
+        unsafe { std::ptr::copy_nonoverlapping(word.as_ptr(), self.base.add(self.pos - 4), 4) };
         self.pos -= len;
     }
+}
+
+/// The low 56 bits of `v` as eight seven-bit groups, one in each byte of a word (the first
+/// group in the lowest byte).
+#[inline(always)]
+fn spread_groups(v: u64) -> u64 {
+    (v & 0x7f)
+        | (v << 1 & 0x7f00)
+        | (v << 2 & 0x7f_0000)
+        | (v << 3 & 0x7f00_0000)
+        | (v << 4 & 0x7f_0000_0000)
+        | (v << 5 & 0x7f00_0000_0000)
+        | (v << 6 & 0x7f_0000_0000_0000)
+        | (v << 7 & 0x7f00_0000_0000_0000)
 }
 
 /// Longest varint.
@@ -189,12 +242,14 @@ fn scalar_field(out: &mut Back, e: &Entry, raw: &[u8]) {
         // memory that outlives the record.
         let bytes = unsafe { read_le::<View>(raw).bytes() };
         out.reserve(bytes.len() + FIELD_ROOM);
+        let mut c = out.cursor();
         // SAFETY: reserved just above: the bytes, their length's varint and the tag.
         unsafe {
-            out.put_unchecked(bytes);
-            out.varint_unchecked(bytes.len() as u64);
-            out.tag_unchecked(e);
+            c.put(bytes);
+            c.varint(bytes.len() as u64);
+            c.tag(e);
         }
+        out.settle(&c);
         return;
     }
     element(out, scalar, raw);
@@ -205,22 +260,24 @@ fn scalar_field(out: &mut Back, e: &Entry, raw: &[u8]) {
 #[inline(always)]
 fn element(out: &mut Back, scalar: Scalar, raw: &[u8]) {
     out.reserve(MAX_VARINT);
+    let mut c = out.cursor();
     // SAFETY: reserved just above, for every arm: a value of at most ten bytes.
     unsafe {
         match scalar {
             Scalar::Int32 | Scalar::OpenEnum | Scalar::ClosedEnum => {
-                out.varint_unchecked(read_le::<i32>(raw) as i64 as u64)
+                c.varint(read_le::<i32>(raw) as i64 as u64)
             }
-            Scalar::Uint32 => out.varint_unchecked(u64::from(read_le::<u32>(raw))),
-            Scalar::Int64 | Scalar::Uint64 => out.varint_unchecked(read_le::<u64>(raw)),
-            Scalar::Sint32 => out.varint_unchecked(u64::from(zigzag32(read_le::<i32>(raw)))),
-            Scalar::Sint64 => out.varint_unchecked(zigzag64(read_le::<i64>(raw))),
-            Scalar::Bool => out.byte_unchecked(raw[0]),
-            Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => out.put_unchecked(&raw[..4]),
-            Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => out.put_unchecked(&raw[..8]),
+            Scalar::Uint32 => c.varint(u64::from(read_le::<u32>(raw))),
+            Scalar::Int64 | Scalar::Uint64 => c.varint(read_le::<u64>(raw)),
+            Scalar::Sint32 => c.varint(u64::from(zigzag32(read_le::<i32>(raw)))),
+            Scalar::Sint64 => c.varint(zigzag64(read_le::<i64>(raw))),
+            Scalar::Bool => c.byte(raw[0]),
+            Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => c.put(&raw[..4]),
+            Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => c.put(&raw[..8]),
             _ => unreachable!("only packable scalars are packed"),
         }
     }
+    out.settle(&c);
 }
 
 /// Writes record `rec` of type `id`: unknown bytes last, set fields before them in number
@@ -233,15 +290,18 @@ pub(crate) fn message(schema: &SchemaSet, rec: RecPtr, id: u32, out: &mut Back) 
         // SAFETY: as above.
         out.put(unsafe { unknown.raw(1) });
     }
+    let entries = &table.entries[..];
+    let mut cursor = out.cursor();
     for w in (0..table.presence_words as usize).rev() {
         // SAFETY: `w` is below the table's presence word count.
         let mut bits = unsafe { rec.presence_word(w) };
         while bits != 0 {
             let top = 63 - bits.leading_zeros() as usize;
             bits &= !(1u64 << top);
-            field(schema, rec, table, &table.entries[w * 64 + top], out);
+            field(schema, rec, table, &entries[w * 64 + top], out, &mut cursor);
         }
     }
+    out.settle(&cursor);
 }
 
 /// The op codes of single fields, by scalar (a single field's op code is its scalar's).
@@ -269,50 +329,70 @@ mod single {
     pub(super) const CLOSED_ENUM: u8 = Scalar::ClosedEnum as u8;
 }
 
-/// Writes one set field (backwards: values, then the tag in front). A single field is one
-/// jump on its op code to an arm that reads its slot by type; sequences, maps and groups
-/// leave for [`sequence_field`].
+/// Writes one set field (backwards: values, then the tag in front) through `cursor`, which
+/// `out` takes back around a sub-message or sequence. A single field is one jump on its op
+/// code to an arm that reads its slot by type; sequences, maps and groups leave for
+/// [`sequence_field`].
 #[inline(always)]
-fn field(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back) {
+fn field(
+    schema: &SchemaSet,
+    rec: RecPtr,
+    table: &Table,
+    e: &Entry,
+    out: &mut Back,
+    cursor: &mut Cursor,
+) {
     use single::*;
     let off = e.offset;
-    out.reserve(FIELD_ROOM);
+    let c = cursor;
+    c.reserve(out, FIELD_ROOM);
     // SAFETY: for every arm, `e` is a single entry of `rec`'s table whose slot at `off` holds
     // a value of the arm's type, and the room reserved above takes the value and the tag
     // (strings reserve their bytes too).
     unsafe {
         match e.op.code() {
-            INT32 | OPEN_ENUM | CLOSED_ENUM => {
-                out.varint_unchecked(rec.read::<i32>(off) as i64 as u64)
-            }
-            UINT32 => out.varint_unchecked(u64::from(rec.read::<u32>(off))),
-            INT64 | UINT64 => out.varint_unchecked(rec.read::<u64>(off)),
-            SINT32 => out.varint_unchecked(u64::from(zigzag32(rec.read::<i32>(off)))),
-            SINT64 => out.varint_unchecked(zigzag64(rec.read::<i64>(off))),
-            BOOL => out.byte_unchecked(rec.read::<u8>(off)),
-            FIXED32 | SFIXED32 | FLOAT => out.put_unchecked(&rec.read::<u32>(off).to_le_bytes()),
-            FIXED64 | SFIXED64 | DOUBLE => out.put_unchecked(&rec.read::<u64>(off).to_le_bytes()),
+            INT32 | OPEN_ENUM | CLOSED_ENUM => c.varint(rec.read::<i32>(off) as i64 as u64),
+            UINT32 => c.varint(u64::from(rec.read::<u32>(off))),
+            INT64 | UINT64 => c.varint(rec.read::<u64>(off)),
+            SINT32 => c.varint(u64::from(zigzag32(rec.read::<i32>(off)))),
+            SINT64 => c.varint(zigzag64(rec.read::<i64>(off))),
+            BOOL => c.byte(rec.read::<u8>(off)),
+            FIXED32 | SFIXED32 | FLOAT => c.put(&rec.read::<u32>(off).to_le_bytes()),
+            FIXED64 | SFIXED64 | DOUBLE => c.put(&rec.read::<u64>(off).to_le_bytes()),
             STRING | BYTES => {
                 let bytes = rec.read::<View>(off).bytes();
-                out.reserve(bytes.len() + FIELD_ROOM);
-                out.put_unchecked(bytes);
-                out.varint_unchecked(bytes.len() as u64);
+                c.reserve(out, bytes.len() + FIELD_ROOM);
+                c.put(bytes);
+                c.varint(bytes.len() as u64);
             }
             MESSAGE => {
-                let end = out.written();
                 if let Some(sub) = RecPtr::from_slot(rec.read::<*mut u8>(off)) {
+                    out.settle(c);
+                    let before = out.written();
                     message(schema, sub, table.sub_message(e), out);
+                    let len = out.written() - before;
+                    *c = out.cursor();
+                    c.reserve(out, FIELD_ROOM);
+                    c.varint(len as u64);
+                } else {
+                    c.byte(0);
                 }
-                out.varint((out.written() - end) as u64);
-                out.reserve(MAX_TAG_ROOM);
             }
             GROUP => {
+                out.settle(c);
                 let sub = RecPtr::from_slot(rec.read::<*mut u8>(off));
-                return message_value(schema, sub, table.sub_message(e), e, out);
+                message_value(schema, sub, table.sub_message(e), e, out);
+                *c = out.cursor();
+                return;
             }
-            _ => return sequence_field(schema, rec, table, e, out),
+            _ => {
+                out.settle(c);
+                sequence_field(schema, rec, table, e, out);
+                *c = out.cursor();
+                return;
+            }
         }
-        out.tag_unchecked(e);
+        c.tag(e);
     }
 }
 

@@ -144,33 +144,55 @@ fn missing_required(record: Record<'_>) -> Option<String> {
     None
 }
 
+/// A protobuf encoder that keeps its buffer from one message to the next: [`Encoder::encode`]
+/// returns the bytes where they were written, so a steady stream of messages is encoded with
+/// no copy and no allocation once the buffer has grown to the largest of them.
+#[derive(Default)]
+pub struct Encoder {
+    back: encode::Back,
+}
+
+impl Encoder {
+    /// An encoder with an empty buffer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Encodes `record` deterministically (fields by number, map entries by key, unknown
+    /// fields last) and returns its bytes, valid until the next call.
+    pub fn encode(&mut self, record: Record<'_>) -> &[u8] {
+        self.back.clear();
+        encode::message(
+            record.schema(),
+            record.ptr,
+            record.type_id().0,
+            &mut self.back,
+        );
+        self.back.bytes()
+    }
+}
+
 thread_local! {
-    /// Each thread's backward buffer, reused by every encode on it.
-    static BACK: RefCell<encode::Back> = const {
-        RefCell::new(encode::Back { buf: Vec::new(), pos: 0, map_entries: Vec::new() })
-    };
+    /// Each thread's encoder, reused by every [`encode`] on it.
+    static ENCODER: RefCell<Encoder> = RefCell::new(Encoder::new());
 }
 
 /// Encodes `record` deterministically (fields by number, map entries by key, unknown fields
 /// last), appending to `out`.
 pub fn encode(record: Record<'_>, out: &mut Vec<u8>) {
-    BACK.with(|cell| {
-        let mut back = cell.take();
-        back.clear();
-        encode::message(record.schema(), record.ptr, record.type_id().0, &mut back);
-        out.extend_from_slice(back.bytes());
-        cell.replace(back);
+    ENCODER.with(|cell| {
+        let mut encoder = cell.take();
+        out.extend_from_slice(encoder.encode(record));
+        cell.replace(encoder);
     });
 }
 
 /// The number of bytes [`encode`] writes for `record`.
 pub fn encoded_len(record: Record<'_>) -> usize {
-    BACK.with(|cell| {
-        let mut back = cell.take();
-        back.clear();
-        encode::message(record.schema(), record.ptr, record.type_id().0, &mut back);
-        let len = back.written();
-        cell.replace(back);
+    ENCODER.with(|cell| {
+        let mut encoder = cell.take();
+        let len = encoder.encode(record).len();
+        cell.replace(encoder);
         len
     })
 }

@@ -32,6 +32,12 @@ fn check_same(schema: &SchemaSet, id: MessageId, input: &[u8]) -> bool {
             encode(r, &mut got);
             assert_eq!(got, want, "encode of {input:?}");
             assert_eq!(encoded_len(r), want.len());
+            // A fresh encoder grows its buffer while it writes, sub-messages and all.
+            assert_eq!(
+                Encoder::new().encode(r),
+                &want[..],
+                "fresh encoder, {input:?}"
+            );
             // Compared through its bytes: a NaN value is not equal to itself.
             assert_eq!(
                 binary::encode(schema, &r.to_message()),
