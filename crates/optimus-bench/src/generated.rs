@@ -5,6 +5,7 @@
 use std::hint::black_box;
 
 use anyhow::Result;
+use optimus_core::engine::Encoder;
 use optimus_core::Arena;
 
 use super::{Op, Runner, Workload};
@@ -15,7 +16,7 @@ mod bench {
 }
 
 /// The runner of `op` through the generated type of workload `w`: binary encode (a record
-/// decoded once into `held`, written into a reused buffer), binary decode and JSON decode
+/// decoded once into `held`, written into a reused encoder's buffer), binary decode and JSON decode
 /// into an arena reset before each message. `None` for a workload without generated types
 /// (`--proto`) and for JSON encode, whose generated form returns a new `String`.
 pub(crate) fn runner<'a>(
@@ -29,11 +30,9 @@ pub(crate) fn runner<'a>(
             let call: Box<dyn FnMut() -> Result<()> + 'a> = match op {
                 Op::Encode => {
                     let msg = bench::$ty::decode(&w.bytes, held)?;
-                    let mut out = Vec::with_capacity(w.bytes.len());
+                    let mut encoder = Encoder::new();
                     Box::new(move || {
-                        out.clear();
-                        black_box(msg).encode(&mut out);
-                        black_box(&out);
+                        black_box(black_box(msg).encode_with(&mut encoder));
                         Ok(())
                     })
                 }

@@ -56,6 +56,8 @@ macro_rules! check_generated {
             (Ok((bin, json)), Ok(msg)) => {
                 assert_eq!(&msg.encode_to_vec(), bin, "binary of {}", <$ty>::FULL_NAME);
                 assert_eq!(msg.encoded_len(), bin.len());
+                let mut encoder = optimus_build::Encoder::new();
+                assert_eq!(msg.encode_with(&mut encoder), &bin[..]);
                 assert_eq!(
                     &msg.encode_json().map_err(|e| e.to_string()),
                     json,

@@ -191,6 +191,7 @@ const RESERVED: &[&str] = &[
     "decode_json",
     "encode",
     "encode_to_vec",
+    "encode_with",
     "encoded_len",
     "encode_json",
     "decode_json_with",
@@ -424,6 +425,8 @@ impl Gen<'_> {
              \x20   pub fn decode_json_with(text: &'a str, arena: &'a {OB}::Arena, opts: &{OB}::JsonOptions) -> ::std::result::Result<Self, {OB}::Error> {{ <Self as {OB}::GeneratedMessage<'a>>::decode_json_with(text, arena, opts) }}\n\
              \x20   /// Appends the deterministic wire bytes to `out`.\n\
              \x20   pub fn encode(&self, out: &mut ::std::vec::Vec<u8>) {{ <Self as {OB}::GeneratedMessage<'a>>::encode(self, out) }}\n\
+             \x20   /// The deterministic wire bytes in `encoder`'s reused buffer (no copy).\n\
+             \x20   pub fn encode_with<'e>(&self, encoder: &'e mut {OB}::Encoder) -> &'e [u8] {{ <Self as {OB}::GeneratedMessage<'a>>::encode_with(self, encoder) }}\n\
              \x20   /// The deterministic wire bytes.\n\
              \x20   pub fn encode_to_vec(&self) -> ::std::vec::Vec<u8> {{ <Self as {OB}::GeneratedMessage<'a>>::encode_to_vec(self) }}\n\
              \x20   /// The number of bytes `encode` writes.\n\

@@ -33,6 +33,7 @@ pub mod runtime;
 use std::path::{Path, PathBuf};
 
 pub use optimus_core::binary::DecodeOptions;
+pub use optimus_core::engine::Encoder;
 pub use optimus_core::json::JsonOptions;
 pub use optimus_core::schema::{MessageId, SchemaSet};
 pub use optimus_core::{Arena, Error, FieldRef, Record};

@@ -185,6 +185,12 @@ pub trait GeneratedMessage<'a>: Copy + FieldValue<'a> {
         engine::encode(self.as_record(), out)
     }
 
+    /// The deterministic wire bytes, written in `encoder`'s reused buffer (no copy; valid
+    /// until its next use).
+    fn encode_with<'e>(&self, encoder: &'e mut engine::Encoder) -> &'e [u8] {
+        encoder.encode(self.as_record())
+    }
+
     /// The deterministic wire bytes.
     fn encode_to_vec(&self) -> Vec<u8> {
         let mut out = Vec::new();

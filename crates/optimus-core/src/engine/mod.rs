@@ -2,7 +2,8 @@
 //!
 //! [`decode`] walks wire bytes into a [`Record`] in an [`Arena`] (strings and bytes viewed in
 //! the input), [`decode_copied`] copies them into the arena instead, and [`encode`] walks a
-//! record back to deterministic wire bytes; [`decode_json`] and [`encode_json`] do the same
+//! record back to deterministic wire bytes (an [`Encoder`] does so in a buffer it keeps and
+//! returns the bytes in place); [`decode_json`] and [`encode_json`] do the same
 //! for proto3 JSON. Each is one walker over the type's op table (`optimus_schema::table`): per
 //! field, a lookup that first tries the entry after the last one, then one `match` on the
 //! entry's op. Decoding into a reset arena and encoding into a reused buffer allocate nothing
