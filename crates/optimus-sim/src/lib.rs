@@ -5,7 +5,9 @@
 //! PCIe-attached RPCAcc and its baselines. Both consume `optimus_trace` events only, recorded
 //! by the engine (trace files, or a [`workload::TraceSource`] the caller provides) and seen
 //! through [`workload::view`]. [`cereal`] models the Cereal object-graph S/D accelerator on
-//! traces the Java library writes. [`calibrate`] runs the papers' experiments and compares with
+//! traces the Java library writes. [`dagger`] models the Dagger FPGA NIC
+//! (CPU–NIC interfaces, RPC pipeline, CCI-P, threading) on streams of optimus-rpc frames.
+//! [`figure`] holds the papers' figures as data for the CLI to draw. [`calibrate`] runs the papers' experiments and compares with
 //! their published numbers. The crate does not depend on the engine: the CLI and the tests
 //! hand it the engine's traces.
 #![forbid(unsafe_code)]
@@ -16,7 +18,9 @@ pub mod calibrate;
 pub mod cereal;
 pub mod config_file;
 pub mod cpu;
+pub mod dagger;
 pub mod error;
+pub mod figure;
 pub mod op;
 pub mod parallel;
 pub mod program;
