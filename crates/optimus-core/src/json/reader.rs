@@ -9,6 +9,9 @@ use std::borrow::Cow;
 
 use crate::error::{DecodeErrorKind, Error, JsonError};
 
+/// 10^19, the smallest number of twenty digits.
+const TEN_POW_19: u64 = 10_000_000_000_000_000_000;
+
 /// The kind of the next JSON value, as seen from its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Token {
@@ -314,7 +317,8 @@ impl<'a> Reader<'a> {
         Some(&self.src[start..end])
     }
 
-    /// An integer at the cursor in its plainest form — `0` or `-?[1-9][0-9]{0,18}`, bare or
+    /// An integer at the cursor in its plainest form — `0` or `-?[1-9][0-9]{0,19}` up to
+    /// `u64::MAX` in magnitude, bare or
     /// quoted, not followed by a fraction or exponent — as its sign, its magnitude and the
     /// offset just past it. Moves only past whitespace: the caller checks the range, then
     /// [`Reader::advance_to`]s the offset; every other form is the general reader's.
@@ -334,12 +338,15 @@ impl<'a> Reader<'a> {
             if digit > 9 {
                 break;
             }
-            // Wraps only past 19 digits, which are refused below.
+            // Wraps only past `u64::MAX`, which is refused below.
             magnitude = magnitude.wrapping_mul(10).wrapping_add(u64::from(digit));
             i += 1;
         }
         let digits = i - start;
-        if digits == 0 || digits > 19 || (digits > 1 && b[start] == b'0') {
+        // Twenty digits fit a `u64` when they start with 1 and did not wrap (a wrapped value
+        // of twenty digits is below 10^19).
+        let fits = digits <= 19 || (digits == 20 && b[start] == b'1' && magnitude >= TEN_POW_19);
+        if digits == 0 || !fits || (digits > 1 && b[start] == b'0') {
             return None;
         }
         match b.get(i) {
