@@ -1,5 +1,6 @@
-//! `optimus sim`: run the Optimus Prime, RPCAcc or Cereal timing model on a workload or trace
-//! file, or reproduce the papers' results (`optimus sim reproduce op|rpcacc|cereal`).
+//! `optimus sim`: run the Optimus Prime, RPCAcc, Cereal or Dagger timing model on a workload
+//! or trace file, or reproduce the papers' results (`optimus sim reproduce
+//! op|rpcacc|cereal|dagger`).
 //!
 //! The model crate never calls the engine: this command is the glue that records the engine's
 //! traces (`optimus-core`'s [`EngineTraces`]) and hands them to it.
@@ -22,6 +23,7 @@ use optimus_sim::SimError;
 use crate::trace_cmd::read_at_most;
 
 mod cereal;
+mod dagger;
 mod plot;
 mod sweep;
 
@@ -35,6 +37,9 @@ pub enum Accel {
     /// Cereal (ISCA'20), object-graph S/D, on traces of the Java library (`--workload` names
     /// an embedded trace, media-content by default, or a trace file).
     Cereal,
+    /// Dagger (IEEE CAL 2020), the FPGA RPC NIC over UPI, on optimus-rpc's 64-byte echo
+    /// frames: every CPU–NIC interface and batch of Fig. 5 (`--config` sets its parameters).
+    Dagger,
 }
 
 /// Mesh size of the simulated server.
@@ -204,6 +209,9 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
     }
     if args.accel == Accel::Cereal {
         return cereal::run(&args, &mut io::stdout().lock());
+    }
+    if args.accel == Accel::Dagger {
+        return dagger::run(&args, &mut io::stdout().lock());
     }
     let (op_flag, rpcacc_flag) = (
         args.pipelines.is_some() || args.interleave.is_some() || args.mesh.is_some(),
@@ -378,6 +386,7 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
             }
         }
         Accel::Cereal => return cereal::run(&args, &mut out),
+        Accel::Dagger => return dagger::run(&args, &mut out),
     }
     Ok(())
 }
@@ -935,6 +944,7 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
         plot::check_dir(dir).context("sim: plot")?;
     }
     let mut cereal_figs = None;
+    let mut dagger_figs = None;
     let rows: Vec<Row> = match r.paper {
         Accel::Op => {
             let params: OpConfig = config_from(r.config.as_deref(), config_file::from_json)?;
@@ -959,6 +969,11 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
             cereal_figs = Some(figs);
             rows
         }
+        Accel::Dagger => {
+            let (rows, figs) = dagger::reproduce_rows(r.config.as_deref(), r.plot.as_deref())?;
+            dagger_figs = Some(figs);
+            rows
+        }
     };
     let out = io::stdout();
     let mut out = out.lock();
@@ -976,6 +991,9 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
         markdown(&mut out, r.paper, &rows)?;
         if let Some(figs) = &cereal_figs {
             cereal::print_graphs(&mut out, figs, true)?;
+        }
+        if let Some(figs) = &dagger_figs {
+            dagger::print_settings(&mut out, figs, true)?;
         }
         return Ok(());
     }
@@ -1014,6 +1032,9 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
     if let Some(figs) = &cereal_figs {
         cereal::print_graphs(&mut out, figs, false)?;
     }
+    if let Some(figs) = &dagger_figs {
+        dagger::print_settings(&mut out, figs, false)?;
+    }
     Ok(())
 }
 
@@ -1029,6 +1050,7 @@ fn markdown(out: &mut impl Write, paper: Accel, rows: &[Row]) -> Result<()> {
         Accel::Op => "Optimus Prime",
         Accel::Rpcacc => "RPCAcc",
         Accel::Cereal => "Cereal",
+        Accel::Dagger => "Dagger",
     };
     writeln!(
         out,

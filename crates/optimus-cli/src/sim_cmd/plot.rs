@@ -11,6 +11,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
 use optimus_sim::calibrate::{Curve, OpFigures, Row, RpcFigures};
+use optimus_sim::figure::{FigureSpec, SeriesKind};
 use optimus_sim::rpcacc::service::Load;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
@@ -693,6 +694,45 @@ pub fn check_dir(dir: &Path) -> Result<()> {
 fn prepare(dir: &Path) -> Result<()> {
     check_dir(dir)?;
     register_font()
+}
+
+/// Figures a model's reproduction specified (`optimus_sim::figure`): each drawn as it says,
+/// into `dir`. The specs carry the series, their kinds and the paper's points; nothing about
+/// a figure is decided here.
+///
+/// # Errors
+/// A folder or file that cannot be written.
+pub fn spec_figures(dir: &Path, specs: &[FigureSpec]) -> Result<()> {
+    prepare(dir)?;
+    for spec in specs {
+        let series = spec
+            .series
+            .iter()
+            .map(|s| Series {
+                name: s.name.clone(),
+                points: s.points.clone(),
+                kind: match s.kind {
+                    SeriesKind::Model => Kind::Model,
+                    SeriesKind::ModelPoints => Kind::ModelPoints,
+                    SeriesKind::Paper => Kind::Paper,
+                    SeriesKind::PaperLevel => Kind::PaperLevel,
+                },
+            })
+            .collect();
+        write(
+            dir,
+            &Figure {
+                name: &spec.name,
+                title: &spec.title,
+                x_label: &spec.x_label,
+                y_label: &spec.y_label,
+                x_names: spec.x_names.clone(),
+                series,
+                log_y: spec.log_y,
+            },
+        )?;
+    }
+    Ok(())
 }
 
 /// A sweep's figure, `sweep.png` and `sweep.svg` in `dir`: a model curve per design and
