@@ -158,6 +158,7 @@ impl<'a, 's> Decoder<'a, 's> {
     /// Reads the value of member `index` of `ty` (its key `key`, at `key_at`, consumed): a
     /// field given twice, or a second member of a oneof, is an error.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn member<T: JsonTarget<'a>>(
         &mut self,
         target: &mut T,
@@ -420,45 +421,50 @@ pub(crate) enum TypeKey {
     Duplicate,
 }
 
-/// A set of small indices (fields or oneofs of one message) that needs no allocation for
-/// types of up to 256 fields.
+/// A set of small indices (fields or oneofs of one message): the first 64 in one word, with
+/// no allocation for types of up to 64 fields.
 struct BitSet {
-    inline: [u64; 4],
-    spill: Vec<u64>,
+    low: u64,
+    high: Vec<u64>,
 }
 
 impl BitSet {
+    #[inline]
     fn new(len: usize) -> BitSet {
-        let words = len.div_ceil(64);
         BitSet {
-            inline: [0; 4],
-            spill: if words > 4 {
-                vec![0; words]
+            low: 0,
+            high: if len > 64 {
+                vec![0; (len - 64).div_ceil(64)]
             } else {
                 Vec::new()
             },
         }
     }
 
-    fn words(&mut self) -> &mut [u64] {
-        if self.spill.is_empty() {
-            &mut self.inline
+    /// The word holding `i`, and `i`'s bit in it.
+    #[inline(always)]
+    fn word(&mut self, i: usize) -> (&mut u64, u64) {
+        let bit = 1u64 << (i % 64);
+        if i < 64 {
+            (&mut self.low, bit)
         } else {
-            &mut self.spill
+            (&mut self.high[i / 64 - 1], bit)
         }
     }
 
     /// Adds `i`; whether it was absent.
+    #[inline(always)]
     fn insert(&mut self, i: usize) -> bool {
-        let w = &mut self.words()[i / 64];
-        let bit = 1u64 << (i % 64);
+        let (w, bit) = self.word(i);
         let absent = *w & bit == 0;
         *w |= bit;
         absent
     }
 
+    #[inline(always)]
     fn contains(&mut self, i: usize) -> bool {
-        self.words()[i / 64] & (1u64 << (i % 64)) != 0
+        let (w, bit) = self.word(i);
+        *w & bit != 0
     }
 }
 
