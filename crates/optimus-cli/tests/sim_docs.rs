@@ -1,4 +1,4 @@
-//! docs/simulator.md's calibration tables are what `optimus sim reproduce op|rpcacc
+//! docs/simulator.md's calibration tables are what `optimus sim reproduce op|rpcacc|dagger
 //! --markdown` prints today: every heading and row appears verbatim.
 
 use std::process::Command;
@@ -27,7 +27,7 @@ fn missing_from_doc(paper: &str) -> Vec<String> {
 
 #[test]
 fn the_calibration_tables_are_the_models_output() {
-    for paper in ["op", "rpcacc"] {
+    for paper in ["op", "rpcacc", "dagger"] {
         let missing = missing_from_doc(paper);
         assert!(
             missing.is_empty(),
