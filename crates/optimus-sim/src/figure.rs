@@ -59,3 +59,32 @@ pub struct FigureSpec {
     /// Logarithmic y axis.
     pub log_y: bool,
 }
+
+/// `v` for a legend: two decimals at most, trailing zeros dropped (`2.26`, `4`, `0.13`), or
+/// `-` when it is not a number.
+pub fn short(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".to_string();
+    }
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_drops_needless_decimals() {
+        assert_eq!(short(4.0), "4");
+        assert_eq!(short(2.5), "2.5");
+        assert_eq!(short(0.126), "0.13");
+        assert_eq!(short(-0.0), "0");
+        assert_eq!(short(f64::NAN), "-");
+    }
+}

@@ -116,7 +116,7 @@ pub(super) fn reproduce_rows(
     let cfg: CerealConfig = config_from(config, config_file::from_json)?;
     let (rows, figs) = reproduce::reproduce_cereal(&cfg).context("sim reproduce")?;
     if let Some(dir) = plot {
-        super::plot::cereal_figures(dir, &rows, &figs).context("sim: plot")?;
+        super::plot::spec_figures(dir, &reproduce::figures(&rows, &figs)).context("sim: plot")?;
     }
     Ok((rows, figs))
 }

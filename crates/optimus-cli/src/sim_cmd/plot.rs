@@ -1420,61 +1420,6 @@ pub fn rpcacc_figures(dir: &Path, rows: &[Row], figs: &RpcFigures) -> Result<()>
     )
 }
 
-/// Cereal (`reproduce cereal --plot`): per traced graph, the model's S+D time against the
-/// measured Java and Kryo times, and where the paper's average ratios would put Cereal from
-/// those measurements (Java / 7.97, Kryo / 4.81).
-pub fn cereal_figures(
-    dir: &Path,
-    rows: &[Row],
-    figs: &optimus_sim::cereal::reproduce::CerealFigures,
-) -> Result<()> {
-    prepare(dir)?;
-    let sd = |f: &dyn Fn(&optimus_sim::cereal::reproduce::Comparison) -> f64| {
-        categories(figs.graphs.iter().map(f))
-    };
-    let mut series = vec![
-        model_points("model Cereal S+D", sd(&|g| g.model.sd_us())),
-        model_points("measured Java S+D", sd(&|g| g.java.sd_us())),
-        model_points("measured Kryo S+D", sd(&|g| g.kryo.sd_us())),
-        model_points("measured software Cereal S+D", sd(&|g| g.cereal_sw.sd_us())),
-    ];
-    for (id, name, of) in [
-        (
-            "cereal.abstract.spark_sd_vs_java.x",
-            "Java",
-            &(|g: &optimus_sim::cereal::reproduce::Comparison| g.java.sd_us())
-                as &dyn Fn(&_) -> f64,
-        ),
-        (
-            "cereal.abstract.spark_sd_vs_kryo.x",
-            "Kryo",
-            &|g: &optimus_sim::cereal::reproduce::Comparison| g.kryo.sd_us(),
-        ),
-    ] {
-        if let Some(v) = paper_value(rows, id) {
-            series.push(paper(
-                format!(
-                    "paper ratio: Cereal = {name} / {v} (model geomean {})",
-                    model_value(rows, id)
-                ),
-                sd(&|g| of(g) / v),
-            ));
-        }
-    }
-    write(
-        dir,
-        &Figure {
-            name: "cereal_sd_time",
-            title: "Cereal: S+D time per graph, model against measured software",
-            x_label: "graph",
-            y_label: "S+D time (us)",
-            x_names: figs.graphs.iter().map(|g| g.workload.clone()).collect(),
-            series,
-            log_y: true,
-        },
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::sweep;

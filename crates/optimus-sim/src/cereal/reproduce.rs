@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{run, workload, CerealConfig};
 use crate::calibrate::{Row, Status, Target};
 use crate::error::{Result, SimError};
+use crate::figure::{short, FigureSpec, SeriesKind, SeriesSpec};
 
 /// The measured times and their provenance (machine, command, commit).
 pub const MEASURED_JSON: &str = include_str!("../../../../testdata/cereal/measured.json");
@@ -234,6 +235,71 @@ pub fn reproduce_cereal(cfg: &CerealConfig) -> Result<(Vec<Row>, CerealFigures)>
     ))
 }
 
+/// The figure of `reproduce cereal`: S+D time per graph for the model and the measured
+/// serializers, and where the paper's ratios over Java and Kryo would put Cereal on each graph.
+pub fn figures(rows: &[Row], figs: &CerealFigures) -> Vec<FigureSpec> {
+    let sd = |f: &dyn Fn(&Comparison) -> f64| -> Vec<(f64, f64)> {
+        figs.graphs
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (i as f64, f(g)))
+            .collect()
+    };
+    let mut series = vec![
+        SeriesSpec::new(
+            "model Cereal S+D",
+            SeriesKind::ModelPoints,
+            sd(&|g| g.model.sd_us()),
+        ),
+        SeriesSpec::new(
+            "measured Java S+D",
+            SeriesKind::ModelPoints,
+            sd(&|g| g.java.sd_us()),
+        ),
+        SeriesSpec::new(
+            "measured Kryo S+D",
+            SeriesKind::ModelPoints,
+            sd(&|g| g.kryo.sd_us()),
+        ),
+        SeriesSpec::new(
+            "measured software Cereal S+D",
+            SeriesKind::ModelPoints,
+            sd(&|g| g.cereal_sw.sd_us()),
+        ),
+    ];
+    type Baseline<'a> = (&'a str, &'a str, &'a dyn Fn(&Comparison) -> f64);
+    let baselines: [Baseline; 2] = [
+        ("cereal.abstract.spark_sd_vs_java.x", "Java", &|g| {
+            g.java.sd_us()
+        }),
+        ("cereal.abstract.spark_sd_vs_kryo.x", "Kryo", &|g| {
+            g.kryo.sd_us()
+        }),
+    ];
+    for (id, name, of) in baselines {
+        if let Some(row) = rows.iter().find(|r| r.id == id) {
+            let v = row.paper;
+            series.push(SeriesSpec::new(
+                format!(
+                    "paper ratio: Cereal = {name} / {v} (model geomean {})",
+                    row.model.map_or("-".to_string(), short)
+                ),
+                SeriesKind::Paper,
+                sd(&|g| of(g) / v),
+            ));
+        }
+    }
+    vec![FigureSpec {
+        name: "cereal_sd_time".into(),
+        title: "Cereal: S+D time per graph, model against measured software".into(),
+        x_label: "graph".into(),
+        y_label: "S+D time (us)".into(),
+        x_names: figs.graphs.iter().map(|g| g.workload.clone()).collect(),
+        series,
+        log_y: true,
+    }]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +323,12 @@ mod tests {
         let (rows, figs) = reproduce_cereal(&CerealConfig::default()).unwrap();
         assert_eq!(rows.len(), targets().unwrap().len());
         assert_eq!(figs.job_vs_kryo.len(), 2);
+        let fig = &figures(&rows, &figs)[0];
+        assert_eq!(fig.series.len(), 6);
+        assert!(fig
+            .series
+            .iter()
+            .all(|s| s.points.len() == figs.graphs.len()));
         // Java is the slower baseline on every graph; the model beats Kryo on the trees and
         // graphs, where it overlaps many objects' memory accesses.
         for g in &figs.graphs {

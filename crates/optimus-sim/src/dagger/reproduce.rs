@@ -497,30 +497,6 @@ mod tests {
     fn every_computed_target_is_met() {
         let (rows, figs) = reproduce_dagger(&DaggerConfig::default()).unwrap();
         assert_eq!(rows.len(), targets().unwrap().len());
-        for r in &rows {
-            eprintln!(
-                "{:<48} {:>7} {:>9.3} {:>6} {:?}",
-                r.id,
-                r.paper,
-                r.model.unwrap_or(f64::NAN),
-                r.deviation
-                    .map_or(String::new(), |d| format!("{:+.0}%", d * 100.0)),
-                r.status
-            );
-        }
-        for s in &figs.settings {
-            eprintln!(
-                "{:<14} {:>7.2} Mrps  p50 {:.2} p99 {:.2}",
-                s.name, s.throughput_mrps, s.p50_us, s.p99_us
-            );
-        }
-        for l in &figs.layouts {
-            eprintln!(
-                "{} threads / {} cores: {:.2}",
-                l.threads, l.cores, l.throughput_mrps
-            );
-        }
-        eprintln!("{:?}", figs.latency_load);
         let missed: Vec<&str> = rows
             .iter()
             .filter(|r| r.status == Status::Missed)
