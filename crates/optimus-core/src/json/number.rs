@@ -156,7 +156,7 @@ pub(crate) fn write_f64(out: &mut String, v: f64) {
     if let Some(s) = special(v) {
         out.push_str(s);
     } else {
-        shortest(out, ryu::Buffer::new().format_finite(v));
+        shortest(out, zmij::Buffer::new().format_finite(v));
     }
 }
 
@@ -165,13 +165,14 @@ pub(crate) fn write_f32(out: &mut String, v: f32) {
     if let Some(s) = special(f64::from(v)) {
         out.push_str(s);
     } else {
-        shortest(out, ryu::Buffer::new().format_finite(v));
+        shortest(out, zmij::Buffer::new().format_finite(v));
     }
 }
 
-/// Appends Ryu's text of a float in the ECMAScript layout. Without an exponent it is already
-/// that layout (Ryu writes plain decimals only between 1e-5 and 1e16, inside ECMAScript's
-/// 1e-7 to 1e21), once the `.0` of a whole number is dropped.
+/// Appends the shortest text of a float (zmij's, laid out as Ryu lays it out) in the
+/// ECMAScript layout. Without an exponent it is already that layout (plain decimals only
+/// between 1e-5 and 1e16, inside ECMAScript's 1e-7 to 1e21), once the `.0` of a whole
+/// number is dropped.
 #[inline]
 fn shortest(out: &mut String, text: &str) {
     if text.bytes().any(|b| b == b'e') {
@@ -199,7 +200,7 @@ fn zeros(out: &mut String, n: i32) {
     }
 }
 
-/// Rewrites a float's shortest digits, as Ryu lays them out (`-1.25e-7`, `0.001`, `1e21`,
+/// Rewrites a float's shortest digits, laid out as Ryu does (`-1.25e-7`, `0.001`, `1e+21`,
 /// `123.0`), in the ECMAScript layout.
 fn layout(out: &mut String, text: &str) {
     let (sign, unsigned) = match text.strip_prefix('-') {
@@ -273,9 +274,9 @@ mod tests {
     const U64: (i128, i128) = (0, u64::MAX as i128);
     const I64: (i128, i128) = (i64::MIN as i128, i64::MAX as i128);
 
-    /// Ryu's digits, laid out, read back to the value and are as few as those of Rust's own
+    /// The shortest digits (zmij's), laid out, read back to the value and are as few as those of Rust's own
     /// shortest form (`{:e}`, Grisu with a Dragon fallback); where the two differ, the value
-    /// lies halfway between them and Ryu's last digit is the even one (as ECMAScript's
+    /// lies halfway between them and zmij's last digit is the even one (as ECMAScript's
     /// `Number.prototype.toString` and C's `printf` choose; Rust rounds half up). Over edge
     /// values and a million random bit patterns of each width.
     #[test]

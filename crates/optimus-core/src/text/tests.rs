@@ -172,7 +172,7 @@ fn writes_as_cpp_text_format() {
         "optional_int32: 1 optional_nested_message { a: 2 }"
     );
     // Fields by number: extensions in brackets, groups by their type name; unknown enum numbers as numbers,
-    // floats' specials.
+    // floats' specials, exponents signed (`1e+100`, as C++ and Python protobuf write them).
     assert_eq!(
         rewrite(
             &s,
@@ -184,7 +184,7 @@ fn writes_as_cpp_text_format() {
     );
     assert_eq!(
         rewrite(&s, P3, "optional_nested_enum: 42 repeated_double: [nan, -inf, 1e100]", &opts),
-        "optional_nested_enum: 42\nrepeated_double: nan\nrepeated_double: -inf\nrepeated_double: 1e100\n"
+        "optional_nested_enum: 42\nrepeated_double: nan\nrepeated_double: -inf\nrepeated_double: 1e+100\n"
     );
     // Any in its expanded form.
     assert_eq!(

@@ -262,12 +262,12 @@ impl Writer<'_, '_> {
             FieldRef::U64(n) => write!(out, "{n}"),
             FieldRef::F32(x) => {
                 write_float(out, f64::from(x), || {
-                    ryu::Buffer::new().format_finite(x).to_owned()
+                    zmij::Buffer::new().format_finite(x).to_owned()
                 });
                 Ok(())
             }
             FieldRef::F64(x) => {
-                write_float(out, x, || ryu::Buffer::new().format_finite(x).to_owned());
+                write_float(out, x, || zmij::Buffer::new().format_finite(x).to_owned());
                 Ok(())
             }
             FieldRef::Enum(n) => {
