@@ -52,7 +52,13 @@ pub use nic::{
 };
 pub use shm::{RegionAccess, RegionLayout, ShmRegion};
 pub use transport::{
-    loopback::LoopbackNet, lossy::LossConfig, tcp::Tcp, udp::Udp, NoTransport, Transport,
+    loopback::LoopbackNet,
+    lossy::LossConfig,
+    seal::Psk,
+    tcp::Tcp,
+    tls::{TlsClient, TlsServer},
+    udp::{Udp, UdpStats},
+    NoTransport, Transport,
 };
 pub use typed::{Failure, TypedService};
 pub use worker::Worker;

@@ -11,10 +11,14 @@
 //! - [`lossy`]: wraps any transport and drops, duplicates, delays and reorders frames.
 //! - [`udp`]: frames for one peer packed into datagrams, batched with `sendmmsg`/`recvmmsg`.
 //! - [`tcp`]: a byte stream per peer, frames delimited by their headers, one `write` per burst.
+//! - [`seal`]: authenticated, encrypted datagrams under a pre-shared key, for [`udp`].
+//! - [`tls`]: certificates and keys for TLS over [`tcp`] (rustls).
 
 pub mod loopback;
 pub mod lossy;
+pub mod seal;
 pub mod tcp;
+pub mod tls;
 pub mod udp;
 
 use std::io;

@@ -6,10 +6,21 @@
 //!
 //! A stream whose bytes stop looking like frames (bad magic or version, a length over the MTU)
 //! cannot be resynchronized, so it is closed and reported, and the NIC fails its calls.
+//!
+//! With TLS ([`Tcp::listen_tls`], [`Tcp::client_tls`], settings in [`tls`](super::tls)) the same
+//! frames travel inside a rustls session per stream. A client completes its handshake inside
+//! `connect` (the cold path, blocking up to [`TLS_HANDSHAKE_TIMEOUT`]), so a server it does not
+//! trust fails the connect with the reason; a server runs accepted handshakes non-blocking in
+//! its polls. A stream whose TLS fails (a bad record, a certificate refused, a peer that closes
+//! without `close_notify`, cutting the stream) is closed like one whose frames stop parsing.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::time::Duration;
 
+use rustls::{ClientConnection, Connection, ServerConnection};
+
+use super::tls::{TlsClient, TlsServer};
 use super::{PeerId, Transport, TxQueue};
 use crate::frame::{FrameHeader, HEADER_BYTES, MAGIC, VERSION};
 
@@ -23,12 +34,16 @@ const WRITE_LIMIT: usize = 4 * TCP_MTU;
 const TCP_TX_FRAMES: usize = 1024;
 /// Most streams read per `recv_burst`.
 const TCP_RX_READS: usize = 4;
+/// Longest a client's TLS handshake may take inside `connect`.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most frames delivered per stream read: a read takes whatever the socket holds, and the
 /// frames in it are handed on in the same poll, as a bare echo server would answer them.
 const TCP_FRAMES_PER_READ: usize = 256;
 
 struct Stream {
     s: TcpStream,
+    /// The TLS session, if the transport uses TLS.
+    tls: Option<Box<Connection>>,
     rbuf: Vec<u8>,
     rstart: usize,
     rend: usize,
@@ -38,11 +53,12 @@ struct Stream {
 }
 
 impl Stream {
-    fn new(s: TcpStream) -> io::Result<Self> {
+    fn new(s: TcpStream, tls: Option<Connection>) -> io::Result<Self> {
         s.set_nodelay(true)?;
         s.set_nonblocking(true)?;
         Ok(Self {
             s,
+            tls: tls.map(Box::new),
             rbuf: vec![0; READ_BUF],
             rstart: 0,
             rend: 0,
@@ -52,11 +68,74 @@ impl Stream {
         })
     }
 
+    /// Writes plaintext: to the socket, or into the TLS session (then as much of its records
+    /// as the socket takes). `WouldBlock` when nothing was taken.
+    fn write_raw(&mut self, b: &[u8]) -> io::Result<usize> {
+        let Some(c) = self.tls.as_deref_mut() else {
+            return self.s.write(b);
+        };
+        let n = c.writer().write(b)?;
+        self.flush_tls();
+        if n == 0 {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(n)
+    }
+
+    /// Writes pending TLS records (handshake or data) until the socket would block.
+    fn flush_tls(&mut self) {
+        if let Some(c) = self.tls.as_deref_mut() {
+            if !flush_records(c, &mut self.s) {
+                self.dead = true;
+            }
+        }
+    }
+
+    /// Reads plaintext: from the socket, or from the TLS session after feeding it what the
+    /// socket holds. `Ok(0)` is the end of the stream (a TLS `close_notify`); a TLS stream cut
+    /// short without one, or a bad record, is an error.
+    fn read_raw(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some(c) = self.tls.as_deref_mut() else {
+            return self.s.read(buf);
+        };
+        // Each turn feeds the session what the socket holds; the socket is non-blocking, so
+        // the loop ends when it is empty (`read_tls` says `WouldBlock`).
+        loop {
+            match c.reader().read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                r => return r,
+            }
+            let n = c.read_tls(&mut self.s)?;
+            let processed = c.process_new_packets();
+            // Alerts and handshake replies go out even when the session just failed.
+            if !flush_records(c, &mut self.s) {
+                self.dead = true;
+            }
+            if let Err(e) = processed {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+            if n == 0 {
+                // TCP end: the reader now reports a clean close, or a stream cut short.
+                return match c.reader().read(buf) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        Err(io::ErrorKind::UnexpectedEof.into())
+                    }
+                    r => r,
+                };
+            }
+        }
+    }
+
+    /// Whether bytes are waiting to be written (ours, or TLS records).
+    fn has_pending(&self) -> bool {
+        self.wpos < self.wbuf.len() || self.tls.as_ref().is_some_and(|c| c.wants_write())
+    }
+
     /// Writes from `b` until the socket would block; returns the bytes written.
     fn write_some(&mut self, b: &[u8]) -> usize {
         let mut pos = 0;
         while pos < b.len() {
-            match self.s.write(&b[pos..]) {
+            match self.write_raw(&b[pos..]) {
                 Ok(0) => {
                     self.dead = true;
                     break;
@@ -74,8 +153,12 @@ impl Stream {
     }
 
     fn flush(&mut self) {
+        self.flush_tls();
         while self.wpos < self.wbuf.len() {
-            match self.s.write(&self.wbuf[self.wpos..]) {
+            let b = std::mem::take(&mut self.wbuf);
+            let r = self.write_raw(&b[self.wpos..]);
+            self.wbuf = b;
+            match r {
                 Ok(0) => {
                     self.dead = true;
                     break;
@@ -108,6 +191,10 @@ pub struct Tcp {
     closed: Vec<PeerId>,
     /// Stream the next `recv_burst` starts with.
     next_read: usize,
+    /// TLS for accepted streams.
+    tls_server: Option<TlsServer>,
+    /// TLS for streams this side opens.
+    tls_client: Option<TlsClient>,
 }
 
 impl Tcp {
@@ -132,9 +219,49 @@ impl Tcp {
             dirty: Vec::new(),
             closed: Vec::new(),
             next_read: 0,
+            tls_server: None,
+            tls_client: None,
         }
     }
 
+    /// [`listen`](Self::listen), with every accepted stream a TLS session under `tls`.
+    ///
+    /// # Errors
+    /// The bind fails.
+    pub fn listen_tls(addr: &str, tls: TlsServer) -> io::Result<Self> {
+        Ok(Self {
+            tls_server: Some(tls),
+            ..Self::listen(addr)?
+        })
+    }
+
+    /// [`client`](Self::client), with every stream it opens a TLS session under `tls`.
+    pub fn client_tls(tls: TlsClient) -> Self {
+        Self {
+            tls_client: Some(tls),
+            ..Self::client()
+        }
+    }
+
+    /// [`listen_tls`](Self::listen_tls) that also connects out under `client`.
+    ///
+    /// # Errors
+    /// The bind fails.
+    pub fn listen_tls_with_client(
+        addr: &str,
+        server: TlsServer,
+        client: TlsClient,
+    ) -> io::Result<Self> {
+        Ok(Self {
+            tls_client: Some(client),
+            ..Self::listen_tls(addr, server)?
+        })
+    }
+
+    /// Whether streams carry TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls_server.is_some() || self.tls_client.is_some()
+    }
     fn add(&mut self, s: Stream) -> PeerId {
         if let Some(i) = self.streams.iter().position(|x| x.is_none()) {
             self.streams[i] = Some(s);
@@ -152,6 +279,37 @@ impl Tcp {
             }
         }
     }
+}
+
+/// Writes `c`'s pending records to `s` until it would block; false if the stream broke.
+fn flush_records(c: &mut Connection, s: &mut TcpStream) -> bool {
+    while c.wants_write() {
+        match c.write_tls(s) {
+            Ok(0) => return false,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// Runs a client handshake on the blocking socket `s` (bounded by
+/// [`TLS_HANDSHAKE_TIMEOUT`]); the error says why the server was refused or refused us.
+fn client_handshake(s: &mut TcpStream, t: &TlsClient, addr: &str) -> io::Result<Connection> {
+    let name = t.name_for(addr)?;
+    let mut c = ClientConnection::new(t.config.clone(), name)
+        .map_err(|e| io::Error::other(format!("TLS to {addr}: {e}")))?;
+    s.set_read_timeout(Some(TLS_HANDSHAKE_TIMEOUT))?;
+    s.set_write_timeout(Some(TLS_HANDSHAKE_TIMEOUT))?;
+    while c.is_handshaking() {
+        c.complete_io(s)
+            .map_err(|e| io::Error::new(e.kind(), format!("TLS handshake with {addr}: {e}")))?;
+    }
+    s.set_read_timeout(None)?;
+    s.set_write_timeout(None)?;
+    Ok(Connection::Client(c))
 }
 
 impl Transport for Tcp {
@@ -208,7 +366,7 @@ impl Transport for Tcp {
         // Streams with bytes still unsent stay dirty for the next poll.
         for (i, s) in self.streams.iter().enumerate() {
             if let Some(s) = s {
-                if s.wpos < s.wbuf.len() && !s.dead {
+                if s.has_pending() && !s.dead {
                     self.dirty.push(i as PeerId);
                 }
             }
@@ -242,7 +400,18 @@ impl Transport for Tcp {
                 s.rstart = 0;
             }
             if s.rend < s.rbuf.len() {
-                match s.s.read(&mut s.rbuf[s.rend..]) {
+                let (rend, len) = (s.rend, s.rbuf.len());
+                let mut rbuf = std::mem::take(&mut s.rbuf);
+                let r = s.read_raw(&mut rbuf[rend..len]);
+                s.rbuf = rbuf;
+                if s.tls.is_some() && s.has_pending() && !self.dirty.contains(&(i as PeerId)) {
+                    self.dirty.push(i as PeerId); // handshake replies still to write
+                }
+                if s.dead {
+                    dead.push(i as PeerId);
+                    continue;
+                }
+                match r {
                     Ok(0) => {
                         dead.push(i as PeerId);
                         continue;
@@ -288,8 +457,12 @@ impl Transport for Tcp {
 
     fn connect(&mut self, addr: &str) -> io::Result<PeerId> {
         let a = super::resolve(addr)?;
-        let s = TcpStream::connect_timeout(&a, std::time::Duration::from_secs(5))?;
-        Ok(self.add(Stream::new(s)?))
+        let mut s = TcpStream::connect_timeout(&a, Duration::from_secs(5))?;
+        let tls = match &self.tls_client {
+            None => None,
+            Some(t) => Some(client_handshake(&mut s, t, addr)?),
+        };
+        Ok(self.add(Stream::new(s, tls)?))
     }
 
     fn poll_events(&mut self, closed: &mut Vec<PeerId>) {
@@ -300,7 +473,14 @@ impl Transport for Tcp {
             for _ in 0..64 {
                 match l.accept() {
                     Ok((s, _)) => {
-                        if let Ok(s) = Stream::new(s) {
+                        let tls = match &self.tls_server {
+                            None => None,
+                            Some(t) => match ServerConnection::new(t.config.clone()) {
+                                Ok(c) => Some(Connection::Server(c)),
+                                Err(_) => continue,
+                            },
+                        };
+                        if let Ok(s) = Stream::new(s, tls) {
                             fresh.push(s);
                         }
                     }

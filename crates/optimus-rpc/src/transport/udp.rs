@@ -6,6 +6,10 @@
 //! Peers are socket addresses; a datagram from a new address gets a new peer id. A socket made
 //! with [`Udp::client`] is `connect`ed while it has a single peer, as a plain UDP client's
 //! socket would be. Delivery is unreliable, which the NIC's timeouts, retries and de-duplication turn into at-most-once calls.
+//!
+//! With a pre-shared key ([`Udp::with_psk`]) every datagram is sealed (encrypted and
+//! authenticated, [`seal`](super::seal)): datagrams under another key, altered, truncated or
+//! replayed are dropped before the NIC sees them and counted in [`UdpStats`].
 
 use std::collections::HashMap;
 use std::io;
@@ -13,6 +17,7 @@ use std::mem::MaybeUninit;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 
+use super::seal::{Psk, Refused, Sealer, SEAL_HEADER_BYTES, SEAL_OVERHEAD};
 use super::{PeerId, Transport, TxQueue};
 use crate::frame::{FrameHeader, MAGIC, VERSION};
 
@@ -21,6 +26,23 @@ pub const UDP_MTU: usize = 9000;
 const BURST: usize = 32;
 /// Most frames packed into one datagram.
 pub const PACK_FRAMES: usize = 32;
+/// Receive buffer per datagram: the largest plain datagram or a sealed one.
+const RX_SLOT: usize = UDP_MTU + SEAL_OVERHEAD;
+
+/// Datagrams the socket refused before the NIC saw them (only with a pre-shared key).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UdpStats {
+    /// Datagrams sealed and sent.
+    pub sealed: u64,
+    /// Datagrams opened and passed on.
+    pub opened: u64,
+    /// Too short or without the sealed-datagram header.
+    pub malformed: u64,
+    /// The tag did not match: another key, or bytes altered or cut on the way.
+    pub bad_tag: u64,
+    /// Seen before, or older than the replay window.
+    pub replays: u64,
+}
 
 /// Cuts a datagram into the frames packed in it, by their headers. Whatever cannot be a frame
 /// (a header that does not parse, a length past the end) is handed on as one last piece, so the
@@ -56,6 +78,11 @@ pub struct Udp {
     /// The peer the socket is connected to: datagrams to it go without an address (no route
     /// lookup per datagram), and the kernel delivers only its datagrams.
     connected: Option<PeerId>,
+    /// Seals and opens datagrams when a pre-shared key is set.
+    sealer: Option<Box<Sealer>>,
+    /// One buffer per datagram of a burst, for sealed datagrams (reused).
+    seal_bufs: Vec<Vec<u8>>,
+    stats: UdpStats,
 }
 
 struct RxArrays {
@@ -139,16 +166,16 @@ impl Udp {
     pub fn bind(addr: &str) -> io::Result<Self> {
         let sock = UdpSocket::bind(addr)?;
         sock.set_nonblocking(true)?;
-        let mut rx_bufs = vec![0u8; BURST * UDP_MTU];
+        let mut rx_bufs = vec![0u8; BURST * RX_SLOT];
         // SAFETY: all-zero bytes are valid for these plain C structs (null pointers, zero sizes).
         let mut rx: Box<RxArrays> = Box::new(unsafe { MaybeUninit::zeroed().assume_init() });
         let base = rx_bufs.as_mut_ptr();
         for i in 0..BURST {
-            // SAFETY: `i * UDP_MTU` stays inside `rx_bufs`, which holds `BURST * UDP_MTU` bytes.
-            let slot = unsafe { base.add(i * UDP_MTU) };
+            // SAFETY: `i * RX_SLOT` stays inside `rx_bufs`, which holds `BURST * RX_SLOT` bytes.
+            let slot = unsafe { base.add(i * RX_SLOT) };
             rx.iov[i] = libc::iovec {
                 iov_base: slot.cast(),
-                iov_len: UDP_MTU,
+                iov_len: RX_SLOT,
             };
             let iov: *mut libc::iovec = &mut rx.iov[i];
             let name: *mut libc::sockaddr_storage = &mut rx.names[i];
@@ -165,7 +192,22 @@ impl Udp {
             tx_iov: Vec::with_capacity(BURST * PACK_FRAMES),
             client_only: false,
             connected: None,
+            sealer: None,
+            seal_bufs: Vec::new(),
+            stats: UdpStats::default(),
         })
+    }
+
+    /// Seals every datagram under `psk` and accepts only datagrams sealed under it (see the
+    /// module docs). Both ends need the same key.
+    pub fn with_psk(mut self, psk: &Psk) -> Self {
+        self.sealer = Some(Box::new(Sealer::new(psk)));
+        self
+    }
+
+    /// What the socket refused and passed (sealed mode).
+    pub fn stats(&self) -> UdpStats {
+        self.stats
     }
 
     /// A socket on `addr` that only connects out (nothing connects to it). While it has one
@@ -221,6 +263,15 @@ impl Udp {
     }
 }
 
+#[cold]
+fn count_refused(s: &mut UdpStats, why: Refused) {
+    match why {
+        Refused::Malformed => s.malformed += 1,
+        Refused::BadTag => s.bad_tag += 1,
+        Refused::Replay => s.replays += 1,
+    }
+}
+
 impl Transport for Udp {
     const NAME: &'static str = "udp";
     const MTU: usize = UDP_MTU;
@@ -236,7 +287,8 @@ impl Transport for Udp {
         // up to PACK_FRAMES frames and UDP_MTU bytes; up to BURST datagrams per call.
         let mut iov: Vec<libc::iovec> = std::mem::take(&mut self.tx_iov);
         iov.clear();
-        let mut spans: [(usize, usize, PeerId); BURST] = [(0, 0, 0); BURST]; // (first iov, frames, peer)
+        // (first iov, frames, peer, first queue index)
+        let mut spans: [(usize, usize, PeerId, usize); BURST] = [(0, 0, 0, 0); BURST];
         let mut datagrams = 0;
         let mut i = 0;
         while datagrams < BURST {
@@ -251,6 +303,7 @@ impl Transport for Udp {
                 break;
             }
             let first = iov.len();
+            let first_q = i;
             let mut bytes = 0;
             while let Some((p, buf)) = q.get(i) {
                 if p != peer
@@ -266,23 +319,46 @@ impl Transport for Udp {
                 bytes += buf.len();
                 i += 1;
             }
-            spans[datagrams] = (first, iov.len() - first, peer);
+            spans[datagrams] = (first, iov.len() - first, peer, first_q);
             datagrams += 1;
+        }
+        if let Some(sealer) = self.sealer.as_deref_mut() {
+            // Each datagram copied into its own buffer, sealed there, and sent as one iovec.
+            iov.clear();
+            if self.seal_bufs.len() < datagrams {
+                self.seal_bufs.resize_with(datagrams, Vec::new);
+            }
+            for (d, span) in spans[..datagrams].iter_mut().enumerate() {
+                let buf = &mut self.seal_bufs[d];
+                buf.clear();
+                buf.resize(SEAL_HEADER_BYTES, 0);
+                for k in span.3..span.3 + span.1 {
+                    let (_, f) = q.get(k).expect("frame gathered above");
+                    buf.extend_from_slice(f);
+                }
+                sealer.seal(buf);
+                iov.push(libc::iovec {
+                    iov_base: buf.as_ptr() as *mut libc::c_void,
+                    iov_len: buf.len(),
+                });
+                span.0 = d;
+            }
         }
         // SAFETY: all-zero bytes are a valid `mmsghdr` (null pointers, zero lengths).
         let mut msgs: [libc::mmsghdr; BURST] = unsafe { MaybeUninit::zeroed().assume_init() };
-        for (m, &(first, frames, peer)) in msgs.iter_mut().zip(&spans[..datagrams]) {
+        let sealed = self.sealer.is_some();
+        for (m, &(first, frames, peer, _)) in msgs.iter_mut().zip(&spans[..datagrams]) {
             if self.connected != Some(peer) {
                 let (_, st, len) = &self.peers[peer as usize];
                 m.msg_hdr.msg_name = st as *const libc::sockaddr_storage as *mut libc::c_void;
                 m.msg_hdr.msg_namelen = *len;
             }
             m.msg_hdr.msg_iov = iov[first..].as_mut_ptr();
-            m.msg_hdr.msg_iovlen = frames as _;
+            m.msg_hdr.msg_iovlen = if sealed { 1 } else { frames as _ };
         }
         // SAFETY: `msgs[..datagrams]` point to iovecs in `iov` (not resized from here on),
-        // buffers in `q` and addresses in `self.peers`, none of which change during the call;
-        // the kernel only reads them.
+        // buffers in `q` or `self.seal_bufs` and addresses in `self.peers`, none of which change
+        // during the call; the kernel only reads them.
         let sent = unsafe {
             libc::sendmmsg(
                 self.sock.as_raw_fd(),
@@ -293,6 +369,9 @@ impl Transport for Udp {
         };
         self.tx_iov = iov;
         let frames_in = |k: usize| spans[..k].iter().map(|s| s.1).sum::<usize>();
+        if sealed && sent > 0 {
+            self.stats.sealed += sent as u64;
+        }
         if sent < 0 {
             let e = io::Error::last_os_error();
             return match e.kind() {
@@ -322,7 +401,7 @@ impl Transport for Udp {
             m.msg_hdr.msg_flags = 0;
             m.msg_len = 0;
         }
-        // SAFETY: the first `n` headers point to distinct `UDP_MTU` slices of `rx_bufs` and to
+        // SAFETY: the first `n` headers point to distinct `RX_SLOT` slices of `rx_bufs` and to
         // distinct `sockaddr_storage`s in `rx` (set up in `bind`), all owned by `self` and live for
         // the call; MSG_DONTWAIT makes it non-blocking.
         let got = unsafe {
@@ -349,12 +428,27 @@ impl Transport for Udp {
             let Some(addr) = from_storage(&self.rx.names[i]) else {
                 continue;
             };
+            // A datagram larger than the buffer is truncated (MSG_TRUNC); the frame check (or
+            // the tag) then rejects it, so cap the length at the buffer.
+            let len = (self.rx.msgs[i].msg_len as usize).min(RX_SLOT);
+            let start = i * RX_SLOT;
+            let d = &mut self.rx_bufs[start..start + len];
+            let plain = match self.sealer.as_deref_mut() {
+                None => 0..len,
+                Some(s) => match s.open(d) {
+                    Ok(r) => {
+                        self.stats.opened += 1;
+                        r
+                    }
+                    Err(why) => {
+                        count_refused(&mut self.stats, why);
+                        continue; // a peer is known only once it proves the key
+                    }
+                },
+            };
             let peer = self.peer_for(addr);
-            // A datagram larger than the buffer is truncated (MSG_TRUNC); the frame check then
-            // rejects it, so cap the length at the buffer.
-            let len = (self.rx.msgs[i].msg_len as usize).min(UDP_MTU);
-            let start = i * UDP_MTU;
-            delivered += split_frames(&self.rx_bufs[start..start + len], |fr| f(peer, fr));
+            let d = &self.rx_bufs[start + plain.start..start + plain.end];
+            delivered += split_frames(d, |fr| f(peer, fr));
         }
         Ok(delivered)
     }
@@ -465,6 +559,93 @@ mod tests {
         q.push(ps, &frame(3, 1));
         q.push(po, &frame(4, 1));
         assert_eq!(c.send_burst(&mut q).unwrap(), 2);
+    }
+
+    /// Frames `b` received within a while.
+    fn recv_all(b: &mut Udp, want: usize) -> Vec<Vec<u8>> {
+        let mut got = Vec::new();
+        for _ in 0..2_000 {
+            b.recv_burst(BURST, |_, f| got.push(f.to_vec())).unwrap();
+            if got.len() >= want {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        got
+    }
+
+    /// One datagram `a` sends for `frames`, caught by a plain socket.
+    fn capture(a: &mut Udp, frames: &[Vec<u8>]) -> Vec<u8> {
+        let tap = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        tap.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let p = a.connect(&tap.local_addr().unwrap().to_string()).unwrap();
+        let mut q = TxQueue::new(64);
+        for f in frames {
+            q.push(p, f);
+        }
+        assert_eq!(a.send_burst(&mut q).unwrap(), frames.len());
+        let mut buf = vec![0u8; RX_SLOT];
+        let n = tap.recv(&mut buf).unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    #[test]
+    fn sealed_datagrams_cross_and_hide_their_frames() {
+        let k = Psk::from_bytes([5; 32]);
+        let mut a = Udp::bind("127.0.0.1:0").unwrap().with_psk(&k);
+        let mut b = Udp::bind("127.0.0.1:0").unwrap().with_psk(&k);
+        let frames: Vec<Vec<u8>> = (0..5).map(|i| frame(i, 200)).collect();
+        let d = capture(&mut a, &frames);
+        assert_eq!(d.len(), 5 * (32 + 200) + SEAL_OVERHEAD);
+        assert!(
+            !d.windows(4).any(|w| w == MAGIC.to_le_bytes()),
+            "frames in clear"
+        );
+        let pb = a.connect(&b.local_addr()).unwrap();
+        let mut q = TxQueue::new(64);
+        for f in &frames {
+            q.push(pb, f);
+        }
+        a.send_burst(&mut q).unwrap();
+        assert_eq!(recv_all(&mut b, 5), frames);
+        assert_eq!(b.stats().opened, 1);
+    }
+
+    #[test]
+    fn wrong_key_replay_tamper_and_truncation_are_dropped_and_counted() {
+        let k = Psk::from_bytes([8; 32]);
+        let mut a = Udp::bind("127.0.0.1:0").unwrap().with_psk(&k);
+        let mut wrong = Udp::bind("127.0.0.1:0")
+            .unwrap()
+            .with_psk(&Psk::from_bytes([9; 32]));
+        let mut plain = Udp::bind("127.0.0.1:0").unwrap();
+        let mut b = Udp::bind("127.0.0.1:0").unwrap().with_psk(&k);
+        let good = capture(&mut a, &[frame(1, 40)]);
+        let foreign = capture(&mut wrong, &[frame(2, 40)]);
+        let clear = capture(&mut plain, &[frame(3, 40)]);
+        let mut tampered = good.clone();
+        tampered[30] ^= 1;
+        let truncated = good[..good.len() - 1].to_vec();
+        let inject = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = b.local_addr();
+        for d in [&foreign, &clear, &tampered, &truncated, &good, &good, &good] {
+            inject.send_to(d, &to).unwrap();
+        }
+        let got = recv_all(&mut b, 1);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut more = Vec::new();
+        b.recv_burst(BURST, |_, f| more.push(f.to_vec())).unwrap();
+        assert_eq!(got, vec![frame(1, 40)], "only the good datagram, once");
+        assert!(more.is_empty(), "a replay got through: {more:?}");
+        let s = b.stats();
+        assert_eq!(
+            (s.opened, s.bad_tag, s.malformed, s.replays),
+            (1, 3, 1, 2),
+            "{s:?}"
+        );
+        assert_eq!(b.peers.len(), 1, "refused datagrams made no peer");
     }
 
     #[test]
