@@ -14,6 +14,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{check_positive, config_err, Result};
 use crate::stats::Stats;
 
+/// Most cycles one transaction may hold the port (the busy map is walked a cycle at a time).
+pub const MAX_HOLD_CYCLES: f64 = 1e6;
+
 /// CCI-P port parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -55,6 +58,14 @@ impl CcipConfig {
                 (self.cycles_per_line, "cycles_per_line"),
             ],
         )?;
+        let hold = self.header_cycles + self.cycles_per_line * self.max_lines_per_request as f64;
+        if hold > MAX_HOLD_CYCLES {
+            return Err(config_err(
+                "dagger.ccip",
+                "cycles_per_line",
+                format!("a transaction of {hold} cycles is over the model's {MAX_HOLD_CYCLES}"),
+            ));
+        }
         if !matches!(self.max_lines_per_request, 1 | 2 | 4) {
             return Err(config_err(
                 "dagger.ccip",
@@ -83,8 +94,10 @@ pub enum Side {
 /// The shared port: when it is next free, and what each NIC moved over it.
 pub struct Ccip {
     cfg: CcipConfig,
-    /// One bit per port cycle: held.
-    busy: Vec<u64>,
+    /// One bit per port cycle, held or not, 64 cycles a word, keyed by word: sparse, so a
+    /// transaction far in the future (a configured latency of seconds) costs one word, and
+    /// words wholly below `full_below` are dropped.
+    busy: std::collections::BTreeMap<u64, u64>,
     /// Cycles below this are all held (where the search starts).
     full_below: u64,
     busy_ns: f64,
@@ -98,7 +111,7 @@ impl Ccip {
     pub fn new(cfg: &CcipConfig) -> Self {
         Self {
             cfg: cfg.clone(),
-            busy: Vec::new(),
+            busy: std::collections::BTreeMap::new(),
             full_below: 0,
             busy_ns: 0.0,
             transactions: [0; 2],
@@ -121,8 +134,19 @@ impl Ccip {
         for k in c..c + hold {
             self.hold(k);
         }
-        while self.is_held(self.full_below) {
+        while self
+            .busy
+            .get(&(self.full_below / 64))
+            .is_some_and(|w| w & (1 << (self.full_below % 64)) != 0)
+        {
             self.full_below += 1;
+        }
+        // Words wholly below `full_below` are all held: `is_held` answers them without a word.
+        while let Some((&w, _)) = self.busy.first_key_value() {
+            if (w + 1) * 64 > self.full_below {
+                break;
+            }
+            self.busy.pop_first();
         }
         let start = c as f64 * cycle_ns;
         self.busy_ns += hold as f64 * cycle_ns;
@@ -147,17 +171,15 @@ impl Ccip {
     }
 
     fn is_held(&self, cycle: u64) -> bool {
-        self.busy
-            .get((cycle / 64) as usize)
-            .is_some_and(|w| w & (1 << (cycle % 64)) != 0)
+        cycle < self.full_below
+            || self
+                .busy
+                .get(&(cycle / 64))
+                .is_some_and(|w| w & (1 << (cycle % 64)) != 0)
     }
 
     fn hold(&mut self, cycle: u64) {
-        let i = (cycle / 64) as usize;
-        if i >= self.busy.len() {
-            self.busy.resize(i + 1, 0);
-        }
-        self.busy[i] |= 1 << (cycle % 64);
+        *self.busy.entry(cycle / 64).or_insert(0) |= 1 << (cycle % 64);
     }
 
     /// Time the port was held, ns.
@@ -179,6 +201,9 @@ mod tests {
         // A later transaction presented first leaves the earlier cycles free.
         assert!((p.transfer(Side::Client, 100.0, 1) - 100.0).abs() < 1e-9);
         assert!((p.transfer(Side::Client, 20.0, 1) - 20.0).abs() < 1e-9);
+        // A transaction an hour away costs one word of the map.
+        assert!(p.transfer(Side::Server, 3.6e12, 1) >= 3.6e12);
+        assert!(p.busy.len() <= 4);
         let mut s = Stats::default();
         p.dump("ccip", &mut s);
         assert_eq!(s.get("ccip.client.lines"), Some(6.0));
@@ -188,5 +213,10 @@ mod tests {
             ..CcipConfig::default()
         };
         assert!(bad.validate().is_err());
+        let slow = CcipConfig {
+            cycles_per_line: 1e9,
+            ..CcipConfig::default()
+        };
+        assert!(slow.validate().is_err());
     }
 }
