@@ -242,28 +242,46 @@ pub(crate) fn key_segment(k: &MapKey) -> String {
 }
 
 /// Writes a member's name and colon, after a comma unless it is the `first` member.
-#[inline]
+#[inline(always)]
 pub(crate) fn write_member_name(
     out: &mut String,
     opts: &JsonOptions,
     field: &Field,
     first: &mut bool,
 ) {
-    if !*first {
-        out.push(',');
-    }
-    *first = false;
     if opts.proto_names && !field.is_extension {
+        if !std::mem::take(first) {
+            out.push(',');
+        }
         write_str(out, &field.name);
         out.push(':');
     } else {
-        push_short(out, &field.json_key);
+        push_key(out, &field.json_key, first);
     }
 }
 
-/// Appends `s`, short as member keys are, without a `memcpy` call.
+/// Appends a member key already in its JSON form (`"name":`), after a comma unless it is the
+/// `first` member: one reservation, the comma stored either way and kept only when needed,
+/// and the key copied without a `memcpy` call.
 #[inline(always)]
-fn push_short(out: &mut String, s: &str) {
+fn push_key(out: &mut String, key: &str, first: &mut bool) {
+    let comma = usize::from(!std::mem::take(first));
+    out.reserve(key.len() + 1);
+    // SAFETY: the comma and `key` (UTF-8) are written after the bytes `out` holds, into the
+    // room just reserved; the length then covers the comma if kept, and the key, both whole.
+    unsafe {
+        let v = out.as_mut_vec();
+        let len = v.len();
+        let at = v.as_mut_ptr().add(len);
+        *at = b',';
+        crate::record::copy_short(key.as_bytes(), at.add(comma));
+        v.set_len(len + comma + key.len());
+    }
+}
+
+/// Appends `s`; up to 32 bytes (numbers, short strings) without a `memcpy` call.
+#[inline(always)]
+pub(crate) fn push_short(out: &mut String, s: &str) {
     out.reserve(s.len());
     // SAFETY: `s` is UTF-8, appended whole after the bytes `out` holds, into the room just
     // reserved; the length then covers exactly what was written.
@@ -278,15 +296,21 @@ fn push_short(out: &mut String, s: &str) {
 /// Appends an integer as JSON number text.
 #[inline]
 pub(crate) fn write_int(out: &mut String, n: impl itoa::Integer) {
-    out.push_str(itoa::Buffer::new().format(n));
+    push_short(out, itoa::Buffer::new().format(n));
 }
 
-/// Appends an integer as a JSON string (how proto3 JSON writes 64-bit integers and map keys).
+/// Appends an integer as a JSON string (how proto3 JSON writes 64-bit integers and map keys):
+/// the digits between quotes, written as one piece.
 #[inline]
 pub(crate) fn quoted(out: &mut String, n: impl itoa::Integer) {
-    out.push('"');
-    write_int(out, n);
-    out.push('"');
+    let mut buf = itoa::Buffer::new();
+    let digits = buf.format(n);
+    let mut piece = [b'"'; 48];
+    piece[1..=digits.len()].copy_from_slice(digits.as_bytes());
+    // SAFETY: ASCII quotes around ASCII digits.
+    push_short(out, unsafe {
+        std::str::from_utf8_unchecked(&piece[..digits.len() + 2])
+    });
 }
 
 /// Enum values by name; numbers without a name as numbers; `NullValue` as `null`.
@@ -320,7 +344,7 @@ pub(crate) fn write_str(out: &mut String, s: &str) {
     loop {
         let i = super::plain_run(bytes, run);
         // `i` is at an ASCII byte or the end, so both slices end on char boundaries.
-        out.push_str(&s[run..i]);
+        push_short(out, &s[run..i]);
         let Some(&b) = bytes.get(i) else { break };
         match b {
             b'"' => out.push_str("\\\""),

@@ -178,7 +178,7 @@ fn shortest(out: &mut String, text: &str) {
     if text.bytes().any(|b| b == b'e') {
         layout(out, text);
     } else {
-        out.push_str(text.strip_suffix(".0").unwrap_or(text));
+        crate::json::encode::push_short(out, text.strip_suffix(".0").unwrap_or(text));
     }
 }
 
