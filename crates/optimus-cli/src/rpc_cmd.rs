@@ -6,6 +6,11 @@
 //! response as JSON, like grpcurl. `rpc-bench` runs optimus-bench's RPC benchmark (closed-loop
 //! echo on this stack and, in the same run, on tonic gRPC and on a bare busy-polled socket
 //! echo) and prints its summaries.
+//!
+//! Security flags are thin glue over the library: `--tls-*` files build a `TlsServer` or
+//! `TlsClient` for tcp, `--psk-file` seals udp datagrams, `--shm-group` shares a region with a
+//! group (regions are otherwise the creating user's alone). docs/rpc.md, "Security", says what
+//! each protects.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,8 +24,9 @@ use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::{self, JsonOptions};
 use optimus_rpc::transport::NoTransport;
 use optimus_rpc::{
-    ClientOptions, Handler, IdlePolicy, MethodTable, Nic, NicConfig, NicStats, RegionLayout,
-    RpcClient, ShmRegion, Tcp, Transport, TypedService, Udp, LOCAL_CONN,
+    ClientOptions, Handler, IdlePolicy, MethodTable, Nic, NicConfig, NicStats, Psk, RegionAccess,
+    RegionLayout, RpcClient, ShmRegion, Tcp, TlsClient, TlsServer, Transport, TypedService, Udp,
+    LOCAL_CONN,
 };
 
 use crate::source::SchemaSource;
@@ -57,6 +63,122 @@ impl TransportKind {
     }
 }
 
+/// Security settings of `optimus serve`.
+#[derive(Args, Debug, Default, Clone)]
+pub struct ServeSecurity {
+    /// tcp: serve TLS with this PEM certificate chain (server certificate first) [default:
+    /// plain TCP]; needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// tcp: the PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// tcp: require client certificates signed by this PEM CA [default: no client
+    /// certificates].
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// udp: seal datagrams under the 32-byte key in this file (64 hex digits or raw bytes)
+    /// [default: plain datagrams].
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
+    /// shm: let this group (numeric gid) attach too, region mode 0660 [default: this user
+    /// only, mode 0600].
+    #[arg(long, value_name = "GID")]
+    pub shm_group: Option<u32>,
+}
+
+/// Security settings of `optimus call`.
+#[derive(Args, Debug, Default, Clone)]
+pub struct CallSecurity {
+    /// tcp: connect with TLS, trusting servers whose certificate this PEM CA signed
+    /// [default: plain TCP].
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// tcp: present this PEM client certificate chain (needs --tls-key) [default: none].
+    #[arg(long, value_name = "FILE", requires_all = ["tls_key", "tls_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// tcp: the PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// tcp: check the server's certificate for this name [default: the host of --addr].
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    pub tls_server_name: Option<String>,
+    /// udp: seal datagrams under the key in this file, as the server's --psk-file.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
+    /// shm: attach to a region shared with this group (mode 0660, that gid) [default: a
+    /// region of this user, mode 0600].
+    #[arg(long, value_name = "GID")]
+    pub shm_group: Option<u32>,
+}
+
+fn region_access(group: Option<u32>) -> RegionAccess {
+    group.map_or(RegionAccess::Owner, |gid| RegionAccess::Group { gid })
+}
+
+fn psk(file: &Option<PathBuf>) -> Result<Option<Psk>> {
+    Ok(file.as_deref().map(Psk::from_file).transpose()?)
+}
+
+impl ServeSecurity {
+    fn tls(&self) -> Result<Option<TlsServer>> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(c), Some(k)) => Ok(Some(TlsServer::from_pem_files(
+                c,
+                k,
+                self.tls_client_ca.as_deref(),
+            )?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Refuses flags that do not apply to `t`, rather than ignoring them.
+    fn check(&self, t: TransportKind) -> Result<()> {
+        let tls = self.tls_cert.is_some();
+        match t {
+            TransportKind::Tcp if self.psk_file.is_some() || self.shm_group.is_some() => {}
+            TransportKind::Udp if tls || self.shm_group.is_some() => {}
+            TransportKind::Shm if tls || self.psk_file.is_some() => {}
+            _ => return Ok(()),
+        }
+        bail!(
+            "--tls-* flags are for tcp, --psk-file for udp, --shm-group for shm (transport is {})",
+            t.name()
+        )
+    }
+}
+
+impl CallSecurity {
+    fn tls(&self) -> Result<Option<TlsClient>> {
+        let Some(ca) = &self.tls_ca else {
+            return Ok(None);
+        };
+        let id = match (&self.tls_cert, &self.tls_key) {
+            (Some(c), Some(k)) => Some((c.as_path(), k.as_path())),
+            _ => None,
+        };
+        let mut t = TlsClient::from_pem_files(ca, id)?;
+        if let Some(n) = &self.tls_server_name {
+            t = t.server_name(n)?;
+        }
+        Ok(Some(t))
+    }
+
+    fn check(&self, t: TransportKind) -> Result<()> {
+        let tls = self.tls_ca.is_some();
+        match t {
+            TransportKind::Tcp if self.psk_file.is_some() || self.shm_group.is_some() => {}
+            TransportKind::Udp if tls || self.shm_group.is_some() => {}
+            TransportKind::Shm if tls || self.psk_file.is_some() => {}
+            _ => return Ok(()),
+        }
+        bail!(
+            "--tls-* flags are for tcp, --psk-file for udp, --shm-group for shm (transport is {})",
+            t.name()
+        )
+    }
+}
+
 /// Arguments of `optimus serve`.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -82,6 +204,8 @@ pub struct ServeArgs {
     /// Stop after this many seconds [default: run until killed].
     #[arg(long, value_name = "S")]
     seconds: Option<f64>,
+    #[command(flatten)]
+    security: ServeSecurity,
 }
 
 /// Arguments of `optimus call`.
@@ -105,6 +229,8 @@ pub struct CallArgs {
     /// Give up after this many seconds [default: 5].
     #[arg(long, value_name = "S", default_value_t = 5.0)]
     timeout: f64,
+    #[command(flatten)]
+    security: CallSecurity,
 }
 
 /// Arguments of `optimus rpc-bench`.
@@ -204,11 +330,11 @@ fn run_nic<T: Transport>(nic: &mut Nic<T>, stop: &AtomicBool, stop_after: Option
 }
 
 /// Removes a region file left by a server that is gone (its heartbeat does not move).
-fn clear_stale_region(path: &Path) -> Result<()> {
+fn clear_stale_region(path: &Path, access: RegionAccess) -> Result<()> {
     if !path.exists() {
         return Ok(());
     }
-    if let Ok(r) = ShmRegion::open(path) {
+    if let Ok(r) = ShmRegion::open_with(path, access) {
         let before = r.heartbeat().load(Ordering::Relaxed);
         std::thread::sleep(Duration::from_millis(100));
         if r.heartbeat().load(Ordering::Relaxed) != before {
@@ -228,6 +354,7 @@ fn serve_until(a: ServeArgs, stop: &AtomicBool) -> Result<()> {
     if !a.echo {
         bail!("the command-line server only has the --echo handler; give your own handlers to optimus_rpc::TypedService");
     }
+    a.security.check(a.transport)?;
     let schema = a.source.load()?;
     // The echo handler checks each request against its method's input type.
     let handler = TypedService::new(schema, &a.service)?.echo();
@@ -258,20 +385,28 @@ fn serve_until(a: ServeArgs, stop: &AtomicBool) -> Result<()> {
     let stats = match a.transport {
         TransportKind::Shm => {
             let path = PathBuf::from(&addr);
-            clear_stale_region(&path)?;
-            let region = ShmRegion::create(&path, cfg.layout)
+            let access = region_access(a.security.shm_group);
+            clear_stale_region(&path, access)?;
+            let region = ShmRegion::create_with(&path, cfg.layout, access)
                 .with_context(|| format!("creating region {}", path.display()))?;
             let (nic, _h) = Nic::with_region(NoTransport, cfg, region)?;
             serve_nic(nic, handler, || announce(&addr), stop, stop_after)
         }
         TransportKind::Udp => {
-            let t = Udp::bind(&addr).with_context(|| format!("binding udp {addr}"))?;
+            let mut t = Udp::bind(&addr).with_context(|| format!("binding udp {addr}"))?;
+            if let Some(k) = psk(&a.security.psk_file)? {
+                t = t.with_psk(&k);
+            }
             let local = t.local_addr();
             let (nic, _h) = Nic::new(t, cfg)?;
             serve_nic(nic, handler, || announce(&local), stop, stop_after)
         }
         TransportKind::Tcp => {
-            let t = Tcp::listen(&addr).with_context(|| format!("listening on tcp {addr}"))?;
+            let t = match a.security.tls()? {
+                None => Tcp::listen(&addr),
+                Some(tls) => Tcp::listen_tls(&addr, tls),
+            }
+            .with_context(|| format!("listening on tcp {addr}"))?;
             let local = t.local_addr();
             let (nic, _h) = Nic::new(t, cfg)?;
             serve_nic(nic, handler, || announce(&local), stop, stop_after)
@@ -292,6 +427,7 @@ fn serve_until(a: ServeArgs, stop: &AtomicBool) -> Result<()> {
 
 /// Sends one call and returns the response as JSON text.
 fn call_json(a: &CallArgs) -> Result<String> {
+    a.security.check(a.transport)?;
     let schema = a.source.load()?;
     let (svc_name, method_name) = MethodTable::split_path(&a.method).with_context(|| {
         format!(
@@ -318,13 +454,18 @@ fn call_json(a: &CallArgs) -> Result<String> {
     let mut out = Vec::new();
     match a.transport {
         TransportKind::Shm => {
-            let mut c = RpcClient::attach_path(Path::new(&addr), opts).with_context(|| {
+            let access = region_access(a.security.shm_group);
+            let region = ShmRegion::open_with(Path::new(&addr), access).with_context(|| {
                 format!("attaching to {addr} (is `optimus serve --transport shm` running?)")
             })?;
+            let mut c = RpcClient::attach(region, opts)?;
             c.call(LOCAL_CONN, id, &body, &mut out)?;
         }
         TransportKind::Udp => remote_call(
-            Udp::client("127.0.0.1:0")?,
+            match psk(&a.security.psk_file)? {
+                None => Udp::client("127.0.0.1:0")?,
+                Some(k) => Udp::client("127.0.0.1:0")?.with_psk(&k),
+            },
             &addr,
             id,
             &body,
@@ -332,7 +473,13 @@ fn call_json(a: &CallArgs) -> Result<String> {
             opts,
             &mut out,
         )?,
-        TransportKind::Tcp => remote_call(Tcp::client(), &addr, id, &body, wait, opts, &mut out)?,
+        TransportKind::Tcp => {
+            let t = match a.security.tls()? {
+                None => Tcp::client(),
+                Some(tls) => Tcp::client_tls(tls),
+            };
+            remote_call(t, &addr, id, &body, wait, opts, &mut out)?
+        }
     }
     let reply = binary::decode(&schema, output, &out, &DecodeOptions::default())
         .with_context(|| format!("response is not a {}", schema.message(output).full_name))?;
@@ -507,6 +654,20 @@ service Geometry {
     }
 
     fn interop(transport: TransportKind, addr: String) {
+        interop_with(
+            transport,
+            addr,
+            ServeSecurity::default(),
+            CallSecurity::default(),
+        );
+    }
+
+    fn interop_with(
+        transport: TransportKind,
+        addr: String,
+        serve_sec: ServeSecurity,
+        call_sec: CallSecurity,
+    ) {
         let dir = std::env::temp_dir().join(format!(
             "optimus-rpc-interop-{}-{}",
             std::process::id(),
@@ -524,6 +685,7 @@ service Geometry {
             // failed. It is long enough for a server starved by the other tests (soft NICs
             // spinning on a 2-core machine) to start and answer every call.
             seconds: Some(15.0),
+            security: serve_sec,
         };
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let server = {
@@ -538,6 +700,7 @@ service Geometry {
             transport,
             addr: Some(addr.clone()),
             timeout: 2.0,
+            security: call_sec.clone(),
         };
         let mut got = None;
         let deadline = Instant::now() + Duration::from_secs(8);
@@ -585,6 +748,92 @@ service Geometry {
         let addr = l.local_addr().unwrap().to_string();
         drop(l);
         interop(TransportKind::Tcp, addr);
+    }
+
+    fn key_file(name: &str, key: &[u8]) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("optimus-psk-{name}-{}", std::process::id()));
+        std::fs::write(&p, key).unwrap();
+        p
+    }
+
+    #[test]
+    fn call_against_serve_over_sealed_udp() {
+        let k = key_file("good", &[0x5a; 32]);
+        let serve = ServeSecurity {
+            psk_file: Some(k.clone()),
+            ..Default::default()
+        };
+        let call = CallSecurity {
+            psk_file: Some(k),
+            ..Default::default()
+        };
+        interop_with(TransportKind::Udp, free_port(), serve, call);
+    }
+
+    #[test]
+    fn security_flags_for_another_transport_or_bad_files_are_errors() {
+        let dir = std::env::temp_dir().join(format!("optimus-sec-flags-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let call = |transport, security| CallArgs {
+            source: source(&dir),
+            method: "interop.Geometry/Echo".into(),
+            data: "{}".into(),
+            transport,
+            addr: Some("127.0.0.1:9".into()),
+            timeout: 0.2,
+            security,
+        };
+        let psk_on_tcp = CallSecurity {
+            psk_file: Some(dir.join("k")),
+            ..Default::default()
+        };
+        let e = call_json(&call(TransportKind::Tcp, psk_on_tcp)).unwrap_err();
+        assert!(e.to_string().contains("--psk-file for udp"), "{e}");
+        let short = key_file("short", b"too short");
+        let bad_key = CallSecurity {
+            psk_file: Some(short),
+            ..Default::default()
+        };
+        let e = format!(
+            "{:#}",
+            call_json(&call(TransportKind::Udp, bad_key)).unwrap_err()
+        );
+        assert!(e.contains("64 hex digits or 32 raw bytes"), "{e}");
+        let no_ca = CallSecurity {
+            tls_ca: Some(dir.join("missing-ca.pem")),
+            ..Default::default()
+        };
+        let e = format!(
+            "{:#}",
+            call_json(&call(TransportKind::Tcp, no_ca)).unwrap_err()
+        );
+        assert!(e.contains("missing-ca.pem"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn call_against_serve_over_a_group_region() {
+        use std::os::unix::fs::MetadataExt;
+        // Our effective group: the group a new file gets.
+        let probe = key_file("gid-probe", b"");
+        let gid = std::fs::metadata(&probe).unwrap().gid();
+        let _ = std::fs::remove_file(&probe);
+        let path =
+            std::env::temp_dir().join(format!("optimus-rpc-group-region-{}", std::process::id()));
+        let serve = ServeSecurity {
+            shm_group: Some(gid),
+            ..Default::default()
+        };
+        let call = CallSecurity {
+            shm_group: Some(gid),
+            ..Default::default()
+        };
+        interop_with(
+            TransportKind::Shm,
+            path.to_string_lossy().into_owned(),
+            serve,
+            call,
+        );
     }
 
     #[test]
