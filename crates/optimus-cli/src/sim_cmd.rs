@@ -951,7 +951,8 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
             let (rows, figs) = calibrate::reproduce_op_with(&params, &mut EngineTraces)
                 .context("sim reproduce")?;
             if let Some(dir) = &r.plot {
-                plot::op_figures(dir, &rows, &figs).context("sim: plot")?;
+                plot::spec_figures(dir, &calibrate::op_figures(&rows, &figs))
+                    .context("sim: plot")?;
             }
             rows
         }

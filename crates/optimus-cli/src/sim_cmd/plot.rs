@@ -10,7 +10,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
-use optimus_sim::calibrate::{Curve, OpFigures, Row, RpcFigures};
+use optimus_sim::calibrate::{Row, RpcFigures};
 use optimus_sim::figure::{FigureSpec, SeriesKind};
 use optimus_sim::rpcacc::service::Load;
 use plotters::coord::ranged1d::ValueFormatter;
@@ -147,32 +147,6 @@ fn designs_and_ratios(
     ];
     series.extend(implied);
     series
-}
-
-/// Throughput against pipelines, one model curve per labelled sweep (Figs. 8 and 9).
-fn throughput_curves(curves: &[(String, Curve)]) -> Vec<Series> {
-    curves
-        .iter()
-        .map(|(label, curve)| {
-            model(
-                label.as_str(),
-                curve.iter().map(|p| (f64::from(p.0), p.1)).collect(),
-            )
-        })
-        .collect()
-}
-
-/// The throughput `curve` has at `n` pipelines, or at the nearest n it has; none if it is
-/// empty.
-fn on_curve(curve: &Curve, n: f64) -> Option<f64> {
-    curve
-        .iter()
-        .min_by(|a, b| {
-            (f64::from(a.0) - n)
-                .abs()
-                .total_cmp(&(f64::from(b.0) - n).abs())
-        })
-        .map(|p| p.1)
 }
 
 /// Where a per-core ratio puts a design whose model throughput against host cores is
@@ -756,140 +730,6 @@ pub fn sweep_figure(dir: &Path, sweep: &super::sweep::SweepPlot) -> Result<()> {
             log_y: false,
         },
     )
-}
-
-/// Fig. 7 (per class, named on the x axis in `OpFigures::fig7`'s order), Figs. 8 and 9,
-/// and Fig. 10 (DT latency per DeathStarBench service) of Optimus Prime.
-pub fn op_figures(dir: &Path, rows: &[Row], figs: &OpFigures) -> Result<()> {
-    prepare(dir)?;
-    let fig7 = Figure {
-        name: "op_fig7",
-        title: "Fig. 7: serialization, one core vs OP",
-        x_label: "message class",
-        y_label: "throughput (Gbps)",
-        x_names: figs.fig7.iter().map(|c| c.0.clone()).collect(),
-        series: vec![
-            model("CPU core", categories(figs.fig7.iter().map(|c| c.1))),
-            model("OP_Base", categories(figs.fig7.iter().map(|c| c.2))),
-            model("OP{1,1}", categories(figs.fig7.iter().map(|c| c.3))),
-            paper(
-                "paper OP{1,1}",
-                figs.fig7
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, c)| {
-                        paper_value(rows, &format!("op.fig7.op_1_1.ser.{}.gbps", c.0))
-                            .map(|v| (i as f64, v))
-                    })
-                    .collect(),
-            ),
-        ],
-        log_y: false,
-    };
-    write(dir, &fig7)?;
-    let mut fig8 = Figure {
-        name: "op_fig8",
-        title: "Fig. 8: serialization with OP{n,1}, 4x4 mesh",
-        x_label: "pipelines n",
-        y_label: "throughput (Gbps)",
-        x_names: vec![],
-        series: throughput_curves(&figs.fig8),
-        log_y: false,
-    };
-    // Paper, per class: the pipelines it needs for 40 Gbps, and Nested's plateau.
-    for c in ["flat", "mixed", "nested"] {
-        let mut pts: Vec<(f64, f64)> =
-            paper_value(rows, &format!("op.fig8.pipelines_for_40gbps.{c}"))
-                .map(|n| (n, 40.0))
-                .into_iter()
-                .collect();
-        let mut label = format!("paper, {c}: 40 Gbps");
-        if c == "nested" {
-            if let Some(v) = paper_value(rows, "op.fig8.nested_plateau.gbps") {
-                pts.push((16.0, v));
-                label.push_str(" and the plateau");
-            }
-        }
-        fig8.series.push(paper(label, pts));
-    }
-    write(dir, &fig8)?;
-    let mut fig9 = Figure {
-        name: "op_fig9",
-        title: "Fig. 9: Mixed, 4x4 vs 8x8 mesh, time-sharing j",
-        x_label: "pipelines n",
-        y_label: "throughput (Gbps)",
-        x_names: vec![],
-        series: throughput_curves(&figs.fig9),
-        log_y: false,
-    };
-    // Table 4's 8x8 throughputs, each with the curve it belongs to.
-    for (label, ids) in [
-        (
-            "paper Table 4, 8x8 OP{n,1}: OP{1,1}, OP{12,1}",
-            &[
-                ("op.table4.op_1_1.throughput.gbps", 1.0),
-                ("op.table4.op_12_1.throughput.gbps", 12.0),
-            ][..],
-        ),
-        (
-            "paper Table 4, 8x8 OP{n,4}: OP{3,4}",
-            &[("op.table4.op_3_4.throughput.gbps", 3.0)][..],
-        ),
-    ] {
-        let pts = ids
-            .iter()
-            .filter_map(|(id, n)| paper_value(rows, id).map(|v| (*n, v)))
-            .collect();
-        fig9.series.push(paper(label, pts));
-    }
-    // The pipelines at which the paper's curves saturate, each on the model curve of its
-    // configuration (at that n, or the nearest n the curve has).
-    let saturation: Vec<(f64, f64)> = [
-        ("op.fig9.sat_pipelines.op_n_1.4x4", "4x4 OP{n,1}"),
-        ("op.fig9.sat_pipelines.op_n_2.4x4", "4x4 OP{n,2}"),
-        ("op.fig9.sat_pipelines.op_n_1.8x8", "8x8 OP{n,1}"),
-        ("op.fig9.sat_pipelines.op_n_4.8x8", "8x8 OP{n,4}"),
-    ]
-    .into_iter()
-    .filter_map(|(id, label)| {
-        let n = paper_value(rows, id)?;
-        let curve = &figs.fig9.iter().find(|c| c.0 == label)?.1;
-        on_curve(curve, n).map(|y| (n, y))
-    })
-    .collect();
-    if !saturation.is_empty() {
-        fig9.series.push(paper(
-            "paper: saturates at n pipelines (on its curve)",
-            saturation,
-        ));
-    }
-    write(dir, &fig9)?;
-    let mut fig10 = Figure {
-        name: "op_fig10",
-        title: "Fig. 10: DT latency reduction per DeathStarBench service, OP{1,1} 4x4",
-        x_label: "service",
-        y_label: "CPU / OP DT latency (x)",
-        x_names: figs.fig10.iter().map(|s| s.0.clone()).collect(),
-        series: vec![model("model", categories(figs.fig10.iter().map(|s| s.1)))],
-        log_y: false,
-    };
-    if let Some(v) = paper_value(rows, "op.sec6_4.urlshorten.dt_latency_reduction.x") {
-        fig10
-            .series
-            .push(paper("paper, url-shorten", vec![(0.0, v)]));
-    }
-    if let Some(v) = paper_value(rows, "op.sec6_4.dt_latency_reduction_max.x") {
-        let last = figs.fig10.len().saturating_sub(1) as f64;
-        fig10.series.push(paper_level(
-            format!(
-                "paper, up to {v}x (model {})",
-                model_value(rows, "op.sec6_4.dt_latency_reduction_max.x")
-            ),
-            v,
-            0.0..last,
-        ));
-    }
-    write(dir, &fig10)
 }
 
 /// RPCAcc's Fig. 2 (PCIe latency sweep), Fig. 5 (one-shot deserialization), Fig. 6 (host
@@ -1583,21 +1423,6 @@ mod tests {
         let decades = yr.end.log10();
         assert!((decades - 3.0 / (1.0 - 0.13 - 0.04)).abs() < 1e-9, "{yr:?}");
     }
-
-    #[test]
-    fn a_saturation_point_lies_on_its_curve() {
-        let curve: Curve = vec![
-            (1, 10.0, 0.0, 0.0),
-            (2, 20.0, 0.0, 0.0),
-            (4, 30.0, 0.0, 0.0),
-        ];
-        assert_eq!(on_curve(&curve, 2.0), Some(20.0));
-        // Past the curve's end, or between its points: the nearest n.
-        assert_eq!(on_curve(&curve, 12.0), Some(30.0));
-        assert_eq!(on_curve(&curve, 3.4), Some(30.0));
-        assert_eq!(on_curve(&Vec::new(), 3.0), None);
-    }
-
     #[test]
     fn the_legend_goes_where_no_line_runs_or_above_them_all() {
         // A rising line leaves the upper left and lower right free: the upper left wins.

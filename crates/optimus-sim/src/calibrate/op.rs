@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::{rows, Eval, Paper, Row};
 use crate::cpu::CpuConfig;
 use crate::error::Result;
+use crate::figure::{short, FigureSpec, SeriesKind, SeriesSpec};
 use crate::op::dsb::{self, Service};
 use crate::op::{self, OpConfig, OpReport, LINK_SATURATION};
 use crate::parallel;
@@ -483,4 +484,201 @@ pub fn reproduce_op_with(
         }
     };
     Ok((rows(Paper::Op, &eval)?, figs))
+}
+
+fn paper_value(rows: &[Row], id: &str) -> Option<f64> {
+    rows.iter().find(|r| r.id == id).map(|r| r.paper)
+}
+
+fn model_value(rows: &[Row], id: &str) -> String {
+    rows.iter()
+        .find(|r| r.id == id)
+        .and_then(|r| r.model)
+        .map_or("-".to_string(), short)
+}
+
+/// Points at x = 0, 1, ... (a figure's named categories).
+fn categories(ys: impl IntoIterator<Item = f64>) -> Vec<(f64, f64)> {
+    ys.into_iter()
+        .enumerate()
+        .map(|(i, y)| (i as f64, y))
+        .collect()
+}
+
+/// Throughput against pipelines, one model curve per labelled sweep (Figs. 8 and 9).
+fn throughput_curves(curves: &[(String, Curve)]) -> Vec<SeriesSpec> {
+    curves
+        .iter()
+        .map(|(label, curve)| {
+            SeriesSpec::new(
+                label.as_str(),
+                SeriesKind::Model,
+                curve.iter().map(|p| (f64::from(p.0), p.1)).collect(),
+            )
+        })
+        .collect()
+}
+
+/// The throughput `curve` has at `n` pipelines, or at the nearest n it has; none if it is
+/// empty.
+pub fn on_curve(curve: &Curve, n: f64) -> Option<f64> {
+    curve
+        .iter()
+        .min_by(|a, b| {
+            (f64::from(a.0) - n)
+                .abs()
+                .total_cmp(&(f64::from(b.0) - n).abs())
+        })
+        .map(|p| p.1)
+}
+
+/// The figures of `reproduce op` (Figs. 7 to 10), with the paper's points overlaid: which
+/// series, which targets, and where each published number sits on the model's axes.
+pub fn figures(rows: &[Row], figs: &OpFigures) -> Vec<FigureSpec> {
+    let model = |name: &str, pts| SeriesSpec::new(name, SeriesKind::Model, pts);
+    let paper = |name: String, pts| SeriesSpec::new(name, SeriesKind::Paper, pts);
+    let fig7 = FigureSpec {
+        name: "op_fig7".into(),
+        title: "Fig. 7: serialization, one core vs OP".into(),
+        x_label: "message class".into(),
+        y_label: "throughput (Gbps)".into(),
+        x_names: figs.fig7.iter().map(|c| c.0.clone()).collect(),
+        series: vec![
+            model("CPU core", categories(figs.fig7.iter().map(|c| c.1))),
+            model("OP_Base", categories(figs.fig7.iter().map(|c| c.2))),
+            model("OP{1,1}", categories(figs.fig7.iter().map(|c| c.3))),
+            paper(
+                "paper OP{1,1}".into(),
+                figs.fig7
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| {
+                        paper_value(rows, &format!("op.fig7.op_1_1.ser.{}.gbps", c.0))
+                            .map(|v| (i as f64, v))
+                    })
+                    .collect(),
+            ),
+        ],
+        log_y: false,
+    };
+    let mut fig8 = FigureSpec {
+        name: "op_fig8".into(),
+        title: "Fig. 8: serialization with OP{n,1}, 4x4 mesh".into(),
+        x_label: "pipelines n".into(),
+        y_label: "throughput (Gbps)".into(),
+        x_names: vec![],
+        series: throughput_curves(&figs.fig8),
+        log_y: false,
+    };
+    // Paper, per class: the pipelines it needs for 40 Gbps, and Nested's plateau.
+    for c in ["flat", "mixed", "nested"] {
+        let mut pts: Vec<(f64, f64)> =
+            paper_value(rows, &format!("op.fig8.pipelines_for_40gbps.{c}"))
+                .map(|n| (n, 40.0))
+                .into_iter()
+                .collect();
+        let mut label = format!("paper, {c}: 40 Gbps");
+        if c == "nested" {
+            if let Some(v) = paper_value(rows, "op.fig8.nested_plateau.gbps") {
+                pts.push((16.0, v));
+                label.push_str(" and the plateau");
+            }
+        }
+        fig8.series.push(paper(label, pts));
+    }
+    let mut fig9 = FigureSpec {
+        name: "op_fig9".into(),
+        title: "Fig. 9: Mixed, 4x4 vs 8x8 mesh, time-sharing j".into(),
+        x_label: "pipelines n".into(),
+        y_label: "throughput (Gbps)".into(),
+        x_names: vec![],
+        series: throughput_curves(&figs.fig9),
+        log_y: false,
+    };
+    // Table 4's 8x8 throughputs, each with the curve it belongs to.
+    for (label, ids) in [
+        (
+            "paper Table 4, 8x8 OP{n,1}: OP{1,1}, OP{12,1}",
+            &[
+                ("op.table4.op_1_1.throughput.gbps", 1.0),
+                ("op.table4.op_12_1.throughput.gbps", 12.0),
+            ][..],
+        ),
+        (
+            "paper Table 4, 8x8 OP{n,4}: OP{3,4}",
+            &[("op.table4.op_3_4.throughput.gbps", 3.0)][..],
+        ),
+    ] {
+        let pts = ids
+            .iter()
+            .filter_map(|(id, n)| paper_value(rows, id).map(|v| (*n, v)))
+            .collect();
+        fig9.series.push(paper(label.into(), pts));
+    }
+    // The pipelines at which the paper's curves saturate, each on the model curve of its
+    // configuration (at that n, or the nearest n the curve has).
+    let saturation: Vec<(f64, f64)> = [
+        ("op.fig9.sat_pipelines.op_n_1.4x4", "4x4 OP{n,1}"),
+        ("op.fig9.sat_pipelines.op_n_2.4x4", "4x4 OP{n,2}"),
+        ("op.fig9.sat_pipelines.op_n_1.8x8", "8x8 OP{n,1}"),
+        ("op.fig9.sat_pipelines.op_n_4.8x8", "8x8 OP{n,4}"),
+    ]
+    .into_iter()
+    .filter_map(|(id, label)| {
+        let n = paper_value(rows, id)?;
+        let curve = &figs.fig9.iter().find(|c| c.0 == label)?.1;
+        on_curve(curve, n).map(|y| (n, y))
+    })
+    .collect();
+    if !saturation.is_empty() {
+        fig9.series.push(paper(
+            "paper: saturates at n pipelines (on its curve)".into(),
+            saturation,
+        ));
+    }
+    let mut fig10 = FigureSpec {
+        name: "op_fig10".into(),
+        title: "Fig. 10: DT latency reduction per DeathStarBench service, OP{1,1} 4x4".into(),
+        x_label: "service".into(),
+        y_label: "CPU / OP DT latency (x)".into(),
+        x_names: figs.fig10.iter().map(|s| s.0.clone()).collect(),
+        series: vec![model("model", categories(figs.fig10.iter().map(|s| s.1)))],
+        log_y: false,
+    };
+    if let Some(v) = paper_value(rows, "op.sec6_4.urlshorten.dt_latency_reduction.x") {
+        fig10
+            .series
+            .push(paper("paper, url-shorten".into(), vec![(0.0, v)]));
+    }
+    if let Some(v) = paper_value(rows, "op.sec6_4.dt_latency_reduction_max.x") {
+        let last = figs.fig10.len().saturating_sub(1) as f64;
+        fig10.series.push(SeriesSpec::new(
+            format!(
+                "paper, up to {v}x (model {})",
+                model_value(rows, "op.sec6_4.dt_latency_reduction_max.x")
+            ),
+            SeriesKind::PaperLevel,
+            vec![(0.0, v), (last, v)],
+        ));
+    }
+    vec![fig7, fig8, fig9, fig10]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_saturation_point_lies_on_its_curve() {
+        let curve: Curve = vec![
+            (1, 10.0, 0.0, 0.0),
+            (2, 20.0, 0.0, 0.0),
+            (4, 30.0, 0.0, 0.0),
+        ];
+        assert_eq!(on_curve(&curve, 2.0), Some(20.0));
+        // Past the curve's end, or between its points: the nearest n.
+        assert_eq!(on_curve(&curve, 12.0), Some(30.0));
+        assert_eq!(on_curve(&curve, 3.4), Some(30.0));
+        assert_eq!(on_curve(&Vec::new(), 3.0), None);
+    }
 }
