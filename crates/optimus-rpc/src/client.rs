@@ -29,7 +29,7 @@ use std::time::Duration;
 use crate::frame::{FrameHeader, FrameKind, Status};
 use crate::nic::{NicHandle, Notifier};
 use crate::ring::{Consumer, Producer, PushError};
-use crate::shm::{ShmRegion, MODE_DOORBELL, QP_CLIENT};
+use crate::shm::{ShmRegion, MODE_DOORBELL, QP_CLIENT, QP_QUARANTINED};
 use crate::{IdlePolicy, RpcError};
 
 /// Identifies one call of one client.
@@ -363,16 +363,24 @@ impl RpcClient {
         done
     }
 
+    /// Ends calls past their deadline with `Timeout`, and every call with `Disconnected` once
+    /// the NIC has quarantined this QP (it no longer reads or answers it).
     #[cold]
     fn expire(&mut self, f: &mut impl FnMut(CallId, Result<&[u8], RpcError>)) -> usize {
         let now = coarse_now_ns();
+        let gone = self.region.qp_state(self.qp) == QP_QUARANTINED;
         let mut n = 0;
         for k in 0..self.slots.len() {
-            if self.slots[k].id != 0 && self.slots[k].deadline_ns <= now {
+            if self.slots[k].id != 0 && (gone || self.slots[k].deadline_ns <= now) {
                 let id = self.slots[k].id;
+                let e = if gone {
+                    RpcError::Disconnected
+                } else {
+                    RpcError::Timeout
+                };
                 match self.end_call(k) {
-                    Waiting::Callback(cb) => cb(Err(RpcError::Timeout)),
-                    Waiting::Polled => f(id, Err(RpcError::Timeout)),
+                    Waiting::Callback(cb) => cb(Err(e)),
+                    Waiting::Polled => f(id, Err(e)),
                     Waiting::Free => {}
                 }
                 n += 1;

@@ -64,7 +64,8 @@ pub const QP_WORKER: u32 = 2;
 /// QP state: its owner left; the NIC will reset and free it.
 pub const QP_DETACHING: u32 = 3;
 /// QP state: the NIC found its rings corrupt (a hostile or broken peer) and stopped serving
-/// it; it stays taken until its owner detaches or dies, then the NIC resets and frees it.
+/// it; its client's calls fail `Disconnected`. It stays taken until its owner detaches or
+/// dies, then the NIC resets and frees it.
 pub const QP_QUARANTINED: u32 = 4;
 
 #[repr(C, align(64))]

@@ -256,3 +256,48 @@ fn a_worker_qp_writing_garbage_cannot_stop_the_others() {
         rounds.load(Ordering::Relaxed)
     );
 }
+
+#[test]
+fn a_client_whose_own_ring_is_corrupted_gets_disconnected_not_a_hang() {
+    let (mut nic, h) = Nic::new(NoTransport, cfg()).unwrap();
+    nic.set_handler(echo);
+    let nic = nic.spawn(None, IdlePolicy::default());
+    let mut other = h.client(client_opts(1)).unwrap();
+    // A call timeout far longer than the test may take: the outcome must come from the
+    // quarantine, not the clock.
+    let mut victim = h
+        .client(optimus_rpc::ClientOptions {
+            call_timeout: Duration::from_secs(60),
+            ..client_opts(1)
+        })
+        .unwrap();
+    let mut resp = Vec::new();
+    victim.call(LOCAL_CONN, 0, b"before", &mut resp).unwrap();
+    // Something (a stray write, a broken peer) publishes an impossible tail on its tx ring.
+    // (Before the victim's next publish overwrites it: wait for the NIC to see it.)
+    h.region()
+        .scribble(victim.qp(), 0, &(1u64 << 40).to_le_bytes());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while h.region().qp_state(victim.qp()) != QP_QUARANTINED {
+        assert!(Instant::now() < deadline, "the impossible tail was not caught");
+        std::thread::yield_now();
+    }
+    let t0 = Instant::now();
+    let r = victim.call(LOCAL_CONN, 0, b"after", &mut resp);
+    assert!(
+        matches!(r, Err(RpcError::Disconnected)),
+        "expected Disconnected, got {r:?}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(h.region().qp_state(victim.qp()), QP_QUARANTINED);
+    // The other client never noticed.
+    other.call(LOCAL_CONN, 0, b"still here", &mut resp).unwrap();
+    assert_eq!(resp, b"still here");
+    drop(victim);
+    let stats = nic.stop().stats();
+    assert_eq!(stats.qps_quarantined, 1);
+}

@@ -199,10 +199,7 @@ type Cut = dyn FnOnce(&mut rustls::ServerConnection) -> Vec<u8> + Send;
 
 /// A TLS server that completes the handshake, reads a little, then sends `tail(session)` raw
 /// and closes the socket without `close_notify`.
-fn cutting_server(
-    leaf: &Leaf,
-    tail: Box<Cut>,
-) -> (String, std::thread::JoinHandle<()>) {
+fn cutting_server(leaf: &Leaf, tail: Box<Cut>) -> (String, std::thread::JoinHandle<()>) {
     let tls = TlsServer::new(leaf.chain(), leaf.key(), None).unwrap();
     let cfg = rustls_config(&tls);
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
