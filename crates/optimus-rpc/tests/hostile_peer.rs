@@ -279,7 +279,10 @@ fn a_client_whose_own_ring_is_corrupted_gets_disconnected_not_a_hang() {
         .scribble(victim.qp(), 0, &(1u64 << 40).to_le_bytes());
     let deadline = Instant::now() + Duration::from_secs(10);
     while h.region().qp_state(victim.qp()) != QP_QUARANTINED {
-        assert!(Instant::now() < deadline, "the impossible tail was not caught");
+        assert!(
+            Instant::now() < deadline,
+            "the impossible tail was not caught"
+        );
         std::thread::yield_now();
     }
     let t0 = Instant::now();
