@@ -315,58 +315,60 @@ impl<const COPY: bool> Decoder<'_, COPY> {
         pos: &mut usize,
         end: usize,
     ) -> Result<(), Fail> {
+        use super::single::*;
         let buf = self.buf;
         let off = e.offset;
         // Every arm's SAFETY: `e` is entry `index` of `rec`'s table, whose slot has the
         // scalar's width at `off`.
-        let nonzero = match e.op.scalar() {
-            Scalar::Int32 | Scalar::Uint32 | Scalar::OpenEnum => {
+        let nonzero = match e.op.code() {
+            INT32 | UINT32 | OPEN_ENUM => {
                 let v = read_varint(buf, pos, end)? as u32;
                 // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, v) };
                 v != 0
             }
-            Scalar::Int64 | Scalar::Uint64 => {
+            INT64 | UINT64 => {
                 let v = read_varint(buf, pos, end)?;
                 // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, v) };
                 v != 0
             }
-            Scalar::Sint32 => {
+            SINT32 => {
                 let v = unzigzag32(read_varint(buf, pos, end)? as u32);
                 // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, v) };
                 v != 0
             }
-            Scalar::Sint64 => {
+            SINT64 => {
                 let v = unzigzag64(read_varint(buf, pos, end)?);
                 // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, v) };
                 v != 0
             }
-            Scalar::Bool => {
+            BOOL => {
                 let v = read_varint(buf, pos, end)? != 0;
                 // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, u8::from(v)) };
                 v
             }
-            Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => {
+            FIXED32 | SFIXED32 | FLOAT => {
                 let v = u32::from_le_bytes(read_fixed::<4>(buf, pos, end)?);
                 // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, v) };
                 v != 0
             }
-            Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => {
+            FIXED64 | SFIXED64 | DOUBLE => {
                 let v = u64::from_le_bytes(read_fixed::<8>(buf, pos, end)?);
                 // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, v) };
                 v != 0
             }
-            scalar => {
+            code => {
                 debug_assert!(
-                    scalar.is_bytes_like(),
+                    code == STRING || code == BYTES,
                     "closed enums and messages go through `field`"
                 );
+                let scalar = if code == STRING { Scalar::String } else { Scalar::Bytes };
                 let view = self.view(scalar, pos, end)?;
                 // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, view) };

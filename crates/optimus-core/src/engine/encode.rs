@@ -304,31 +304,6 @@ pub(crate) fn message(schema: &SchemaSet, rec: RecPtr, id: u32, out: &mut Back) 
     out.settle(&cursor);
 }
 
-/// The op codes of single fields, by scalar (a single field's op code is its scalar's).
-mod single {
-    use optimus_schema::Scalar;
-
-    pub(super) const DOUBLE: u8 = Scalar::Double as u8;
-    pub(super) const FLOAT: u8 = Scalar::Float as u8;
-    pub(super) const INT64: u8 = Scalar::Int64 as u8;
-    pub(super) const UINT64: u8 = Scalar::Uint64 as u8;
-    pub(super) const INT32: u8 = Scalar::Int32 as u8;
-    pub(super) const FIXED64: u8 = Scalar::Fixed64 as u8;
-    pub(super) const FIXED32: u8 = Scalar::Fixed32 as u8;
-    pub(super) const BOOL: u8 = Scalar::Bool as u8;
-    pub(super) const STRING: u8 = Scalar::String as u8;
-    pub(super) const GROUP: u8 = Scalar::Group as u8;
-    pub(super) const MESSAGE: u8 = Scalar::Message as u8;
-    pub(super) const BYTES: u8 = Scalar::Bytes as u8;
-    pub(super) const UINT32: u8 = Scalar::Uint32 as u8;
-    pub(super) const SFIXED32: u8 = Scalar::Sfixed32 as u8;
-    pub(super) const SFIXED64: u8 = Scalar::Sfixed64 as u8;
-    pub(super) const SINT32: u8 = Scalar::Sint32 as u8;
-    pub(super) const SINT64: u8 = Scalar::Sint64 as u8;
-    pub(super) const OPEN_ENUM: u8 = Scalar::OpenEnum as u8;
-    pub(super) const CLOSED_ENUM: u8 = Scalar::ClosedEnum as u8;
-}
-
 /// Writes one set field (backwards: values, then the tag in front) through `cursor`, which
 /// `out` takes back around a sub-message or sequence. A single field is one jump on its op
 /// code to an arm that reads its slot by type; sequences, maps and groups leave for
@@ -342,7 +317,7 @@ fn field(
     out: &mut Back,
     cursor: &mut Cursor,
 ) {
-    use single::*;
+    use super::single::*;
     let off = e.offset;
     let c = cursor;
     c.reserve(out, FIELD_ROOM);

@@ -15,6 +15,34 @@ mod encode;
 mod json_read;
 mod json_write;
 
+/// The op codes of single fields, by scalar (a single field's op code is its scalar's), for
+/// walkers that dispatch on the op code in one jump.
+pub(crate) mod single {
+    use optimus_schema::{Op, Scalar, Shape};
+
+    const _: () = assert!(Op::new(Scalar::Sint64, Shape::Single).code() == SINT64);
+
+    pub(crate) const DOUBLE: u8 = Scalar::Double as u8;
+    pub(crate) const FLOAT: u8 = Scalar::Float as u8;
+    pub(crate) const INT64: u8 = Scalar::Int64 as u8;
+    pub(crate) const UINT64: u8 = Scalar::Uint64 as u8;
+    pub(crate) const INT32: u8 = Scalar::Int32 as u8;
+    pub(crate) const FIXED64: u8 = Scalar::Fixed64 as u8;
+    pub(crate) const FIXED32: u8 = Scalar::Fixed32 as u8;
+    pub(crate) const BOOL: u8 = Scalar::Bool as u8;
+    pub(crate) const STRING: u8 = Scalar::String as u8;
+    pub(crate) const GROUP: u8 = Scalar::Group as u8;
+    pub(crate) const MESSAGE: u8 = Scalar::Message as u8;
+    pub(crate) const BYTES: u8 = Scalar::Bytes as u8;
+    pub(crate) const UINT32: u8 = Scalar::Uint32 as u8;
+    pub(crate) const SFIXED32: u8 = Scalar::Sfixed32 as u8;
+    pub(crate) const SFIXED64: u8 = Scalar::Sfixed64 as u8;
+    pub(crate) const SINT32: u8 = Scalar::Sint32 as u8;
+    pub(crate) const SINT64: u8 = Scalar::Sint64 as u8;
+    pub(crate) const OPEN_ENUM: u8 = Scalar::OpenEnum as u8;
+    pub(crate) const CLOSED_ENUM: u8 = Scalar::ClosedEnum as u8;
+}
+
 use std::cell::RefCell;
 
 use optimus_schema::{MessageId, SchemaSet};
