@@ -368,7 +368,11 @@ impl<const COPY: bool> Decoder<'_, COPY> {
                     code == STRING || code == BYTES,
                     "closed enums and messages go through `field`"
                 );
-                let scalar = if code == STRING { Scalar::String } else { Scalar::Bytes };
+                let scalar = if code == STRING {
+                    Scalar::String
+                } else {
+                    Scalar::Bytes
+                };
                 let view = self.view(scalar, pos, end)?;
                 // SAFETY: as above: the entry belongs to the record's table, its slot of this width.
                 unsafe { rec.write(off, view) };
