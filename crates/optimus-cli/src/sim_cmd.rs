@@ -961,7 +961,8 @@ fn reproduce(r: ReproduceArgs) -> Result<()> {
             let (rows, figs) = calibrate::reproduce_rpcacc_with(&params, &mut EngineTraces)
                 .context("sim reproduce")?;
             if let Some(dir) = &r.plot {
-                plot::rpcacc_figures(dir, &rows, &figs).context("sim: plot")?;
+                plot::spec_figures(dir, &calibrate::rpcacc_figures(&rows, &figs))
+                    .context("sim: plot")?;
             }
             rows
         }

@@ -133,12 +133,14 @@ pub(crate) enum Eval {
 
 mod op;
 mod rpcacc;
+mod rpcacc_figures;
 
 pub use op::{
     figures as op_figures, on_curve, pipelines_for, reproduce_op, reproduce_op_with, saturation,
     Curve, OpFigures, SWEEP,
 };
 pub use rpcacc::{reproduce_rpcacc, reproduce_rpcacc_with, LoadSweep, RpcFigures};
+pub use rpcacc_figures::rpcacc_figures;
 
 pub(crate) fn rows(paper: Paper, eval: &dyn Fn(&str) -> Eval) -> Result<Vec<Row>> {
     let mut out = Vec::new();
