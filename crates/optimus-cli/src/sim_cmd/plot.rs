@@ -1,10 +1,11 @@
-//! The papers' figures drawn from a reproduction, with the published points overlaid, and
-//! the figure of a parameter sweep (`optimus sim --vary ... --plot DIR`).
+//! Drawing: the papers' figures as optimus-sim specifies them (`optimus_sim::figure::
+//! FigureSpec`, made by each model's reproduction with the published points overlaid), and the
+//! figure of a parameter sweep (`optimus sim --vary ... --plot DIR`).
 //!
 //! Each figure is written as `NAME.png` and `NAME.svg`, and its data as `NAME.json` (the
 //! axes and every series' points, to plot with other tools or compare between runs). Text
-//! uses DejaVu Sans compiled into the binary (no fontconfig). Paper values come from the
-//! target rows, never from constants here.
+//! uses DejaVu Sans compiled into the binary (no fontconfig). What a figure shows is decided
+//! in optimus-sim; here only the axes, legend placement, colours and markers.
 
 use std::ops::Range;
 use std::path::Path;
