@@ -10,7 +10,7 @@ use optimus_schema::thrift::{Requiredness, TType, ThriftStruct};
 use optimus_schema::{Entry, MessageId, MessageType, SchemaSet, Table};
 
 use super::decode::facts;
-use super::protocol::{code, Writer, FIELD_ROOM};
+use super::protocol::{code, Room, Writer, FIELD_ROOM};
 use crate::record::{read_le, RecPtr, View};
 use crate::Error;
 
@@ -102,6 +102,7 @@ impl<W: Writer> Encoder<'_, W> {
             }
         }
         let mut last = 0i16;
+        let mut room = Room::of(self.out);
         for w in 0..table.presence_words as usize {
             // SAFETY: `w` is below the table's presence word count.
             let mut bits = unsafe { rec.presence_word(w) };
@@ -109,12 +110,13 @@ impl<W: Writer> Encoder<'_, W> {
                 let i = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let (tf, e) = (&t.fields[i], &table.entries[i]);
-                let out = &mut *self.out;
-                out.reserve(FIELD_ROOM);
+                room.reserve(self.out, FIELD_ROOM);
+                let out = &mut room;
                 // SAFETY: each arm reads entry `i`'s slot as the type its Thrift type is stored
                 // as (`i32` for byte, i16, i32 and enum; `i64`; `f64`; `u8` bool; a view; a
                 // record pointer), and writes at most FIELD_ROOM bytes (a string's reserved
-                // with its length) before the next reserve.
+                // with its length) before the next reserve; a struct or container is written
+                // by `self.out` itself, the room settled before and taken again after.
                 unsafe {
                     let off = e.offset;
                     match tf.ty {
@@ -136,23 +138,28 @@ impl<W: Writer> Encoder<'_, W> {
                         }
                         TType::String | TType::Binary => {
                             let bytes = rec.read::<View>(off).bytes();
-                            out.reserve(bytes.len() + FIELD_ROOM);
+                            out.reserve(self.out, bytes.len() + FIELD_ROOM);
                             W::field_begin_unchecked(out, code::STRING, tf.id, &mut last);
                             W::binary_unchecked(out, bytes);
                         }
                         TType::Struct => {
                             W::field_begin_unchecked(out, code::STRUCT, tf.id, &mut last);
+                            out.settle(self.out);
                             let sub = RecPtr::from_slot(rec.read::<*mut u8>(off));
                             self.write_struct(sub, table.sub_message(e))?;
+                            room = Room::of(self.out);
                         }
                         TType::List | TType::Set | TType::Map => {
                             W::field_begin_unchecked(out, tf.ty.wire(), tf.id, &mut last);
+                            out.settle(self.out);
                             self.write_container(Some(rec), id, i)?;
+                            room = Room::of(self.out);
                         }
                     }
                 }
             }
         }
+        room.settle(self.out);
         W::field_stop(self.out);
         Ok(())
     }

@@ -86,60 +86,113 @@ pub(crate) trait Writer {
     /// A map header.
     fn map_begin(out: &mut Vec<u8>, key: u8, value: u8, size: usize);
 
-    // The encoder's fast path: a whole scalar field into room reserved once per field
+    // The encoder's fast path: a whole scalar field into [`Room`] reserved once per field
     // ([`FIELD_ROOM`] bytes, a string's length more), with no capacity check per write.
 
     /// A field header.
     ///
     /// # Safety
-    /// [`FIELD_ROOM`] bytes of spare capacity in `out`.
-    unsafe fn field_begin_unchecked(out: &mut Vec<u8>, code: u8, id: i16, last_id: &mut i16);
+    /// [`FIELD_ROOM`] bytes of room reserved in `out`.
+    unsafe fn field_begin_unchecked(out: &mut Room, code: u8, id: i16, last_id: &mut i16);
     /// A bool field, header and value.
     ///
     /// # Safety
     /// As [`Writer::field_begin_unchecked`].
-    unsafe fn field_bool_unchecked(out: &mut Vec<u8>, id: i16, value: bool, last_id: &mut i16);
+    unsafe fn field_bool_unchecked(out: &mut Room, id: i16, value: bool, last_id: &mut i16);
     /// An i8, i16 or i32 value as the field's type `code` writes it.
     ///
     /// # Safety
     /// Twelve bytes of spare capacity.
-    unsafe fn int_unchecked(out: &mut Vec<u8>, code: u8, v: i32);
+    unsafe fn int_unchecked(out: &mut Room, code: u8, v: i32);
     /// An i64.
     ///
     /// # Safety
     /// Eighteen bytes of spare capacity.
-    unsafe fn i64_unchecked(out: &mut Vec<u8>, v: i64);
+    unsafe fn i64_unchecked(out: &mut Room, v: i64);
     /// A double.
     ///
     /// # Safety
     /// Eight bytes of spare capacity.
-    unsafe fn double_unchecked(out: &mut Vec<u8>, v: f64);
+    unsafe fn double_unchecked(out: &mut Room, v: f64);
     /// A string's or binary's length and bytes.
     ///
     /// # Safety
     /// Twelve bytes of spare capacity beyond `v.len()`.
-    unsafe fn binary_unchecked(out: &mut Vec<u8>, v: &[u8]);
+    unsafe fn binary_unchecked(out: &mut Room, v: &[u8]);
 }
 
 /// Room one scalar field takes at most on the fast path, in either protocol: a header of at
 /// most four bytes, a value of at most ten, and the slack of an eight-byte store.
 pub(crate) const FIELD_ROOM: usize = 24;
 
+/// The end of an output buffer held apart from its `Vec` while fields are written: a local
+/// the compiler keeps in registers, where a `Vec` reached through a struct field is reloaded
+/// from memory after every store into its bytes.
+pub(crate) struct Room {
+    /// The buffer's start.
+    ptr: *mut u8,
+    /// Bytes written.
+    len: usize,
+    /// The buffer's capacity.
+    cap: usize,
+}
+
+impl Room {
+    /// The room after what `out` holds.
+    #[inline(always)]
+    pub(crate) fn of(out: &mut Vec<u8>) -> Room {
+        Room {
+            ptr: out.as_mut_ptr(),
+            len: out.len(),
+            cap: out.capacity(),
+        }
+    }
+
+    /// Makes sure of `n` bytes of room, growing `out` (which takes this room's bytes first)
+    /// when they are not there.
+    #[inline(always)]
+    pub(crate) fn reserve(&mut self, out: &mut Vec<u8>, n: usize) {
+        if self.cap - self.len < n {
+            self.settle(out);
+            out.reserve(n);
+            *self = Room::of(out);
+        }
+    }
+
+    /// Hands the bytes written back to `out`, the `Vec` this room was made of.
+    #[inline(always)]
+    pub(crate) fn settle(&self, out: &mut Vec<u8>) {
+        debug_assert!(self.len <= out.capacity() && std::ptr::eq(self.ptr, out.as_mut_ptr()));
+        // SAFETY: the bytes up to `len` were written through this room, inside `out`'s
+        // capacity (every write reserved its room first).
+        unsafe { out.set_len(self.len) };
+    }
+
+    /// Appends `bytes`.
+    ///
+    /// # Safety
+    /// `bytes.len()` bytes of room reserved.
+    #[inline(always)]
+    unsafe fn put(&mut self, bytes: &[u8]) {
+        debug_assert!(self.cap - self.len >= bytes.len());
+        // SAFETY: the caller's duty: the room after `len` takes the bytes.
+        unsafe { crate::record::copy_short(bytes, self.ptr.add(self.len)) };
+        self.len += bytes.len();
+    }
+}
+
 /// Appends the low `len` (at most 8) bytes of `word`, least significant first, with one
 /// eight-byte store.
 ///
 /// # Safety
-/// Eight bytes of spare capacity in `out`.
+/// Eight bytes of room reserved in `out`.
 #[inline(always)]
-unsafe fn put_word(out: &mut Vec<u8>, word: u64, len: usize) {
-    let n = out.len();
-    debug_assert!(out.capacity() - n >= 8 && len <= 8);
-    // SAFETY: the caller's duty: eight bytes of spare capacity after `n`; the `len` bytes
-    // kept are initialized by the store.
-    unsafe {
-        std::ptr::write_unaligned(out.as_mut_ptr().add(n).cast::<u64>(), word.to_le());
-        out.set_len(n + len);
-    }
+unsafe fn put_word(out: &mut Room, word: u64, len: usize) {
+    debug_assert!(out.cap - out.len >= 8 && len <= 8);
+    // SAFETY: the caller's duty: eight bytes of room after `len`; the `len` bytes kept are
+    // written by the store.
+    unsafe { std::ptr::write_unaligned(out.ptr.add(out.len).cast::<u64>(), word.to_le()) };
+    out.len += len;
 }
 
 /// Appends `v` as a varint.
@@ -147,7 +200,7 @@ unsafe fn put_word(out: &mut Vec<u8>, word: u64, len: usize) {
 /// # Safety
 /// Eighteen bytes of spare capacity (a ten-byte varint, and an eight-byte store's slack).
 #[inline(always)]
-unsafe fn put_varint_unchecked(out: &mut Vec<u8>, mut v: u64) {
+unsafe fn put_varint_unchecked(out: &mut Room, mut v: u64) {
     if v < 0x80 {
         // SAFETY: the caller's duty.
         return unsafe { put_word(out, v, 1) };
@@ -342,7 +395,7 @@ pub(crate) struct BinaryWriter;
 
 impl Writer for BinaryWriter {
     #[inline(always)]
-    unsafe fn field_begin_unchecked(out: &mut Vec<u8>, code: u8, id: i16, _: &mut i16) {
+    unsafe fn field_begin_unchecked(out: &mut Room, code: u8, id: i16, _: &mut i16) {
         // SAFETY: the caller's duty.
         unsafe {
             put_word(
@@ -354,14 +407,14 @@ impl Writer for BinaryWriter {
     }
 
     #[inline(always)]
-    unsafe fn field_bool_unchecked(out: &mut Vec<u8>, id: i16, value: bool, _: &mut i16) {
+    unsafe fn field_bool_unchecked(out: &mut Room, id: i16, value: bool, _: &mut i16) {
         let header = u64::from(code::BOOL) | u64::from((id as u16).swap_bytes()) << 8;
         // SAFETY: the caller's duty.
         unsafe { put_word(out, header | u64::from(value) << 24, 4) }
     }
 
     #[inline(always)]
-    unsafe fn int_unchecked(out: &mut Vec<u8>, code: u8, v: i32) {
+    unsafe fn int_unchecked(out: &mut Room, code: u8, v: i32) {
         // SAFETY: the caller's duty.
         unsafe {
             match code {
@@ -373,25 +426,23 @@ impl Writer for BinaryWriter {
     }
 
     #[inline(always)]
-    unsafe fn i64_unchecked(out: &mut Vec<u8>, v: i64) {
+    unsafe fn i64_unchecked(out: &mut Room, v: i64) {
         // SAFETY: the caller's duty.
         unsafe { put_word(out, (v as u64).swap_bytes(), 8) }
     }
 
     #[inline(always)]
-    unsafe fn double_unchecked(out: &mut Vec<u8>, v: f64) {
+    unsafe fn double_unchecked(out: &mut Room, v: f64) {
         // SAFETY: the caller's duty.
         unsafe { put_word(out, v.to_bits().swap_bytes(), 8) }
     }
 
     #[inline(always)]
-    unsafe fn binary_unchecked(out: &mut Vec<u8>, v: &[u8]) {
+    unsafe fn binary_unchecked(out: &mut Room, v: &[u8]) {
         // SAFETY: the caller's duty: twelve bytes for the length, then `v.len()`.
         unsafe {
             put_word(out, u64::from((v.len() as u32).swap_bytes()), 4);
-            let n = out.len();
-            crate::record::copy_short(v, out.as_mut_ptr().add(n));
-            out.set_len(n + v.len());
+            out.put(v);
         }
     }
 
@@ -652,7 +703,7 @@ impl CompactWriter {
     /// # Safety
     /// [`FIELD_ROOM`] bytes of spare capacity.
     #[inline(always)]
-    unsafe fn header_unchecked(out: &mut Vec<u8>, c: u8, id: i16, last: &mut i16) {
+    unsafe fn header_unchecked(out: &mut Room, c: u8, id: i16, last: &mut i16) {
         let prev = *last;
         let delta = i32::from(id) - i32::from(prev);
         *last = id;
@@ -672,20 +723,20 @@ impl CompactWriter {
 
 impl Writer for CompactWriter {
     #[inline(always)]
-    unsafe fn field_begin_unchecked(out: &mut Vec<u8>, code: u8, id: i16, last: &mut i16) {
+    unsafe fn field_begin_unchecked(out: &mut Room, code: u8, id: i16, last: &mut i16) {
         // SAFETY: the caller's duty.
         unsafe { Self::header_unchecked(out, to_compact(code), id, last) }
     }
 
     #[inline(always)]
-    unsafe fn field_bool_unchecked(out: &mut Vec<u8>, id: i16, value: bool, last: &mut i16) {
+    unsafe fn field_bool_unchecked(out: &mut Room, id: i16, value: bool, last: &mut i16) {
         let c = if value { ct::TRUE } else { ct::FALSE };
         // SAFETY: the caller's duty.
         unsafe { Self::header_unchecked(out, c, id, last) }
     }
 
     #[inline(always)]
-    unsafe fn int_unchecked(out: &mut Vec<u8>, code: u8, v: i32) {
+    unsafe fn int_unchecked(out: &mut Room, code: u8, v: i32) {
         // SAFETY: the caller's duty (a zigzag i32 takes at most five bytes).
         unsafe {
             match code {
@@ -696,25 +747,23 @@ impl Writer for CompactWriter {
     }
 
     #[inline(always)]
-    unsafe fn i64_unchecked(out: &mut Vec<u8>, v: i64) {
+    unsafe fn i64_unchecked(out: &mut Room, v: i64) {
         // SAFETY: the caller's duty.
         unsafe { put_varint_unchecked(out, ((v << 1) ^ (v >> 63)) as u64) }
     }
 
     #[inline(always)]
-    unsafe fn double_unchecked(out: &mut Vec<u8>, v: f64) {
+    unsafe fn double_unchecked(out: &mut Room, v: f64) {
         // SAFETY: the caller's duty.
         unsafe { put_word(out, v.to_bits(), 8) }
     }
 
     #[inline(always)]
-    unsafe fn binary_unchecked(out: &mut Vec<u8>, v: &[u8]) {
+    unsafe fn binary_unchecked(out: &mut Room, v: &[u8]) {
         // SAFETY: the caller's duty: a length varint of at most five bytes, then `v.len()`.
         unsafe {
             put_varint_unchecked(out, v.len() as u64);
-            let n = out.len();
-            crate::record::copy_short(v, out.as_mut_ptr().add(n));
-            out.set_len(n + v.len());
+            out.put(v);
         }
     }
 

@@ -17,7 +17,7 @@ use optimus_schema::{Entry, MessageId, MessageType, SchemaSet, Table};
 
 use super::decode::facts;
 use super::protocol::{
-    code, BinaryReader, BinaryWriter, CompactReader, CompactWriter, Cursor, Reader, Writer,
+    code, BinaryReader, BinaryWriter, CompactReader, CompactWriter, Cursor, Reader, Room, Writer,
     FIELD_ROOM,
 };
 use super::Protocol;
@@ -114,8 +114,9 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
     #[inline(always)]
     fn t_scalar_field(&mut self, tt: TType, fid: i16, last_out: &mut i16) -> R<()> {
         let p = &mut self.p;
-        let out = &mut *self.out;
-        out.reserve(FIELD_ROOM);
+        let mut room = Room::of(self.out);
+        room.reserve(self.out, FIELD_ROOM);
+        let out = &mut room;
         let c = tt.wire();
         // SAFETY: FIELD_ROOM bytes are reserved for the header and a scalar value; a string's
         // bytes are reserved with them before its header is written.
@@ -145,12 +146,13 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
                     if tt == TType::String && !crate::engine::is_utf8(bytes) {
                         return Err(Stop);
                     }
-                    out.reserve(bytes.len() + FIELD_ROOM);
+                    out.reserve(self.out, bytes.len() + FIELD_ROOM);
                     W::field_begin_unchecked(out, c, fid, last_out);
                     W::binary_unchecked(out, bytes);
                 }
             }
         }
+        room.settle(self.out);
         Ok(())
     }
 
