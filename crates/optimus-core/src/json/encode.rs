@@ -7,8 +7,6 @@
 
 use std::fmt::Write;
 
-use base64::engine::general_purpose::STANDARD as BASE64;
-use base64::Engine;
 use optimus_schema::{Cardinality, Field, SchemaSet};
 
 use super::number::{write_f32, write_f64};
@@ -330,7 +328,7 @@ pub(crate) fn write_enum(schema: &SchemaSet, out: &mut String, field: &Field, n:
 
 pub(crate) fn write_bytes(out: &mut String, b: &[u8]) {
     out.push('"');
-    BASE64.encode_string(b, out);
+    super::base64::write(out, b);
     out.push('"');
 }
 

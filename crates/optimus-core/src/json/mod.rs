@@ -8,6 +8,7 @@
 //! `NaN`/`Infinity` as strings, base64 bytes, enum names, duplicate and unknown fields
 //! rejected. Duplicate keys inside a map or `Struct` object keep the last value, as upb does.
 
+pub(crate) mod base64;
 pub(crate) mod decode;
 pub(crate) mod encode;
 pub(crate) mod number;
