@@ -147,8 +147,8 @@ impl Cursor {
         unsafe { *self.base.add(self.pos) = b };
     }
 
-    /// Writes `v` as a varint in front: one byte, two, or (up to eight) all at once from its
-    /// seven-bit groups spread over a word.
+    /// Writes `v` as a varint in front: one byte, two, or all at once from its seven-bit
+    /// groups spread over a word (nine and ten bytes: the word, then one or two more).
     ///
     /// # Safety
     /// [`MAX_VARINT`] bytes of room were reserved (eight for a varint of at most five bytes).
@@ -304,8 +304,8 @@ pub(crate) fn message(schema: &SchemaSet, rec: RecPtr, id: u32, out: &mut Back) 
     out.settle(&cursor);
 }
 
-/// Writes one set field (backwards: values, then the tag in front) through `cursor`, which
-/// `out` takes back around a sub-message or sequence. A single field is one jump on its op
+/// Writes one set field (backwards: values, then the tag in front) through the cursor `c`,
+/// which `out` takes back around a sub-message or sequence. A single field is one jump on its op
 /// code to an arm that reads its slot by type; sequences, maps and groups leave for
 /// [`sequence_field`].
 #[inline(always)]
@@ -315,11 +315,10 @@ fn field(
     table: &Table,
     e: &Entry,
     out: &mut Back,
-    cursor: &mut Cursor,
+    c: &mut Cursor,
 ) {
     use super::single::*;
     let off = e.offset;
-    let c = cursor;
     c.reserve(out, FIELD_ROOM);
     // SAFETY: for every arm, `e` is a single entry of `rec`'s table whose slot at `off` holds
     // a value of the arm's type, and the room reserved above takes the value and the tag
