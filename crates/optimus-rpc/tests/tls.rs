@@ -287,3 +287,36 @@ fn garbage_and_plain_frames_at_a_tls_server_do_not_stop_it() {
         .expect("TLS client after garbage");
     calls(&ch, conn, 20);
 }
+
+#[test]
+fn a_peer_that_never_finishes_its_handshake_is_dropped() {
+    let ca = Ca::new("CA");
+    let srv = ca.server();
+    let tls = TlsServer::new(srv.chain(), srv.key(), None).unwrap();
+    let t = Tcp::listen_tls("127.0.0.1:0", tls)
+        .unwrap()
+        .with_handshake_timeout(Duration::from_millis(200));
+    let addr = t.local_addr();
+    let (_server, _) = start(t, config(1), true);
+    let mut idle = TcpStream::connect(&addr).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let t0 = Instant::now();
+    let mut b = [0u8; 16];
+    // The server closes it: end of stream (or a reset), well before the read timeout.
+    match std::io::Read::read(&mut idle, &mut b) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("expected the server to close the stream, got {other:?}"),
+    }
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "closed after {:?}",
+        t0.elapsed()
+    );
+    // A real client is still served.
+    let (_c, ch) = client(TlsClient::new(ca.roots(), None).unwrap());
+    let conn = ch
+        .connect(&addr, Duration::from_secs(10))
+        .expect("TLS client");
+    calls(&ch, conn, 20);
+}

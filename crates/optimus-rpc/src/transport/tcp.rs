@@ -16,7 +16,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::{ClientConnection, Connection, ServerConnection};
 
@@ -44,6 +44,8 @@ struct Stream {
     s: TcpStream,
     /// The TLS session, if the transport uses TLS.
     tls: Option<Box<Connection>>,
+    /// An accepted TLS stream still handshaking past this instant is closed.
+    handshake_deadline: Option<Instant>,
     rbuf: Vec<u8>,
     rstart: usize,
     rend: usize,
@@ -59,6 +61,7 @@ impl Stream {
         Ok(Self {
             s,
             tls: tls.map(Box::new),
+            handshake_deadline: None,
             rbuf: vec![0; READ_BUF],
             rstart: 0,
             rend: 0,
@@ -195,6 +198,8 @@ pub struct Tcp {
     tls_server: Option<TlsServer>,
     /// TLS for streams this side opens.
     tls_client: Option<TlsClient>,
+    /// How long an accepted TLS stream may take to finish its handshake.
+    handshake_timeout: Duration,
 }
 
 impl Tcp {
@@ -221,7 +226,16 @@ impl Tcp {
             next_read: 0,
             tls_server: None,
             tls_client: None,
+            handshake_timeout: TLS_HANDSHAKE_TIMEOUT,
         }
+    }
+
+    /// How long an accepted TLS stream may take to finish its handshake before it is closed
+    /// [default: [`TLS_HANDSHAKE_TIMEOUT`]], so peers that connect and stall cannot hold
+    /// streams (and their read buffers) for ever.
+    pub fn with_handshake_timeout(mut self, d: Duration) -> Self {
+        self.handshake_timeout = d;
+        self
     }
 
     /// [`listen`](Self::listen), with every accepted stream a TLS session under `tls`.
@@ -466,6 +480,24 @@ impl Transport for Tcp {
     }
 
     fn poll_events(&mut self, closed: &mut Vec<PeerId>) {
+        // Accepted TLS streams that have not finished their handshake in time.
+        if self.tls_server.is_some() {
+            let now = Instant::now();
+            let mut late = Vec::new();
+            for (i, s) in self.streams.iter_mut().enumerate() {
+                let Some(s) = s else { continue };
+                if let Some(d) = s.handshake_deadline {
+                    if !s.tls.as_ref().is_some_and(|c| c.is_handshaking()) {
+                        s.handshake_deadline = None;
+                    } else if now >= d {
+                        late.push(i as PeerId);
+                    }
+                }
+            }
+            for p in late {
+                self.kill(p);
+            }
+        }
         // Report closes before accepting, so a reused peer id is never mistaken for the old one.
         closed.append(&mut self.closed);
         if let Some(l) = &self.listener {
@@ -480,7 +512,11 @@ impl Transport for Tcp {
                                 Err(_) => continue,
                             },
                         };
-                        if let Ok(s) = Stream::new(s, tls) {
+                        let deadline = tls
+                            .as_ref()
+                            .map(|_| Instant::now() + self.handshake_timeout);
+                        if let Ok(mut s) = Stream::new(s, tls) {
+                            s.handshake_deadline = deadline;
                             fresh.push(s);
                         }
                     }
