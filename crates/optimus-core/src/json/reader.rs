@@ -226,7 +226,7 @@ impl<'a> Reader<'a> {
     /// likely written with (`"userId":`, [`optimus_schema::Field::json_key`]): when the input
     /// holds exactly those bytes there, they are consumed ([`Key::Hinted`]), with no string
     /// read; otherwise the key is read as `next_key` reads it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next_key_hinted(
         &mut self,
         first: &mut bool,
