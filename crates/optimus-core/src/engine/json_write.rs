@@ -5,11 +5,12 @@
 use optimus_schema::{Entry, Field, Kind, MessageId, SchemaSet, Shape, WellKnown};
 
 use crate::json::encode::{
-    emits_default, encode_err, quoted, within, write_bytes, write_enum, write_int,
+    emits_default, encode_err, push_short, quoted, within, write_bytes, write_enum, write_int,
     write_member_name, write_str, Encoder, ENCODE_DEPTH_LIMIT,
 };
 use crate::json::number::{write_f32, write_f64};
 use crate::json::{wkt, JsonOptions};
+use crate::record::View;
 use crate::view::{FieldRef, Record};
 use crate::{Error, Value};
 
@@ -109,11 +110,7 @@ impl JsonWriter<'_, '_> {
         field: &Field,
     ) -> Result<(), Error> {
         match e.op.shape() {
-            Shape::Single => {
-                // SAFETY: `e` is entry `index` of the record's table, a single field.
-                let v = unsafe { rec.single_unchecked(e) };
-                self.value(field, v)
-            }
+            Shape::Single => self.single(rec, e, field),
             Shape::Repeated | Shape::Packed => {
                 self.out.push('[');
                 for (i, v) in rec.elements(index).enumerate() {
@@ -128,6 +125,45 @@ impl JsonWriter<'_, '_> {
             }
             Shape::Map => self.map(rec, e),
         }
+    }
+
+    /// A single field's value: one jump on its op code to an arm that reads the slot by type
+    /// and writes its JSON form; enums and messages go through [`FieldRef`].
+    #[inline(always)]
+    fn single(&mut self, rec: Record<'_>, e: &Entry, field: &Field) -> Result<(), Error> {
+        use super::single::*;
+        let (p, off) = (rec.ptr, e.offset);
+        let out = &mut *self.out;
+        // SAFETY: `e` is a single entry of the record's table: each arm reads its slot as the
+        // type its op stores (strings as views of UTF-8 checked when decoded or set).
+        unsafe {
+            match e.op.code() {
+                INT32 | SINT32 | SFIXED32 => write_int(out, p.read::<i32>(off)),
+                UINT32 | FIXED32 => write_int(out, p.read::<u32>(off)),
+                INT64 | SINT64 | SFIXED64 => quoted(out, p.read::<i64>(off)),
+                UINT64 | FIXED64 => quoted(out, p.read::<u64>(off)),
+                BOOL => push_short(
+                    out,
+                    if p.read::<u8>(off) != 0 {
+                        "true"
+                    } else {
+                        "false"
+                    },
+                ),
+                FLOAT => write_f32(out, f32::from_bits(p.read::<u32>(off))),
+                DOUBLE => write_f64(out, f64::from_bits(p.read::<u64>(off))),
+                STRING => write_str(
+                    out,
+                    std::str::from_utf8_unchecked(p.read::<View>(off).bytes()),
+                ),
+                BYTES => write_bytes(out, p.read::<View>(off).bytes()),
+                _ => {
+                    let v = rec.single_unchecked(e);
+                    return self.value(field, v);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A map as an object, its keys in order (as the binary writer sorts them).

@@ -175,7 +175,9 @@ pub(crate) fn write_f32(out: &mut String, v: f32) {
 /// number is dropped.
 #[inline]
 fn shortest(out: &mut String, text: &str) {
-    if text.bytes().any(|b| b == b'e') {
+    // An exponent is the text's end (`e-7`, `e+308`): only the last five bytes can hold it.
+    let tail = &text.as_bytes()[text.len().saturating_sub(5)..];
+    if tail.contains(&b'e') {
         layout(out, text);
     } else {
         crate::json::encode::push_short(out, text.strip_suffix(".0").unwrap_or(text));
