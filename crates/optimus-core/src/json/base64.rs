@@ -1,6 +1,6 @@
 //! Base64 for JSON `bytes` values, written: the standard alphabet with padding, as proto3 JSON
-//! writes bytes, from a table of every pair of symbols (two lookups and one four-byte store
-//! per three input bytes). Reading stays with the `base64` crate (`json::decode`).
+//! writes bytes, from a table of every pair of symbols (four lookups and one eight-byte store
+//! per six input bytes). Reading stays with the `base64` crate (`json::decode`).
 
 /// The standard alphabet.
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -20,7 +20,6 @@ static PAIRS: [u16; 4096] = {
 pub(crate) fn write(out: &mut String, bytes: &[u8]) {
     let len = bytes.len().div_ceil(3) * 4;
     out.reserve(len);
-    let mut chunks = bytes.chunks_exact(3);
     // SAFETY: `len` bytes of room were reserved after what `out` holds; the writes below fill
     // exactly them (four symbols per three bytes, four for a one- or two-byte rest) with
     // ASCII, so `out` stays UTF-8 when its length takes them in.
@@ -28,6 +27,17 @@ pub(crate) fn write(out: &mut String, bytes: &[u8]) {
         let v = out.as_mut_vec();
         let start = v.len();
         let mut at = v.as_mut_ptr().add(start);
+        // Six bytes at a time from an eight-byte load while eight remain: eight symbols, one
+        // store.
+        let whole = bytes.len().saturating_sub(2) / 6;
+        for k in 0..whole {
+            let w = u64::from_be_bytes(bytes[6 * k..6 * k + 8].try_into().expect("eight bytes"));
+            let pair = |shift: u32| u64::from(PAIRS[(w >> shift) as usize & 0xfff]);
+            let eight = pair(52) | pair(40) << 16 | pair(28) << 32 | pair(16) << 48;
+            at.cast::<u64>().write_unaligned(eight.to_le());
+            at = at.add(8);
+        }
+        let mut chunks = bytes[whole * 6..].chunks_exact(3);
         for c in chunks.by_ref() {
             let n = usize::from(c[0]) << 16 | usize::from(c[1]) << 8 | usize::from(c[2]);
             let four = u32::from(PAIRS[n >> 12]) | u32::from(PAIRS[n & 0xfff]) << 16;
