@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use optimus_schema::{Cardinality, Field, SchemaSet};
 
-use super::number::{write_f32, write_f64};
+use super::number::{write_f32, write_f64, write_integer, Integer};
 use super::{wkt, JsonOptions};
 use crate::error::Error;
 use crate::message::Message;
@@ -293,22 +293,14 @@ pub(crate) fn push_short(out: &mut String, s: &str) {
 
 /// Appends an integer as JSON number text.
 #[inline]
-pub(crate) fn write_int(out: &mut String, n: impl itoa::Integer) {
-    push_short(out, itoa::Buffer::new().format(n));
+pub(crate) fn write_int(out: &mut String, n: impl Integer) {
+    write_integer(out, n, false);
 }
 
-/// Appends an integer as a JSON string (how proto3 JSON writes 64-bit integers and map keys):
-/// the digits between quotes, written as one piece.
+/// Appends an integer as a JSON string (how proto3 JSON writes 64-bit integers and map keys).
 #[inline]
-pub(crate) fn quoted(out: &mut String, n: impl itoa::Integer) {
-    let mut buf = itoa::Buffer::new();
-    let digits = buf.format(n);
-    let mut piece = [b'"'; 48];
-    piece[1..=digits.len()].copy_from_slice(digits.as_bytes());
-    // SAFETY: ASCII quotes around ASCII digits.
-    push_short(out, unsafe {
-        std::str::from_utf8_unchecked(&piece[..digits.len() + 2])
-    });
+pub(crate) fn quoted(out: &mut String, n: impl Integer) {
+    write_integer(out, n, true);
 }
 
 /// Enum values by name; numbers without a name as numbers; `NullValue` as `null`.

@@ -150,6 +150,114 @@ pub(crate) fn parse_float_string(s: &str, is_f32: bool) -> Option<f64> {
     }
 }
 
+/// An integer JSON writes: its sign and magnitude.
+pub(crate) trait Integer: Copy {
+    /// Whether it is negative, and its absolute value.
+    fn sign_magnitude(self) -> (bool, u64);
+}
+
+impl Integer for u32 {
+    #[inline(always)]
+    fn sign_magnitude(self) -> (bool, u64) {
+        (false, u64::from(self))
+    }
+}
+
+impl Integer for u64 {
+    #[inline(always)]
+    fn sign_magnitude(self) -> (bool, u64) {
+        (false, self)
+    }
+}
+
+impl Integer for i32 {
+    #[inline(always)]
+    fn sign_magnitude(self) -> (bool, u64) {
+        (self < 0, u64::from(self.unsigned_abs()))
+    }
+}
+
+impl Integer for i64 {
+    #[inline(always)]
+    fn sign_magnitude(self) -> (bool, u64) {
+        (self < 0, self.unsigned_abs())
+    }
+}
+
+/// The two ASCII digits of every number below 100.
+static DIGIT_PAIRS: [[u8; 2]; 100] = {
+    let mut pairs = [[0u8; 2]; 100];
+    let mut i = 0;
+    while i < 100 {
+        pairs[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
+    }
+    pairs
+};
+
+/// Decimal digits of `v` (1 to 20): the power of ten its bit length points at, checked.
+#[inline(always)]
+fn decimal_len(v: u64) -> usize {
+    const POW10: [u64; 20] = {
+        let mut p = [1u64; 20];
+        let mut i = 1;
+        while i < 20 {
+            p[i] = p[i - 1] * 10;
+            i += 1;
+        }
+        p
+    };
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    let t = bits * 1233 >> 12;
+    (t + usize::from(v >= POW10[t])).max(1)
+}
+
+/// Appends `n` in decimal, between quotes when `quote`, straight into `out`: its length
+/// found first, then the digits written from the last, two at a time from a table (writing
+/// them elsewhere and copying them in would stall on the copy's wide loads).
+#[inline]
+pub(crate) fn write_integer(out: &mut String, n: impl Integer, quote: bool) {
+    let (negative, mut v) = n.sign_magnitude();
+    let q = usize::from(quote);
+    let len = decimal_len(v) + usize::from(negative) + 2 * q;
+    out.reserve(len);
+    // SAFETY: `len` bytes of room were reserved after what `out` holds, and the writes below
+    // fill exactly them (quotes, sign, digits; all ASCII, so `out` stays UTF-8) before its
+    // length takes them in.
+    unsafe {
+        let text = out.as_mut_vec();
+        let start = text.len();
+        let p = text.as_mut_ptr().add(start);
+        *p = b'"';
+        *p.add(len - 1) = b'"';
+        *p.add(q) = b'-';
+        let mut at = len - q;
+        let pair = |at: usize, two: usize| {
+            p.add(at)
+                .copy_from_nonoverlapping(DIGIT_PAIRS[two].as_ptr(), 2)
+        };
+        while v >= 10_000 {
+            let four = (v % 10_000) as usize;
+            v /= 10_000;
+            at -= 4;
+            pair(at, four / 100);
+            pair(at + 2, four % 100);
+        }
+        let mut v = v as usize;
+        if v >= 100 {
+            at -= 2;
+            pair(at, v % 100);
+            v /= 100;
+        }
+        if v >= 10 {
+            pair(at - 2, v);
+        } else {
+            *p.add(at - 1) = b'0' + v as u8;
+        }
+        text.set_len(start + len);
+    }
+}
+
 /// Appends a `double` in JSON: the shortest digits that read back to the same value, in the
 /// ECMAScript layout (`0.001`, `1e+21`, `1.5e-7`); NaN and the infinities quoted.
 pub(crate) fn write_f64(out: &mut String, v: f64) {
@@ -271,6 +379,54 @@ fn layout(out: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_are_written_as_rust_writes_them() {
+        let mut values: Vec<i128> = vec![0, 9, 10, 99, 100, 9999, 10_000, 99_999, 100_000];
+        for k in 0..20 {
+            let p = 10i128.pow(k);
+            values.extend([p - 1, p, p + 1, -p, -(p - 1)]);
+        }
+        values.extend([
+            i128::from(i32::MIN),
+            i128::from(i32::MAX),
+            i128::from(i64::MIN),
+            i128::from(i64::MAX),
+            i128::from(u32::MAX),
+            i128::from(u64::MAX),
+        ]);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..10_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            values.push(i128::from(seed >> (seed % 64)));
+            values.push(-i128::from((seed >> (seed % 64)) as i64 & i64::MAX));
+        }
+        for v in values {
+            let mut out = String::from("x");
+            if let Ok(n) = i32::try_from(v) {
+                write_integer(&mut out, n, false);
+                write_integer(&mut out, n, true);
+                assert_eq!(out, format!("x{v}\"{v}\""));
+                out.truncate(1);
+            }
+            if let Ok(n) = u32::try_from(v) {
+                write_integer(&mut out, n, true);
+                assert_eq!(out, format!("x\"{v}\""));
+                out.truncate(1);
+            }
+            if let Ok(n) = i64::try_from(v) {
+                write_integer(&mut out, n, false);
+                assert_eq!(out, format!("x{v}"));
+                out.truncate(1);
+            }
+            if let Ok(n) = u64::try_from(v) {
+                write_integer(&mut out, n, true);
+                assert_eq!(out, format!("x\"{v}\""));
+            }
+        }
+    }
 
     const I32: (i128, i128) = (i32::MIN as i128, i32::MAX as i128);
     const U64: (i128, i128) = (0, u64::MAX as i128);
