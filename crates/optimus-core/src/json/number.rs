@@ -208,7 +208,7 @@ fn decimal_len(v: u64) -> usize {
         p
     };
     let bits = 64 - (v | 1).leading_zeros() as usize;
-    let t = bits * 1233 >> 12;
+    let t = (bits * 1233) >> 12;
     (t + usize::from(v >= POW10[t])).max(1)
 }
 
