@@ -42,7 +42,7 @@ pub(super) fn run(args: &SimArgs, out: &mut impl Write) -> Result<()> {
     }
     let t = match (&args.trace, args.workload.as_deref()) {
         (Some(path), _) => from_file(path)?,
-        (None, Some(name)) if cereal::WORKLOADS.iter().any(|w| w.0 == name) => {
+        (None, Some(name)) if cereal::all_workloads().any(|w| w.0 == name) => {
             cereal::workload(name)?
         }
         (None, Some(name)) if Path::new(name).is_file() => from_file(Path::new(name))?,
@@ -70,6 +70,7 @@ pub(super) fn run(args: &SimArgs, out: &mut impl Write) -> Result<()> {
     writeln!(out, "deser_gbytes_s            {:.3}", r.deser_gbytes_s)?;
     if let Some(m) = reproduce::measured()?
         .into_iter()
+        .chain(reproduce::spark_measured()?)
         .find(|m| m.name == r.workload)
     {
         for (name, t) in [
@@ -121,21 +122,52 @@ pub(super) fn reproduce_rows(
     Ok((rows, figs))
 }
 
-/// The per-graph table of `reproduce cereal` (Markdown with `markdown`), then the Amdahl step.
+/// The tables of `reproduce cereal` (Markdown with `markdown`): per Spark job's record stream
+/// (the targets' workloads), then per benchmark graph, each with its geomeans; then the Amdahl
+/// step.
 pub(super) fn print_graphs(
     out: &mut impl Write,
     figs: &CerealFigures,
     markdown: bool,
 ) -> Result<()> {
+    let sep = if markdown { "\n" } else { "" };
+    table(out, "Spark job (stream)", &figs.spark, markdown)?;
+    writeln!(
+        out,
+        "{sep}geomean S+D speedup on the Spark jobs' record streams: {:.2}x over Java, {:.2}x over Kryo{sep}",
+        figs.spark_vs_java, figs.spark_vs_kryo
+    )?;
+    table(out, "graph", &figs.graphs, markdown)?;
+    writeln!(
+        out,
+        "{sep}geomean S+D speedup on the benchmark graphs: {:.2}x over Java, {:.2}x over Kryo{sep}",
+        figs.vs_java, figs.vs_kryo
+    )?;
+    for (share, job) in &figs.job_vs_kryo {
+        writeln!(
+            out,
+            "Amdahl: with S/D {:.1} % of job time under Kryo, the job is {job:.2}x faster{sep}",
+            share * 100.0
+        )?;
+    }
+    Ok(())
+}
+
+fn table(
+    out: &mut impl Write,
+    what: &str,
+    comps: &[reproduce::Comparison],
+    markdown: bool,
+) -> Result<()> {
     writeln!(out)?;
     if markdown {
-        writeln!(out, "| graph | model S / D µs | Java S / D µs | Kryo S / D µs | software Cereal S / D µs | model vs Java (S+D) | model vs Kryo (S+D) |")?;
+        writeln!(out, "| {what} | model S / D µs | Java S / D µs | Kryo S / D µs | software Cereal S / D µs | model vs Java (S+D) | model vs Kryo (S+D) |")?;
         writeln!(out, "|---|---|---|---|---|---|---|")?;
     } else {
         writeln!(
             out,
-            "{:<16} {:>17} {:>17} {:>17} {:>17} {:>8} {:>8}",
-            "graph",
+            "{:<18} {:>17} {:>17} {:>17} {:>17} {:>8} {:>8}",
+            what.split(' ').next().unwrap_or(what),
             "model S/D us",
             "java S/D us",
             "kryo S/D us",
@@ -145,7 +177,7 @@ pub(super) fn print_graphs(
         )?;
     }
     let pair = |t: reproduce::Times| format!("{:.2} / {:.2}", t.ser_us, t.deser_us);
-    for g in &figs.graphs {
+    for g in comps {
         if markdown {
             writeln!(
                 out,
@@ -161,7 +193,7 @@ pub(super) fn print_graphs(
         } else {
             writeln!(
                 out,
-                "{:<16} {:>17} {:>17} {:>17} {:>17} {:>7.2}x {:>7.2}x",
+                "{:<18} {:>17} {:>17} {:>17} {:>17} {:>7.2}x {:>7.2}x",
                 g.workload,
                 pair(g.model),
                 pair(g.java),
@@ -171,19 +203,6 @@ pub(super) fn print_graphs(
                 g.vs_kryo()
             )?;
         }
-    }
-    let sep = if markdown { "\n" } else { "" };
-    writeln!(
-        out,
-        "{sep}geomean S+D speedup: {:.2}x over Java, {:.2}x over Kryo{sep}",
-        figs.vs_java, figs.vs_kryo
-    )?;
-    for (share, job) in &figs.job_vs_kryo {
-        writeln!(
-            out,
-            "Amdahl: with S/D {:.1} % of job time under Kryo, the job is {job:.2}x faster{sep}",
-            share * 100.0
-        )?;
     }
     Ok(())
 }

@@ -1,8 +1,10 @@
-//! `optimus sim reproduce cereal`: the model's S/D time on each traced benchmark graph against
-//! the Java serializer's and Kryo's measured times on the same graphs (testdata/cereal/
-//! measured.json, from docs/cereal.md's benchmark table), their geometric means set beside
-//! the paper's ratios (targets `cereal.*`), and the Amdahl step from an S/D share of job time
-//! to job time.
+//! `optimus sim reproduce cereal`: the model's S/D time on each traced Spark record stream and
+//! each traced benchmark graph against the Java serializer's and Kryo's measured times on the
+//! same records and graphs (testdata/cereal/spark-measured.json and measured.json, from
+//! docs/cereal.md's benchmark tables). The geometric means over the Spark jobs' streams are set
+//! beside the paper's ratios (targets `cereal.abstract.spark_sd_vs_*`, which the paper measured on
+//! Spark applications); those over the benchmark graphs are reported beside them. Then the
+//! Amdahl step from an S/D share of job time to job time.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +15,9 @@ use crate::figure::{short, FigureSpec, SeriesKind, SeriesSpec};
 
 /// The measured times and their provenance (machine, command, commit).
 pub const MEASURED_JSON: &str = include_str!("../../../../testdata/cereal/measured.json");
+/// The measured times of the Spark jobs' record streams and their provenance.
+pub const SPARK_MEASURED_JSON: &str =
+    include_str!("../../../../testdata/cereal/spark-measured.json");
 /// The paper's `cereal` targets (a copy of ../shared/papers/targets.json's section).
 pub const TARGETS_JSON: &str = include_str!("targets.json");
 
@@ -32,7 +37,7 @@ impl Times {
     }
 }
 
-/// One benchmark graph's measurements.
+/// One benchmark graph's (or one Spark record stream's) measurements.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
     /// Embedded trace name.
@@ -59,8 +64,20 @@ struct MeasuredFile {
 /// # Errors
 /// [`SimError::Targets`] if the embedded file is malformed.
 pub fn measured() -> Result<Vec<Measured>> {
-    let f: MeasuredFile = serde_json::from_str(MEASURED_JSON)
-        .map_err(|e| SimError::Targets(format!("measured.json: {e}")))?;
+    parse_measured("measured.json", MEASURED_JSON)
+}
+
+/// The measurements of the Spark jobs' record streams (µs per stream of the trace's records).
+///
+/// # Errors
+/// [`SimError::Targets`] if the embedded file is malformed.
+pub fn spark_measured() -> Result<Vec<Measured>> {
+    parse_measured("spark-measured.json", SPARK_MEASURED_JSON)
+}
+
+fn parse_measured(file: &str, text: &str) -> Result<Vec<Measured>> {
+    let f: MeasuredFile =
+        serde_json::from_str(text).map_err(|e| SimError::Targets(format!("{file}: {e}")))?;
     Ok(f.workloads)
 }
 
@@ -124,14 +141,20 @@ pub fn geomean(xs: impl IntoIterator<Item = f64>) -> f64 {
 /// What `reproduce cereal` computed besides the target rows.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CerealFigures {
-    /// Per graph.
+    /// Per Spark job's record stream: the workloads of the `spark_sd_vs_*` targets.
+    pub spark: Vec<Comparison>,
+    /// Geomean over the Spark streams of Java's S+D over the model's.
+    pub spark_vs_java: f64,
+    /// Geomean over the Spark streams of Kryo's S+D over the model's.
+    pub spark_vs_kryo: f64,
+    /// Per benchmark graph.
     pub graphs: Vec<Comparison>,
-    /// Geomean of Java's S+D over the model's.
+    /// Geomean over the benchmark graphs of Java's S+D over the model's.
     pub vs_java: f64,
-    /// Geomean of Kryo's S+D over the model's.
+    /// Geomean over the benchmark graphs of Kryo's S+D over the model's.
     pub vs_kryo: f64,
-    /// (S/D share of job time with Kryo, job speedup with the model's S/D speedup over Kryo):
-    /// at the paper's average and maximum shares.
+    /// (S/D share of job time with Kryo, job speedup with the model's S/D speedup over Kryo on
+    /// the Spark streams): at the paper's average and maximum shares.
     pub job_vs_kryo: Vec<(f64, f64)>,
 }
 
@@ -140,20 +163,27 @@ pub struct CerealFigures {
 /// # Errors
 /// An invalid configuration or a malformed embedded file.
 pub fn reproduce_cereal(cfg: &CerealConfig) -> Result<(Vec<Row>, CerealFigures)> {
-    let mut graphs = Vec::new();
-    for m in measured()? {
-        let r = run(cfg, &workload(&m.name)?)?;
-        graphs.push(Comparison {
-            workload: m.name.clone(),
-            model: Times {
-                ser_us: r.ser_ns / 1e3,
-                deser_us: r.deser_ns / 1e3,
-            },
-            java: m.java,
-            kryo: m.kryo,
-            cereal_sw: m.cereal_sw,
-        });
-    }
+    let compare = |ms: Vec<Measured>| -> Result<Vec<Comparison>> {
+        ms.into_iter()
+            .map(|m| {
+                let r = run(cfg, &workload(&m.name)?)?;
+                Ok(Comparison {
+                    workload: m.name,
+                    model: Times {
+                        ser_us: r.ser_ns / 1e3,
+                        deser_us: r.deser_ns / 1e3,
+                    },
+                    java: m.java,
+                    kryo: m.kryo,
+                    cereal_sw: m.cereal_sw,
+                })
+            })
+            .collect()
+    };
+    let spark = compare(spark_measured()?)?;
+    let graphs = compare(measured()?)?;
+    let spark_vs_java = geomean(spark.iter().map(Comparison::vs_java));
+    let spark_vs_kryo = geomean(spark.iter().map(Comparison::vs_kryo));
     let vs_java = geomean(graphs.iter().map(Comparison::vs_java));
     let vs_kryo = geomean(graphs.iter().map(Comparison::vs_kryo));
     let targets = targets()?;
@@ -164,21 +194,21 @@ pub fn reproduce_cereal(cfg: &CerealConfig) -> Result<(Vec<Row>, CerealFigures)>
     ]
     .iter()
     .filter_map(|id| share(id))
-    .map(|s| (s, job_speedup(s, vs_kryo)))
+    .map(|s| (s, job_speedup(s, spark_vs_kryo)))
     .collect();
     let media = graphs.iter().find(|g| g.workload == "media-content");
     let mut rows = Vec::new();
     for t in targets {
         let (model, status, note): (Option<f64>, Status, String) = match t.id.as_str() {
             "cereal.abstract.spark_sd_vs_java.x" => (
-                Some(vs_java),
+                Some(spark_vs_java),
                 Status::Met,
-                format!("geomean over the {} traced benchmark graphs of Java's measured S+D over the model's (the Spark applications are not traced yet)", graphs.len()),
+                format!("geomean over the {} Spark jobs' traced record streams of Java's measured S+D over the model's (over the {} benchmark graphs: {vs_java:.2}x)", spark.len(), graphs.len()),
             ),
             "cereal.abstract.spark_sd_vs_kryo.x" => (
-                Some(vs_kryo),
+                Some(spark_vs_kryo),
                 Status::Met,
-                format!("geomean over the {} traced benchmark graphs of Kryo's measured S+D over the model's", graphs.len()),
+                format!("geomean over the {} Spark jobs' traced record streams of Kryo's measured S+D over the model's (over the {} benchmark graphs: {vs_kryo:.2}x)", spark.len(), graphs.len()),
             ),
             "cereal.abstract.jsbs_vs_88_libraries.avg_throughput" => (
                 None,
@@ -203,7 +233,7 @@ pub fn reproduce_cereal(cfg: &CerealConfig) -> Result<(Vec<Row>, CerealFigures)>
                     .iter()
                     .find(|(s, _)| (s * 100.0 - t.value).abs() < 1e-9)
                     .map_or(String::new(), |(_, j)| {
-                        format!("Amdahl: S/D {vs_kryo:.2}x faster than Kryo makes the job {j:.2}x faster")
+                        format!("Amdahl: S/D {spark_vs_kryo:.2}x faster than Kryo (Spark streams) makes the job {j:.2}x faster")
                     }),
             ),
             _ => (None, Status::NotModeled, "not a result this model computes".into()),
@@ -227,6 +257,9 @@ pub fn reproduce_cereal(cfg: &CerealConfig) -> Result<(Vec<Row>, CerealFigures)>
     Ok((
         rows,
         CerealFigures {
+            spark,
+            spark_vs_java,
+            spark_vs_kryo,
             graphs,
             vs_java,
             vs_kryo,
@@ -235,11 +268,40 @@ pub fn reproduce_cereal(cfg: &CerealConfig) -> Result<(Vec<Row>, CerealFigures)>
     ))
 }
 
-/// The figure of `reproduce cereal`: S+D time per graph for the model and the measured
-/// serializers, and where the paper's ratios over Java and Kryo would put Cereal on each graph.
+/// The figures of `reproduce cereal`: S+D time per Spark job's record stream
+/// (`cereal_spark_sd_time`) and per benchmark graph (`cereal_sd_time`), for the model and the
+/// measured serializers, and where the paper's ratios over Java and Kryo would put Cereal on each.
 pub fn figures(rows: &[Row], figs: &CerealFigures) -> Vec<FigureSpec> {
+    vec![
+        figure(
+            rows,
+            &figs.spark,
+            (figs.spark_vs_java, figs.spark_vs_kryo),
+            "cereal_spark_sd_time",
+            "Cereal: S+D time per Spark job's record stream, model against measured software",
+            "Spark job (record stream)",
+        ),
+        figure(
+            rows,
+            &figs.graphs,
+            (figs.vs_java, figs.vs_kryo),
+            "cereal_sd_time",
+            "Cereal: S+D time per graph, model against measured software",
+            "graph",
+        ),
+    ]
+}
+
+fn figure(
+    rows: &[Row],
+    comps: &[Comparison],
+    (vs_java, vs_kryo): (f64, f64),
+    name: &str,
+    title: &str,
+    x_label: &str,
+) -> FigureSpec {
     let sd = |f: &dyn Fn(&Comparison) -> f64| -> Vec<(f64, f64)> {
-        figs.graphs
+        comps
             .iter()
             .enumerate()
             .map(|(i, g)| (i as f64, f(g)))
@@ -267,37 +329,43 @@ pub fn figures(rows: &[Row], figs: &CerealFigures) -> Vec<FigureSpec> {
             sd(&|g| g.cereal_sw.sd_us()),
         ),
     ];
-    type Baseline<'a> = (&'a str, &'a str, &'a dyn Fn(&Comparison) -> f64);
+    type Baseline<'a> = (&'a str, &'a str, f64, &'a dyn Fn(&Comparison) -> f64);
     let baselines: [Baseline; 2] = [
-        ("cereal.abstract.spark_sd_vs_java.x", "Java", &|g| {
-            g.java.sd_us()
-        }),
-        ("cereal.abstract.spark_sd_vs_kryo.x", "Kryo", &|g| {
-            g.kryo.sd_us()
-        }),
+        (
+            "cereal.abstract.spark_sd_vs_java.x",
+            "Java",
+            vs_java,
+            &|g| g.java.sd_us(),
+        ),
+        (
+            "cereal.abstract.spark_sd_vs_kryo.x",
+            "Kryo",
+            vs_kryo,
+            &|g| g.kryo.sd_us(),
+        ),
     ];
-    for (id, name, of) in baselines {
+    for (id, base, model, of) in baselines {
         if let Some(row) = rows.iter().find(|r| r.id == id) {
             let v = row.paper;
             series.push(SeriesSpec::new(
                 format!(
-                    "paper ratio: Cereal = {name} / {v} (model geomean {})",
-                    row.model.map_or("-".to_string(), short)
+                    "paper ratio: Cereal = {base} / {v} (model geomean {})",
+                    short(model)
                 ),
                 SeriesKind::Paper,
                 sd(&|g| of(g) / v),
             ));
         }
     }
-    vec![FigureSpec {
-        name: "cereal_sd_time".into(),
-        title: "Cereal: S+D time per graph, model against measured software".into(),
-        x_label: "graph".into(),
+    FigureSpec {
+        name: name.into(),
+        title: title.into(),
+        x_label: x_label.into(),
         y_label: "S+D time (us)".into(),
-        x_names: figs.graphs.iter().map(|g| g.workload.clone()).collect(),
+        x_names: comps.iter().map(|g| g.workload.clone()).collect(),
         series,
         log_y: true,
-    }]
+    }
 }
 
 #[cfg(test)]
@@ -316,22 +384,24 @@ mod tests {
     fn every_measured_graph_has_its_trace_and_every_target_a_row() {
         let m = measured().unwrap();
         assert_eq!(m.len(), super::super::WORKLOADS.len());
-        for w in &m {
+        let sm = spark_measured().unwrap();
+        assert_eq!(sm.len(), super::super::SPARK_WORKLOADS.len());
+        for w in m.iter().chain(&sm) {
             assert!(workload(&w.name).is_ok(), "{}", w.name);
             assert_eq!(w.trace, format!("{}.crlt", w.name));
         }
         let (rows, figs) = reproduce_cereal(&CerealConfig::default()).unwrap();
         assert_eq!(rows.len(), targets().unwrap().len());
         assert_eq!(figs.job_vs_kryo.len(), 2);
-        let fig = &figures(&rows, &figs)[0];
-        assert_eq!(fig.series.len(), 6);
-        assert!(fig
-            .series
-            .iter()
-            .all(|s| s.points.len() == figs.graphs.len()));
-        // Java is the slower baseline on every graph; the model beats Kryo on the trees and
-        // graphs, where it overlaps many objects' memory accesses.
-        for g in &figs.graphs {
+        let all = figures(&rows, &figs);
+        assert_eq!(all.len(), 2);
+        for (fig, comps) in all.iter().zip([&figs.spark, &figs.graphs]) {
+            assert_eq!(fig.series.len(), 6);
+            assert!(fig.series.iter().all(|s| s.points.len() == comps.len()));
+        }
+        // Java is the slower baseline on every graph and stream; the model beats Kryo on the
+        // trees and graphs, where it overlaps many objects' memory accesses.
+        for g in figs.graphs.iter().chain(&figs.spark) {
             assert!(g.vs_java() > g.vs_kryo(), "{}", g.workload);
             if g.workload.starts_with("tree") || g.workload.starts_with("graph") {
                 assert!(g.vs_kryo() > 1.0, "{}", g.workload);
