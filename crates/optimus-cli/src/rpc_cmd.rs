@@ -668,10 +668,14 @@ service Geometry {
         serve_sec: ServeSecurity,
         call_sec: CallSecurity,
     ) {
+        // A directory of its own per call: tests of one transport run at the same time, and
+        // each removes its directory when done.
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
-            "optimus-rpc-interop-{}-{}",
+            "optimus-rpc-interop-{}-{}-{}",
             std::process::id(),
-            transport.name()
+            transport.name(),
+            CALLS.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let serve_args = ServeArgs {
