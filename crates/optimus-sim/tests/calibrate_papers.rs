@@ -150,26 +150,5 @@ fn rpcacc_targets() {
 /// same order, with the same values, units and kinds.
 #[test]
 fn the_targets_copy_is_the_papers_list() {
-    let papers = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/papers/targets.json"
-    );
-    let Ok(text) = std::fs::read_to_string(papers) else {
-        eprintln!("{papers} is not here: nothing to compare the copy with");
-        return;
-    };
-    let theirs: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let ours: serde_json::Value =
-        serde_json::from_str(optimus_sim::calibrate::TARGETS_JSON).unwrap();
-    for paper in ["op", "rpcacc"] {
-        let facts = |v: &serde_json::Value| -> Vec<[String; 4]> {
-            v[paper]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| ["id", "value", "unit", "kind"].map(|k| t[k].to_string()))
-                .collect()
-        };
-        assert_eq!(facts(&ours), facts(&theirs), "{paper}");
-    }
+    common::check_targets_copy(optimus_sim::calibrate::TARGETS_JSON, &["op", "rpcacc"]);
 }

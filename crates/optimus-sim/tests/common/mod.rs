@@ -1,5 +1,6 @@
-//! What the calibration tests share: reading the reasons docs/simulator.md gives, and the rule
-//! that a met target stays met while every other one is explained there.
+//! What the calibration tests share: reading the reasons docs/simulator.md gives, the rule
+//! that a met target stays met while every other one is explained there, and the check of
+//! the project's copies of the papers' targets.
 
 use optimus_sim::calibrate::{Row, Status};
 
@@ -52,5 +53,32 @@ pub fn check_targets(rows: &[Row], met: &[&str], reasons: &str) {
             "{} is met now: add it to the test's list of met targets and to docs/simulator.md",
             r.id
         );
+    }
+}
+
+/// The project's copy of `papers`' targets (`ours`, a targets.json text) against the papers'
+/// list beside the project, where there is one: the same ids in the same order, with the same
+/// values, units and kinds.
+pub fn check_targets_copy(ours: &str, papers: &[&str]) {
+    let list = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/papers/targets.json"
+    );
+    let Ok(text) = std::fs::read_to_string(list) else {
+        eprintln!("{list} is not here: nothing to compare the copy with");
+        return;
+    };
+    let theirs: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let ours: serde_json::Value = serde_json::from_str(ours).unwrap();
+    for paper in papers {
+        let facts = |v: &serde_json::Value| -> Vec<[String; 4]> {
+            v[*paper]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| ["id", "value", "unit", "kind"].map(|k| t[k].to_string()))
+                .collect()
+        };
+        assert_eq!(facts(&ours), facts(&theirs), "{paper}");
     }
 }
