@@ -329,6 +329,7 @@ fn resolve_type_url(schema: &SchemaSet, url: &str) -> Option<MessageId> {
 }
 
 /// The well-known type whose own JSON form messages of `id` take, if any.
+#[inline]
 pub(crate) fn special_form(schema: &SchemaSet, id: MessageId) -> Option<WellKnown> {
     let ty = schema.message(id);
     ty.well_known.filter(|&w| has_shape(schema, ty, w))
