@@ -10,7 +10,7 @@ use crate::json::encode::{
 };
 use crate::json::number::{write_f32, write_f64};
 use crate::json::{wkt, JsonOptions};
-use crate::record::View;
+use crate::record::{RecPtr, View};
 use crate::view::{FieldRef, Record};
 use crate::{Error, Value};
 
@@ -72,7 +72,14 @@ impl JsonWriter<'_, '_> {
                 while bits != 0 {
                     let index = w * 64 + bits.trailing_zeros() as usize;
                     bits &= bits - 1;
-                    self.member(rec, index, &fields[index], &entries[index], &mut first)?;
+                    let (field, e) = (&fields[index], &entries[index]);
+                    if is_scalar(e) {
+                        // Written whole here, with no call: a scalar's form cannot fail.
+                        write_member_name(self.out, self.opts, field, &mut first);
+                        scalar_value(self.out, rec.ptr, e);
+                    } else {
+                        self.member(rec, index, field, e, &mut first)?;
+                    }
                 }
             }
         }
@@ -127,43 +134,17 @@ impl JsonWriter<'_, '_> {
         }
     }
 
-    /// A single field's value: one jump on its op code to an arm that reads the slot by type
-    /// and writes its JSON form; enums and messages go through [`FieldRef`].
+    /// A single field's value: a scalar's by [`scalar_value`]; enums and messages through
+    /// [`FieldRef`].
     #[inline(always)]
     fn single(&mut self, rec: Record<'_>, e: &Entry, field: &Field) -> Result<(), Error> {
-        use super::single::*;
-        let (p, off) = (rec.ptr, e.offset);
-        let out = &mut *self.out;
-        // SAFETY: `e` is a single entry of the record's table: each arm reads its slot as the
-        // type its op stores (strings as views of UTF-8 checked when decoded or set).
-        unsafe {
-            match e.op.code() {
-                INT32 | SINT32 | SFIXED32 => write_int(out, p.read::<i32>(off)),
-                UINT32 | FIXED32 => write_int(out, p.read::<u32>(off)),
-                INT64 | SINT64 | SFIXED64 => quoted(out, p.read::<i64>(off)),
-                UINT64 | FIXED64 => quoted(out, p.read::<u64>(off)),
-                BOOL => push_short(
-                    out,
-                    if p.read::<u8>(off) != 0 {
-                        "true"
-                    } else {
-                        "false"
-                    },
-                ),
-                FLOAT => write_f32(out, f32::from_bits(p.read::<u32>(off))),
-                DOUBLE => write_f64(out, f64::from_bits(p.read::<u64>(off))),
-                STRING => write_str(
-                    out,
-                    std::str::from_utf8_unchecked(p.read::<View>(off).bytes()),
-                ),
-                BYTES => write_bytes(out, p.read::<View>(off).bytes()),
-                _ => {
-                    let v = rec.single_unchecked(e);
-                    return self.value(field, v);
-                }
-            }
+        if is_scalar(e) {
+            scalar_value(self.out, rec.ptr, e);
+            return Ok(());
         }
-        Ok(())
+        // SAFETY: `e` is a single entry of the record's table.
+        let v = unsafe { rec.single_unchecked(e) };
+        self.value(field, v)
     }
 
     /// A map as an object, its keys in order (as the binary writer sorts them).
@@ -259,5 +240,64 @@ impl JsonWriter<'_, '_> {
             FieldRef::Message(m) => return self.message(m),
         }
         Ok(())
+    }
+}
+
+/// Whether `e`, a single field, is a number, bool, string or bytes: what [`scalar_value`]
+/// writes (not an enum, whose form needs its type, or a message).
+#[inline(always)]
+fn is_scalar(e: &Entry) -> bool {
+    use super::single::*;
+    matches!(
+        e.op.code(),
+        INT32
+            | SINT32
+            | SFIXED32
+            | UINT32
+            | FIXED32
+            | INT64
+            | SINT64
+            | SFIXED64
+            | UINT64
+            | FIXED64
+            | BOOL
+            | FLOAT
+            | DOUBLE
+            | STRING
+            | BYTES
+    )
+}
+
+/// Writes the JSON form of single scalar `e` (one [`is_scalar`] takes) of record `p`: one jump
+/// on its op code to an arm that reads the slot by type.
+#[inline(always)]
+fn scalar_value(out: &mut String, p: RecPtr, e: &Entry) {
+    use super::single::*;
+    let off = e.offset;
+    // SAFETY: `e` is a single entry of the record's table: each arm reads its slot as the type
+    // its op stores (strings as views of UTF-8 checked when decoded or set).
+    unsafe {
+        match e.op.code() {
+            INT32 | SINT32 | SFIXED32 => write_int(out, p.read::<i32>(off)),
+            UINT32 | FIXED32 => write_int(out, p.read::<u32>(off)),
+            INT64 | SINT64 | SFIXED64 => quoted(out, p.read::<i64>(off)),
+            UINT64 | FIXED64 => quoted(out, p.read::<u64>(off)),
+            BOOL => push_short(
+                out,
+                if p.read::<u8>(off) != 0 {
+                    "true"
+                } else {
+                    "false"
+                },
+            ),
+            FLOAT => write_f32(out, f32::from_bits(p.read::<u32>(off))),
+            DOUBLE => write_f64(out, f64::from_bits(p.read::<u64>(off))),
+            STRING => write_str(
+                out,
+                std::str::from_utf8_unchecked(p.read::<View>(off).bytes()),
+            ),
+            BYTES => write_bytes(out, p.read::<View>(off).bytes()),
+            code => unreachable!("op {code} is not a scalar `is_scalar` takes"),
+        }
     }
 }
