@@ -77,6 +77,16 @@ impl JsonWriter<'_, '_> {
                         // Written whole here, with no call: a scalar's form cannot fail.
                         write_member_name(self.out, self.opts, field, &mut first);
                         scalar_value(self.out, rec.ptr, e);
+                    } else if e.op.code() == super::single::MESSAGE {
+                        // Straight into the sub-message (its own form, if a well-known type).
+                        write_member_name(self.out, self.opts, field, &mut first);
+                        // SAFETY: a single message entry's slot holds a record pointer.
+                        let slot = unsafe { rec.ptr.read::<*mut u8>(e.offset) };
+                        let sub =
+                            RecPtr::from_slot(slot).expect("a set message slot holds a record");
+                        let id = MessageId(ty.table.sub_message(e));
+                        self.message(Record::new(self.schema, id, sub))
+                            .map_err(|err| within(err, segment(field)))?;
                     } else {
                         self.member(rec, index, field, e, &mut first)?;
                     }
@@ -96,16 +106,8 @@ impl JsonWriter<'_, '_> {
         first: &mut bool,
     ) -> Result<(), Error> {
         write_member_name(self.out, self.opts, field, first);
-        self.field_value(rec, index, e, field).map_err(|err| {
-            within(
-                err,
-                if field.is_extension {
-                    &field.json_name
-                } else {
-                    &field.name
-                },
-            )
-        })
+        self.field_value(rec, index, e, field)
+            .map_err(|err| within(err, segment(field)))
     }
 
     #[inline]
@@ -299,5 +301,14 @@ fn scalar_value(out: &mut String, p: RecPtr, e: &Entry) {
             BYTES => write_bytes(out, p.read::<View>(off).bytes()),
             code => unreachable!("op {code} is not a scalar `is_scalar` takes"),
         }
+    }
+}
+
+/// A field's segment in an error path: an extension by its bracketed JSON name.
+fn segment(field: &Field) -> &str {
+    if field.is_extension {
+        &field.json_name
+    } else {
+        &field.name
     }
 }
