@@ -264,7 +264,7 @@ public final class Bench {
   }
 
   /** Operations per repetition so that one repetition takes at least 100 ms. */
-  private static int calibrate(Op op) throws Exception {
+  static int calibrate(Op op) throws Exception {
     long t0 = System.nanoTime();
     int n = 0;
     while (System.nanoTime() - t0 < 20_000_000L) {
@@ -276,7 +276,8 @@ public final class Bench {
 
   static volatile Object blackhole;
 
-  private static void sink(Object o) {
+  /** Keeps a result alive, so the work that made it is not optimised away. */
+  static void sink(Object o) {
     blackhole = o;
   }
 

@@ -223,42 +223,22 @@ public final class SparkBench {
     System.out.println("BYTES " + bytes.length);
     long end = System.nanoTime() + warmupMs * 1_000_000;
     while (System.nanoTime() < end) c.read(c.write(records), records.size());
-    int batch = calibrate(() -> c.write(records));
+    int batch = Bench.calibrate(() -> c.write(records));
     StringBuilder s = new StringBuilder("S");
     for (int r = 0; r < reps; r++) {
       long t0 = System.nanoTime();
-      for (int i = 0; i < batch; i++) sink(c.write(records));
+      for (int i = 0; i < batch; i++) Bench.sink(c.write(records));
       s.append(' ').append((System.nanoTime() - t0) / 1e3 / batch);
     }
     System.out.println(s);
-    batch = calibrate(() -> c.read(bytes, records.size()));
+    batch = Bench.calibrate(() -> c.read(bytes, records.size()));
     StringBuilder d = new StringBuilder("D");
     for (int r = 0; r < reps; r++) {
       long t0 = System.nanoTime();
-      for (int i = 0; i < batch; i++) sink(c.read(bytes, records.size()));
+      for (int i = 0; i < batch; i++) Bench.sink(c.read(bytes, records.size()));
       d.append(' ').append((System.nanoTime() - t0) / 1e3 / batch);
     }
     System.out.println(d);
-  }
-
-  interface Op {
-    Object run() throws Exception;
-  }
-
-  private static int calibrate(Op op) throws Exception {
-    long t0 = System.nanoTime();
-    int n = 0;
-    while (System.nanoTime() - t0 < 20_000_000L) {
-      sink(op.run());
-      n++;
-    }
-    return Math.max(1, n * 5);
-  }
-
-  static volatile Object blackhole;
-
-  private static void sink(Object o) {
-    blackhole = o;
   }
 
   /**
