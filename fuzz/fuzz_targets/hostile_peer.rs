@@ -6,33 +6,19 @@
 //! detaches and claims its queue pair again, so the input can attack a fresh one.
 #![no_main]
 
+mod script;
+
 use libfuzzer_sys::fuzz_target;
 use optimus_rpc::nic::CONTROL_INTERVAL;
 use optimus_rpc::shm::{QP_CLIENT, QP_FREE, QP_QUARANTINED};
 use optimus_rpc::{
     ClientOptions, Nic, NicConfig, NoTransport, RegionLayout, RpcClient, Status, LOCAL_CONN,
 };
+use script::Script;
 
 /// Polls a good call may take: a request out, the inline handler, the completion back; a
 /// control pass may fall in between.
 const CALL_POLLS: usize = 64;
-
-/// Reads the script one step at a time.
-struct Script<'a>(&'a [u8]);
-
-impl Script<'_> {
-    fn byte(&mut self) -> Option<u8> {
-        let (&b, rest) = self.0.split_first()?;
-        self.0 = rest;
-        Some(b)
-    }
-
-    fn bytes(&mut self, n: usize) -> &[u8] {
-        let (a, b) = self.0.split_at(n.min(self.0.len()));
-        self.0 = b;
-        a
-    }
-}
 
 /// One call from the good client, driven to completion by polling `nic`.
 fn good_call(nic: &mut Nic<NoTransport>, c: &mut RpcClient, n: u32) {

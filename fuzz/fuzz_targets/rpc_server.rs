@@ -6,6 +6,8 @@
 //! budget and connection limit.
 #![no_main]
 
+mod script;
+
 use libfuzzer_sys::fuzz_target;
 use optimus_rpc::frame::{
     check_frame, seal, FrameHeader, FrameKind, FLAG_CHECKSUM, HEADER_BYTES, MAGIC,
@@ -13,27 +15,11 @@ use optimus_rpc::frame::{
 };
 use optimus_rpc::transport::{loopback::Loopback, PeerId, TxQueue};
 use optimus_rpc::{LoopbackNet, Nic, NicConfig, RegionLayout, Status, Transport};
+use script::Script;
 
 const PEERS: usize = 3;
 const BUDGET: usize = 512;
 const MAX_CONNS: usize = 2;
-
-/// Reads the script one step at a time.
-struct Script<'a>(&'a [u8]);
-
-impl Script<'_> {
-    fn byte(&mut self) -> Option<u8> {
-        let (&b, rest) = self.0.split_first()?;
-        self.0 = rest;
-        Some(b)
-    }
-
-    fn bytes(&mut self, n: usize) -> &[u8] {
-        let (a, b) = self.0.split_at(n.min(self.0.len()));
-        self.0 = b;
-        a
-    }
-}
 
 /// `raw` as a frame: as given, or (`fix`) with magic, version, length and checksum made right,
 /// keeping the kind, flags, ids and payload the input chose, except that the connection id is
