@@ -10,28 +10,13 @@ use crate::error::Result;
 use crate::figure::{short, FigureSpec, SeriesKind, SeriesSpec};
 use crate::rpcacc::service::Load;
 
-/// What a series shows, and so how it is drawn.
-#[derive(Clone, Copy, PartialEq)]
-enum Kind {
-    Model,
-    ModelPoints,
-    Paper,
-    PaperLevel,
-}
-
-struct Series {
-    name: String,
-    points: Vec<(f64, f64)>,
-    kind: Kind,
-}
-
 struct Figure<'a> {
     name: &'a str,
     title: &'a str,
     x_label: &'a str,
     y_label: &'a str,
     x_names: Vec<String>,
-    series: Vec<Series>,
+    series: Vec<SeriesSpec>,
     log_y: bool,
 }
 
@@ -43,19 +28,7 @@ impl Figure<'_> {
             x_label: self.x_label.into(),
             y_label: self.y_label.into(),
             x_names: self.x_names.clone(),
-            series: self
-                .series
-                .iter()
-                .map(|s| {
-                    let kind = match s.kind {
-                        Kind::Model => SeriesKind::Model,
-                        Kind::ModelPoints => SeriesKind::ModelPoints,
-                        Kind::Paper => SeriesKind::Paper,
-                        Kind::PaperLevel => SeriesKind::PaperLevel,
-                    };
-                    SeriesSpec::new(s.name.clone(), kind, s.points.clone())
-                })
-                .collect(),
+            series: self.series.clone(),
             log_y: self.log_y,
         }
     }
@@ -611,8 +584,8 @@ fn designs_and_ratios(
     rows: &[Row],
     [cpu_only, protoacc_pcie, rpcacc]: [Vec<(f64, f64)>; 3],
     ratios: &[(&str, &str)],
-) -> Vec<Series> {
-    let implied: Vec<Series> = ratios
+) -> Vec<SeriesSpec> {
+    let implied: Vec<SeriesSpec> = ratios
         .iter()
         .filter_map(|(id, design)| {
             let v = paper_value(rows, id)?;
@@ -670,38 +643,26 @@ fn model_value(rows: &[Row], id: &str) -> String {
     }
 }
 
-fn model(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
-    Series {
-        name: name.into(),
-        points,
-        kind: Kind::Model,
-    }
+fn model(name: impl Into<String>, points: Vec<(f64, f64)>) -> SeriesSpec {
+    SeriesSpec::new(name, SeriesKind::Model, points)
 }
 
 /// Model values drawn as markers alone, without a line between them.
-fn model_points(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
-    Series {
-        name: name.into(),
-        points,
-        kind: Kind::ModelPoints,
-    }
+fn model_points(name: impl Into<String>, points: Vec<(f64, f64)>) -> SeriesSpec {
+    SeriesSpec::new(name, SeriesKind::ModelPoints, points)
 }
 
-fn paper(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
-    Series {
-        name: name.into(),
-        points,
-        kind: Kind::Paper,
-    }
+fn paper(name: impl Into<String>, points: Vec<(f64, f64)>) -> SeriesSpec {
+    SeriesSpec::new(name, SeriesKind::Paper, points)
 }
 
 /// The paper's value `y` over x from `xs.start` to `xs.end`.
-fn paper_level(name: impl Into<String>, y: f64, xs: Range<f64>) -> Series {
-    Series {
-        name: name.into(),
-        points: vec![(xs.start, y), (xs.end, y)],
-        kind: Kind::PaperLevel,
-    }
+fn paper_level(name: impl Into<String>, y: f64, xs: Range<f64>) -> SeriesSpec {
+    SeriesSpec::new(
+        name,
+        SeriesKind::PaperLevel,
+        vec![(xs.start, y), (xs.end, y)],
+    )
 }
 
 #[cfg(test)]
