@@ -853,9 +853,7 @@ fn decode_parallel(
         // Parts are in row order: the first error is the earliest row's.
         arrays.push(p?);
     }
-    let refs: Vec<&dyn Array> = arrays.iter().map(|a| a as &dyn Array).collect();
-    let joined = arrow_select::concat::concat(&refs).expect("the parts have one type");
-    Ok(joined.as_struct().clone())
+    Ok(crate::join::join_parts(&arrays, threads))
 }
 
 /// An Arrow array exported by pyarrow through the C data interface.

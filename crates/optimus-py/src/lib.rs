@@ -12,6 +12,7 @@
 mod arrow;
 mod dict;
 mod formats;
+mod join;
 
 use std::path::PathBuf;
 use std::sync::Arc;
