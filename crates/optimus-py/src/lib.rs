@@ -33,6 +33,10 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use formats::{Format, Options};
 
+/// Every allocation of the extension, the record batches' buffers among them (see Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 create_exception!(
     _optimus,
     OptimusError,
