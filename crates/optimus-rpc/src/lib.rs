@@ -22,6 +22,7 @@
 //! Modules: [`frame`] (header and checksum), [`ring`] (SPSC rings), [`shm`] (the region),
 //! [`nic`] (the poll loop), [`client`], [`worker`], [`typed`] (engine-message handlers),
 //! [`kernels`] (compute units: compression, encryption and checksums on fields),
+//! [`offload`] (DT on the NIC core: records, field placement, co-serialization),
 //! [`transport`] (loopback, lossy, UDP, TCP).
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
@@ -33,6 +34,7 @@ pub mod frame;
 pub mod kernels;
 pub mod methods;
 pub mod nic;
+pub mod offload;
 pub mod ring;
 pub mod shm;
 pub mod transport;
@@ -50,6 +52,7 @@ pub use nic::{
     Balance, Handler, Nic, NicConfig, NicHandle, NicStats, NicThread, PollMode, LOCAL_CONN,
     RX_BATCH, TX_BATCH,
 };
+pub use offload::{Placement, RecordService};
 pub use shm::{RegionAccess, RegionLayout, ShmRegion};
 pub use transport::{
     loopback::LoopbackNet,

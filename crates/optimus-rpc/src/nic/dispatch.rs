@@ -22,6 +22,9 @@ pub(super) struct Pending {
     pub(super) origin: Origin,
     pub(super) worker: u16,
     pub(super) live: bool,
+    /// The request was decoded into exchange slot `k` (this entry's index) on this core;
+    /// the worker's answer is a reply record to encode here.
+    pub(super) offloaded: bool,
 }
 
 impl Core {
@@ -79,8 +82,27 @@ impl Core {
                     origin: Origin::Gone,
                     worker: 0,
                     live: false,
+                    offloaded: false,
                 });
                 self.pending.len() - 1
+            }
+        };
+        // DT on this core: the worker gets the slot's token instead of the wire bytes.
+        let token;
+        let payload = match self
+            .offload
+            .as_mut()
+            .map(|dt| dt.decode_into(k, method, payload))
+        {
+            None => payload,
+            Some(Ok(t)) => {
+                token = t;
+                &token[..]
+            }
+            Some(Err(f)) => {
+                self.pending_free.push(k as u32);
+                self.complete(origin, method, f.status, f.detail.as_bytes());
+                return true;
             }
         };
         let token = (u64::from(self.pending[k].gen) << 32) | k as u64;
@@ -106,6 +128,7 @@ impl Core {
                     p.origin = origin;
                     p.worker = w;
                     p.live = true;
+                    p.offloaded = self.offload.is_some();
                     return true;
                 }
                 Err(PushError::TooLarge) => {

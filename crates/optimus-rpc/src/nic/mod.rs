@@ -288,6 +288,8 @@ struct Core {
     pending_free: Vec<u32>,
     backlog: VecDeque<(Origin, u16, Vec<u8>)>,
     handler: Option<Box<dyn Handler>>,
+    /// DT on this core for requests handed to workers (`offload`).
+    offload: Option<Box<crate::offload::NicDt>>,
     scratch: Vec<u8>,
     rr: usize,
     nonce: u64,
@@ -405,6 +407,7 @@ impl<T: Transport> Nic<T> {
             pending_free: Vec::new(),
             backlog: VecDeque::with_capacity(MAX_PENDING),
             handler: None,
+            offload: None,
             scratch: Vec::new(),
             rr: 0,
             nonce: u64::from(epoch) << 32,
@@ -419,6 +422,19 @@ impl<T: Transport> Nic<T> {
     /// requests go to attached workers.
     pub fn set_handler(&mut self, h: impl Handler + 'static) {
         self.c.handler = Some(Box::new(h));
+    }
+
+    /// Transforms on this NIC's core the requests and replies of the calls it hands to
+    /// workers (DT on the NIC core; see [`crate::offload`]): each request is decoded into
+    /// records before a worker sees it, each reply merged and encoded after. The workers must
+    /// serve the [`crate::offload::AppDt`] made with `dt`.
+    pub fn set_offload(&mut self, dt: crate::offload::NicDt) {
+        self.c.offload = Some(Box::new(dt));
+    }
+
+    /// The offloaded DT, if set: its placement now and its field-updating counters.
+    pub fn offload(&self) -> Option<&crate::offload::NicDt> {
+        self.c.offload.as_deref()
     }
 
     /// The transport.

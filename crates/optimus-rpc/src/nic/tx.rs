@@ -152,13 +152,31 @@ impl Core {
                 continue;
             }
             let origin = self.pending[k].origin;
-            let status = Status::from_aux(h.aux);
+            let mut status = Status::from_aux(h.aux);
             // SAFETY: as in `client_ring`: the frame stays untouched until we advance past it.
-            let payload = unsafe { &*payload };
+            let mut payload = unsafe { &*payload };
+            let mut encoded = std::mem::take(&mut self.scratch);
+            if self.pending[k].offloaded && status == Status::Ok {
+                // DT on this core: merge the NIC-resident fields and encode the reply.
+                encoded.clear();
+                if let Some(dt) = self.offload.as_mut() {
+                    if let Err(f) = dt.encode_from(k, &mut encoded) {
+                        encoded.clear();
+                        encoded.extend_from_slice(f.detail.as_bytes());
+                        status = f.status;
+                    }
+                }
+                if encoded.len() > self.max_payload {
+                    encoded.clear();
+                    status = Status::TooLarge;
+                }
+                payload = &encoded;
+            }
             match origin {
                 Origin::Local { qp, host_id } => {
                     let ch = completion_header(LOCAL_CONN, host_id, h.method_id, status);
                     if !self.try_deliver(qp as usize, &ch, payload) {
+                        self.scratch = encoded;
                         self.stats.backpressure += 1;
                         self.qps[i].tx.release();
                         return (n, true);
@@ -167,6 +185,7 @@ impl Core {
                 }
                 Origin::Remote { .. } => {
                     if self.txq.room() == 0 {
+                        self.scratch = encoded;
                         self.stats.backpressure += 1;
                         self.qps[i].tx.release();
                         return (n, true);
@@ -175,6 +194,7 @@ impl Core {
                 }
                 Origin::Gone => {}
             }
+            self.scratch = encoded;
             self.free_pending(k);
             self.qps[i].tx.advance();
             n += 1;

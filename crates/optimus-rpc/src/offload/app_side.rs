@@ -1,0 +1,189 @@
+//! The application core's halves: [`AppDt`] runs record handlers on the records the NIC core
+//! decoded (DT on the NIC core), [`AppCoreDt`] decodes, runs and encodes on the app core
+//! itself (the baseline DT on the app core). Both are [`Handler`]s that a worker serves.
+
+use std::sync::Arc;
+
+use optimus_core::{Arena, Record};
+
+use super::slots::{parse_token, Kept};
+use super::split::{decode_request, merge_reply};
+use super::{Exchange, Reply, Request};
+use crate::frame::Status;
+use crate::nic::Handler;
+use crate::typed::Failure;
+
+/// Writes a failure's detail into `out` and returns its status.
+fn fail(f: Failure, out: &mut Vec<u8>) -> Status {
+    out.clear();
+    out.extend_from_slice(f.detail.as_bytes());
+    f.status
+}
+
+/// The workers' half of DT on the NIC core. Clone it for each worker thread.
+#[derive(Clone)]
+pub struct AppDt {
+    ex: Arc<Exchange>,
+}
+
+impl AppDt {
+    pub(crate) fn new(ex: Arc<Exchange>) -> Self {
+        Self { ex }
+    }
+
+    fn run(&self, token: &[u8]) -> Result<(), Failure> {
+        let ex = &*self.ex;
+        let (k, gen) = parse_token(token)
+            .ok_or_else(|| Failure::bad_request("not a request the NIC decoded"))?;
+        let mut slot = ex
+            .slots
+            .lock(k)
+            .ok_or_else(|| Failure::bad_request("no such exchange slot"))?;
+        if slot.gen != gen {
+            return Err(Failure::bad_request("the exchange slot moved on"));
+        }
+        let m = ex.method(slot.method)?;
+        let Some(handler) = m.handler.clone() else {
+            return Err(Failure::new(
+                Status::Unavailable,
+                format!("no handler for {}/{}", ex.service, m.name),
+            ));
+        };
+        let placement = slot.placement.clone();
+        let counters = &ex.counters;
+        slot.with(ex.schema(), |_, v| {
+            let none = Kept {
+                request: v.request,
+                nic_request: v.nic_request,
+                reply: None,
+            };
+            let Some(host) = v.request else {
+                return (none, Err(Failure::bad_request("the slot holds no request")));
+            };
+            let req = Request {
+                host,
+                nic: v.nic_request,
+                placement: placement.as_deref(),
+                counters: Some(counters),
+            };
+            let rec = Record::new_in(v.schema, m.output, v.host);
+            let reply = Reply {
+                rec,
+                arena: v.host,
+                counters: Some(counters),
+            };
+            let r = handler(&req, &reply);
+            counters.serve(m.input);
+            if m.output != m.input {
+                counters.serve(m.output);
+            }
+            let r = r.and_then(|()| {
+                // The app's pre-serialization: its forwarded host fields copied into the
+                // reply record; the NIC merges the rest.
+                merge_reply(
+                    v.schema,
+                    m,
+                    rec,
+                    (host, v.nic_request),
+                    (v.host, v.nic),
+                    placement.as_deref(),
+                    Some(false),
+                    false,
+                )
+            });
+            let kept = Kept {
+                reply: r.is_ok().then_some(rec),
+                ..none
+            };
+            (kept, r)
+        })
+    }
+}
+
+impl Handler for AppDt {
+    fn handle(&mut self, _method: u16, request: &[u8], response: &mut Vec<u8>) -> Status {
+        match self.run(request) {
+            Ok(()) => Status::Ok,
+            Err(f) => fail(f, response),
+        }
+    }
+}
+
+/// DT on the app core: decode, handler, kernels and encode all on the serving thread.
+pub struct AppCoreDt {
+    ex: Arc<Exchange>,
+    arena: Arena,
+}
+
+impl Clone for AppCoreDt {
+    fn clone(&self) -> Self {
+        Self::new(self.ex.clone())
+    }
+}
+
+impl AppCoreDt {
+    pub(crate) fn new(ex: Arc<Exchange>) -> Self {
+        Self {
+            ex,
+            arena: Arena::new(),
+        }
+    }
+
+    fn run(&mut self, method: u16, wire: &[u8], out: &mut Vec<u8>) -> Result<(), Failure> {
+        let ex = &*self.ex;
+        let m = ex.method(method)?;
+        let Some(handler) = m.handler.as_ref() else {
+            return Err(Failure::new(
+                Status::Unavailable,
+                format!("no handler for {}/{}", ex.service, m.name),
+            ));
+        };
+        self.arena.reset();
+        let arena = &self.arena;
+        let schema = ex.schema();
+        let (host, _) = decode_request(
+            schema,
+            m,
+            wire,
+            arena,
+            arena,
+            None,
+            &ex.decode,
+            ex.kernel_limit,
+        )?;
+        let req = Request {
+            host,
+            nic: None,
+            placement: None,
+            counters: None,
+        };
+        let rec = Record::new_in(schema, m.output, arena);
+        let reply = Reply {
+            rec,
+            arena,
+            counters: None,
+        };
+        handler(&req, &reply)?;
+        merge_reply(
+            schema,
+            m,
+            rec,
+            (host, None),
+            (arena, arena),
+            None,
+            None,
+            true,
+        )?;
+        optimus_core::engine::encode(rec, out);
+        Ok(())
+    }
+}
+
+impl Handler for AppCoreDt {
+    fn handle(&mut self, method: u16, request: &[u8], response: &mut Vec<u8>) -> Status {
+        match self.run(method, request, response) {
+            Ok(()) => Status::Ok,
+            Err(f) => fail(f, response),
+        }
+    }
+}

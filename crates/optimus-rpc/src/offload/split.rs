@@ -1,0 +1,185 @@
+//! The record work of DT, wherever it runs: target-aware deserialization (decode a request
+//! and move its NIC-resident fields out of the host record), kernels on record fields,
+//! forwarding request fields into the reply, and what each side merges into a reply before
+//! it is encoded (co-serialization).
+
+use optimus_core::binary::DecodeOptions;
+use optimus_core::{Arena, FieldRef, Record};
+use optimus_schema::{MessageId, SchemaSet, Shape};
+
+use super::placement::PlacementTables;
+use crate::kernels::{open_chain, seal_chain, KernelError, Side};
+use crate::typed::Failure;
+
+use super::MethodDt;
+
+/// Which memory a field lives in under `placement` (`None`: everything is host memory).
+#[inline]
+pub(crate) fn on_nic(placement: Option<&PlacementTables>, id: MessageId, index: usize) -> bool {
+    placement.is_some_and(|p| p.is_nic(id, index))
+}
+
+/// Decodes `wire` as `m`'s request into `host`; with a placement, moves the NIC-resident
+/// fields into a record of the same type in `nic`. Then opens the request's kernel fields,
+/// each in the memory it lives in.
+///
+/// # Errors
+/// A request that does not decode, or a kernel field that does not open.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn decode_request<'g>(
+    schema: &'g SchemaSet,
+    m: &MethodDt,
+    wire: &'g [u8],
+    host: &'g Arena,
+    nic: &'g Arena,
+    placement: Option<&PlacementTables>,
+    opts: &DecodeOptions,
+    kernel_limit: usize,
+) -> Result<(Record<'g>, Option<Record<'g>>), Failure> {
+    let req = optimus_core::engine::decode(schema, m.input, wire, host, opts)
+        .map_err(|e| Failure::bad_request(format!("bad request: {e}")))?;
+    let mut nic_req = None;
+    if let Some(p) = placement {
+        for index in p.nic_fields(m.input) {
+            if !req.has(index) {
+                continue;
+            }
+            let to = *nic_req.get_or_insert_with(|| Record::new_in(schema, m.input, nic));
+            copy_field(req, to, nic, index).map_err(internal)?;
+            req.clear(index).map_err(internal)?;
+        }
+    }
+    for (index, chain) in m.kernels.on(Side::Request) {
+        let (rec, arena) = match nic_req {
+            Some(n) if on_nic(placement, m.input, index) => (n, nic),
+            _ => (req, host),
+        };
+        map_bytes(rec, arena, index, |b| open_chain(chain, b, kernel_limit)).map_err(|e| {
+            Failure::bad_request(format!(
+                "bad request: {}{e}",
+                field_name(schema, m.input, index)
+            ))
+        })?;
+    }
+    Ok((req, nic_req))
+}
+
+/// Merges into `reply` what the side running this step owns: the forwarded fields the
+/// application left unset (`nic_side`: the NIC-resident ones, from NIC memory; else the host
+/// ones), and, on the NIC side or when DT runs on the app core (`seal`), the sealed kernel
+/// fields.
+///
+/// # Errors
+/// A kernel that fails to seal.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn merge_reply<'g>(
+    schema: &'g SchemaSet,
+    m: &MethodDt,
+    reply: Record<'g>,
+    request: (Record<'g>, Option<Record<'g>>),
+    arenas: (&'g Arena, &'g Arena),
+    placement: Option<&PlacementTables>,
+    nic_side: Option<bool>,
+    seal: bool,
+) -> Result<(), Failure> {
+    let (host, nic) = arenas;
+    for &(from, to) in &m.forward {
+        let to_nic = on_nic(placement, m.output, to);
+        if nic_side.is_some_and(|side| side != to_nic) || reply.has(to) {
+            continue;
+        }
+        let src = match request.1 {
+            Some(n) if on_nic(placement, m.input, from) => n,
+            _ => request.0,
+        };
+        copy_between(src, from, reply, to, if to_nic { nic } else { host }).map_err(internal)?;
+    }
+    if seal {
+        for (index, chain) in m.kernels.on(Side::Reply) {
+            let arena = if on_nic(placement, m.output, index) {
+                nic
+            } else {
+                host
+            };
+            map_bytes(reply, arena, index, |b| seal_chain(chain, b)).map_err(|e| {
+                Failure::bad_request(format!("reply: {}{e}", field_name(schema, m.output, index)))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn internal(e: optimus_core::Error) -> Failure {
+    Failure::bad_request(format!("internal: {e}"))
+}
+
+fn field_name(schema: &SchemaSet, id: MessageId, index: usize) -> String {
+    let ty = schema.message(id);
+    format!("{}.{}", ty.full_name, ty.fields[index].name)
+}
+
+/// Sets field `index` of `to` to the value(s) of the same field of `from` (same type).
+fn copy_field<'g>(
+    from: Record<'g>,
+    to: Record<'g>,
+    arena: &'g Arena,
+    index: usize,
+) -> Result<(), optimus_core::Error> {
+    copy_between(from, index, to, index, arena)
+}
+
+/// Sets field `to_index` of `to` to the value(s) of field `from_index` of `from`; the two
+/// fields have the same kind and cardinality (checked when the forward was declared).
+fn copy_between<'g>(
+    from: Record<'g>,
+    from_index: usize,
+    to: Record<'g>,
+    to_index: usize,
+    arena: &'g Arena,
+) -> Result<(), optimus_core::Error> {
+    let table = &from.schema().message(from.type_id()).table;
+    if table.entries[from_index].op.shape() == Shape::Single {
+        if let Some(v) = from.get(from_index) {
+            to.set(to_index, v)?;
+        }
+    } else {
+        for v in from.elements(from_index) {
+            to.push(arena, to_index, v)?;
+        }
+    }
+    Ok(())
+}
+
+/// Replaces the bytes of field `index` of `rec` (one, or each of a repeated field's) with `f`
+/// of them, the results copied into `arena`; the error names the element of a repeated field.
+fn map_bytes<'g>(
+    rec: Record<'g>,
+    arena: &'g Arena,
+    index: usize,
+    f: impl Fn(&[u8]) -> Result<Vec<u8>, KernelError>,
+) -> Result<(), String> {
+    let single = rec.schema().message(rec.type_id()).table.entries[index]
+        .op
+        .shape()
+        == Shape::Single;
+    if single {
+        if let Some(FieldRef::Bytes(b)) = rec.get(index) {
+            let v = f(b).map_err(|e| format!(": {e}"))?;
+            rec.set(index, FieldRef::Bytes(arena.alloc_bytes(&v)))
+                .map_err(|e| format!(": {e}"))?;
+        }
+        return Ok(());
+    }
+    let mut out = Vec::new();
+    for (i, v) in rec.elements(index).enumerate() {
+        if let FieldRef::Bytes(b) = v {
+            out.push(f(b).map_err(|e| format!("[{i}]: {e}"))?);
+        }
+    }
+    rec.clear(index).map_err(|e| format!(": {e}"))?;
+    for v in out {
+        rec.push(arena, index, FieldRef::Bytes(arena.alloc_bytes(&v)))
+            .map_err(|e| format!(": {e}"))?;
+    }
+    Ok(())
+}
