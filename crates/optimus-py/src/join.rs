@@ -3,7 +3,6 @@
 //! `concat` of the whole struct would copy them all on the calling thread.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, StructArray};
 

@@ -6,7 +6,7 @@
 //! of messages straight into an Arrow record batch (`arrow.rs`), handed to pyarrow through the
 //! Arrow C data interface. [`formats::Converter`] applies a compiled converter plan between
 //! two message types, of one schema or of two (`.proto` to `.thrift`). Every decode goes through `optimus_core::engine` into an arena that
-//! is reset per message; errors become `optimus.DecodeError` (with `.path` and `.offset`),
+//! is reset per message (per block of rows in a batch); errors become `optimus.DecodeError` (with `.path` and `.offset`),
 //! `optimus.EncodeError` or `optimus.SchemaError`, carrying the engine's text.
 
 mod arrow;
