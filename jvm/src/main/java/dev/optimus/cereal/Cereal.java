@@ -59,6 +59,9 @@ public final class Cereal implements AutoCloseable {
   private int parallelThreshold = 1 << 16;
   private int maxGraphWords = Format.MAX_WORDS;
   private volatile ExecutorService pool;
+  /** Bumped by every change of the registry, so that writers drop the layouts they cached. */
+  private volatile int registryVersion;
+  private boolean compactFrames = true;
   private final ThreadLocal<GraphWriter> writers = ThreadLocal.withInitial(() -> new GraphWriter(this));
   /** One reader per thread for {@link #deserialize}: its tables are reused from graph to graph. */
   private final ThreadLocal<GraphReader> readers = ThreadLocal.withInitial(() -> new GraphReader(this));
@@ -200,6 +203,25 @@ public final class Cereal implements AutoCloseable {
     byId[id] = ci;
     registered.put(type, ci);
     infos.remove(type);
+    registryVersion++;
+  }
+
+  /** Changes with every registration (writers cache class layouts until it changes). */
+  int registryVersion() {
+    return registryVersion;
+  }
+
+  /**
+   * Whether graphs of at most {@link Format#COMPACT_MAX_WORDS} layout words are written as
+   * compact frames (default true): no counts but the value words and no bitmap, which the reader
+   * derives from the classes' layouts ({@link Format}). Readers accept both forms either way.
+   */
+  public void setCompactFrames(boolean compact) {
+    this.compactFrames = compact;
+  }
+
+  public boolean compactFrames() {
+    return compactFrames;
   }
 
   /** Whether every class written must be registered (the default: true). */
@@ -210,6 +232,7 @@ public final class Cereal implements AutoCloseable {
   /** With false, unregistered classes are written by name, once per stream (trusted input only). */
   public synchronized void setRegistrationRequired(boolean required) {
     this.registrationRequired = required;
+    registryVersion++;
   }
 
   /** The loader of classes named in a stream (default: Cereal's own). */
@@ -385,7 +408,7 @@ public final class Cereal implements AutoCloseable {
   public byte[] serialize(Object root) {
     GraphWriter w = writers.get();
     w.write(root);
-    return Arrays.copyOf(w.frameBuffer(), w.frameLength());
+    return Arrays.copyOfRange(w.frameBuffer(), w.frameStart(), w.frameStart() + w.frameLength());
   }
 
   /** The graph of the one frame that is all of {@code frame}. */
@@ -426,9 +449,14 @@ public final class Cereal implements AutoCloseable {
     return new CerealOutput(this, out);
   }
 
-  /** A stream of graphs read from {@code in}. */
+  /** A stream of graphs read from {@code in} (read ahead in blocks: the input owns it). */
   public CerealInput newInput(InputStream in) {
     return new CerealInput(this, in);
+  }
+
+  /** A stream of graphs read from {@code b[offset..offset+length)}, decoded in place. */
+  public CerealInput newInput(byte[] b, int offset, int length) {
+    return new CerealInput(this, b, offset, length);
   }
 
   GraphWriter newWriter() {

@@ -12,8 +12,26 @@ package dev.optimus.cereal;
  * </pre>
  *
  * <p>Varints are unsigned LEB128 of at most 5 bytes holding a non-negative int. Flag bit 0 clears
- * the stream's table of named classes before this frame ({@link CerealOutput#reset()}); other
- * bits must be 0.
+ * the stream's table of named classes before this frame ({@link CerealOutput#reset()}); flag bit 1
+ * marks a compact frame (below); other bits must be 0.
+ *
+ * <p><b>Compact frame</b> (flag bit 1), for a graph of at most {@link #COMPACT_MAX_WORDS} layout
+ * words (a single record: a string, a boxed value, a tuple of a few objects):
+ *
+ * <pre>
+ * body    := classCount:varint (nameLength:varint utf8Name)*classCount
+ *            valueWords:varint refCount:varint valueArray[valueWords * 8] refArray[rest of the body]
+ * </pre>
+ *
+ * The value array and the reference array are those of the full frame. What it leaves out follows
+ * from the value array: each header's class gives its object's value and reference words, so a
+ * walk over the headers counts the objects, and the layout bitmap (a run of zeros then a run of
+ * ones per object) is the one those layouts make. The reference count stays, one byte, so that a
+ * reader whose registrations disagree with the writer's mostly fails (the walk's count differs)
+ * rather than reading another class's layout; the reference array's length is the rest of the
+ * body, checked when the references are decoded. The reader rejects a
+ * compact frame whose layout would pass {@link #COMPACT_MAX_WORDS} words, so a compact frame
+ * never allocates more than a full one of the same graph.
  *
  * <p><b>Layout.</b> The graph is a sequence of objects in breadth-first order from the root; an
  * object occupies consecutive <i>layout words</i>, its header word first, and the root starts at
@@ -49,6 +67,14 @@ final class Format {
   static final int MAGIC = 0xCE;
   static final int VERSION = 1;
   static final int FLAG_RESET_CLASSES = 1;
+  static final int FLAG_COMPACT = 2;
+
+  /**
+   * The most layout words of a compact frame: one 64-bit group of the bitmap, and a value word
+   * count that is one varint byte. Larger graphs are full frames, whose counts and bitmap the
+   * parallel fix-up and the accelerator model read.
+   */
+  static final int COMPACT_MAX_WORDS = 64;
 
   /** References per bucket of the packed reference array (see docs/cereal.md for the choice). */
   static final int BUCKET = 16;

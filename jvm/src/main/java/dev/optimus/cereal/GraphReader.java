@@ -86,7 +86,7 @@ final class GraphReader {
       throw new CerealException("unsupported Cereal format version " + version, base + pos + 1, null);
     }
     int flags = b[pos + 2] & 0xFF;
-    if ((flags & ~Format.FLAG_RESET_CLASSES) != 0) {
+    if ((flags & ~(Format.FLAG_RESET_CLASSES | Format.FLAG_COMPACT)) != 0) {
       throw new CerealException(String.format("unknown frame flags 0x%02X", flags), base + pos + 2, null);
     }
     long v = varint(b, pos + 3, end, base, "frame length");
@@ -147,6 +147,11 @@ final class GraphReader {
    * is the stream offset of {@code b[0]}, for errors.
    */
   Object read(byte[] b, int start, int length, int flags, long base) {
+    if (flags == Format.FLAG_COMPACT && length >= 11 && b[start] == 0 && b[start + 2] == 0
+        && length == 3 + 8 * b[start + 1] && b[start + 1] <= Format.COMPACT_MAX_WORDS) {
+      Object leaf = readLeaf(b, start + 3, b[start + 1]);
+      if (leaf != null) return leaf;
+    }
     if (busy) return new GraphReader(cereal, named).read(b, start, length, flags, base);
     busy = true;
     this.b = b;
@@ -171,6 +176,30 @@ final class GraphReader {
       containers.clear();
       deferred.clear();
     }
+  }
+
+  /**
+   * A compact frame of one object without references, no names and {@code valueWords} words at
+   * {@code p}, when that object is a Latin-1 string or a boxed value (most records of a Spark
+   * stream): decoded straight from the value array, without the reader's tables. Null, having
+   * read nothing, for any other frame, which the general path reads (and checks) instead; for
+   * these two it yields what the general path would.
+   */
+  private Object readLeaf(byte[] b, int p, int valueWords) {
+    if (CerealTrace.active() != null) return null;
+    long h = UnsafeAccess.getLong(b, p);
+    int id = (int) h;
+    if (id == Format.ID_STRING) {
+      int aux = (int) (h >>> 32);
+      if ((aux & 1) != 0 || aux < 0) return null;
+      int n = aux >>> 1;
+      if (valueWords != 1 + ((n + 7) >>> 3)) return null;
+      return latin1(b, p + 8, n);
+    }
+    if (id >= Format.ID_BOOLEAN && id <= Format.ID_DOUBLE && valueWords == 2) {
+      return boxed(cereal.infoById(id).kind, UnsafeAccess.getLong(b, p + 8));
+    }
+    return null;
   }
 
   /** Tables up to this many entries are kept from graph to graph; larger ones are dropped. */
@@ -235,6 +264,7 @@ final class GraphReader {
       pos += len;
       named.add(cereal.infoForName(name, base + at));
     }
+    if ((flags & Format.FLAG_COMPACT) != 0) return readCompact();
     int objectCount = (int) next("object count");
     this.objectCount = 0;
     int valueWords = (int) next("value word count");
@@ -289,6 +319,48 @@ final class GraphReader {
     return root instanceof Container c ? c.target : root;
   }
 
+  /**
+   * The rest of a compact frame's body, after its names: the value word and reference counts,
+   * the value array, the reference array. The object count comes from the walk over the headers,
+   * the bitmap from the layouts the walk meets ({@link Format}).
+   */
+  private Object readCompact() {
+    int at = pos;
+    int valueWords = (int) next("value word count");
+    int refs = (int) next("reference count");
+    if (valueWords + refs > Format.COMPACT_MAX_WORDS) {
+      throw error("compact frame of " + valueWords + " value words and " + refs
+          + " references, over its " + Format.COMPACT_MAX_WORDS + " layout words", at);
+    }
+    if (valueWords * 8 > end - pos) {
+      throw error("value array of " + valueWords + " words runs past the " + (end - pos)
+          + " bytes of the frame", at);
+    }
+    int valueStart = pos;
+    int valueEnd = valueStart + valueWords * 8;
+    if (valueWords == 0) {
+      if (valueEnd != end || refs != 0) throw error("no objects but references", valueEnd);
+      return null;
+    }
+    refStart = valueEnd;
+    refEnd = end;
+    if (bits == null) bits = new long[8];
+    bits[0] = 0;
+    groups = 1;
+    tables(Format.COMPACT_MAX_WORDS, Format.COMPACT_MAX_WORDS);
+    refCount = refs;
+    words = Format.COMPACT_MAX_WORDS;
+    objectCount = Format.COMPACT_MAX_WORDS;
+    int objects = allocate(-1, valueStart, valueEnd, false);
+    fixSequential(objects, deferred);
+    if (!containers.isEmpty()) fillContainers();
+    for (Deferred d : deferred) d.apply(this);
+    CerealTrace tracer = CerealTrace.active();
+    if (tracer != null) tracer.deserialized(objects, valueWords, refCount, refEnd - refStart, 0, 1, false);
+    Object root = byWord[0];
+    return root instanceof Container c ? c.target : root;
+  }
+
   // ------------------------------------------------------------------ pass 1
 
   private ClassInfo classOf(int id, int i, int at) {
@@ -303,7 +375,13 @@ final class GraphReader {
     return ci;
   }
 
-  private void allocate(int objectCount, int vpos, int valueEnd, boolean parallel) {
+  /**
+   * Pass 1 over {@code objectCount} objects, or, for a compact frame ({@code objectCount} -1),
+   * over the whole value array, whose walk then sets the layout bitmap and the word and object
+   * counts. Returns the number of objects.
+   */
+  private int allocate(int objectCount, int vpos, int valueEnd, boolean parallel) {
+    boolean compact = objectCount < 0;
     int word = 0;
     int refsSeen = 0;
     int chunkRefs = 0;
@@ -314,7 +392,8 @@ final class GraphReader {
       chunkRef = new int[16];
       nextChunk = 0;
     }
-    for (int i = 0; i < objectCount; i++) {
+    int i = 0;
+    for (; compact ? vpos < valueEnd : i < objectCount; i++) {
       if (refsSeen >= nextChunk) {
         if (chunks == chunkObj.length) {
           chunkObj = Arrays.copyOf(chunkObj, chunks * 2);
@@ -391,8 +470,8 @@ final class GraphReader {
           long bytes = utf16 ? 2 * n : n;
           vw = 1 + ((bytes + 7) >>> 3);
           if (bytes > leftBytes) throw error("string of " + n + " chars runs past the value array", vpos);
-          String str = new String(b, p, (int) bytes,
-              utf16 ? StandardCharsets.UTF_16LE : StandardCharsets.ISO_8859_1);
+          String str = utf16 ? new String(b, p, (int) bytes, StandardCharsets.UTF_16LE)
+              : latin1(b, p, (int) bytes);
           if (kind == ClassInfo.CLASS) {
             if (n == 0 || n > Format.MAX_NAME) throw error("Class object with a name of " + n + " chars", vpos);
             obj = cereal.classForName(str, base + vpos);
@@ -431,7 +510,9 @@ final class GraphReader {
       }
       int v = (int) vw;
       int r = (int) rw;
-      if (!Packing.isRange(bits, word, word + v, false) || !Packing.isRange(bits, word + v, word + v + r, true)) {
+      if (compact) {
+        Packing.setRange(bits, word + v, word + v + r); // within the 64 words: r <= leftRefs
+      } else if (!Packing.isRange(bits, word, word + v, false) || !Packing.isRange(bits, word + v, word + v + r, true)) {
         throw error("layout bitmap disagrees with the layout of " + ci.type.getName() + " (object " + i + " at word " + word + ")", vpos);
       }
       byWord[word] = obj;
@@ -442,9 +523,26 @@ final class GraphReader {
       vpos += 8 * v;
       refsSeen += r;
     }
+    if (compact) {
+      if (refsSeen != refCount) throw error("objects hold " + refsSeen + " references, the frame says " + refCount, vpos);
+      words = word;
+      this.objectCount = i;
+      return i;
+    }
     if (vpos != valueEnd) throw error((valueEnd - vpos) + " bytes of the value array are past the last object", vpos);
     if (refsSeen != refCount) throw error("objects hold " + refsSeen + " references, the frame says " + refCount, vpos);
     if (!Packing.isRange(bits, words, groups * 64, false)) throw error("layout bitmap has bits past the last word", refEnd);
+    return objectCount;
+  }
+
+  /**
+   * A Latin-1 string of {@code b[p..p+n)}: the deprecated constructor with a zero high byte is a
+   * copy of the bytes into a compact string, without the charset look-up and decoder of
+   * {@code new String(b, p, n, ISO_8859_1)}.
+   */
+  @SuppressWarnings("deprecation")
+  private static String latin1(byte[] b, int p, int n) {
+    return new String(b, 0, p, n);
   }
 
   private Object instantiate(ClassInfo ci, int at) {

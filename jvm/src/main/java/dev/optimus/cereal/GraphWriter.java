@@ -37,6 +37,10 @@ import dev.optimus.cereal.trace.GraphTrace;
 final class GraphWriter {
   private static final long STRING_CODER_OFFSET = stringCoderOffset();
   private static final byte[][] NO_NAMES = {};
+  /** Classes kept in the writer's class cache. */
+  private static final int CLASS_CACHE = 8;
+  /** Objects of a graph looked up by a scan before the identity hash map takes over. */
+  static final int SMALL_SEEN = 32;
 
   private final Cereal cereal;
   private final IdentityIntMap seen = new IdentityIntMap();
@@ -58,6 +62,28 @@ final class GraphWriter {
   private int top;
   private Class<?> lastType;
   private ClassInfo lastInfo;
+  private Class<?> prevType;
+  private ClassInfo prevInfo;
+  /**
+   * The classes met lately and their layouts, so that a stream of records of a few classes in
+   * turn (a key, then its value) skips the {@code ClassValue} look-up; dropped when the registry
+   * changes ({@link Cereal#registryVersion}).
+   */
+  private final Class<?>[] cachedTypes = new Class<?>[CLASS_CACHE];
+  private final ClassInfo[] cachedInfos = new ClassInfo[CLASS_CACHE];
+  private int cacheNext;
+  private int cacheVersion = -1;
+
+  /**
+   * The first {@link #SMALL_SEEN} objects of a graph are looked up by a scan of these arrays
+   * (identity compares) rather than {@link #seen}: a record of a few objects then never asks
+   * for an identity hash code, which is a slow path of the VM for an object that has none yet
+   * (a freshly made record), nor clears a table. Past them the graph moves to {@link #seen}.
+   */
+  private final Object[] smallObjs = new Object[SMALL_SEEN];
+  private final int[] smallOffs = new int[SMALL_SEEN];
+  private int smallCount;
+  private boolean hashed;
 
   // The frame, assembled.
   private byte[] frame = new byte[4096];
@@ -80,13 +106,20 @@ final class GraphWriter {
     queueSize = 0;
     objectCount = 0;
     top = 0;
-    newNames.clear();
+    if (!newNames.isEmpty()) newNames.clear();
+    if (cacheVersion != cereal.registryVersion()) dropClassCache();
     int namedBefore = named.size();
     CerealTrace tracer = CerealTrace.active();
     GraphTrace trace = tracer == null ? null : tracer.begin();
     try {
+      if (root != null && trace == null && cereal.compactFrames()
+          && writeLeaf(root, info(root.getClass()))) {
+        return;
+      }
       if (root != null) {
-        seen.putIfAbsent(root, 0);
+        smallObjs[0] = root;
+        smallOffs[0] = 0;
+        smallCount = 1;
         discover(root);
         int word = 0;
         for (int head = 0; head < queueSize; head++) {
@@ -108,12 +141,22 @@ final class GraphWriter {
       throw e instanceof CerealException ce ? ce
           : new CerealException("cannot serialize the graph: " + e, e);
     } finally {
-      seen.clear();
+      Arrays.fill(smallObjs, 0, smallCount, null);
+      smallCount = 0;
+      if (hashed) {
+        seen.clear();
+        hashed = false;
+      }
     }
   }
 
+  /** The last frame is {@code frameBuffer()[frameStart() .. frameStart() + frameLength())}. */
   byte[] frameBuffer() {
     return frame;
+  }
+
+  int frameStart() {
+    return frameStart;
   }
 
   int frameLength() {
@@ -121,7 +164,7 @@ final class GraphWriter {
   }
 
   void writeTo(OutputStream out) throws IOException {
-    out.write(frame, 0, frameLength);
+    out.write(frame, frameStart, frameLength);
   }
 
   /** Layout words of the last graph. */
@@ -158,15 +201,7 @@ final class GraphWriter {
    */
   private int discover(Object o) {
     int off = top;
-    Class<?> type = o.getClass();
-    ClassInfo ci;
-    if (type == lastType) {
-      ci = lastInfo; // graphs repeat classes: skip the ClassValue look-up
-    } else {
-      ci = cereal.infoFor(type);
-      lastType = type;
-      lastInfo = ci;
-    }
+    ClassInfo ci = info(o.getClass());
     int aux;
     long words;
     switch (ci.kind) {
@@ -245,6 +280,126 @@ final class GraphWriter {
     return off;
   }
 
+  /**
+   * The most common root of a stream of records, a string of Latin-1 chars or a boxed value: its
+   * compact frame written straight into the frame buffer, without the graph walk, the visited
+   * set or the reference array (it has none). The bytes are those the walk writes. False, having
+   * written nothing, for any other root.
+   */
+  private boolean writeLeaf(Object root, ClassInfo ci) {
+    int kind = ci.kind;
+    byte[] f = frame; // at least 4096 bytes: room for any frame of 64 words
+    int p;
+    int valueWords;
+    if (kind == ClassInfo.STRING) {
+      String s = (String) root;
+      int n = s.length();
+      if (n > LEAF_MAX_CHARS || !isLatin1(s)) return false;
+      int words = (n + 7) >>> 3;
+      valueWords = 1 + words;
+      p = leafHeader(f, valueWords);
+      UnsafeAccess.putLong(f, p, Format.ID_STRING | ((long) (n << 1) << 32));
+      p += 8;
+      if (words > 0) UnsafeAccess.putLong(f, p + 8 * (words - 1), 0L);
+      latin1(s, n, f, p);
+      p += 8 * words;
+    } else if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.DOUBLE) {
+      valueWords = 2;
+      p = leafHeader(f, valueWords);
+      UnsafeAccess.putLong(f, p, ci.id);
+      UnsafeAccess.putLong(f, p + 8, boxedBits(root, kind));
+      p += 16;
+    } else {
+      return false;
+    }
+    top = valueWords;
+    objectCount = 1;
+    frameStart = 0;
+    frameLength = p;
+    lastRefBytes = 0;
+    lastBitmapBytes = 0;
+    resetPending = false;
+    return true;
+  }
+
+  /** The most chars of a string written by {@link #writeLeaf}: 63 words of chars and a header. */
+  private static final int LEAF_MAX_CHARS = 8 * (Format.COMPACT_MAX_WORDS - 1);
+
+  /**
+   * A compact frame's prefix for one object of {@code valueWords} words and no references, up
+   * to its value array; returns where the value array starts.
+   */
+  private int leafHeader(byte[] f, int valueWords) {
+    int body = 3 + 8 * valueWords;
+    f[0] = (byte) Format.MAGIC;
+    f[1] = (byte) Format.VERSION;
+    f[2] = (byte) (Format.FLAG_COMPACT | (resetPending ? Format.FLAG_RESET_CLASSES : 0));
+    int p = Format.putVarint(f, 3, body);
+    f[p] = 0; // no names
+    f[p + 1] = (byte) valueWords;
+    f[p + 2] = 0; // no references
+    return p + 3;
+  }
+
+  /** The layout of {@code type}: the last two classes met, else the class cache. */
+  private ClassInfo info(Class<?> type) {
+    if (type == lastType) return lastInfo; // graphs repeat classes: skip the ClassValue look-up
+    ClassInfo ci;
+    if (type == prevType) {
+      ci = prevInfo; // a key, then its value, in turn
+    } else {
+      ci = cachedInfo(type);
+    }
+    prevType = lastType;
+    prevInfo = lastInfo;
+    lastType = type;
+    lastInfo = ci;
+    return ci;
+  }
+
+  private void dropClassCache() {
+    Arrays.fill(cachedTypes, null);
+    Arrays.fill(cachedInfos, null);
+    lastType = null;
+    lastInfo = null;
+    prevType = null;
+    prevInfo = null;
+    cacheVersion = cereal.registryVersion();
+  }
+
+  /** {@code type}'s layout from the class cache, else from the registry (then cached). */
+  private ClassInfo cachedInfo(Class<?> type) {
+    Class<?>[] ts = cachedTypes;
+    for (int i = 0; i < CLASS_CACHE; i++) if (ts[i] == type) return cachedInfos[i];
+    ClassInfo ci = cereal.infoFor(type);
+    int k = cacheNext;
+    ts[k] = type;
+    cachedInfos[k] = ci;
+    cacheNext = (k + 1) & (CLASS_CACHE - 1);
+    return ci;
+  }
+
+  /**
+   * The offset of {@code target} if the graph has reached it already; otherwise records it at
+   * the next offset ({@link #top}) and returns -1.
+   */
+  private int claim(Object target) {
+    if (!hashed) {
+      Object[] so = smallObjs;
+      int n = smallCount;
+      for (int i = 0; i < n; i++) if (so[i] == target) return smallOffs[i];
+      if (n < SMALL_SEEN) {
+        so[n] = target;
+        smallOffs[n] = top;
+        smallCount = n + 1;
+        return -1;
+      }
+      for (int i = 0; i < n; i++) seen.putIfAbsent(so[i], smallOffs[i]);
+      hashed = true;
+    }
+    return seen.putIfAbsent(target, top);
+  }
+
   /** The reference word for {@code target} in layout word {@code slot}. */
   private void ref(Object target, int slot) {
     int v;
@@ -252,7 +407,7 @@ final class GraphWriter {
       v = 0;
     } else {
       // One probe: claims the next offset for the target if it is new.
-      int off = seen.putIfAbsent(target, top);
+      int off = claim(target);
       if (off < 0) off = discover(target);
       v = (int) Format.zigzag((long) off - slot);
     }
@@ -475,6 +630,10 @@ final class GraphWriter {
   }
 
   private void assemble() {
+    if (top <= Format.COMPACT_MAX_WORDS && cereal.compactFrames()) {
+      assembleCompact();
+      return;
+    }
     int words = top;
     ensureBitmap(words);
     byte[][] names = newNames.isEmpty() ? NO_NAMES : new byte[newNames.size()][];
@@ -485,7 +644,7 @@ final class GraphWriter {
     }
     int valueWords = valPos >>> 3;
     byte[] refOut = refScratch(Packing.maxRefBytes(refCount));
-    int refBytes = Packing.packRefs(refs, refCount, refOut);
+    int refBytes = Packing.packRefs(refs, refCount, refOut, 0);
     byte[] bitOut = bitmapScratch(words);
     int bitmapBytes = Packing.packBitmap(bitmap, words, bitOut);
     lastBitmapBytes = bitmapBytes;
@@ -519,10 +678,66 @@ final class GraphWriter {
     p += refBytes;
     System.arraycopy(bitOut, 0, frame, p, bitmapBytes);
     p += bitmapBytes;
+    frameStart = 0;
     frameLength = p;
     resetPending = false;
   }
 
+  /**
+   * The compact frame of a small graph ({@link Format}): the class names, the value word and
+   * reference counts, the value array and the packed references; no bitmap.
+   */
+  private void assembleCompact() {
+    int valueWords = valPos >>> 3;
+    int namesBytes = 1;
+    byte[][] names = NO_NAMES;
+    if (!newNames.isEmpty()) {
+      names = new byte[newNames.size()][];
+      namesBytes = Format.varintSize(names.length);
+      for (int i = 0; i < names.length; i++) {
+        names[i] = newNames.get(i).getBytes(StandardCharsets.UTF_8);
+        namesBytes += Format.varintSize(names[i].length) + names[i].length;
+      }
+    }
+    int maxBody = namesBytes + 2 + valPos + Packing.maxRefBytes(refCount);
+    int need = 3 + Format.varintSize(maxBody) + maxBody;
+    if (frame.length < need) frame = new byte[Math.max(need, 2 * frame.length)];
+    byte[] f = frame;
+    // The body starts after the longest body length this frame can need; the prefix is moved
+    // up against it at the end if the length takes fewer bytes.
+    int lenBytes = Format.varintSize(maxBody);
+    int p = 3 + lenBytes;
+    if (names.length == 0) {
+      f[p++] = 0;
+    } else {
+      p = Format.putVarint(f, p, names.length);
+      for (byte[] nm : names) {
+        p = Format.putVarint(f, p, nm.length);
+        System.arraycopy(nm, 0, f, p, nm.length);
+        p += nm.length;
+      }
+    }
+    f[p++] = (byte) valueWords; // at most 64 each: one varint byte
+    f[p++] = (byte) refCount;
+    System.arraycopy(val, 0, f, p, valPos);
+    p += valPos;
+    int refBytes = refCount == 0 ? 0 : Packing.packRefs(refs, refCount, f, p);
+    p += refBytes;
+    int body = p - 3 - lenBytes;
+    int start = lenBytes - Format.varintSize(body);
+    f[start] = (byte) Format.MAGIC;
+    f[start + 1] = (byte) Format.VERSION;
+    f[start + 2] = (byte) (Format.FLAG_COMPACT | (resetPending ? Format.FLAG_RESET_CLASSES : 0));
+    Format.putVarint(f, start + 3, body);
+    frameStart = start;
+    frameLength = p - start;
+    lastRefBytes = refBytes;
+    lastBitmapBytes = 0;
+    bitmap[0] = 0; // set while writing, not needed: the next graph starts from zeros
+    resetPending = false;
+  }
+
+  private int frameStart;
   private int lastBitmapBytes;
   private int lastRefBytes;
   private byte[] refOut = new byte[1024];

@@ -21,9 +21,17 @@ public final class Packing {
     return (count + Format.BUCKET - 1) / Format.BUCKET + 4 * count;
   }
 
-  /** Packs {@code refs[0..count)} (unsigned 32-bit values) into {@code out}; returns the length. */
+  /** Packs {@code refs[0..count)} into {@code out} from 0; returns the length. */
   static int packRefs(int[] refs, int count, byte[] out) {
-    int pos = 0;
+    return packRefs(refs, count, out, 0);
+  }
+
+  /**
+   * Packs {@code refs[0..count)} (unsigned 32-bit values) into {@code out} from {@code start};
+   * returns the length.
+   */
+  static int packRefs(int[] refs, int count, byte[] out, int start) {
+    int pos = start;
     for (int b = 0; b < count; b += Format.BUCKET) {
       int end = Math.min(count, b + Format.BUCKET);
       int or = 0;
@@ -50,7 +58,7 @@ public final class Packing {
           for (int i = b; i < end; i++, pos += 4) UnsafeAccess.putInt(out, pos, refs[i]);
       }
     }
-    return pos;
+    return pos - start;
   }
 
   /**

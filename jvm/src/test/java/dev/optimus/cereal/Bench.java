@@ -328,7 +328,7 @@ public final class Bench {
         if (sb.length() > 0) sb.append(" / ");
         sb.append(String.format("%.2f", Packing.packedRefBytes(refs, refs.length, b) / (double) Math.max(1, refs.length)));
       }
-      byte[] frame = Arrays.copyOf(w.frameBuffer(), w.frameLength());
+      byte[] frame = Arrays.copyOfRange(w.frameBuffer(), w.frameStart(), w.frameStart() + w.frameLength());
       int words = w.lastWords();
       System.out.printf("| %s | %d | %s | %d → %d | %d |%n", e.getKey(), refs.length, sb,
           (words + 7) / 8, w.lastBitmapBytes(), frame.length);

@@ -13,6 +13,7 @@ class FormatTest {
   @Test
   void workedExample() {
     Cereal c = new Cereal();
+    c.setCompactFrames(false); // the full frame (the compact one: CompactFrameTest)
     c.register(Node.class); // ID 32
     Node n = new Node(5);
     n.label = "hi";

@@ -20,13 +20,20 @@ class ReaderReuseTest {
 
   @Test
   void aReferenceToWhereTheLastGraphHadAnObjectIsCorrupt() {
+    Cereal full = Model.register(new Cereal());
+    full.setCompactFrames(false);
+    aReferenceToWhereTheLastGraphHadAnObjectIsCorrupt(full, 9); // the bitmap follows the references
+    aReferenceToWhereTheLastGraphHadAnObjectIsCorrupt(cereal, 0); // compact: they end the frame
+  }
+
+  private static void aReferenceToWhereTheLastGraphHadAnObjectIsCorrupt(Cereal cereal, int after) {
     // Graph A: an array of two strings; "y" starts at layout word 5.
     Object[] a = {"x", "y"};
     assertArrayEquals(a, (Object[]) cereal.deserialize(cereal.serialize(a)));
     // Graph B: an array of a 16-char string (words 3 to 5) and null. Its second reference, in
     // word 2, is made to point at word 5: the middle of B's string, where A had "y".
     byte[] b = cereal.serialize(new Object[] {"abcdefghijklmnop", null});
-    int refs = b.length - 9 - 3; // the reference array: width 1, zigzag(3 - 1) = 4, null
+    int refs = b.length - after - 3; // the reference array: width 1, zigzag(3 - 1) = 4, null
     assertArrayEquals(new byte[] {1, 4, 0}, java.util.Arrays.copyOfRange(b, refs, refs + 3));
     b[refs + 2] = 6; // zigzag(5 - 2)
     CerealException e = assertThrows(CerealException.class, () -> cereal.deserialize(b));

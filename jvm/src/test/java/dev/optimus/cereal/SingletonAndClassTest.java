@@ -179,7 +179,9 @@ class SingletonAndClassTest {
     Object[] back = (Object[]) c.deserialize(c.serialize(new Object[] {other, Constant.INSTANCE}));
     assertSame(Constant.INSTANCE, back[0]);
     assertSame(Constant.INSTANCE, back[1]);
-    assertEquals(4 + 6 + 8 + 8 + 3 + 9, c.serialize(new Object[] {other, other}).length,
+    // Compact frame: magic, version, flags, length; no names, 2 value words, 2 references; the
+    // array's header, the singleton's; one bucket of width 1.
+    assertEquals(4 + 3 + 8 + 8 + 3, c.serialize(new Object[] {other, other}).length,
         "the header alone, not its fields");
     assertThrows(IllegalArgumentException.class, () -> c.registerSingleton(Holder.class));
     assertThrows(IllegalArgumentException.class, () -> c.registerSingleton(String.class));
@@ -207,6 +209,7 @@ class SingletonAndClassTest {
   @Test
   void singletonFrameBytes() {
     Cereal c = new Cereal();
+    c.setCompactFrames(false); // the full frame (the compact one: CompactFrameTest)
     c.register(Unit.class); // ID 32
     String expected = String.join("",
         "ce0100", "22", // body of 34 bytes
@@ -248,7 +251,9 @@ class SingletonAndClassTest {
         "ffffff0006000000", // Class (ID 2^24 - 1), 3 chars << 1, Latin-1
         "696e740000000000", // "int"
         "00"); // bitmap: one empty block
-    byte[] frame = new Cereal().serialize(int.class);
+    Cereal full = new Cereal();
+    full.setCompactFrames(false); // the full frame (the compact one: CompactFrameTest)
+    byte[] frame = full.serialize(int.class);
     assertEquals(expected, HexFormat.of().formatHex(frame));
     assertSame(int.class, new Cereal().deserialize(frame));
     frame[19] = (byte) 'x'; // "ixt"

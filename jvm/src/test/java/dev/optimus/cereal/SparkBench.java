@@ -47,6 +47,7 @@ import java.util.Map;
  * <pre>
  * java -cp ... dev.optimus.cereal.SparkBench --trace ../testdata/cereal   # write the traces
  * taskset -c 0 java -cp ... dev.optimus.cereal.SparkBench [--forks 2] [--reps 5] [--warmup-ms 1500]
+ *     [--only SUBSTRING] [--serializers java,kryo,cereal]
  * </pre>
  */
 public final class SparkBench {
@@ -160,18 +161,28 @@ public final class SparkBench {
     int forks = Integer.parseInt(opt.getOrDefault("--forks", "2"));
     String reps = opt.getOrDefault("--reps", "5");
     String warmup = opt.getOrDefault("--warmup-ms", "1500");
+    String only = opt.getOrDefault("--only", "");
+    List<String> serializers = List.of(opt.getOrDefault("--serializers",
+        String.join(",", SERIALIZERS)).split(","));
     String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
     String cp = System.getProperty("java.class.path");
     System.out.println("| workload | records | serializer | S µs min / median / max | D µs min / median / max | bytes |");
     System.out.println("|---|---|---|---|---|---|");
     StringBuilder json = new StringBuilder();
+    StringBuilder ratios = new StringBuilder();
     for (String w : SparkRecords.workloads().keySet()) {
+      if (!w.contains(only)) continue;
       int records = SparkRecords.workloads().get(w).get().size();
-      json.append(String.format("    {\"name\": \"%s\", \"bench_name\": \"%s\", \"trace\": \"%s.crlt\",%n     ", w, w, w));
-      for (String s : SERIALIZERS) {
-        List<Double> ser = new ArrayList<>(), de = new ArrayList<>();
-        String bytes = "?";
-        for (int f = 0; f < forks; f++) {
+      Map<String, List<Double>> ser = new LinkedHashMap<>(), de = new LinkedHashMap<>();
+      Map<String, String> bytes = new LinkedHashMap<>();
+      for (String s : serializers) {
+        ser.put(s, new ArrayList<>());
+        de.put(s, new ArrayList<>());
+      }
+      // Forks interleaved (java, kryo, cereal, java, kryo, cereal...), so that what else runs on
+      // the machine falls on every serializer alike.
+      for (int f = 0; f < forks; f++) {
+        for (String s : serializers) {
           Process p = new ProcessBuilder(java, "-Xms1g", "-Xmx1g", "-XX:+UseParallelGC", "-cp", cp,
               SparkBench.class.getName(), "--child", w, "--serializer", s, "--reps", reps,
               "--warmup-ms", warmup).redirectErrorStream(true).start();
@@ -179,22 +190,39 @@ public final class SparkBench {
             for (String line; (line = r.readLine()) != null; ) {
               String[] f2 = line.split(" ");
               switch (f2[0]) {
-                case "S": for (int i = 1; i < f2.length; i++) ser.add(Double.parseDouble(f2[i])); break;
-                case "D": for (int i = 1; i < f2.length; i++) de.add(Double.parseDouble(f2[i])); break;
-                case "BYTES": bytes = f2[1]; break;
+                case "S": for (int i = 1; i < f2.length; i++) ser.get(s).add(Double.parseDouble(f2[i])); break;
+                case "D": for (int i = 1; i < f2.length; i++) de.get(s).add(Double.parseDouble(f2[i])); break;
+                case "BYTES": bytes.put(s, f2[1]); break;
                 default: throw new IllegalStateException(w + " " + s + ": " + line);
               }
             }
           }
           if (p.waitFor() != 0) throw new IllegalStateException(w + " " + s + " failed");
         }
-        System.out.printf("| %s | %d | %s | %s | %s | %s |%n", w, records, s, stats(ser), stats(de), bytes);
-        System.out.flush();
-        json.append(String.format(" \"%s\": {\"ser_us\": %.4g, \"deser_us\": %.4g},", s.equals("cereal") ? "cereal_sw" : s,
-            median(ser), median(de)));
       }
+      json.append(String.format("    {\"name\": \"%s\", \"bench_name\": \"%s\", \"trace\": \"%s.crlt\",%n     ", w, w, w));
+      for (String s : serializers) {
+        System.out.printf("| %s | %d | %s | %s | %s | %s |%n", w, records, s, stats(ser.get(s)),
+            stats(de.get(s)), bytes.getOrDefault(s, "?"));
+        json.append(String.format(" \"%s\": {\"ser_us\": %.4g, \"deser_us\": %.4g},", s.equals("cereal") ? "cereal_sw" : s,
+            median(ser.get(s)), median(de.get(s))));
+      }
+      System.out.flush();
       json.setLength(json.length() - 1);
       json.append("},\n");
+      if (serializers.contains("kryo") && serializers.contains("cereal")) {
+        double sk = median(ser.get("kryo")), sc = median(ser.get("cereal"));
+        double dk = median(de.get("kryo")), dc = median(de.get("cereal"));
+        ratios.append(String.format("| %s | %d | %.0f / %.0f | %.2fx | %.2fx | %.2fx |%n",
+            w, records, 1e3 * (sk + dk) / records, 1e3 * (sc + dc) / records, sk / sc, dk / dc,
+            (sk + dk) / (sc + dc)));
+      }
+    }
+    if (ratios.length() > 0) {
+      System.out.println();
+      System.out.println("| workload | records | ns per record S+D, Kryo / Cereal | S Kryo / Cereal | D Kryo / Cereal | S+D Kryo / Cereal |");
+      System.out.println("|---|---|---|---|---|---|");
+      System.out.print(ratios);
     }
     System.out.println();
     System.out.print(json);

@@ -59,6 +59,7 @@ class TraceTest {
   @Test
   void aListOfThreeIsThreeObjectsEachPointingToTheNext() throws Exception {
     Cereal c = cereal();
+    c.setCompactFrames(false); // the full frame, with its bitmap
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     byte[] frame;
     try (CerealTrace t = CerealTrace.start(out, "list3")) {

@@ -17,24 +17,29 @@ import scala.reflect.ClassTag;
  */
 final class CerealDeserializationStream extends DeserializationStream {
   private final RecordCodec codec;
-  private final RecordInput in;
+  /**
+   * Reads Spark's stream in blocks (a record's tag and frame header are array loads, not calls
+   * into Spark's compressed streams) and decodes frames where they lie; Java records are read
+   * through its {@link CerealInput#asInputStream() stream view}.
+   */
   private final CerealInput frames;
+  private final InputStream rest;
 
   CerealDeserializationStream(RecordCodec codec, InputStream in) {
     this.codec = codec;
-    this.in = new RecordInput(in);
-    this.frames = codec.cereal.newInput(this.in);
+    this.frames = codec.cereal.newInput(in);
+    this.rest = frames.asInputStream();
   }
 
   @Override
   @SuppressWarnings("unchecked")
   public <T> T readObject(ClassTag<T> tag) {
     try {
-      int first = in.peek();
+      int first = frames.peek();
       if (first < 0) throw new EOFException("end of Cereal record stream");
       if (first == RecordCodec.CEREAL_MAGIC) return (T) frames.readObject();
-      in.read();
-      if (first == RecordCodec.JAVA_TAG) return (T) codec.readJavaRecord(in);
+      rest.read();
+      if (first == RecordCodec.JAVA_TAG) return (T) codec.readJavaRecord(rest);
       throw new CerealException("not a Cereal or Java record: first byte 0x"
           + Integer.toHexString(first));
     } catch (IOException e) {
@@ -45,7 +50,7 @@ final class CerealDeserializationStream extends DeserializationStream {
   @Override
   public void close() {
     try {
-      in.close();
+      frames.close();
     } catch (IOException e) {
       throw Sneaky.rethrow(e);
     }

@@ -278,6 +278,7 @@ final class RecordCodec {
       if (!codec.registrationRequired) out.reset();
       try {
         out.writeObject(root);
+        out.flush(); // the frame into buf, where the caller reads it
       } catch (CerealException e) {
         if (codec.registrationRequired) throw e;
         javaEncode(root);
