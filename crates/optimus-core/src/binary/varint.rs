@@ -28,12 +28,16 @@ pub(crate) fn read_varint(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64
         *pos = p + 1;
         return Ok(u64::from(buf[p]));
     }
-    read_varint_slow(buf, pos, end)
+    // The position goes in and out by value: were its address passed to this call (never
+    // inlined), the caller's position could not stay in a register.
+    let (value, next) = read_varint_slow(buf, p, end)?;
+    *pos = next;
+    Ok(value)
 }
 
+/// Reads a varint of three bytes or more at `start`: the value and the position after it.
 #[inline(never)]
-fn read_varint_slow(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Fail> {
-    let start = *pos;
+fn read_varint_slow(buf: &[u8], start: usize, end: usize) -> Result<(u64, usize), Fail> {
     // With eight bytes left, a varint of up to eight is read from one word: its last byte is
     // the first without the continuation bit, and its seven-bit groups are packed together.
     if let Some(bytes) = buf[..end].get(start..start + 8) {
@@ -42,8 +46,8 @@ fn read_varint_slow(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Fail
         if stops != 0 {
             let last_bit = stops & stops.wrapping_neg();
             let kept = word & (last_bit << 1).wrapping_sub(1) & 0x7f7f_7f7f_7f7f_7f7f;
-            *pos = start + (last_bit.trailing_zeros() as usize + 1) / 8;
-            return Ok(pack_groups(kept));
+            let next = start + (last_bit.trailing_zeros() as usize + 1) / 8;
+            return Ok((pack_groups(kept), next));
         }
     }
     // With a whole varint's room left, the bytes are read without a bound check each.
@@ -53,8 +57,7 @@ fn read_varint_slow(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Fail
         for (i, &b) in bytes.iter().enumerate() {
             value |= u64::from(b & 0x7f) << (7 * i);
             if b < 0x80 {
-                *pos = start + i + 1;
-                return Ok(value);
+                return Ok((value, start + i + 1));
             }
         }
         return Err(fail(
@@ -77,8 +80,7 @@ fn read_varint_slow(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64, Fail
         let b = buf[p];
         value |= u64::from(b & 0x7f) << (7 * i);
         if b < 0x80 {
-            *pos = p + 1;
-            return Ok(value);
+            return Ok((value, p + 1));
         }
     }
     Err(fail(
@@ -97,7 +99,7 @@ fn pack_groups(x: u64) -> u64 {
 }
 
 /// Reads `N` bytes at `*pos`.
-#[inline]
+#[inline(always)]
 pub(crate) fn read_fixed<const N: usize>(
     buf: &[u8],
     pos: &mut usize,

@@ -55,6 +55,26 @@ impl<const COPY: bool> Decoder<'_, COPY> {
         depth: u32,
         group: Option<u32>,
     ) -> Result<(), Fail> {
+        // The position is a local while the fields are read: behind `&mut`, every store into
+        // the record could alias it, so it would be stored and loaded again for each field.
+        // Calls that are not inlined get a copy ([`through`]), so its address never escapes.
+        let mut at = *pos;
+        let result = self.merge_fields(rec, id, &mut at, end, depth, group);
+        *pos = at;
+        result
+    }
+
+    /// [`Decoder::merge`]'s loop, with the position in a local.
+    #[inline(always)]
+    fn merge_fields(
+        &mut self,
+        rec: RecPtr,
+        id: u32,
+        pos: &mut usize,
+        end: usize,
+        depth: u32,
+        group: Option<u32>,
+    ) -> Result<(), Fail> {
         let ty = self.schema.message(MessageId(id));
         let table = &ty.table;
         let mut guess = 0;
@@ -68,43 +88,48 @@ impl<const COPY: bool> Decoder<'_, COPY> {
                     let index = guess;
                     guess += 1;
                     if e.is_plain_message() {
-                        self.single_message(rec, table, index, e, pos, end, depth)
-                            .map_err(|err| within(err, &ty.fields[index].name))?;
+                        through(pos, |q| {
+                            self.single_message(rec, table, index, e, q, end, depth)
+                        })
+                        .map_err(|err| within(err, &ty.fields[index].name))?;
                         continue;
                     }
                     if e.is_plain_scalar() {
                         self.single_scalar(rec, index, e, pos, end)
                             .map_err(|err| within(err, &ty.fields[index].name))?;
                         continue;
-                    } else if self
-                        .field(
+                    } else if through(pos, |q| {
+                        self.field(
                             rec,
                             table,
                             index,
                             e,
                             e.op.tag_wire_type(),
                             tag_start,
-                            pos,
+                            q,
                             end,
                             depth,
                             ty.is_map_entry,
                         )
-                        .map_err(|err| within(err, &ty.fields[index].name))?
+                    })
+                    .map_err(|err| within(err, &ty.fields[index].name))?
                     {
                         continue;
                     }
                     let wire = e.op.tag_wire_type();
-                    self.unknown(
-                        rec,
-                        table,
-                        ty.is_map_entry,
-                        e.number,
-                        wire,
-                        tag_start,
-                        pos,
-                        end,
-                        depth,
-                    )?;
+                    through(pos, |q| {
+                        self.unknown(
+                            rec,
+                            table,
+                            ty.is_map_entry,
+                            e.number,
+                            wire,
+                            tag_start,
+                            q,
+                            end,
+                            depth,
+                        )
+                    })?;
                     continue;
                 }
             }
@@ -115,20 +140,21 @@ impl<const COPY: bool> Decoder<'_, COPY> {
                     guess = index + 1;
                     let e = &table.entries[index];
                     accepts(e, wire)
-                        && self
-                            .field(
+                        && through(pos, |q| {
+                            self.field(
                                 rec,
                                 table,
                                 index,
                                 e,
                                 wire,
                                 tag_start,
-                                pos,
+                                q,
                                 end,
                                 depth,
                                 ty.is_map_entry,
                             )
-                            .map_err(|err| within(err, &ty.fields[index].name))?
+                        })
+                        .map_err(|err| within(err, &ty.fields[index].name))?
                 }
                 None => false,
             };
@@ -138,17 +164,19 @@ impl<const COPY: bool> Decoder<'_, COPY> {
                 if wire == WireType::EndGroup && group == Some(number) {
                     return Ok(());
                 }
-                self.unknown(
-                    rec,
-                    table,
-                    ty.is_map_entry,
-                    number,
-                    wire,
-                    tag_start,
-                    pos,
-                    end,
-                    depth,
-                )?;
+                through(pos, |q| {
+                    self.unknown(
+                        rec,
+                        table,
+                        ty.is_map_entry,
+                        number,
+                        wire,
+                        tag_start,
+                        q,
+                        end,
+                        depth,
+                    )
+                })?;
             }
         }
         match group {
@@ -681,6 +709,16 @@ fn tag_matches(buf: &[u8], pos: usize, end: usize, e: &Entry) -> Option<usize> {
         _ => return None,
     };
     (raw & mask == e.tag).then_some(len)
+}
+
+/// Runs `f` on a copy of the position and takes back where it ended, so that a call that is
+/// not inlined never sees the address of the caller's position (kept in a register).
+#[inline(always)]
+fn through<R>(pos: &mut usize, f: impl FnOnce(&mut usize) -> R) -> R {
+    let mut copy = *pos;
+    let result = f(&mut copy);
+    *pos = copy;
+    result
 }
 
 /// Whether a field can take a value of wire type `wire`: its own, or for a repeated scalar
