@@ -70,11 +70,13 @@ final class Format {
   static final int FLAG_COMPACT = 2;
 
   /**
-   * The most layout words of a compact frame: one 64-bit group of the bitmap, and a value word
-   * count that is one varint byte. Larger graphs are full frames, whose counts and bitmap the
-   * parallel fix-up and the accelerator model read.
+   * The most layout words of a compact frame (8 KiB of value array at most): records of a few
+   * objects to a few hundred. Larger graphs are full frames, whose packed bitmap and counts
+   * bound what a reader allocates before it has walked the value array, and whose reference
+   * fix-up runs in parallel chunks (from {@link Cereal#parallelThreshold()} references, far
+   * past this).
    */
-  static final int COMPACT_MAX_WORDS = 64;
+  static final int COMPACT_MAX_WORDS = 1024;
 
   /** References per bucket of the packed reference array (see docs/cereal.md for the choice). */
   static final int BUCKET = 16;

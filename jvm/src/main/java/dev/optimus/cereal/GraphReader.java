@@ -50,6 +50,23 @@ import dev.optimus.cereal.trace.CerealTrace;
  * thread-safe (a reader is per stream: it holds the stream's named classes).
  */
 final class GraphReader {
+  /**
+   * Offsets of {@code ArrayList}'s {@code elementData} and {@code size}, so that pass 3 hands a
+   * list the array of its elements (exactly its size) instead of copying it; -1 where the JDK's
+   * ArrayList has no such fields (then the list is filled by {@code addAll}).
+   */
+  private static final long ARRAY_LIST_DATA = arrayListField("elementData", Object[].class);
+  private static final long ARRAY_LIST_SIZE = ARRAY_LIST_DATA < 0 ? -1 : arrayListField("size", int.class);
+
+  private static long arrayListField(String name, Class<?> type) {
+    try {
+      java.lang.reflect.Field f = ArrayList.class.getDeclaredField(name);
+      return f.getType() == type ? UnsafeAccess.fieldOffset(f) : -1;
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return -1;
+    }
+  }
+
   private final Cereal cereal;
   private final List<ClassInfo> named;
   /**
@@ -121,6 +138,10 @@ final class GraphReader {
   private ClassInfo[] infos;
   private int[] starts;
   private long[] bits;
+  /** The bitmap pass 1 builds from the objects' layouts, compared with {@link #bits}. */
+  private long[] expect;
+  /** Groups of {@link #expect} that may hold bits (0 once {@link #checkBitmap} cleared them). */
+  private int expectUsed;
   private int refStart;
   private int refEnd;
   private int refCount;
@@ -148,7 +169,7 @@ final class GraphReader {
    */
   Object read(byte[] b, int start, int length, int flags, long base) {
     if (flags == Format.FLAG_COMPACT && length >= 11 && b[start] == 0 && b[start + 2] == 0
-        && length == 3 + 8 * b[start + 1] && b[start + 1] <= Format.COMPACT_MAX_WORDS) {
+        && length == 3 + 8 * b[start + 1]) { // one varint byte: fewer than COMPACT_MAX_WORDS
       Object leaf = readLeaf(b, start + 3, b[start + 1]);
       if (leaf != null) return leaf;
     }
@@ -235,7 +256,10 @@ final class GraphReader {
         Arrays.fill(objs, 0, Math.min(objectCount, objs.length), null);
       }
     }
-    if (bits != null && bits.length > KEEP) bits = null;
+    if (bits != null && bits.length > KEEP) {
+      bits = null;
+      expect = null;
+    }
   }
 
   /** Whether a graph is being read (this is called again from code the read runs). */
@@ -299,7 +323,13 @@ final class GraphReader {
     int valueEnd = valueStart + valueWords * 8;
     refStart = valueEnd;
     refEnd = refStart + refBytes;
-    if (bits == null || bits.length < groups) bits = new long[Math.max(groups, 8)];
+    if (bits == null || bits.length < groups) {
+      bits = new long[Math.max(groups, 8)];
+      expect = new long[bits.length];
+    } else if (expectUsed > 0) {
+      Arrays.fill(expect, 0, expectUsed, 0L); // the last graph failed in pass 1
+    }
+    expectUsed = groups;
     this.groups = groups;
     Packing.unpackBitmap(b, refEnd, end, groups, base, bits);
 
@@ -328,7 +358,7 @@ final class GraphReader {
     int at = pos;
     int valueWords = (int) next("value word count");
     int refs = (int) next("reference count");
-    if (valueWords + refs > Format.COMPACT_MAX_WORDS) {
+    if ((long) valueWords + refs > Format.COMPACT_MAX_WORDS) {
       throw error("compact frame of " + valueWords + " value words and " + refs
           + " references, over its " + Format.COMPACT_MAX_WORDS + " layout words", at);
     }
@@ -344,13 +374,11 @@ final class GraphReader {
     }
     refStart = valueEnd;
     refEnd = end;
-    if (bits == null) bits = new long[8];
-    bits[0] = 0;
-    groups = 1;
-    tables(Format.COMPACT_MAX_WORDS, Format.COMPACT_MAX_WORDS);
+    tables(valueWords + refs, valueWords);
     refCount = refs;
-    words = Format.COMPACT_MAX_WORDS;
-    objectCount = Format.COMPACT_MAX_WORDS;
+    // Bounds of what pass 1 may fill (each object has a header word), for release() on an error.
+    words = valueWords + refs;
+    objectCount = valueWords;
     int objects = allocate(-1, valueStart, valueEnd, false);
     fixSequential(objects, deferred);
     if (!containers.isEmpty()) fillContainers();
@@ -510,11 +538,7 @@ final class GraphReader {
       }
       int v = (int) vw;
       int r = (int) rw;
-      if (compact) {
-        Packing.setRange(bits, word + v, word + v + r); // within the 64 words: r <= leftRefs
-      } else if (!Packing.isRange(bits, word, word + v, false) || !Packing.isRange(bits, word + v, word + v + r, true)) {
-        throw error("layout bitmap disagrees with the layout of " + ci.type.getName() + " (object " + i + " at word " + word + ")", vpos);
-      }
+      if (!compact) Packing.setRange(expect, word + v, word + v + r); // the bitmap of the layouts
       byWord[word] = obj;
       objs[i] = obj;
       infos[i] = ci;
@@ -531,8 +555,35 @@ final class GraphReader {
     }
     if (vpos != valueEnd) throw error((valueEnd - vpos) + " bytes of the value array are past the last object", vpos);
     if (refsSeen != refCount) throw error("objects hold " + refsSeen + " references, the frame says " + refCount, vpos);
-    if (!Packing.isRange(bits, words, groups * 64, false)) throw error("layout bitmap has bits past the last word", refEnd);
+    checkBitmap();
     return objectCount;
+  }
+
+  /**
+   * Compares the frame's bitmap with the one pass 1 made from the objects' layouts (one run of
+   * zeros, then one of ones, per object), group by group, and clears the latter for the next
+   * graph. A difference names the object whose layout disagrees.
+   */
+  private void checkBitmap() {
+    long[] e = expect;
+    expectUsed = 0;
+    for (int g = 0; g < groups; g++) {
+      long diff = e[g] ^ bits[g];
+      e[g] = 0;
+      if (diff != 0) {
+        Arrays.fill(e, g, groups, 0L);
+        long w = 64L * g + Long.numberOfTrailingZeros(diff);
+        if (w >= words) throw error("layout bitmap has bits past the last word", refEnd);
+        int lo = 0, hi = objectCount - 1; // the object holding word w: the last start <= w
+        while (lo < hi) {
+          int mid = (lo + hi + 1) >>> 1;
+          if (starts[mid] <= w) lo = mid;
+          else hi = mid - 1;
+        }
+        throw error("layout bitmap disagrees with the layout of " + infos[lo].type.getName()
+            + " (object " + lo + " at word " + starts[lo] + ")", refEnd);
+      }
+    }
   }
 
   /**
@@ -604,7 +655,7 @@ final class GraphReader {
   private Object newContainer(ClassInfo ci, int n, int at) {
     int cap = (int) Math.min(1 << 30, n / 0.75f + 1);
     switch (ci.kind) {
-      case ClassInfo.ARRAY_LIST: return new ArrayList<>(n);
+      case ClassInfo.ARRAY_LIST: return ARRAY_LIST_DATA >= 0 ? new ArrayList<>() : new ArrayList<>(n);
       case ClassInfo.LINKED_LIST: return new LinkedList<>();
       case ClassInfo.ARRAY_DEQUE: return new ArrayDeque<>(n);
       case ClassInfo.HASH_SET: return new HashSet<>(cap);
@@ -897,7 +948,14 @@ final class GraphReader {
             Map<Object, Object> m = (Map<Object, Object>) c.target;
             for (int j = 0; j < e.length; j += 2) m.put(e[j], e[j + 1]);
           } else if (kind == ClassInfo.ARRAY_LIST) {
-            ((ArrayList<Object>) c.target).addAll(Arrays.asList(e));
+            ArrayList<Object> l = (ArrayList<Object>) c.target;
+            if (ARRAY_LIST_DATA >= 0 && l.isEmpty()) {
+              // The elements array, made for this list alone in pass 1, becomes its storage.
+              U.putObject(l, ARRAY_LIST_DATA, e);
+              U.putInt(l, ARRAY_LIST_SIZE, e.length);
+            } else {
+              l.addAll(Arrays.asList(e));
+            }
           } else {
             Collection<Object> coll = (Collection<Object>) c.target;
             for (Object x : e) coll.add(x);

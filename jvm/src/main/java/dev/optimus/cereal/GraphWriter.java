@@ -322,8 +322,11 @@ final class GraphWriter {
     return true;
   }
 
-  /** The most chars of a string written by {@link #writeLeaf}: 63 words of chars and a header. */
-  private static final int LEAF_MAX_CHARS = 8 * (Format.COMPACT_MAX_WORDS - 1);
+  /**
+   * The most chars of a string written by {@link #writeLeaf}: 63 words of chars and a header,
+   * so that the value word count is one varint byte.
+   */
+  private static final int LEAF_MAX_CHARS = 8 * 63;
 
   /**
    * A compact frame's prefix for one object of {@code valueWords} words and no references, up
@@ -699,7 +702,8 @@ final class GraphWriter {
         namesBytes += Format.varintSize(names[i].length) + names[i].length;
       }
     }
-    int maxBody = namesBytes + 2 + valPos + Packing.maxRefBytes(refCount);
+    int maxBody = namesBytes + Format.varintSize(valueWords) + Format.varintSize(refCount) + valPos
+        + Packing.maxRefBytes(refCount);
     int need = 3 + Format.varintSize(maxBody) + maxBody;
     if (frame.length < need) frame = new byte[Math.max(need, 2 * frame.length)];
     byte[] f = frame;
@@ -717,8 +721,8 @@ final class GraphWriter {
         p += nm.length;
       }
     }
-    f[p++] = (byte) valueWords; // at most 64 each: one varint byte
-    f[p++] = (byte) refCount;
+    p = Format.putVarint(f, p, valueWords);
+    p = Format.putVarint(f, p, refCount);
     System.arraycopy(val, 0, f, p, valPos);
     p += valPos;
     int refBytes = refCount == 0 ? 0 : Packing.packRefs(refs, refCount, f, p);
@@ -733,7 +737,8 @@ final class GraphWriter {
     frameLength = p - start;
     lastRefBytes = refBytes;
     lastBitmapBytes = 0;
-    bitmap[0] = 0; // set while writing, not needed: the next graph starts from zeros
+    // Set while writing, not needed: the next graph starts from zeros.
+    Arrays.fill(bitmap, 0, (top + 63) >>> 6, 0L);
     resetPending = false;
   }
 

@@ -67,9 +67,10 @@ class CompactFrameTest {
   }
 
   @Test
-  void compactUpToSixtyFourWordsThenFull() {
+  void compactUpToTheLimitThenFull() {
     // A list of k ListNodes takes 4 words each (header, long, int, next).
-    for (int k = 1; k <= 20; k++) {
+    int last = Format.COMPACT_MAX_WORDS / 4;
+    for (int k : new int[] {1, 2, 3, 16, 17, 33, last - 1, last, last + 1, 2 * last}) {
       Object list = BenchData.list(k);
       Cereal c = new Cereal();
       for (Class<?> t : BenchData.CLASSES) c.register(t);
@@ -88,10 +89,12 @@ class CompactFrameTest {
   private static List<Object> leaves() {
     List<Object> l = new ArrayList<>();
     StringBuilder sb = new StringBuilder();
-    for (int n = 0; n <= 8 * Format.COMPACT_MAX_WORDS + 2; n++) {
+    for (int n = 0; n <= 8 * 63 + 2; n++) { // direct up to 63 words of chars
       l.add(sb.toString());
       sb.append((char) ('a' + n % 26));
     }
+    l.add("x".repeat(2000)); // a compact frame by the walk
+    l.add("y".repeat(9000)); // a full frame
     l.add("\u00e9t\u00e9"); // Latin-1 past ASCII
     l.add("\u0394\u03b5\u03bb\u03c4\u03b1"); // UTF-16: the walk
     l.addAll(List.of(true, false, (byte) -1, (short) -32768, 'x', '\uffff', 0, -1, 127, 128,
@@ -131,11 +134,10 @@ class CompactFrameTest {
     Node n = new Node(5);
     n.label = "hi";
     byte[] good = c.serialize(n);
-    // More words than a compact frame may have: 60 value words and 5 references.
-    byte[] big = good.clone();
-    big[5] = 60;
-    big[6] = 5;
-    assertMessage(c, big, "over its 64 layout words");
+    // More words than a compact frame may have: 1000 value words and 100 references, and
+    // counts whose sum overflows an int.
+    assertMessage(c, HexFormat.of().parseHex("ce01020400e80764"), "over its 1024 layout words");
+    assertMessage(c, HexFormat.of().parseHex("ce01020b00ffffffff07ffffffff07"), "over its 1024 layout words");
     // A reference count that the objects' layouts disagree with.
     byte[] refs = good.clone();
     refs[6] = 3;

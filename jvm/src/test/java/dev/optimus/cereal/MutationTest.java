@@ -35,6 +35,10 @@ class MutationTest {
   private List<byte[]> corpus() {
     List<byte[]> frames = new ArrayList<>();
     for (long seed = 0; seed < 24; seed++) frames.add(cereal.serialize(RandomGraphs.graph(seed * 7919, 60)));
+    // The same graphs as full frames (most of the above are compact), which readers take too.
+    Cereal full = Model.register(new Cereal());
+    full.setCompactFrames(false);
+    for (long seed = 0; seed < 24; seed++) frames.add(full.serialize(RandomGraphs.graph(seed * 7919, 60)));
     frames.add(cereal.serialize(null));
     frames.add(cereal.serialize("just a string"));
     frames.add(cereal.serialize(new long[] {1, 2, 3}));
