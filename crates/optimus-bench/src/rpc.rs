@@ -1,7 +1,9 @@
 //! The RPC benchmark behind `optimus rpc-bench`: closed-loop echo on optimus-rpc's soft NIC
 //! and, in the same run, on tonic gRPC and on a bare busy-polled socket echo, so the numbers
 //! are ratios on one machine. It prints nothing: [`run`] returns one summary per
-//! implementation.
+//! implementation. [`dt`] measures DT on the app core against DT on the NIC core.
+
+pub mod dt;
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};

@@ -35,6 +35,15 @@ use crate::source::SchemaSource;
 const DEFAULT_SHM: &str = "/dev/shm/optimus-rpc";
 const DEFAULT_NET: &str = "127.0.0.1:7878";
 
+/// The workloads of `rpc-bench --dt`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DtWorkloadKind {
+    /// RPCAcc's cloud gateway packet (testdata/rpc/gateway.proto).
+    Gateway,
+    /// A HyperProtoBench-like store call (testdata/rpc/hpb.proto).
+    Hpb,
+}
+
 /// How calls travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TransportKind {
@@ -271,6 +280,13 @@ pub struct RpcBenchArgs {
     /// Measure only optimus-rpc, not tonic and the bare socket echo.
     #[arg(long)]
     no_peers: bool,
+    /// Measure DT on the app core against DT on the NIC core on this workload's record
+    /// service over shm (app-core CPU ns per RPC, Mrps, round trips) instead of the echo.
+    #[arg(long, value_enum)]
+    dt: Option<DtWorkloadKind>,
+    /// With --dt: also the rows with kernels on the workload's field.
+    #[arg(long)]
+    kernels: bool,
     /// Print one JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
@@ -530,6 +546,9 @@ pub fn rpc_bench(args: RpcBenchArgs) -> Result<()> {
     if args.seconds <= 0.0 {
         bail!("--seconds must be positive");
     }
+    if let Some(w) = args.dt {
+        return rpc_bench_dt(&args, w);
+    }
     let a = args.config();
     let rows = optimus_bench::rpc::run(&a)?;
     let mut out = std::io::stdout().lock();
@@ -601,6 +620,84 @@ pub fn rpc_bench(args: RpcBenchArgs) -> Result<()> {
                 out,
                 "({} rounds: Mrps and vs_echo are median [min, max]; latency over all rounds)",
                 a.rounds
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `optimus rpc-bench --dt`: DT on the app core vs on the NIC core.
+fn rpc_bench_dt(args: &RpcBenchArgs, w: DtWorkloadKind) -> Result<()> {
+    use optimus_bench::rpc::dt::{DtConfig, DtWorkload};
+    let a = DtConfig {
+        workload: match w {
+            DtWorkloadKind::Gateway => DtWorkload::Gateway,
+            DtWorkloadKind::Hpb => DtWorkload::Hpb,
+        },
+        kernels: args.kernels,
+        batch: args.batch,
+        depth: args.depth.unwrap_or(args.batch),
+        seconds: args.seconds,
+        rounds: args.rounds,
+        nic_core: args.nic_core,
+    };
+    let rows = optimus_bench::rpc::dt::run(&a)?;
+    let mut out = std::io::stdout().lock();
+    let ranges = a.rounds > 1;
+    if !args.json {
+        writeln!(
+            out,
+            "{:<8} {:<9} {:<7} {:>5} {:>5} {:>22} {:>22} {:>6} {:>22} {:>9} {:>9}",
+            "workload",
+            "dt",
+            "kernels",
+            "batch",
+            "depth",
+            "app_ns_per_rpc",
+            "app_all_ns_per_rpc",
+            "batch",
+            "Mrps",
+            "p50_us",
+            "p99_us"
+        )?;
+    }
+    for r in &rows {
+        if args.json {
+            writeln!(
+                out,
+                "{{\"workload\":\"{}\",\"dt\":\"{}\",\"kernels\":{},\"batch\":{},\"depth\":{},\"rounds\":{},\"app_ns_per_rpc\":{:.1},\"app_ns_per_rpc_min\":{:.1},\"app_ns_per_rpc_max\":{:.1},\"app_all_ns_per_rpc\":{:.1},\"requests_per_turn\":{:.2},\"mrps\":{:.4},\"mrps_min\":{:.4},\"mrps_max\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2}}}",
+                r.workload,
+                r.site,
+                r.kernels,
+                a.batch,
+                a.depth,
+                a.rounds,
+                r.app_ns.median,
+                r.app_ns.min,
+                r.app_ns.max,
+                r.app_all_ns.median,
+                r.per_turn.median,
+                r.mrps.median,
+                r.mrps.min,
+                r.mrps.max,
+                r.pct_us(0.5),
+                r.pct_us(0.99)
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{:<8} {:<9} {:<7} {:>5} {:>5} {:>22} {:>22} {:>6.1} {:>22} {:>9.2} {:>9.2}",
+                r.workload,
+                r.site,
+                r.kernels,
+                a.batch,
+                a.depth,
+                r.app_ns.text(ranges),
+                r.app_all_ns.text(ranges),
+                r.per_turn.median,
+                r.mrps.text(ranges),
+                r.pct_us(0.5),
+                r.pct_us(0.99)
             )?;
         }
     }

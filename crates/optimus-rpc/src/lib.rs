@@ -213,3 +213,39 @@ pub fn pin_current_thread(core: usize) -> Result<(), RpcError> {
     }
     Ok(())
 }
+
+/// CPU time the calling thread has used so far (`CLOCK_THREAD_CPUTIME_ID`), in nanoseconds:
+/// what a core spent on a thread's work, not the wall time that passed.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live, writable timespec; the clock id is a constant the kernel knows.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod cpu_time_tests {
+    #[test]
+    fn thread_cpu_time_grows_with_work_and_not_with_sleep() {
+        let t0 = super::thread_cpu_ns();
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        let t1 = super::thread_cpu_ns();
+        assert!(t1 > t0, "work takes CPU time ({x})");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let t2 = super::thread_cpu_ns();
+        assert!(
+            t2 - t1 < 40_000_000,
+            "a 50 ms sleep is not CPU time: {}",
+            t2 - t1
+        );
+    }
+}

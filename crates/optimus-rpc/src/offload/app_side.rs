@@ -43,15 +43,15 @@ impl AppDt {
             return Err(Failure::bad_request("the exchange slot moved on"));
         }
         let m = ex.method(slot.method)?;
-        let Some(handler) = m.handler.clone() else {
+        let Some(handler) = m.handler.as_ref() else {
             return Err(Failure::new(
                 Status::Unavailable,
                 format!("no handler for {}/{}", ex.service, m.name),
             ));
         };
-        let placement = slot.placement.clone();
-        let counters = &ex.counters;
+        let counters = ex.counting.then_some(&ex.counters);
         slot.with(ex.schema(), |_, v| {
+            let placement = v.placement;
             let none = Kept {
                 request: v.request,
                 nic_request: v.nic_request,
@@ -63,19 +63,21 @@ impl AppDt {
             let req = Request {
                 host,
                 nic: v.nic_request,
-                placement: placement.as_deref(),
-                counters: Some(counters),
+                placement,
+                counters,
             };
             let rec = Record::new_in(v.schema, m.output, v.host);
             let reply = Reply {
                 rec,
                 arena: v.host,
-                counters: Some(counters),
+                counters,
             };
             let r = handler(&req, &reply);
-            counters.serve(m.input);
-            if m.output != m.input {
-                counters.serve(m.output);
+            if let Some(c) = counters {
+                c.serve(m.input);
+                if m.output != m.input {
+                    c.serve(m.output);
+                }
             }
             let r = r.and_then(|()| {
                 // The app's pre-serialization: its forwarded host fields copied into the
@@ -86,7 +88,7 @@ impl AppDt {
                     rec,
                     (host, v.nic_request),
                     (v.host, v.nic),
-                    placement.as_deref(),
+                    placement,
                     Some(false),
                     false,
                 )

@@ -290,6 +290,7 @@ impl RecordService {
             service: self.table.service.clone(),
             methods: self.methods.clone().into(),
             counters: AccessCounters::new(&self.schema, &self.placement),
+            counting: self.updating.is_some(),
             decode: self.decode.clone(),
             kernel_limit: self.kernel_limit,
         })
@@ -302,6 +303,8 @@ pub(crate) struct Exchange {
     pub(crate) service: String,
     pub(crate) methods: Arc<[MethodDt]>,
     pub(crate) counters: AccessCounters,
+    /// Field updating is on: the app counts its accesses (off, it counts nothing).
+    pub(crate) counting: bool,
     pub(crate) decode: DecodeOptions,
     pub(crate) kernel_limit: usize,
 }

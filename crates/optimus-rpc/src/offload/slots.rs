@@ -52,6 +52,7 @@ unsafe impl Send for Slot {}
 /// What a slot's holder works with: the records with the lifetime of the lock guard.
 pub(crate) struct SlotView<'g> {
     pub(crate) schema: &'g SchemaSet,
+    pub(crate) placement: Option<&'g PlacementTables>,
     pub(crate) host: &'g Arena,
     pub(crate) nic: &'g Arena,
     pub(crate) request: Option<Record<'g>>,
@@ -102,6 +103,7 @@ impl Slot {
     ) -> R {
         let view = SlotView {
             schema,
+            placement: self.placement.as_deref(),
             host: &self.host,
             nic: &self.nic,
             request: self.request,

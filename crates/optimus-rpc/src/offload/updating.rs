@@ -120,6 +120,9 @@ impl AccessCounters {
 /// counters at the start of the current window.
 pub(crate) struct Updater {
     policy: Option<FieldUpdating>,
+    /// Calls completed here since the last look at the app's counters (read only then, so
+    /// the app's counter lines do not move between the cores on every call).
+    completed: Vec<u32>,
     served_at_start: Vec<u64>,
     at_start: Vec<Box<[u64]>>,
 }
@@ -129,6 +132,7 @@ impl Updater {
         let n = schema.messages().count();
         Self {
             policy,
+            completed: vec![0; n],
             served_at_start: vec![0; n],
             at_start: schema
                 .messages()
@@ -147,6 +151,12 @@ impl Updater {
     ) -> Option<Arc<PlacementTables>> {
         let policy = self.policy?;
         let t = id.0 as usize;
+        let completed = self.completed.get_mut(t)?;
+        *completed += 1;
+        if *completed < policy.window.max(1) {
+            return None;
+        }
+        *completed = 0;
         let served = counters.served(id);
         let start = self.served_at_start.get_mut(t)?;
         let calls = served - *start;
