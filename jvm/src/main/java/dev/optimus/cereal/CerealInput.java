@@ -58,6 +58,23 @@ public final class CerealInput implements Closeable {
   }
 
   /**
+   * Reads the frames of {@code b[offset..offset+length)} next, in place, forgetting what was left
+   * of the previous array (as Kryo's {@code Input.setBuffer}): one input, and its reader's
+   * tables, for many arrays. Only for an input made over an array; the classes named so far
+   * stay known, as in one stream.
+   */
+  public void setBuffer(byte[] b, int offset, int length) {
+    if (in != null) throw new IllegalStateException("an input over a stream reads only that stream");
+    if (offset < 0 || length < 0 || offset > b.length - length) {
+      throw new IndexOutOfBoundsException("offset " + offset + ", length " + length + " of " + b.length);
+    }
+    buf = b;
+    pos = offset;
+    limit = offset + length;
+    bufBase = -offset;
+  }
+
+  /**
    * Makes {@code n} bytes available at {@link #pos}, reading the underlying stream as needed;
    * false if it ends first. Moves what is left to the front of the buffer, which it grows only
    * when full: at most to {@code n}, and past {@link #TRUSTED} by doubling.

@@ -6,13 +6,21 @@ import java.util.Arrays;
  * The writer's visited set: object identity to its word offset in the value array (the paper's
  * software fallback for the header bits its accelerator sets on each visited object).
  *
- * <p>Open addressing with linear probing over {@link System#identityHashCode}, one probe sequence
- * for the combined look-up and insert ({@link #putIfAbsent}). Cleared between graphs; a table
- * grown by one large graph is dropped again when the next ones are small, so clearing stays
- * proportional to the graphs written.
+ * <p>Open addressing with linear probing, one probe sequence for the combined look-up and insert
+ * ({@link #putIfAbsent}). Cleared between graphs; a table grown by one large graph is dropped
+ * again when the next ones are small, so clearing stays proportional to the graphs written.
+ *
+ * <p>The hash of a string or a boxed value is its value's ({@link #valueHash}): the same object
+ * always has the same value, so look-ups stay by identity, and such objects, most of a record's,
+ * never need {@link System#identityHashCode}, which the VM computes and installs in the object's
+ * header on first use (a slow path for every new record). Distinct objects of one value share a
+ * hash; a probe past {@link #MAX_PROBE} slots (many equal boxes) rehashes the graph by identity
+ * hash codes, so no graph is quadratic.
  */
 final class IdentityIntMap {
   private static final int MIN_CAPACITY = 64;
+  /** Probe length past which value hashes give way to identity hashes for the rest of a graph. */
+  private static final int MAX_PROBE = 32;
 
   private Object[] keys;
   private int[] values;
@@ -20,6 +28,8 @@ final class IdentityIntMap {
   private int shift;
   private int threshold;
   private int smallClears;
+  /** Strings and boxes hash by value (until a long probe turns this off for the graph). */
+  private boolean byValue = true;
 
   IdentityIntMap() {
     allocate(MIN_CAPACITY);
@@ -34,7 +44,21 @@ final class IdentityIntMap {
   }
 
   private int slot(Object k) {
-    return (System.identityHashCode(k) * 0x9E3779B9) >>> shift;
+    return ((byValue ? valueHash(k) : System.identityHashCode(k)) * 0x9E3779B9) >>> shift;
+  }
+
+  /** The hash of an immutable value's content (strings, boxes), else the identity hash. */
+  static int valueHash(Object k) {
+    Class<?> c = k.getClass();
+    if (c == String.class) return k.hashCode(); // cached in the string
+    if (c == Integer.class) return ((Integer) k).intValue();
+    if (c == Long.class) return Long.hashCode(((Long) k).longValue());
+    if (c == Double.class) return Double.hashCode(((Double) k).doubleValue());
+    if (c == Float.class) return Float.floatToRawIntBits(((Float) k).floatValue());
+    if (c == Short.class || c == Byte.class || c == Character.class || c == Boolean.class) {
+      return k.hashCode();
+    }
+    return System.identityHashCode(k);
   }
 
   /** The value of {@code k}, or -1 if absent. */
@@ -53,10 +77,15 @@ final class IdentityIntMap {
     Object[] ks = keys;
     int mask = ks.length - 1;
     int i = slot(k);
-    for (; ; i = (i + 1) & mask) {
+    for (int probes = 0; ; i = (i + 1) & mask) {
       Object c = ks[i];
       if (c == k) return values[i];
       if (c == null) break;
+      if (++probes == MAX_PROBE && byValue) {
+        byValue = false; // many equal values: identity hashes from here on
+        rehash(ks.length);
+        return putIfAbsent(k, v);
+      }
     }
     ks[i] = k;
     values[i] = v;
@@ -65,10 +94,14 @@ final class IdentityIntMap {
   }
 
   private void grow() {
+    rehash(keys.length * 2);
+  }
+
+  private void rehash(int capacity) {
     Object[] oldK = keys;
     int[] oldV = values;
     int n = size;
-    allocate(oldK.length * 2);
+    allocate(capacity);
     Object[] ks = keys;
     int mask = ks.length - 1;
     for (int j = 0; j < oldK.length; j++) {
@@ -88,6 +121,7 @@ final class IdentityIntMap {
 
   /** Empties the map, shrinking a table that the last graphs no longer needed. */
   void clear() {
+    byValue = true;
     if (keys.length > 4096 && size * 8 < keys.length) {
       if (++smallClears >= 16) {
         allocate(Math.max(MIN_CAPACITY, Integer.highestOneBit(Math.max(1, size)) * 4));

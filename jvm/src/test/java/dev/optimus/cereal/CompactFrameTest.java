@@ -239,6 +239,31 @@ class CompactFrameTest {
     assertTrue(outcomes.getOrDefault("CerealException", 0) > 25_000, outcomes.toString());
   }
 
+  /**
+   * The writer's visited set hashes strings and boxes by value: distinct objects of one value
+   * stay distinct, shared ones shared, and 50,000 equal boxes are not quadratic.
+   */
+  @Test
+  void equalValuesStayDistinctAndSharedOnesShared() {
+    List<Object> l = new ArrayList<>();
+    Long shared = Long.valueOf(1000);
+    for (int i = 0; i < 50_000; i++) {
+      l.add(Long.valueOf(1000)); // a new object each time (past the cache of -128..127)
+      l.add(shared);
+      l.add(new String("same"));
+    }
+    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> {
+      @SuppressWarnings("unchecked")
+      List<Object> back = (List<Object>) cereal.deserialize(cereal.serialize(l));
+      assertSameGraph(l, back);
+      assertSame(back.get(1), back.get(4));
+      assertTrue(back.get(0) != back.get(3));
+    });
+    // The same in a record of a few dozen objects (a compact frame, past the writer's scan).
+    List<Object> small = new ArrayList<>(l.subList(0, 90));
+    assertSameGraph(small, cereal.deserialize(cereal.serialize(small)));
+  }
+
   @Test
   void streamsBufferFramesAndInterleaveForeignBytes() throws Exception {
     List<byte[]> corpus = recordCorpus();

@@ -37,7 +37,9 @@ import java.util.Map;
  *       {@code KryoSerializationStream}, which runs Kryo 4), objects made as Spark's {@code
  *       KryoSerializer} makes them (a no-argument constructor, else Objenesis).
  *   <li>{@code cereal}: a frame per record, as the Spark serializer writes them: {@code
- *       CerealOutput.writeObject} per record, {@code CerealInput.readObject} per record.
+ *       CerealOutput.writeObject} per record into one output (kept from stream to stream, as
+ *       Kryo's {@code Output} is), {@code CerealInput.readObject} per record from one input
+ *       over the stream's bytes ({@code setBuffer}, as Kryo's {@code Input}).
  * </ul>
  *
  * <p>Timing is {@link Bench}'s: each (workload, serializer) in {@code --forks} forked JVMs,
@@ -115,27 +117,48 @@ public final class SparkBench {
         };
       }
       case "cereal": {
+        // One output and one input for all streams, as Kryo's one Output and Input above: the
+        // writer's and reader's buffers and tables are reused, the bytes copied out per stream.
         Cereal cereal = cereal();
+        Sink bytes = new Sink();
+        CerealOutput out = cereal.newOutput(bytes);
+        CerealInput in = cereal.newInput(new byte[0], 0, 0);
         return new StreamCodec() {
           public byte[] write(List<Object> records) throws Exception {
-            ByteArrayOutputStream bytes = new ByteArrayOutputStream(1 << 16);
-            try (CerealOutput out = cereal.newOutput(bytes)) {
-              for (Object r : records) out.writeObject(r);
-            }
-            return bytes.toByteArray();
+            bytes.count = 0;
+            for (Object r : records) out.writeObject(r);
+            out.flush();
+            return java.util.Arrays.copyOf(bytes.buf, bytes.count);
           }
 
           public List<Object> read(byte[] stream, int count) throws Exception {
+            in.setBuffer(stream, 0, stream.length);
             List<Object> res = new ArrayList<>(count);
-            try (CerealInput in = cereal.newInput(new ByteArrayInputStream(stream))) {
-              for (int i = 0; i < count; i++) res.add(in.readObject());
-            }
+            for (int i = 0; i < count; i++) res.add(in.readObject());
             return res;
           }
         };
       }
       default:
         throw new IllegalArgumentException(name);
+    }
+  }
+
+  /** A growable byte array as an output stream, emptied by the caller (Kryo's Output, unlocked). */
+  static final class Sink extends OutputStream {
+    byte[] buf = new byte[1 << 16];
+    int count;
+
+    @Override
+    public void write(int b) {
+      write(new byte[] {(byte) b}, 0, 1);
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) {
+      if (count + len > buf.length) buf = java.util.Arrays.copyOf(buf, Math.max(count + len, 2 * buf.length));
+      System.arraycopy(b, off, buf, count, len);
+      count += len;
     }
   }
 
