@@ -48,6 +48,12 @@ final class GraphWriter {
   private final List<String> newNames = new ArrayList<>();
   private boolean resetPending;
 
+  /**
+   * Bytes kept free at the start of {@link #val}: a compact frame without names has its prefix
+   * (magic to the reference count, at most 13 bytes) written there, before its value array.
+   */
+  private static final int VAL0 = 16;
+
   // The graph being written.
   private byte[] val = new byte[4096];
   private int valPos;
@@ -101,7 +107,7 @@ final class GraphWriter {
 
   /** Serializes {@code root} into the frame buffer; see {@link #frameBuffer()} and {@link #writeTo}. */
   void write(Object root) {
-    valPos = 0;
+    valPos = VAL0;
     refCount = 0;
     queueSize = 0;
     objectCount = 0;
@@ -132,7 +138,7 @@ final class GraphWriter {
       }
       objectCount = queueSize;
       assemble();
-      if (trace != null) trace.finish(refs, refCount, valPos, lastRefBytes, lastBitmapBytes, frameLength);
+      if (trace != null) trace.finish(refs, refCount, valPos - VAL0, lastRefBytes, lastBitmapBytes, frameLength);
     } catch (RuntimeException | StackOverflowError e) {
       // Names given out for this frame were never written: take them back.
       if (named.size() != namedBefore) named.values().removeIf(id -> id - Format.DYNAMIC_BASE >= namedBefore);
@@ -152,7 +158,7 @@ final class GraphWriter {
 
   /** The last frame is {@code frameBuffer()[frameStart() .. frameStart() + frameLength())}. */
   byte[] frameBuffer() {
-    return frame;
+    return frameBuf;
   }
 
   int frameStart() {
@@ -164,7 +170,7 @@ final class GraphWriter {
   }
 
   void writeTo(OutputStream out) throws IOException {
-    out.write(frame, frameStart, frameLength);
+    out.write(frameBuf, frameStart, frameLength);
   }
 
   /** Layout words of the last graph. */
@@ -314,6 +320,7 @@ final class GraphWriter {
     }
     top = valueWords;
     objectCount = 1;
+    frameBuf = frame;
     frameStart = 0;
     frameLength = p;
     lastRefBytes = 0;
@@ -645,7 +652,8 @@ final class GraphWriter {
       names[i] = newNames.get(i).getBytes(StandardCharsets.UTF_8);
       namesBytes += Format.varintSize(names[i].length) + names[i].length;
     }
-    int valueWords = valPos >>> 3;
+    int valueBytes = valPos - VAL0;
+    int valueWords = valueBytes >>> 3;
     byte[] refOut = refScratch(Packing.maxRefBytes(refCount));
     int refBytes = Packing.packRefs(refs, refCount, refOut, 0);
     byte[] bitOut = bitmapScratch(words);
@@ -655,7 +663,7 @@ final class GraphWriter {
     Arrays.fill(bitmap, 0, (words + 63) >>> 6, 0L);
     long body = namesBytes + Format.varintSize(objectCount) + Format.varintSize(valueWords)
         + Format.varintSize(refCount) + Format.varintSize(refBytes)
-        + Format.varintSize(bitmapBytes) + valPos + refBytes + bitmapBytes;
+        + Format.varintSize(bitmapBytes) + valueBytes + refBytes + bitmapBytes;
     if (body > Integer.MAX_VALUE - 32) throw new CerealException("graph too large for one frame");
     int total = 3 + Format.varintSize((int) body) + (int) body;
     if (frame.length < total) frame = new byte[Math.max(total, (int) Math.min(Integer.MAX_VALUE - 32, frame.length * 2L))];
@@ -675,12 +683,13 @@ final class GraphWriter {
     p = Format.putVarint(frame, p, refCount);
     p = Format.putVarint(frame, p, refBytes);
     p = Format.putVarint(frame, p, bitmapBytes);
-    System.arraycopy(val, 0, frame, p, valPos);
-    p += valPos;
+    System.arraycopy(val, VAL0, frame, p, valueBytes);
+    p += valueBytes;
     System.arraycopy(refOut, 0, frame, p, refBytes);
     p += refBytes;
     System.arraycopy(bitOut, 0, frame, p, bitmapBytes);
     p += bitmapBytes;
+    frameBuf = frame;
     frameStart = 0;
     frameLength = p;
     resetPending = false;
@@ -691,50 +700,66 @@ final class GraphWriter {
    * reference counts, the value array and the packed references; no bitmap.
    */
   private void assembleCompact() {
-    int valueWords = valPos >>> 3;
-    int namesBytes = 1;
-    byte[][] names = NO_NAMES;
-    if (!newNames.isEmpty()) {
-      names = new byte[newNames.size()][];
-      namesBytes = Format.varintSize(names.length);
+    int valueBytes = valPos - VAL0;
+    int valueWords = valueBytes >>> 3;
+    int flags = Format.FLAG_COMPACT | (resetPending ? Format.FLAG_RESET_CLASSES : 0);
+    int refBytes;
+    if (newNames.isEmpty()) {
+      // The usual record: the references go after the value array and the prefix before it,
+      // into the room VAL0 keeps, so the frame is assembled where the values were written.
+      ensureVal(Packing.maxRefBytes(refCount));
+      byte[] v = val;
+      refBytes = refCount == 0 ? 0 : Packing.packRefs(refs, refCount, v, valPos);
+      int counts = 1 + Format.varintSize(valueWords) + Format.varintSize(refCount);
+      int body = counts + valueBytes + refBytes;
+      int start = VAL0 - counts - Format.varintSize(body) - 3;
+      v[start] = (byte) Format.MAGIC;
+      v[start + 1] = (byte) Format.VERSION;
+      v[start + 2] = (byte) flags;
+      int p = Format.putVarint(v, start + 3, body);
+      v[p++] = 0; // no names
+      p = Format.putVarint(v, p, valueWords);
+      Format.putVarint(v, p, refCount);
+      frameBuf = v;
+      frameStart = start;
+      frameLength = VAL0 - start + valueBytes + refBytes;
+    } else {
+      byte[][] names = new byte[newNames.size()][];
+      int namesBytes = Format.varintSize(names.length);
       for (int i = 0; i < names.length; i++) {
         names[i] = newNames.get(i).getBytes(StandardCharsets.UTF_8);
         namesBytes += Format.varintSize(names[i].length) + names[i].length;
       }
-    }
-    int maxBody = namesBytes + Format.varintSize(valueWords) + Format.varintSize(refCount) + valPos
-        + Packing.maxRefBytes(refCount);
-    int need = 3 + Format.varintSize(maxBody) + maxBody;
-    if (frame.length < need) frame = new byte[Math.max(need, 2 * frame.length)];
-    byte[] f = frame;
-    // The body starts after the longest body length this frame can need; the prefix is moved
-    // up against it at the end if the length takes fewer bytes.
-    int lenBytes = Format.varintSize(maxBody);
-    int p = 3 + lenBytes;
-    if (names.length == 0) {
-      f[p++] = 0;
-    } else {
-      p = Format.putVarint(f, p, names.length);
+      int maxBody = namesBytes + Format.varintSize(valueWords) + Format.varintSize(refCount)
+          + valueBytes + Packing.maxRefBytes(refCount);
+      int need = 3 + Format.varintSize(maxBody) + maxBody;
+      if (frame.length < need) frame = new byte[Math.max(need, 2 * frame.length)];
+      byte[] f = frame;
+      // The body starts after the longest body length this frame can need; the prefix is
+      // moved up against it at the end if the length takes fewer bytes.
+      int lenBytes = Format.varintSize(maxBody);
+      int p = Format.putVarint(f, 3 + lenBytes, names.length);
       for (byte[] nm : names) {
         p = Format.putVarint(f, p, nm.length);
         System.arraycopy(nm, 0, f, p, nm.length);
         p += nm.length;
       }
+      p = Format.putVarint(f, p, valueWords);
+      p = Format.putVarint(f, p, refCount);
+      System.arraycopy(val, VAL0, f, p, valueBytes);
+      p += valueBytes;
+      refBytes = refCount == 0 ? 0 : Packing.packRefs(refs, refCount, f, p);
+      p += refBytes;
+      int body = p - 3 - lenBytes;
+      int start = lenBytes - Format.varintSize(body);
+      f[start] = (byte) Format.MAGIC;
+      f[start + 1] = (byte) Format.VERSION;
+      f[start + 2] = (byte) flags;
+      Format.putVarint(f, start + 3, body);
+      frameBuf = f;
+      frameStart = start;
+      frameLength = p - start;
     }
-    p = Format.putVarint(f, p, valueWords);
-    p = Format.putVarint(f, p, refCount);
-    System.arraycopy(val, 0, f, p, valPos);
-    p += valPos;
-    int refBytes = refCount == 0 ? 0 : Packing.packRefs(refs, refCount, f, p);
-    p += refBytes;
-    int body = p - 3 - lenBytes;
-    int start = lenBytes - Format.varintSize(body);
-    f[start] = (byte) Format.MAGIC;
-    f[start + 1] = (byte) Format.VERSION;
-    f[start + 2] = (byte) (Format.FLAG_COMPACT | (resetPending ? Format.FLAG_RESET_CLASSES : 0));
-    Format.putVarint(f, start + 3, body);
-    frameStart = start;
-    frameLength = p - start;
     lastRefBytes = refBytes;
     lastBitmapBytes = 0;
     // Set while writing, not needed: the next graph starts from zeros.
@@ -742,6 +767,8 @@ final class GraphWriter {
     resetPending = false;
   }
 
+  /** The array holding the last frame: {@link #frame}, or {@link #val} for a compact one. */
+  private byte[] frameBuf = frame;
   private int frameStart;
   private int lastBitmapBytes;
   private int lastRefBytes;

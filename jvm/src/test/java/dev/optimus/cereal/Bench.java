@@ -174,13 +174,23 @@ public final class Bench {
     String cp = System.getProperty("java.class.path");
     System.out.println("| workload | serializer | S µs min / median / max | D µs min / median / max | bytes |");
     System.out.println("|---|---|---|---|---|");
+    StringBuilder ratios = new StringBuilder();
     for (String w : workloads().keySet()) {
       if (!w.contains(only)) continue;
+      Map<String, List<Double>> ser = new LinkedHashMap<>(), de = new LinkedHashMap<>();
+      Map<String, String> bytes = new LinkedHashMap<>(), notes = new LinkedHashMap<>();
+      List<String> run = new ArrayList<>();
       for (String s : SERIALIZERS) {
         if (!serializers.contains(s)) continue;
-        List<Double> ser = new ArrayList<>(), de = new ArrayList<>();
-        String bytes = "?", note = null;
-        for (int f = 0; f < forks && note == null; f++) {
+        run.add(s);
+        ser.put(s, new ArrayList<>());
+        de.put(s, new ArrayList<>());
+      }
+      // Forks interleaved across serializers (java, kryo, ..., java, kryo, ...), so that what
+      // else runs on the machine falls on every serializer alike.
+      for (int f = 0; f < forks; f++) {
+        for (String s : run) {
+          if (notes.containsKey(s)) continue;
           Process p = new ProcessBuilder(java, "-Xms2g", "-Xmx2g", "-XX:+UseParallelGC", "-cp", cp,
               Bench.class.getName(), "--child", w, "--serializer", s, "--reps", "" + reps,
               "--warmup-ms", warmup).redirectErrorStream(true).start();
@@ -188,24 +198,43 @@ public final class Bench {
             for (String line; (line = r.readLine()) != null; ) {
               String[] f2 = line.split(" ");
               switch (f2[0]) {
-                case "S": for (int i = 1; i < f2.length; i++) ser.add(Double.parseDouble(f2[i])); break;
-                case "D": for (int i = 1; i < f2.length; i++) de.add(Double.parseDouble(f2[i])); break;
-                case "BYTES": bytes = f2[1]; break;
-                case "NA": note = line.substring(3); break;
-                default: if (note == null) note = line;
+                case "S": for (int i = 1; i < f2.length; i++) ser.get(s).add(Double.parseDouble(f2[i])); break;
+                case "D": for (int i = 1; i < f2.length; i++) de.get(s).add(Double.parseDouble(f2[i])); break;
+                case "BYTES": bytes.put(s, f2[1]); break;
+                case "NA": notes.put(s, line.substring(3)); break;
+                default: notes.putIfAbsent(s, line);
               }
             }
           }
           p.waitFor();
         }
-        if (note != null) {
-          System.out.printf("| %s | %s | n/a: %s | | |%n", w, s, note);
+      }
+      for (String s : run) {
+        if (notes.containsKey(s)) {
+          System.out.printf("| %s | %s | n/a: %s | | |%n", w, s, notes.get(s));
         } else {
-          System.out.printf("| %s | %s | %s | %s | %s |%n", w, s, stats(ser), stats(de), bytes);
+          System.out.printf("| %s | %s | %s | %s | %s |%n", w, s, stats(ser.get(s)), stats(de.get(s)),
+              bytes.getOrDefault(s, "?"));
         }
-        System.out.flush();
+      }
+      System.out.flush();
+      if (run.contains("kryo") && run.contains("cereal") && !notes.containsKey("kryo")
+          && !notes.containsKey("cereal")) {
+        ratios.append(String.format("| %s | %.2fx | %.2fx |%n", w, median(ser.get("kryo")) / median(ser.get("cereal")),
+            median(de.get("kryo")) / median(de.get("cereal"))));
       }
     }
+    if (ratios.length() > 0) {
+      System.out.println();
+      System.out.println("| workload | S Kryo / Cereal | D Kryo / Cereal |");
+      System.out.println("|---|---|---|");
+      System.out.print(ratios);
+    }
+  }
+
+  static double median(List<Double> v) {
+    double[] a = v.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+    return a.length % 2 == 1 ? a[a.length / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
   }
 
   private static String stats(List<Double> v) {
