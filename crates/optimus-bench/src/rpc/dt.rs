@@ -42,8 +42,9 @@ const KEY: [u8; 32] = [0x51; 32];
 /// Which service and messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DtWorkload {
-    /// RPCAcc's cloud gateway packet: NAT and TTL on the host, Ethernet header and 1 KiB
-    /// payload forwarded from NIC memory (AES-GCM on the payload with kernels).
+    /// RPCAcc's cloud gateway packet: the flow's NAT entry found on the host by flow id and
+    /// tenant, the headers and the 1 KiB payload forwarded from NIC memory (AES-GCM on the
+    /// payload with kernels).
     Gateway,
     /// A HyperProtoBench-like store call (10 KB): header fields read on the host, spans, tags
     /// and a 2 KiB blob echoed from NIC memory (LZ4 on the blob with kernels).
@@ -150,42 +151,51 @@ fn sealed_body(s: &SchemaSet, mut m: Message, field: &str, chain: &[Kernel]) -> 
     Ok(binary::encode(s, &m))
 }
 
+/// A gateway's flow table entry.
+#[derive(Clone, Copy)]
+struct NatEntry {
+    flow: u64,
+    tenant: u32,
+}
+
+/// The NAT entry of `(flow, tenant)` in a fixed table of 4,096 (every flow maps to one; the
+/// lookup is the work, not the contents).
+fn nat_entry(flow: u64, tenant: u32) -> NatEntry {
+    static TABLE: std::sync::OnceLock<Vec<NatEntry>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        (0..4096u64)
+            .map(|i| NatEntry {
+                flow: i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                tenant: 42,
+            })
+            .collect()
+    });
+    let h = (flow ^ (u64::from(tenant) << 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52;
+    table[h as usize]
+}
+
 fn gateway(kernels: bool) -> Result<(RecordService, Vec<u8>)> {
     let s = schema(GATEWAY_PROTO)?;
     let placement = Placement::from_proto_options(&s, GATEWAY_PROTO)?;
     let mut svc = RecordService::new(s.clone(), "gw.Gateway")?
         .on("Forward", |req, reply| {
-            let Some(FieldRef::U64(flow)) = req.get(0) else {
-                return Err(Failure::bad_request("no flow"));
+            // The host's part (RPCAcc C3): find the flow's NAT entry and security
+            // association by flow id and tenant; the headers and payload pass through.
+            let (Some(FieldRef::U64(flow)), Some(FieldRef::U32(tenant))) = (req.get(0), req.get(1))
+            else {
+                return Err(Failure::bad_request("no flow or tenant"));
             };
-            reply.set(0, FieldRef::U64(flow))?;
-            if let Some(t) = req.get(1) {
-                reply.set(1, t)?;
+            let entry = nat_entry(flow, tenant);
+            if entry.tenant != tenant {
+                return Err(Failure::bad_request("unknown flow"));
             }
-            let r = reply.record();
-            // NAT: the flow's source address; L3: TTL − 1.
-            if let Some(FieldRef::Message(ip)) = req.get(3) {
-                let out = r.message_mut(reply.arena(), 3)?;
-                for i in 0..6 {
-                    if let Some(v) = ip.get(i) {
-                        out.set(i, v)?;
-                    }
-                }
-                out.set(0, FieldRef::U32(0x0a00_0000 | (flow as u32 & 0xffff)))?;
-                if let Some(FieldRef::U32(ttl)) = ip.get(2) {
-                    out.set(2, FieldRef::U32(ttl.saturating_sub(1)))?;
-                }
-            }
-            if let Some(FieldRef::Message(ports)) = req.get(4) {
-                let out = r.message_mut(reply.arena(), 4)?;
-                out.set(0, FieldRef::U32(50_000 + (flow as u32 & 0x3ff)))?;
-                if let Some(d) = ports.get(1) {
-                    out.set(1, d)?;
-                }
-            }
+            reply.set(0, FieldRef::U64(entry.flow))?;
+            reply.set(1, FieldRef::U32(tenant))?;
             Ok(())
         })?
         .forward("Forward", "eth", "eth")?
+        .forward("Forward", "ip", "ip")?
+        .forward("Forward", "ports", "ports")?
         .forward("Forward", "payload", "payload")?
         .with_placement(placement);
     let m = request(&s, "gw.Packet", PACKET_JSON)?;
