@@ -642,9 +642,18 @@ fn rpc_bench_dt(args: &RpcBenchArgs, w: DtWorkloadKind) -> Result<()> {
         nic_core: args.nic_core,
     };
     let rows = optimus_bench::rpc::dt::run(&a)?;
-    let mut out = std::io::stdout().lock();
+    write_dt_rows(&mut std::io::stdout().lock(), &a, &rows, args.json)
+}
+
+/// The rows of `rpc-bench --dt`: a table, or one JSON object per line.
+fn write_dt_rows(
+    out: &mut impl Write,
+    a: &optimus_bench::rpc::dt::DtConfig,
+    rows: &[optimus_bench::rpc::dt::DtSummary],
+    json: bool,
+) -> Result<()> {
     let ranges = a.rounds > 1;
-    if !args.json {
+    if !json {
         writeln!(
             out,
             "{:<8} {:<9} {:<7} {:>5} {:>5} {:>22} {:>22} {:>6} {:>22} {:>9} {:>9}",
@@ -661,8 +670,8 @@ fn rpc_bench_dt(args: &RpcBenchArgs, w: DtWorkloadKind) -> Result<()> {
             "p99_us"
         )?;
     }
-    for r in &rows {
-        if args.json {
+    for r in rows {
+        if json {
             writeln!(
                 out,
                 "{{\"workload\":\"{}\",\"dt\":\"{}\",\"kernels\":{},\"batch\":{},\"depth\":{},\"rounds\":{},\"app_ns_per_rpc\":{:.1},\"app_ns_per_rpc_min\":{:.1},\"app_ns_per_rpc_max\":{:.1},\"app_all_ns_per_rpc\":{:.1},\"requests_per_turn\":{:.2},\"mrps\":{:.4},\"mrps_min\":{:.4},\"mrps_max\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2}}}",
@@ -836,6 +845,43 @@ service Geometry {
         stop.store(true, Ordering::Relaxed);
         server.join().unwrap().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn rpc_bench_dt_measures_both_sites_and_prints_them() {
+        use optimus_bench::rpc::dt::{DtConfig, DtWorkload};
+        let a = DtConfig {
+            workload: DtWorkload::Hpb,
+            kernels: false,
+            batch: 4,
+            depth: 8,
+            seconds: 0.05,
+            rounds: 1,
+            nic_core: 0,
+        };
+        let rows = optimus_bench::rpc::dt::run(&a).unwrap();
+        let mut out = Vec::new();
+        write_dt_rows(&mut out, &a, &rows, true).unwrap();
+        let lines: Vec<serde_json::Value> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["dt"], "app-core");
+        assert_eq!(lines[1]["dt"], "nic-core");
+        for l in &lines {
+            assert_eq!(l["workload"], "hpb");
+            assert!(l["app_ns_per_rpc"].as_f64().unwrap() > 0.0, "{l}");
+            assert!(l["mrps"].as_f64().unwrap() > 0.0, "{l}");
+        }
+        let mut table = Vec::new();
+        write_dt_rows(&mut table, &a, &rows, false).unwrap();
+        let table = String::from_utf8(table).unwrap();
+        assert!(
+            table.starts_with("workload") && table.contains("nic-core"),
+            "{table}"
+        );
     }
 
     #[test]
