@@ -126,6 +126,20 @@ final class ClassInfo {
     }
   }
 
+  /**
+   * The base offset of a primitive array of {@code kind} ({@code Unsafe.arrayBaseOffset}, which
+   * is a call into the VM, not folded when the class is not a constant), looked up once.
+   */
+  static long arrayBase(int kind) {
+    return ARRAY_BASES[kind - A_BOOLEAN];
+  }
+
+  private static final long[] ARRAY_BASES = {
+      UnsafeAccess.U.arrayBaseOffset(boolean[].class), UnsafeAccess.U.arrayBaseOffset(byte[].class),
+      UnsafeAccess.U.arrayBaseOffset(short[].class), UnsafeAccess.U.arrayBaseOffset(char[].class),
+      UnsafeAccess.U.arrayBaseOffset(int[].class), UnsafeAccess.U.arrayBaseOffset(long[].class),
+      UnsafeAccess.U.arrayBaseOffset(float[].class), UnsafeAccess.U.arrayBaseOffset(double[].class)};
+
   static boolean isPrimitiveArray(int kind) {
     return kind >= A_BOOLEAN && kind <= A_DOUBLE;
   }

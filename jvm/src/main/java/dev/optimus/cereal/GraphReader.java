@@ -635,7 +635,7 @@ final class GraphReader {
     }
     if (n == 0) return a;
     if (UnsafeAccess.LITTLE_ENDIAN) {
-      U.copyMemory(b, UnsafeAccess.BYTE_BASE + p, a, U.arrayBaseOffset(a.getClass()),
+      U.copyMemory(b, UnsafeAccess.BYTE_BASE + p, a, ClassInfo.arrayBase(kind),
           (long) n * ClassInfo.elementSize(kind));
       return a;
     }

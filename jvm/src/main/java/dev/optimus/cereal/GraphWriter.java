@@ -583,9 +583,13 @@ final class GraphWriter {
 
   static void copyPrimitiveArray(Object a, int kind, int n, byte[] dst, int pos) {
     if (n == 0) return;
+    if (kind == ClassInfo.A_BYTE) {
+      System.arraycopy(a, 0, dst, pos, n);
+      return;
+    }
     if (UnsafeAccess.LITTLE_ENDIAN) {
       long bytes = (long) n * ClassInfo.elementSize(kind);
-      U.copyMemory(a, U.arrayBaseOffset(a.getClass()), dst, UnsafeAccess.BYTE_BASE + pos, bytes);
+      U.copyMemory(a, ClassInfo.arrayBase(kind), dst, UnsafeAccess.BYTE_BASE + pos, bytes);
       return;
     }
     switch (kind) {
