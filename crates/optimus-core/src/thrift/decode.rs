@@ -117,13 +117,34 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
 
     /// Reads a struct's fields up to its stop byte into `rec`, a record of type `id`.
     pub(crate) fn read_struct(&mut self, rec: RecPtr, id: u32, depth: u32) -> R<()> {
+        // The reader is a local while the fields are read: in `self`, every store into the
+        // record or call in the loop would send its position through memory. A call that
+        // reads through `self` gets it back around the call ([`Decoder::settled`]).
+        let mut p = self.p;
+        let result = self.read_fields(&mut p, rec, id, depth);
+        self.p = p;
+        result
+    }
+
+    /// Runs `f` with the local reader `p` given back to `self`, and takes it again after.
+    #[inline(always)]
+    fn settled<T>(&mut self, p: &mut P, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.p = *p;
+        let result = f(self);
+        *p = self.p;
+        result
+    }
+
+    /// [`Decoder::read_struct`]'s loop, reading through the local reader `p`.
+    #[inline(always)]
+    fn read_fields(&mut self, p: &mut P, rec: RecPtr, id: u32, depth: u32) -> R<()> {
         let schema = self.schema;
         let ty = schema.message(MessageId(id));
         let t = facts(ty).expect("a Thrift schema's types all have Thrift facts");
         let mut last = 0i16;
         // The entry after the last one read: fields usually arrive in id order.
         let mut next = 0usize;
-        while let Some((wire, fid)) = self.p.field_begin(&mut last)? {
+        while let Some((wire, fid)) = p.field_begin(&mut last)? {
             let expected = ty.table.entries.get(next);
             let i = if fid > 0 && expected.is_some_and(|e| e.number == fid as u32) {
                 next
@@ -131,7 +152,7 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
                 match t.find(&ty.table, fid) {
                     Some(i) => i,
                     None => {
-                        self.skip(wire, depth)?;
+                        self.settled(p, |d| d.skip(wire, depth))?;
                         continue;
                     }
                 }
@@ -139,31 +160,34 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
             next = i + 1;
             let tf = &t.fields[i];
             if wire != tf.ty.wire() {
-                self.skip(wire, depth)?;
+                self.settled(p, |d| d.skip(wire, depth))?;
                 continue;
             }
             let e = &ty.table.entries[i];
             let read = match tf.ty {
-                TType::I32 | TType::Enum => self.p.i32().map(|v| {
+                TType::I32 | TType::Enum => p.i32().map(|v| {
                     // SAFETY: `e` is a single entry of `rec`'s table; an i32 or enum is
                     // stored as an `i32`.
                     unsafe { rec.write::<i32>(e.offset, v) }
                 }),
-                TType::I64 => self.p.i64().map(|v| {
+                TType::I64 => p.i64().map(|v| {
                     // SAFETY: as above; an i64 is stored as an `i64`.
                     unsafe { rec.write::<i64>(e.offset, v) }
                 }),
-                TType::Double => self.p.double().map(|v| {
+                TType::Double => p.double().map(|v| {
                     // SAFETY: as above; a double is stored as an `f64`.
                     unsafe { rec.write::<f64>(e.offset, v) }
                 }),
-                _ if tf.ty.is_container() => self.read_container(rec, ty, i, depth),
+                _ if tf.ty.is_container() => {
+                    self.settled(p, |d| d.read_container(rec, ty, i, depth))
+                }
                 _ => {
-                    self.read_value(tf.ty, &ty.table, e, depth).map(|v| {
-                        // SAFETY: `e` is a single entry of `rec`'s table and `read_value` made a
-                        // value of its scalar's width.
-                        unsafe { v.store(rec, e.offset) };
-                    })
+                    self.settled(p, |d| d.read_value(tf.ty, &ty.table, e, depth))
+                        .map(|v| {
+                            // SAFETY: `e` is a single entry of `rec`'s table and `read_value` made a
+                            // value of its scalar's width.
+                            unsafe { v.store(rec, e.offset) };
+                        })
                 }
             };
             read.map_err(|err| within(err, &ty.fields[i].name))?;
@@ -175,7 +199,7 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
                 // SAFETY: required field indices are entries of `rec`'s table.
                 if !unsafe { rec.has(r as usize) } {
                     return Err(DecodeError::new(
-                        self.p.pos(),
+                        p.pos(),
                         DecodeErrorKind::MissingRequired(format!(
                             "{}.{}",
                             ty.full_name, ty.fields[r as usize].name

@@ -27,8 +27,9 @@ pub(crate) mod code {
     pub const LIST: u8 = 15;
 }
 
-/// Reading one protocol's framing from a byte cursor.
-pub(crate) trait Reader<'a> {
+/// Reading one protocol's framing from a byte cursor. A reader is a small value (the input,
+/// a position, a pending bool) that walkers copy into a local while they read.
+pub(crate) trait Reader<'a>: Copy {
     /// Bytes read so far (the offset errors report).
     fn pos(&self) -> usize;
     /// The next field's type code and id, or `None` at the struct's stop byte.
@@ -229,13 +230,14 @@ unsafe fn put_varint_unchecked(out: &mut Room, mut v: u64) {
 }
 
 /// A cursor over the input shared by both readers.
+#[derive(Clone, Copy)]
 pub(crate) struct Cursor<'a> {
     pub buf: &'a [u8],
     pub pos: usize,
 }
 
 impl<'a> Cursor<'a> {
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize) -> R<&'a [u8]> {
         match self.buf.get(self.pos..self.pos.wrapping_add(n)) {
             Some(s) if self.pos.checked_add(n).is_some() => {
@@ -246,7 +248,7 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn array<const N: usize>(&mut self) -> R<[u8; N]> {
         let s = self.take(N)?;
         let mut a = [0u8; N];
@@ -254,7 +256,7 @@ impl<'a> Cursor<'a> {
         Ok(a)
     }
 
-    #[inline]
+    #[inline(always)]
     fn u8(&mut self) -> R<u8> {
         match self.buf.get(self.pos) {
             Some(&b) => {
@@ -277,7 +279,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A length or size prefix checked against what remains (`min_each` bytes per unit).
-    #[inline]
+    #[inline(always)]
     fn size(&self, at: usize, n: i64, min_each: usize) -> R<usize> {
         if n < 0 {
             return Err(DecodeError::new(at, DecodeErrorKind::NegativeLength(n)));
@@ -299,7 +301,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A base-128 varint of at most ten bytes (bits past 64 dropped).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn varint(&mut self) -> R<u64> {
         let start = self.pos;
         let mut v = 0u64;
@@ -315,17 +317,18 @@ impl<'a> Cursor<'a> {
 }
 
 /// TBinaryProtocol: big-endian fixed-width integers, `i32` length and size prefixes.
+#[derive(Clone, Copy)]
 pub(crate) struct BinaryReader<'a> {
     pub c: Cursor<'a>,
 }
 
 impl<'a> Reader<'a> for BinaryReader<'a> {
-    #[inline]
+    #[inline(always)]
     fn pos(&self) -> usize {
         self.c.pos
     }
 
-    #[inline]
+    #[inline(always)]
     fn field_begin(&mut self, _: &mut i16) -> R<Option<(u8, i16)>> {
         let t = self.c.u8()?;
         if t == code::STOP {
@@ -334,37 +337,37 @@ impl<'a> Reader<'a> for BinaryReader<'a> {
         Ok(Some((t, i16::from_be_bytes(self.c.array()?))))
     }
 
-    #[inline]
+    #[inline(always)]
     fn bool(&mut self) -> R<bool> {
         Ok(self.c.u8()? != 0)
     }
 
-    #[inline]
+    #[inline(always)]
     fn byte(&mut self) -> R<i8> {
         Ok(self.c.u8()? as i8)
     }
 
-    #[inline]
+    #[inline(always)]
     fn i16(&mut self) -> R<i16> {
         Ok(i16::from_be_bytes(self.c.array()?))
     }
 
-    #[inline]
+    #[inline(always)]
     fn i32(&mut self) -> R<i32> {
         Ok(i32::from_be_bytes(self.c.array()?))
     }
 
-    #[inline]
+    #[inline(always)]
     fn i64(&mut self) -> R<i64> {
         Ok(i64::from_be_bytes(self.c.array()?))
     }
 
-    #[inline]
+    #[inline(always)]
     fn double(&mut self) -> R<f64> {
         Ok(f64::from_bits(u64::from_be_bytes(self.c.array()?)))
     }
 
-    #[inline]
+    #[inline(always)]
     fn binary(&mut self) -> R<&'a [u8]> {
         let at = self.c.pos;
         let n = i32::from_be_bytes(self.c.array()?);
@@ -372,7 +375,7 @@ impl<'a> Reader<'a> for BinaryReader<'a> {
         self.c.take(n)
     }
 
-    #[inline]
+    #[inline(always)]
     fn list_begin(&mut self) -> R<(u8, usize)> {
         let at = self.c.pos;
         let t = self.c.u8()?;
@@ -380,7 +383,7 @@ impl<'a> Reader<'a> for BinaryReader<'a> {
         Ok((t, self.c.size(at, i64::from(n), 1)?))
     }
 
-    #[inline]
+    #[inline(always)]
     fn map_begin(&mut self) -> R<(u8, u8, usize)> {
         let at = self.c.pos;
         let k = self.c.u8()?;
@@ -563,6 +566,7 @@ fn zigzag(v: u64) -> i64 {
 }
 
 /// TCompactProtocol: zigzag varints, field id deltas in the type byte, little-endian doubles.
+#[derive(Clone, Copy)]
 pub(crate) struct CompactReader<'a> {
     pub c: Cursor<'a>,
     /// The value of the bool field whose header was just read.
@@ -570,12 +574,12 @@ pub(crate) struct CompactReader<'a> {
 }
 
 impl<'a> Reader<'a> for CompactReader<'a> {
-    #[inline]
+    #[inline(always)]
     fn pos(&self) -> usize {
         self.c.pos
     }
 
-    #[inline]
+    #[inline(always)]
     fn field_begin(&mut self, last_id: &mut i16) -> R<Option<(u8, i16)>> {
         let at = self.c.pos;
         let b = self.c.u8()?;
@@ -597,7 +601,7 @@ impl<'a> Reader<'a> for CompactReader<'a> {
         Ok(Some((t, id)))
     }
 
-    #[inline]
+    #[inline(always)]
     fn bool(&mut self) -> R<bool> {
         match self.pending_bool.take() {
             Some(v) => Ok(v),
@@ -605,32 +609,32 @@ impl<'a> Reader<'a> for CompactReader<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn byte(&mut self) -> R<i8> {
         Ok(self.c.u8()? as i8)
     }
 
-    #[inline]
+    #[inline(always)]
     fn i16(&mut self) -> R<i16> {
         Ok(zigzag(self.c.varint()?) as i16)
     }
 
-    #[inline]
+    #[inline(always)]
     fn i32(&mut self) -> R<i32> {
         Ok(zigzag(self.c.varint()?) as i32)
     }
 
-    #[inline]
+    #[inline(always)]
     fn i64(&mut self) -> R<i64> {
         Ok(zigzag(self.c.varint()?))
     }
 
-    #[inline]
+    #[inline(always)]
     fn double(&mut self) -> R<f64> {
         Ok(f64::from_bits(u64::from_le_bytes(self.c.array()?)))
     }
 
-    #[inline]
+    #[inline(always)]
     fn binary(&mut self) -> R<&'a [u8]> {
         let at = self.c.pos;
         let n = self.c.varint()?;
@@ -638,7 +642,7 @@ impl<'a> Reader<'a> for CompactReader<'a> {
         self.c.take(n)
     }
 
-    #[inline]
+    #[inline(always)]
     fn list_begin(&mut self) -> R<(u8, usize)> {
         let at = self.c.pos;
         let b = self.c.u8()?;
@@ -650,7 +654,7 @@ impl<'a> Reader<'a> for CompactReader<'a> {
         Ok((t, self.c.size(at, i64::try_from(n).unwrap_or(i64::MAX), 1)?))
     }
 
-    #[inline]
+    #[inline(always)]
     fn map_begin(&mut self) -> R<(u8, u8, usize)> {
         let at = self.c.pos;
         let n = self.c.varint()?;
