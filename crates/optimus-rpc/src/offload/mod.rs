@@ -5,8 +5,9 @@
 //!
 //! Offloaded, a request arrives at the NIC as wire bytes; the NIC core decodes it into
 //! records in a slot of the exchange ([`slots`]) before the worker polls, and the worker's
-//! frame carries only the slot's token. Fields that the [`Placement`] puts in NIC memory are
-//! moved out of the host record into a NIC record: the handler never sees them in its
+//! frame carries only the slot's token. When the [`Placement`] puts fields of the request in
+//! NIC memory, the NIC decodes the request into its own record and copies only the host fields
+//! into the record the handler gets: the handler never sees the NIC-resident ones in its
 //! record, and reaches them, if at all, through [`Request::get`], a view into NIC memory whose
 //! use is counted ([`updating`]). The handler fills a reply record in the slot's host memory:
 //! that is the application's pre-serialization, its host fields written by copy into the

@@ -1,5 +1,5 @@
 //! The record work of DT, wherever it runs: target-aware deserialization (decode a request
-//! and move its NIC-resident fields out of the host record), kernels on record fields,
+//! into the NIC's record and copy its host fields into the app's), kernels on record fields,
 //! forwarding request fields into the reply, and what each side merges into a reply before
 //! it is encoded (co-serialization).
 
@@ -19,9 +19,11 @@ pub(crate) fn on_nic(placement: Option<&PlacementTables>, id: MessageId, index: 
     placement.is_some_and(|p| p.is_nic(id, index))
 }
 
-/// Decodes `wire` as `m`'s request into `host`; with a placement, moves the NIC-resident
-/// fields into a record of the same type in `nic`. Then opens the request's kernel fields,
-/// each in the memory it lives in.
+/// Decodes `wire` as `m`'s request. With a placement that puts fields of the request type
+/// in NIC memory, the whole request is decoded into `nic` (the NIC's record) and the host
+/// fields are copied, shallowly, into a record of the same type in `host`, the only one the
+/// app gets: the NIC-resident fields, often the bulky ones, are never copied. Then opens the
+/// request's kernel fields, each in the memory it lives in.
 ///
 /// # Errors
 /// A request that does not decode, or a kernel field that does not open.
@@ -36,19 +38,24 @@ pub(crate) fn decode_request<'g>(
     opts: &DecodeOptions,
     kernel_limit: usize,
 ) -> Result<(Record<'g>, Option<Record<'g>>), Failure> {
-    let req = optimus_core::engine::decode(schema, m.input, wire, host, opts)
-        .map_err(|e| Failure::bad_request(format!("bad request: {e}")))?;
-    let mut nic_req = None;
-    if let Some(p) = placement {
-        for index in p.nic_fields(m.input) {
-            if !req.has(index) {
-                continue;
+    let split = placement.filter(|p| p.nic_fields(m.input).next().is_some());
+    let decode = |arena| {
+        optimus_core::engine::decode(schema, m.input, wire, arena, opts)
+            .map_err(|e| Failure::bad_request(format!("bad request: {e}")))
+    };
+    let (req, nic_req) = match split {
+        None => (decode(host)?, None),
+        Some(p) => {
+            let full = decode(nic)?;
+            let req = Record::new_in(schema, m.input, host);
+            for index in full.set_fields() {
+                if !p.is_nic(m.input, index) {
+                    copy_field(full, req, host, index).map_err(internal)?;
+                }
             }
-            let to = *nic_req.get_or_insert_with(|| Record::new_in(schema, m.input, nic));
-            copy_field(req, to, nic, index).map_err(internal)?;
-            req.clear(index).map_err(internal)?;
+            (req, Some(full))
         }
-    }
+    };
     for (index, chain) in m.kernels.on(Side::Request) {
         let (rec, arena) = match nic_req {
             Some(n) if on_nic(placement, m.input, index) => (n, nic),
