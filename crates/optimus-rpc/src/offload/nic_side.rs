@@ -61,8 +61,8 @@ impl NicDt {
         let m = ex.method(method)?;
         let mut slot = ex
             .slots
-            .lock(k)
-            .ok_or_else(|| Failure::new(Status::Unavailable, "no free exchange slot"))?;
+            .try_lock(k)
+            .ok_or_else(|| Failure::new(Status::Unavailable, "exchange slot busy"))?;
         slot.refill(method, payload);
         let placement = self.current.clone();
         let p = &*placement;
@@ -91,8 +91,8 @@ impl NicDt {
         let ex = &*self.ex;
         let mut slot = ex
             .slots
-            .lock(k)
-            .ok_or_else(|| Failure::new(Status::Unavailable, "no such exchange slot"))?;
+            .try_lock(k)
+            .ok_or_else(|| Failure::new(Status::Unavailable, "exchange slot busy"))?;
         let m = ex.method(slot.method)?;
         let placement = slot.placement.clone();
         let merged = slot.merged;

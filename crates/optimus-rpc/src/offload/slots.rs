@@ -154,6 +154,17 @@ impl Slots {
         // A handler that panicked left the slot mid-call; the next refill resets it.
         Some(m.lock().unwrap_or_else(|e| e.into_inner()))
     }
+
+    /// Slot `k` if no one holds it (the NIC never waits on a worker: a worker that still held
+    /// a slot the NIC gave up on, e.g. one quarantined mid-call, only fails that slot's call);
+    /// `None` past the end or while it is held.
+    pub(crate) fn try_lock(&self, k: usize) -> Option<MutexGuard<'_, Slot>> {
+        match self.slots.get(k)?.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
 }
 
 /// The token of slot `k` at generation `gen`.
@@ -240,5 +251,9 @@ mod tests {
             v.request.is_none()
         )));
         assert!(slots.lock(2).is_none());
+        let held = slots.lock(0).unwrap();
+        assert!(slots.try_lock(0).is_none(), "held by another");
+        drop(held);
+        assert!(slots.try_lock(0).is_some() && slots.try_lock(2).is_none());
     }
 }
