@@ -201,8 +201,9 @@ final class GraphReader {
 
   /**
    * A compact frame of one object without references, no names and {@code valueWords} words at
-   * {@code p}, when that object is a Latin-1 string or a boxed value (most records of a Spark
-   * stream): decoded straight from the value array, without the reader's tables. Null, having
+   * {@code p}, when that object is a Latin-1 string, a boxed value or an object of a registered
+   * class with primitive fields only (most records of a Spark stream): decoded straight from the
+   * value array, without the reader's tables. Null, having
    * read nothing, for any other frame, which the general path reads (and checks) instead; for
    * these two it yields what the general path would.
    */
@@ -219,6 +220,17 @@ final class GraphReader {
     }
     if (id >= Format.ID_BOOLEAN && id <= Format.ID_DOUBLE && valueWords == 2) {
       return boxed(cereal.infoById(id).kind, UnsafeAccess.getLong(b, p + 8));
+    }
+    ClassInfo ci = id >= Format.FIRST_USER_ID && id < Format.DYNAMIC_BASE ? cereal.infoById(id) : null;
+    if (ci != null && ci.kind == ClassInfo.PLAIN && ci.refCount == 0 && valueWords == 1 + ci.primWords) {
+      Object obj;
+      try {
+        obj = U.allocateInstance(ci.type);
+      } catch (InstantiationException e) {
+        return null; // the general path reports it
+      }
+      readPrims(b, p + 8, obj, ci);
+      return obj;
     }
     return null;
   }
@@ -449,29 +461,7 @@ final class GraphReader {
           if ((vw - 1) * 8 > leftBytes) throw error(ci.type.getName() + " object " + i + " runs past the value array", vpos);
           if (rw > leftRefs) throw error(ci.type.getName() + " object " + i + " has more references than are left", vpos);
           obj = instantiate(ci, vpos);
-          long[] offs = ci.primOffsets;
-          byte[] kinds = ci.primKinds;
-          int[] pp = ci.primPos;
-          for (int k = 0; k < offs.length; k++) {
-            int q = p + pp[k];
-            long off = offs[k];
-            switch (kinds[k]) {
-              case ClassInfo.F_LONG: case ClassInfo.F_DOUBLE:
-                U.putLong(obj, off, UnsafeAccess.getLong(b, q));
-                break;
-              case ClassInfo.F_INT: case ClassInfo.F_FLOAT:
-                U.putInt(obj, off, UnsafeAccess.getInt(b, q));
-                break;
-              case ClassInfo.F_SHORT: case ClassInfo.F_CHAR:
-                U.putShort(obj, off, UnsafeAccess.getShort(b, q));
-                break;
-              case ClassInfo.F_BYTE:
-                U.putByte(obj, off, b[q]);
-                break;
-              default:
-                U.putBoolean(obj, off, b[q] != 0);
-            }
-          }
+          readPrims(b, p, obj, ci);
           break;
         }
         case ClassInfo.ENUM:
@@ -594,6 +584,33 @@ final class GraphReader {
   @SuppressWarnings("deprecation")
   private static String latin1(byte[] b, int p, int n) {
     return new String(b, 0, p, n);
+  }
+
+  /** The primitive fields of {@code obj} from its value words at {@code b[p..]}. */
+  private static void readPrims(byte[] b, int p, Object obj, ClassInfo ci) {
+    long[] offs = ci.primOffsets;
+    byte[] kinds = ci.primKinds;
+    int[] pp = ci.primPos;
+    for (int k = 0; k < offs.length; k++) {
+      int q = p + pp[k];
+      long off = offs[k];
+      switch (kinds[k]) {
+        case ClassInfo.F_LONG: case ClassInfo.F_DOUBLE:
+          U.putLong(obj, off, UnsafeAccess.getLong(b, q));
+          break;
+        case ClassInfo.F_INT: case ClassInfo.F_FLOAT:
+          U.putInt(obj, off, UnsafeAccess.getInt(b, q));
+          break;
+        case ClassInfo.F_SHORT: case ClassInfo.F_CHAR:
+          U.putShort(obj, off, UnsafeAccess.getShort(b, q));
+          break;
+        case ClassInfo.F_BYTE:
+          U.putByte(obj, off, b[q]);
+          break;
+        default:
+          U.putBoolean(obj, off, b[q] != 0);
+      }
+    }
   }
 
   private Object instantiate(ClassInfo ci, int at) {

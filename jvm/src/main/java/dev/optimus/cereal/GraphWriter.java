@@ -287,7 +287,8 @@ final class GraphWriter {
   }
 
   /**
-   * The most common root of a stream of records, a string of Latin-1 chars or a boxed value: its
+   * The most common root of a stream of records, a string of Latin-1 chars, a boxed value or an
+   * object of a registered class without reference fields: its
    * compact frame written straight into the frame buffer, without the graph walk, the visited
    * set or the reference array (it has none). The bytes are those the walk writes. False, having
    * written nothing, for any other root.
@@ -315,6 +316,13 @@ final class GraphWriter {
       UnsafeAccess.putLong(f, p, ci.id);
       UnsafeAccess.putLong(f, p + 8, boxedBits(root, kind));
       p += 16;
+    } else if (kind == ClassInfo.PLAIN && ci.refCount == 0 && ci.id >= 0 && ci.primWords < 63) {
+      // A registered class with primitive fields only (a rating, a point of scalars).
+      valueWords = 1 + ci.primWords;
+      p = leafHeader(f, valueWords);
+      UnsafeAccess.putLong(f, p, ci.id);
+      writePrims(root, ci, f, p + 8);
+      p += 8 * valueWords;
     } else {
       return false;
     }
@@ -446,27 +454,7 @@ final class GraphWriter {
         ensureVal(8L * (1 + pw));
         header(ci, 0);
         int base = valPos;
-        for (int w = 0; w < pw; w++) UnsafeAccess.putLong(val, base + 8 * w, 0L);
-        long[] offs = ci.primOffsets;
-        byte[] kinds = ci.primKinds;
-        int[] pos = ci.primPos;
-        for (int k = 0; k < offs.length; k++) {
-          int p = base + pos[k];
-          long off = offs[k];
-          switch (kinds[k]) {
-            case ClassInfo.F_LONG: case ClassInfo.F_DOUBLE:
-              UnsafeAccess.putLong(val, p, U.getLong(o, off));
-              break;
-            case ClassInfo.F_INT: case ClassInfo.F_FLOAT:
-              UnsafeAccess.putInt(val, p, U.getInt(o, off));
-              break;
-            case ClassInfo.F_SHORT: case ClassInfo.F_CHAR:
-              UnsafeAccess.putShort(val, p, U.getShort(o, off));
-              break;
-            default:
-              val[p] = U.getByte(o, off);
-          }
-        }
+        writePrims(o, ci, val, base);
         valPos = base + 8 * pw;
         int slot = word + 1 + pw;
         long[] roffs = ci.refOffsets;
@@ -531,6 +519,31 @@ final class GraphWriter {
           return word + 1 + words;
         }
         return writeContainer(o, ci, aux, word);
+    }
+  }
+
+  /** The primitive fields of {@code o} into its {@code ci.primWords} words at {@code base}. */
+  private static void writePrims(Object o, ClassInfo ci, byte[] dst, int base) {
+    for (int w = 0; w < ci.primWords; w++) UnsafeAccess.putLong(dst, base + 8 * w, 0L);
+    long[] offs = ci.primOffsets;
+    byte[] kinds = ci.primKinds;
+    int[] pos = ci.primPos;
+    for (int k = 0; k < offs.length; k++) {
+      int p = base + pos[k];
+      long off = offs[k];
+      switch (kinds[k]) {
+        case ClassInfo.F_LONG: case ClassInfo.F_DOUBLE:
+          UnsafeAccess.putLong(dst, p, U.getLong(o, off));
+          break;
+        case ClassInfo.F_INT: case ClassInfo.F_FLOAT:
+          UnsafeAccess.putInt(dst, p, U.getInt(o, off));
+          break;
+        case ClassInfo.F_SHORT: case ClassInfo.F_CHAR:
+          UnsafeAccess.putShort(dst, p, U.getShort(o, off));
+          break;
+        default:
+          dst[p] = U.getByte(o, off);
+      }
     }
   }
 

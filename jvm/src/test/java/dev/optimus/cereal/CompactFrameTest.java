@@ -34,6 +34,46 @@ import org.junit.jupiter.api.Test;
 class CompactFrameTest {
   private final Cereal cereal = Model.register(new Cereal());
 
+  {
+    cereal.register(Scalars.class);
+  }
+
+  /** A record of primitive fields only, which the direct paths take too. */
+  static final class Scalars {
+    int user;
+    int item;
+    double score;
+    boolean seen;
+    char grade;
+    byte b;
+    short s;
+    float f;
+    long when;
+
+    Scalars(int k) {
+      user = k;
+      item = -k;
+      score = k / 3.0;
+      seen = k % 2 == 0;
+      grade = (char) ('A' + k);
+      b = (byte) k;
+      s = (short) (k * 1000);
+      f = k * 1.5f;
+      when = Long.MAX_VALUE - k;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Scalars x && x.user == user && x.item == item && x.score == score
+          && x.seen == seen && x.grade == grade && x.b == b && x.s == s && x.f == f && x.when == when;
+    }
+
+    @Override
+    public int hashCode() {
+      return user;
+    }
+  }
+
   /** The worked example of docs/cereal.md as a compact frame. */
   @Test
   void workedExample() {
@@ -100,6 +140,9 @@ class CompactFrameTest {
     l.addAll(List.of(true, false, (byte) -1, (short) -32768, 'x', '\uffff', 0, -1, 127, 128,
         Integer.MIN_VALUE, Integer.MAX_VALUE, 0L, Long.MIN_VALUE, Long.MAX_VALUE, 1.5f, Float.NaN,
         -0.0, Double.MAX_VALUE, Double.longBitsToDouble(0x7ff8000000000123L)));
+    l.add(new Scalars(0));
+    l.add(new Scalars(7));
+    l.add(new Model.AllPrimitives()); // with reference fields: the walk
     l.add(new int[] {1, 2});
     l.add(new Node(3));
     return l;
@@ -124,6 +167,7 @@ class CompactFrameTest {
       assertSameGraph(o, back);
       assertSameGraph(walkedBack.get(i), back);
       if (o instanceof Double d) assertEquals(Double.doubleToRawLongBits(d), Double.doubleToRawLongBits((Double) back));
+      if (o instanceof Scalars) assertEquals(o, back);
     }
   }
 
