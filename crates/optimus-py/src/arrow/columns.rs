@@ -67,6 +67,8 @@ pub(super) enum FCol {
         offsets: Vec<i32>,
         nulls: NullBufferBuilder,
         item: VCol,
+        /// The field's sequence slot in the record.
+        offset: u32,
     },
     Map {
         offsets: Vec<i32>,
@@ -196,6 +198,7 @@ impl<'s> Ctx<'s> {
                         offsets: vec![0],
                         nulls: NullBufferBuilder::new(0),
                         item,
+                        offset: ty.table.entries[index].offset,
                     }
                 }
                 c => {
@@ -437,6 +440,7 @@ impl FCol {
                 offsets,
                 nulls,
                 item,
+                ..
             } => {
                 let mut n = 0;
                 for v in rec.elements(index) {
@@ -502,6 +506,7 @@ impl FCol {
                 offsets,
                 nulls,
                 item,
+                ..
             } => {
                 let values = item.finish();
                 let field = Arc::new(AField::new("item", values.data_type().clone(), true));
@@ -668,15 +673,22 @@ impl FCol {
         index: usize,
         field: &Field,
     ) {
-        if let FCol::Single {
-            col,
-            default,
-            offset,
-        } = self
-        {
-            if col.append_block(schema, rows, index, *offset, *default) {
-                return;
-            }
+        let done = match self {
+            FCol::Single {
+                col,
+                default,
+                offset,
+            } => col.append_block(schema, rows, index, *offset, *default),
+            FCol::List {
+                offsets,
+                nulls,
+                item,
+                offset,
+            } => item.append_lists(schema, rows, index, *offset, offsets, nulls),
+            FCol::Map { .. } => false,
+        };
+        if done {
+            return;
         }
         for row in rows {
             match row {
@@ -734,6 +746,20 @@ impl VCol {
                     }
                 }
             }
+            VCol::EnumDict(..) | VCol::EnumStr(..) | VCol::EnumInt(..) => {
+                for row in rows {
+                    match row {
+                        // SAFETY: `index` is a field of the rows' type; a single enum's slot
+                        // holds its number as an `i32`.
+                        Some(rec) if unsafe { rec.has_unchecked(index) } => {
+                            let n = unsafe { rec.read_slot::<i32>(offset) };
+                            self.append(schema, FieldRef::Enum(n));
+                        }
+                        Some(_) if default => self.append_default(schema, Kind::Enum),
+                        _ => self.append_null(),
+                    }
+                }
+            }
             VCol::Struct(s) => {
                 let id = s.id;
                 let subs: Vec<Option<Record<'_>>> = rows
@@ -750,6 +776,91 @@ impl VCol {
         }
         true
     }
+}
+
+impl VCol {
+    /// Appends the repeated field `index` (sequence slot `offset`) of a block of rows as one
+    /// list each (`None`: a null list), the list's offsets and validity in `offsets` and
+    /// `nulls`: numbers a slice per row, message elements a block of structs. `false`
+    /// (nothing appended) for the items that take values one at a time.
+    fn append_lists(
+        &mut self,
+        schema: &SchemaSet,
+        rows: &[Option<Record<'_>>],
+        index: usize,
+        offset: u32,
+        offsets: &mut Vec<i32>,
+        nulls: &mut NullBufferBuilder,
+    ) -> bool {
+        // SAFETY (every `read_seq`): `offset` is the sequence slot of repeated field `index`,
+        // whose kind made this column: elements of the column's number type.
+        let lens: Vec<Option<usize>> = match self {
+            VCol::I32(b) => rows
+                .iter()
+                .map(|r| r.map(|rec| append_seq(b, unsafe { rec.read_seq(offset) })))
+                .collect(),
+            VCol::I64(b) => rows
+                .iter()
+                .map(|r| r.map(|rec| append_seq(b, unsafe { rec.read_seq(offset) })))
+                .collect(),
+            VCol::U32(b) => rows
+                .iter()
+                .map(|r| r.map(|rec| append_seq(b, unsafe { rec.read_seq(offset) })))
+                .collect(),
+            VCol::U64(b) => rows
+                .iter()
+                .map(|r| r.map(|rec| append_seq(b, unsafe { rec.read_seq(offset) })))
+                .collect(),
+            VCol::F32(b) => rows
+                .iter()
+                .map(|r| r.map(|rec| append_seq(b, unsafe { rec.read_seq(offset) })))
+                .collect(),
+            VCol::F64(b) => rows
+                .iter()
+                .map(|r| r.map(|rec| append_seq(b, unsafe { rec.read_seq(offset) })))
+                .collect(),
+            VCol::Struct(s) => {
+                let mut elements: Vec<Option<Record<'_>>> = Vec::new();
+                let lens = rows
+                    .iter()
+                    .map(|row| {
+                        row.map(|rec| {
+                            let before = elements.len();
+                            elements.extend(rec.elements(index).map(|v| match v {
+                                FieldRef::Message(m) => Some(m),
+                                _ => None,
+                            }));
+                            elements.len() - before
+                        })
+                    })
+                    .collect();
+                for chunk in elements.chunks(BLOCK) {
+                    s.append_block(schema, chunk, false);
+                }
+                lens
+            }
+            _ => return false,
+        };
+        let mut last = *offsets.last().expect("offsets start at 0");
+        for len in lens {
+            match len {
+                Some(n) => {
+                    last += i32::try_from(n).expect("a list's length fits an Arrow list");
+                    nulls.append_non_null();
+                }
+                None => nulls.append_null(),
+            }
+            offsets.push(last);
+        }
+        true
+    }
+}
+
+/// Appends a row's sequence of numbers; returns how many.
+#[inline(always)]
+fn append_seq<T: ArrowPrimitiveType>(b: &mut PrimitiveBuilder<T>, values: &[T::Native]) -> usize {
+    b.append_slice(values);
+    values.len()
 }
 
 /// Which rows of a block read field `index` as a value: those that have it set, and with
