@@ -287,6 +287,14 @@ pub struct RpcBenchArgs {
     /// With --dt: also the rows with kernels on the workload's field.
     #[arg(long)]
     kernels: bool,
+    /// With --dt: the application's own work per call, in nanoseconds, beside reading its
+    /// request [default: 0].
+    #[arg(long, default_value_t = 0)]
+    app_work_ns: u64,
+    /// With --dt: run the NIC on its own thread and the client on the app's core (by
+    /// default the client drives the NIC on the NIC core and the app has a core to itself).
+    #[arg(long)]
+    client_on_app_core: bool,
     /// Print one JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
@@ -640,6 +648,8 @@ fn rpc_bench_dt(args: &RpcBenchArgs, w: DtWorkloadKind) -> Result<()> {
         seconds: args.seconds,
         rounds: args.rounds,
         nic_core: args.nic_core,
+        client_on_nic_core: !args.client_on_app_core,
+        app_work_ns: args.app_work_ns,
     };
     let rows = optimus_bench::rpc::dt::run(&a)?;
     write_dt_rows(&mut std::io::stdout().lock(), &a, &rows, args.json)
@@ -674,10 +684,11 @@ fn write_dt_rows(
         if json {
             writeln!(
                 out,
-                "{{\"workload\":\"{}\",\"dt\":\"{}\",\"kernels\":{},\"batch\":{},\"depth\":{},\"rounds\":{},\"app_ns_per_rpc\":{:.1},\"app_ns_per_rpc_min\":{:.1},\"app_ns_per_rpc_max\":{:.1},\"app_all_ns_per_rpc\":{:.1},\"requests_per_turn\":{:.2},\"mrps\":{:.4},\"mrps_min\":{:.4},\"mrps_max\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2}}}",
+                "{{\"workload\":\"{}\",\"dt\":\"{}\",\"kernels\":{},\"app_work_ns\":{},\"batch\":{},\"depth\":{},\"rounds\":{},\"app_ns_per_rpc\":{:.1},\"app_ns_per_rpc_min\":{:.1},\"app_ns_per_rpc_max\":{:.1},\"app_all_ns_per_rpc\":{:.1},\"requests_per_turn\":{:.2},\"mrps\":{:.4},\"mrps_min\":{:.4},\"mrps_max\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2}}}",
                 r.workload,
                 r.site,
                 r.kernels,
+                r.app_work_ns,
                 a.batch,
                 a.depth,
                 a.rounds,
@@ -858,6 +869,8 @@ service Geometry {
             seconds: 0.05,
             rounds: 1,
             nic_core: 0,
+            client_on_nic_core: true,
+            app_work_ns: 0,
         };
         let rows = optimus_bench::rpc::dt::run(&a).unwrap();
         let mut out = Vec::new();

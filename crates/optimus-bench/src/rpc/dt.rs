@@ -5,12 +5,15 @@
 //! reports the app core's CPU time per RPC (`CLOCK_THREAD_CPUTIME_ID` of the worker thread),
 //! throughput and round trips.
 //!
-//! Topology (2 cores): the NIC thread on `nic_core`, the worker (the app core) and the
-//! closed-loop client on the other core, each yielding when it finds no work. The app's
-//! time counts only the worker's turns that served requests (ring read, handler, and in
-//! the app-core rows decode, kernels and encode), not its empty polls, less the cost of the
-//! benchmark's own clock read closing each turn; `app_all_ns` counts everything the worker
-//! thread used while measuring.
+//! Topology (2 cores), two choices: by default (`client_on_nic_core`) the client thread drives
+//! the soft NIC between its own polls on the NIC core, standing in for the network peer whose
+//! frames a server's NIC core handles anyway, and the worker — the app core — busy-polls a
+//! core of its own; otherwise the NIC thread has `nic_core` and the closed-loop client shares
+//! the app's core, both yielding when they find no work. The app's time counts only the
+//! worker's turns that served requests (ring read, handler, and in the app-core rows decode,
+//! kernels and encode), not its empty polls, less the cost of the benchmark's own clock read
+//! closing each turn; `app_all_ns` counts everything the worker thread used while measuring
+//! (with a busy-polling app core, all of its time).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -94,13 +97,22 @@ pub struct DtConfig {
     pub seconds: f64,
     /// Rows measured this many times, interleaved.
     pub rounds: u32,
-    /// CPU of the NIC thread; the worker and the client share another.
+    /// CPU of the NIC; the worker (the app core) has another.
     pub nic_core: usize,
+    /// The application's own work per call, in nanoseconds (rounds of [`app_work`] timed on
+    /// the calling thread before the run).
+    pub app_work_ns: u64,
+    /// The client thread drives the NIC inline on the NIC core, and the worker busy-polls a
+    /// core of its own; otherwise the NIC has its thread and the client shares the worker's
+    /// core, both yielding when idle.
+    pub client_on_nic_core: bool,
 }
 
 /// One row over all rounds.
 pub struct DtSummary {
     pub workload: &'static str,
+    /// The application's own work per call, ns.
+    pub app_work_ns: u64,
     pub site: &'static str,
     pub kernels: bool,
     pub mrps: Spread,
@@ -120,12 +132,36 @@ impl DtSummary {
     }
 }
 
-/// The workload's service, request body (sealed for its kernels when `kernels`) and method.
-pub fn workload(w: DtWorkload, kernels: bool) -> Result<(RecordService, Vec<u8>)> {
+/// The workload's service and request body (sealed for its kernels when `kernels`); its
+/// handler also runs `work_iters` rounds of [`app_work`], the application's own work.
+pub fn workload(w: DtWorkload, kernels: bool, work_iters: u64) -> Result<(RecordService, Vec<u8>)> {
     match w {
-        DtWorkload::Gateway => gateway(kernels),
-        DtWorkload::Hpb => hpb(kernels),
+        DtWorkload::Gateway => gateway(kernels, work_iters),
+        DtWorkload::Hpb => hpb(kernels, work_iters),
     }
+}
+
+/// `iters` rounds of a multiply–xorshift chain: a stand-in for what a handler computes beside
+/// reading its request (each round depends on the last, about a nanosecond).
+#[inline(never)]
+pub fn app_work(seed: u64, iters: u64) -> u64 {
+    let mut x = seed | 1;
+    for _ in 0..iters {
+        x = std::hint::black_box(x.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (x >> 29));
+    }
+    x
+}
+
+/// Rounds of [`app_work`] per nanosecond on this thread (the best of three timings).
+fn app_work_per_ns() -> f64 {
+    const ROUNDS: u64 = 2_000_000;
+    (0..3)
+        .map(|_| {
+            let t0 = Instant::now();
+            std::hint::black_box(app_work(7, ROUNDS));
+            ROUNDS as f64 / (t0.elapsed().as_nanos().max(1) as f64)
+        })
+        .fold(0.0, f64::max)
 }
 
 fn schema(source: &'static str) -> Result<Arc<SchemaSet>> {
@@ -174,17 +210,18 @@ fn nat_entry(flow: u64, tenant: u32) -> NatEntry {
     table[h as usize]
 }
 
-fn gateway(kernels: bool) -> Result<(RecordService, Vec<u8>)> {
+fn gateway(kernels: bool, work_iters: u64) -> Result<(RecordService, Vec<u8>)> {
     let s = schema(GATEWAY_PROTO)?;
     let placement = Placement::from_proto_options(&s, GATEWAY_PROTO)?;
     let mut svc = RecordService::new(s.clone(), "gw.Gateway")?
-        .on("Forward", |req, reply| {
+        .on("Forward", move |req, reply| {
             // The host's part (RPCAcc C3): find the flow's NAT entry and security
             // association by flow id and tenant; the headers and payload pass through.
             let (Some(FieldRef::U64(flow)), Some(FieldRef::U32(tenant))) = (req.get(0), req.get(1))
             else {
                 return Err(Failure::bad_request("no flow or tenant"));
             };
+            std::hint::black_box(app_work(flow, work_iters));
             let entry = nat_entry(flow, tenant);
             if entry.tenant != tenant {
                 return Err(Failure::bad_request("unknown flow"));
@@ -211,11 +248,11 @@ fn gateway(kernels: bool) -> Result<(RecordService, Vec<u8>)> {
     Ok((svc, body))
 }
 
-fn hpb(kernels: bool) -> Result<(RecordService, Vec<u8>)> {
+fn hpb(kernels: bool, work_iters: u64) -> Result<(RecordService, Vec<u8>)> {
     let s = schema(HPB_PROTO)?;
     let placement = Placement::from_proto_options(&s, HPB_PROTO)?;
     let mut svc = RecordService::new(s.clone(), "hpb.Store")?
-        .on("Put", |req, reply| {
+        .on("Put", move |req, reply| {
             // Record: id 0, kind 1, timestamp 2, user 3, score 4, sampled 5, root 6.
             // Ack: id 0, timestamp 1, status 2, user 3.
             for (from, to) in [(0, 0), (2, 1), (3, 3)] {
@@ -225,6 +262,7 @@ fn hpb(kernels: bool) -> Result<(RecordService, Vec<u8>)> {
             }
             let ok = matches!(req.get(1), Some(FieldRef::I32(k)) if k >= 0)
                 && matches!(req.get(6), Some(FieldRef::Message(root)) if root.has(2));
+            std::hint::black_box(app_work(u64::from(ok), work_iters));
             reply.set(2, FieldRef::I32(if ok { 1 } else { 2 }))?;
             Ok(())
         })?
@@ -289,8 +327,24 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
             Box::new(app_dt)
         }
     };
-    let nic = nic.spawn(Some(a.nic_core), IdlePolicy::BUSY);
     let other = other_core(a.nic_core);
+    // Either the NIC has its own thread and the client shares the app's core, or the client
+    // thread drives the NIC between its own polls on the NIC core (see the module docs).
+    let (nic_thread, mut inline_nic) = if a.client_on_nic_core {
+        (None, Some(nic))
+    } else {
+        (Some(nic.spawn(Some(a.nic_core), IdlePolicy::BUSY)), None)
+    };
+    let app_idle = if a.client_on_nic_core {
+        IdlePolicy::BUSY
+    } else {
+        YIELD_ONLY
+    };
+    let client_core = if a.client_on_nic_core {
+        Some(a.nic_core)
+    } else {
+        other
+    };
     let measuring = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
     let served = Arc::new(AtomicU64::new(0));
@@ -325,7 +379,7 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
                     empty = 0;
                 } else {
                     empty = empty.saturating_add(1);
-                    YIELD_ONLY.wait(empty);
+                    app_idle.wait(empty);
                 }
             }
             if let Some(s) = all_start {
@@ -343,8 +397,9 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
     let client = {
         let (measuring, done, body) = (measuring.clone(), done.clone(), body.to_vec());
         let depth = a.depth as usize;
+        let mut nic = inline_nic.take();
         std::thread::spawn(move || -> (u64, Histogram<u64>, u64) {
-            if let Some(core) = other {
+            if let Some(core) = client_core {
                 let _ = optimus_rpc::pin_current_thread(core);
             }
             let mut hist = new_hist();
@@ -362,6 +417,9 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
                     }
                 }
                 c.flush();
+                if let Some(nic) = nic.as_mut() {
+                    nic.poll_once();
+                }
                 let on = measuring.load(Ordering::Relaxed);
                 let n = c.poll(|id, r| {
                     if r.is_err() {
@@ -378,7 +436,7 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
                 if on {
                     calls += n as u64;
                 }
-                if n == 0 {
+                if n == 0 && nic.is_none() {
                     empty = empty.saturating_add(1);
                     YIELD_ONLY.wait(empty);
                 } else {
@@ -402,7 +460,7 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
     let (busy, all) = worker
         .join()
         .map_err(|_| anyhow!("the worker thread panicked"))??;
-    drop(nic);
+    drop(nic_thread);
     if errors > 0 {
         bail!("{errors} calls failed");
     }
@@ -447,12 +505,13 @@ pub fn run(a: &DtConfig) -> Result<Vec<DtSummary>> {
     if !(1..=32).contains(&a.batch) || a.depth == 0 || a.rounds == 0 {
         bail!("batch must be 1 to 32, depth and rounds at least 1");
     }
+    let work_iters = (a.app_work_ns as f64 * app_work_per_ns()) as u64;
     let mut setups = Vec::new();
     for kernels in [false, true] {
         if kernels && !a.kernels {
             continue;
         }
-        let (svc, body) = workload(a.workload, kernels)?;
+        let (svc, body) = workload(a.workload, kernels, work_iters)?;
         for site in [DtSite::AppCore, DtSite::NicCore] {
             setups.push((svc.clone(), body.clone(), site, kernels));
         }
@@ -466,7 +525,11 @@ pub fn run(a: &DtConfig) -> Result<Vec<DtSummary>> {
     Ok(setups
         .iter()
         .zip(rows)
-        .map(|((_, _, site, kernels), rounds)| summarize(a.workload, *site, *kernels, &rounds))
+        .map(|((_, _, site, kernels), rounds)| {
+            let mut s = summarize(a.workload, *site, *kernels, &rounds);
+            s.app_work_ns = a.app_work_ns;
+            s
+        })
         .collect())
 }
 
@@ -480,6 +543,7 @@ fn summarize(w: DtWorkload, site: DtSite, kernels: bool, rounds: &[DtRow]) -> Dt
     };
     DtSummary {
         workload: w.name(),
+        app_work_ns: 0,
         site: site.name(),
         kernels,
         mrps: spread(&|r| r.calls as f64 / r.seconds / 1e6),
@@ -498,7 +562,7 @@ mod tests {
     fn both_sites_answer_alike_on_both_workloads_with_and_without_kernels() {
         for w in [DtWorkload::Gateway, DtWorkload::Hpb] {
             for kernels in [false, true] {
-                let (svc, body) = workload(w, kernels).unwrap();
+                let (svc, body) = workload(w, kernels, 10).unwrap();
                 let mut replies = Vec::new();
                 for site in [DtSite::AppCore, DtSite::NicCore] {
                     let (mut nic, h) = Nic::new(NoTransport, NicConfig::default()).unwrap();
@@ -553,6 +617,8 @@ mod tests {
             seconds: 0.05,
             rounds: 1,
             nic_core: 0,
+            app_work_ns: 0,
+            client_on_nic_core: false,
         };
         let rows = run(&a).unwrap();
         assert_eq!(rows.len(), 4);
@@ -570,5 +636,32 @@ mod tests {
                 ("nic-core", true)
             ]
         );
+        let inline = run(&DtConfig {
+            client_on_nic_core: true,
+            kernels: false,
+            app_work_ns: 500,
+            ..a.clone()
+        })
+        .unwrap();
+        assert!(inline
+            .iter()
+            .all(|r| r.mrps.median > 0.0 && r.app_ns.median > 0.0));
+        // The app's own work shows in the app core's time, wherever DT runs.
+        assert!(
+            inline.iter().all(|r| r.app_ns.median > 250.0),
+            "500 ns of app work"
+        );
+    }
+
+    #[test]
+    fn app_work_takes_longer_the_more_rounds_it_runs() {
+        let time = |iters| {
+            let t0 = Instant::now();
+            std::hint::black_box(app_work(3, iters));
+            t0.elapsed()
+        };
+        let (short, long) = (time(10_000), time(10_000_000));
+        assert!(long > short * 10, "{short:?} {long:?}");
+        assert!(app_work_per_ns() > 0.0);
     }
 }
