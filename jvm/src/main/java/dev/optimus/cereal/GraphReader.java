@@ -168,10 +168,16 @@ final class GraphReader {
    * is the stream offset of {@code b[0]}, for errors.
    */
   Object read(byte[] b, int start, int length, int flags, long base) {
-    if (flags == Format.FLAG_COMPACT && length >= 11 && b[start] == 0 && b[start + 2] == 0
+    if ((flags & ~Format.FLAG_RESET_CLASSES) == Format.FLAG_COMPACT && length >= 11
+        && b[start] == 0 && b[start + 2] == 0
         && length == 3 + 8 * b[start + 1]) { // one varint byte: fewer than COMPACT_MAX_WORDS
       Object leaf = readLeaf(b, start + 3, b[start + 1]);
-      if (leaf != null) return leaf;
+      if (leaf != null) {
+        // A stream that resets its class names before every record (Spark's, with registration
+        // optional) flags its leaves too.
+        if ((flags & Format.FLAG_RESET_CLASSES) != 0 && !named.isEmpty()) named.clear();
+        return leaf;
+      }
     }
     if (busy) return new GraphReader(cereal, named).read(b, start, length, flags, base);
     busy = true;

@@ -308,6 +308,43 @@ class CompactFrameTest {
     assertSameGraph(small, cereal.deserialize(cereal.serialize(small)));
   }
 
+  /**
+   * A stream that names classes and resets its names before every record, as the Spark
+   * serializer's does with registration optional: leaves (which carry the reset flag) and named
+   * graphs in turn.
+   */
+  @Test
+  void leavesAmongNamedRecordsOfAResettingStream() throws Exception {
+    Cereal open = new Cereal();
+    open.setRegistrationRequired(false);
+    List<Object> records = new ArrayList<>();
+    for (int i = 0; i < 50; i++) {
+      Node n = new Node(i);
+      n.label = "n" + i;
+      records.add(n);
+      records.add("word" + i);
+      records.add((long) i << 40);
+      records.add(new Scalars(i));
+      records.add(new Model.Key("k", i));
+    }
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (CerealOutput out = open.newOutput(bytes)) {
+      for (Object r : records) {
+        out.reset();
+        out.writeObject(r);
+      }
+    }
+    byte[] all = bytes.toByteArray();
+    try (CerealInput in = open.newInput(all, 0, all.length)) {
+      for (Object r : records) {
+        Object back = in.readObject();
+        if (r instanceof Scalars) assertEquals(r, back);
+        else assertSameGraph(r, back);
+      }
+      assertThrows(EOFException.class, in::readObject);
+    }
+  }
+
   @Test
   void streamsBufferFramesAndInterleaveForeignBytes() throws Exception {
     List<byte[]> corpus = recordCorpus();
