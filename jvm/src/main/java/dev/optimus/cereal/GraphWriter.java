@@ -28,7 +28,10 @@ import dev.optimus.cereal.trace.GraphTrace;
  * in offset order and each object's words are appended to the value array as it is dequeued.
  * Each reference is then the target's offset minus the reference word's own, available at once
  * whether the target was written already (a shared object, a cycle) or just queued. The visited
- * set is an {@link IdentityIntMap}.
+ * set is a scan of the graph's first {@link #SMALL_SEEN} objects, then an {@link IdentityIntMap}.
+ * A graph of at most {@link Format#COMPACT_MAX_WORDS} words becomes a compact frame, assembled in
+ * place after its value array; a root that is a string, a box or an object of primitive fields
+ * is written directly ({@code writeLeaf}).
  *
  * <p>Not thread-safe: one per thread ({@link Cereal#serialize}) or per {@link CerealOutput}.
  * Buffers are kept between graphs. Named classes (registration optional) are numbered per
