@@ -209,9 +209,9 @@ final class GraphReader {
    * A compact frame of one object without references, no names and {@code valueWords} words at
    * {@code p}, when that object is a Latin-1 string, a boxed value or an object of a registered
    * class with primitive fields only (most records of a Spark stream): decoded straight from the
-   * value array, without the reader's tables. Null, having
-   * read nothing, for any other frame, which the general path reads (and checks) instead; for
-   * these two it yields what the general path would.
+   * value array, without the reader's tables. Null, having read nothing, for any other frame,
+   * which the general path reads (and checks) instead; for these three it yields what the general
+   * path would.
    */
   private Object readLeaf(byte[] b, int p, int valueWords) {
     if (CerealTrace.active() != null) return null;
@@ -369,8 +369,8 @@ final class GraphReader {
 
   /**
    * The rest of a compact frame's body, after its names: the value word and reference counts,
-   * the value array, the reference array. The object count comes from the walk over the headers,
-   * the bitmap from the layouts the walk meets ({@link Format}).
+   * the value array, the reference array. The object count comes from the walk over the headers;
+   * there is no bitmap to check, the classes' layouts being the bitmap ({@link Format}).
    */
   private Object readCompact() {
     int at = pos;
@@ -423,8 +423,9 @@ final class GraphReader {
 
   /**
    * Pass 1 over {@code objectCount} objects, or, for a compact frame ({@code objectCount} -1),
-   * over the whole value array, whose walk then sets the layout bitmap and the word and object
-   * counts. Returns the number of objects.
+   * over the whole value array, whose walk then sets the word count and checks the reference
+   * count. A full frame's walk builds the bitmap of the layouts and compares it with the frame's
+   * ({@link #checkBitmap}). Returns the number of objects.
    */
   private int allocate(int objectCount, int vpos, int valueEnd, boolean parallel) {
     boolean compact = objectCount < 0;
