@@ -27,6 +27,7 @@ use optimus_schema::{Cardinality, Field, Kind, MessageId, SchemaSet, WellKnown};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
+use rayon::prelude::*;
 
 use crate::{to_py_err, SchemaError};
 
@@ -219,7 +220,8 @@ fn decode_rows(
     })
 }
 
-/// Decodes `rows` on up to `threads` threads, each a contiguous part, and joins the parts.
+/// Decodes `rows` on up to `threads` threads of rayon's pool, each a contiguous part, and
+/// joins the parts.
 fn decode_parallel(
     schema: &SchemaSet,
     id: MessageId,
@@ -232,17 +234,11 @@ fn decode_parallel(
         return decode_rows(schema, id, rows, 0, opts);
     }
     let per = rows.len().div_ceil(threads);
-    let parts: Vec<Result<StructArray, RowError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = rows
-            .chunks(per)
-            .enumerate()
-            .map(|(k, part)| scope.spawn(move || decode_rows(schema, id, part, k * per, opts)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a decode thread panicked"))
-            .collect()
-    });
+    let parts: Vec<Result<StructArray, RowError>> = rows
+        .par_chunks(per)
+        .enumerate()
+        .map(|(k, part)| decode_rows(schema, id, part, k * per, opts))
+        .collect();
     let mut arrays = Vec::with_capacity(parts.len());
     for p in parts {
         // Parts are in row order: the first error is the earliest row's.
