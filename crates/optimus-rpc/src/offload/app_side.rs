@@ -7,7 +7,7 @@ use std::sync::Arc;
 use optimus_core::{Arena, Record};
 
 use super::slots::{parse_token, Kept};
-use super::split::{decode_request, merge_reply};
+use super::split::{decode_request, merge_reply, on_nic};
 use super::{Exchange, Reply, Request};
 use crate::frame::Status;
 use crate::nic::Handler;
@@ -65,6 +65,9 @@ impl AppDt {
                 nic: v.nic_request,
                 placement,
                 counters,
+                nic_wire: v.nic_wire,
+                nic_arena: v.raw.then_some((v.nic, &ex.decode)),
+                lazy: std::cell::OnceCell::new(),
             };
             let rec = Record::new_in(v.schema, m.output, v.host);
             let reply = Reply {
@@ -79,6 +82,11 @@ impl AppDt {
                     c.serve(m.output);
                 }
             }
+            // Host reply fields forwarded from NIC-resident request fields read them here.
+            let from_nic = m.forward.iter().any(|&(from, to)| {
+                !on_nic(placement, m.output, to) && on_nic(placement, m.input, from)
+            });
+            let nic_rec = if from_nic { req.nic_record() } else { None };
             let r = r.and_then(|()| {
                 // The app's pre-serialization: its forwarded host fields copied into the
                 // reply record; the NIC merges the rest.
@@ -86,11 +94,12 @@ impl AppDt {
                     v.schema,
                     m,
                     rec,
-                    (host, v.nic_request),
+                    (host, nic_rec),
                     (v.host, v.nic),
                     placement,
                     Some(false),
                     false,
+                    v.raw,
                 )
             });
             let kept = Kept {
@@ -150,6 +159,7 @@ impl AppCoreDt {
             arena,
             arena,
             None,
+            None,
             &ex.decode,
             ex.kernel_limit,
         )?;
@@ -158,6 +168,9 @@ impl AppCoreDt {
             nic: None,
             placement: None,
             counters: None,
+            nic_wire: &[],
+            nic_arena: None,
+            lazy: std::cell::OnceCell::new(),
         };
         let rec = Record::new_in(schema, m.output, arena);
         let reply = Reply {
@@ -175,6 +188,7 @@ impl AppCoreDt {
             None,
             None,
             true,
+            false,
         )?;
         optimus_core::engine::encode(rec, out);
         Ok(())

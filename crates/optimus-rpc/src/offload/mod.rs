@@ -39,6 +39,7 @@ pub mod placement;
 pub(crate) mod slots;
 mod split;
 pub mod updating;
+mod wire;
 
 use std::sync::Arc;
 
@@ -340,6 +341,11 @@ pub struct Request<'r> {
     pub(crate) nic: Option<Record<'r>>,
     pub(crate) placement: Option<&'r PlacementTables>,
     pub(crate) counters: Option<&'r AccessCounters>,
+    /// A request split at the wire: the NIC-resident fields' bytes, decoded into `nic_arena`
+    /// on the first use of one of them (a view of NIC memory costs its reader).
+    pub(crate) nic_wire: &'r [u8],
+    pub(crate) nic_arena: Option<(&'r Arena, &'r DecodeOptions)>,
+    pub(crate) lazy: std::cell::OnceCell<Option<Record<'r>>>,
 }
 
 impl<'r> Request<'r> {
@@ -368,10 +374,23 @@ impl<'r> Request<'r> {
         if let Some(c) = self.counters {
             c.touch(id, index);
         }
-        match self.nic {
-            Some(n) if split::on_nic(self.placement, id, index) => n,
-            _ => self.host,
+        if !split::on_nic(self.placement, id, index) {
+            return self.host;
         }
+        self.nic_record().unwrap_or(self.host)
+    }
+
+    /// The record of the NIC-resident fields, decoded now if the request was split at the
+    /// wire (`None` if those bytes do not decode: the NIC forwards them unchecked).
+    pub(crate) fn nic_record(&self) -> Option<Record<'r>> {
+        if self.nic.is_some() {
+            return self.nic;
+        }
+        let (arena, opts) = self.nic_arena?;
+        *self.lazy.get_or_init(|| {
+            let (schema, id) = (self.host.schema(), self.host.type_id());
+            optimus_core::engine::decode(schema, id, self.nic_wire, arena, opts).ok()
+        })
     }
 
     /// The single field at `index`, wherever it lives (a NIC-resident one through a view of

@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use super::placement::PlacementTables;
 use super::slots::{token, Kept, TOKEN_BYTES};
-use super::split::{decode_request, merge_reply};
+use super::split::{decode_request, forward_raw, merge_reply};
 use super::updating::{FieldUpdating, Updater};
 use super::{Exchange, UpdatingStats};
 use crate::frame::Status;
+use crate::kernels::{open_chain, Side};
 use crate::typed::Failure;
 
 /// The NIC's half of a [`super::RecordService`] run with DT on the NIC core; give it to
@@ -19,6 +20,10 @@ pub struct NicDt {
     ex: Arc<Exchange>,
     current: Arc<PlacementTables>,
     updater: Updater,
+    /// Scratch for co-serialization at the wire: the forwarded NIC-resident fields, and the
+    /// engine's encoding of the rest.
+    raw: Vec<u8>,
+    encoded: Vec<u8>,
 }
 
 impl NicDt {
@@ -32,6 +37,8 @@ impl NicDt {
             ex,
             current,
             updater,
+            raw: Vec::new(),
+            encoded: Vec::new(),
         }
     }
 
@@ -67,8 +74,44 @@ impl NicDt {
         let placement = self.current.clone();
         let p = &*placement;
         let (opts, limit) = (&ex.decode, ex.kernel_limit);
+        if p.nic_fields(m.input).next().is_some() {
+            // Split at the wire: the NIC-resident fields are never decoded, only their
+            // kernels opened.
+            let ty = ex.schema().message(m.input);
+            let index = |number| ty.field_index_by_number(number);
+            let is_nic = |number| index(number).is_some_and(|i| p.is_nic(m.input, i));
+            let open = |f: &super::wire::WireField<'_>| {
+                let i = index(f.number)?;
+                let (_, chain) = m.kernels.on(Side::Request).find(|(k, _)| *k == i)?;
+                let name = || format!("{}.{}", ty.full_name, ty.fields[i].name);
+                Some(if f.wire_type != super::wire::LEN {
+                    Err(Failure::bad_request(format!(
+                        "bad request: {}: not bytes",
+                        name()
+                    )))
+                } else {
+                    open_chain(chain, f.value, limit)
+                        .map_err(|e| Failure::bad_request(format!("bad request: {}: {e}", name())))
+                })
+            };
+            if let Some(Err(f)) = slot.split_wire(is_nic, open) {
+                return Err(f);
+            }
+        }
         let decoded = slot.with(ex.schema(), |wire, v| {
-            match decode_request(v.schema, m, wire, v.host, v.nic, Some(p), opts, limit) {
+            let host_wire = v.raw.then_some(v.host_wire);
+            let r = decode_request(
+                v.schema,
+                m,
+                wire,
+                v.host,
+                v.nic,
+                Some(p),
+                host_wire,
+                opts,
+                limit,
+            );
+            match r {
                 Ok((req, nic_req)) => (
                     Kept {
                         request: Some(req),
@@ -96,6 +139,7 @@ impl NicDt {
         let m = ex.method(slot.method)?;
         let placement = slot.placement.clone();
         let merged = slot.merged;
+        let (raw, encoded) = (&mut self.raw, &mut self.encoded);
         let r = slot.with(ex.schema(), |_, v| {
             let keep = Kept {
                 request: v.request,
@@ -116,6 +160,7 @@ impl NicDt {
                     placement.as_deref(),
                     Some(true),
                     true,
+                    v.raw,
                 );
                 if let Err(f) = r {
                     return (keep, Err(f));
@@ -123,7 +168,21 @@ impl NicDt {
             }
             // The engine's per-thread encoder (an `Encoder` kept here would tie the NIC to
             // the thread that built it).
-            optimus_core::engine::encode(reply, out);
+            if !v.raw {
+                optimus_core::engine::encode(reply, out);
+                return (keep, Ok(()));
+            }
+            raw.clear();
+            if let Err(f) = forward_raw(v.schema, m, reply, v.nic_wire, placement.as_deref(), raw) {
+                return (keep, Err(f));
+            }
+            if raw.is_empty() {
+                optimus_core::engine::encode(reply, out);
+            } else {
+                encoded.clear();
+                optimus_core::engine::encode(reply, encoded);
+                super::wire::merge_sorted(encoded, raw, out);
+            }
             (keep, Ok(()))
         });
         slot.merged = true;

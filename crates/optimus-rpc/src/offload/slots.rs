@@ -28,6 +28,12 @@ pub(crate) struct Slot {
     pub(crate) method: u16,
     /// The request as it came (views of the records point here).
     wire: Vec<u8>,
+    /// Split at the wire (`raw`): the host fields' bytes, which the host record views, and
+    /// the NIC-resident fields' bytes, kept undecoded (kernels opened).
+    pub(crate) host_wire: Vec<u8>,
+    pub(crate) nic_wire: Vec<u8>,
+    /// The request was split at the wire: its NIC-resident fields are in `nic_wire` only.
+    pub(crate) raw: bool,
     /// Host memory: the request's host fields and the reply record.
     host: Arena,
     /// NIC memory: the request's NIC-resident fields, opened kernels' output for them, and
@@ -43,7 +49,8 @@ pub(crate) struct Slot {
     pub(crate) merged: bool,
 }
 
-// SAFETY: the records inside point only into this slot's `wire`, `host` and `nic` (heap
+// SAFETY: the records inside point only into this slot's `wire`, `host_wire`, `nic_wire`,
+// `host` and `nic` (heap
 // memory that moves with the slot and is freed only by `clear`, which drops the records
 // first) and into the `SchemaSet` the owning `Slots` keeps alive in an `Arc`. Nothing else
 // holds those pointers, so moving the slot (under its mutex) to another thread moves them all.
@@ -52,6 +59,9 @@ unsafe impl Send for Slot {}
 /// What a slot's holder works with: the records with the lifetime of the lock guard.
 pub(crate) struct SlotView<'g> {
     pub(crate) schema: &'g SchemaSet,
+    pub(crate) host_wire: &'g [u8],
+    pub(crate) nic_wire: &'g [u8],
+    pub(crate) raw: bool,
     pub(crate) placement: Option<&'g PlacementTables>,
     pub(crate) host: &'g Arena,
     pub(crate) nic: &'g Arena,
@@ -91,8 +101,33 @@ impl Slot {
         self.nic.reset();
         self.wire.clear();
         self.wire.extend_from_slice(wire);
+        self.host_wire.clear();
+        self.nic_wire.clear();
+        self.raw = false;
         self.gen = self.gen.wrapping_add(1);
         self.method = method;
+    }
+
+    /// Splits the request's bytes at the wire into `host_wire` and `nic_wire` (see
+    /// [`super::wire::split`]); on success the slot is `raw`.
+    pub(crate) fn split_wire<E>(
+        &mut self,
+        is_nic: impl Fn(u32) -> bool,
+        open: impl FnMut(&super::wire::WireField<'_>) -> Option<Result<Vec<u8>, E>>,
+    ) -> Option<Result<(), E>> {
+        let r = super::wire::split(
+            &self.wire,
+            is_nic,
+            open,
+            &mut self.host_wire,
+            &mut self.nic_wire,
+        );
+        if !matches!(r, Some(Ok(()))) {
+            self.host_wire.clear();
+            self.nic_wire.clear();
+        }
+        self.raw = matches!(r, Some(Ok(())));
+        r
     }
 
     /// Lends the slot's memory and records to `f`, then keeps the records `f` returns.
@@ -103,6 +138,9 @@ impl Slot {
     ) -> R {
         let view = SlotView {
             schema,
+            host_wire: &self.host_wire,
+            nic_wire: &self.nic_wire,
+            raw: self.raw,
             placement: self.placement.as_deref(),
             host: &self.host,
             nic: &self.nic,
@@ -111,7 +149,7 @@ impl Slot {
             reply: self.reply,
         };
         let (kept, r) = f(&self.wire, view);
-        // SAFETY: the records were made in this slot's arenas from its `wire` and `schema`
+        // SAFETY: the records were made in this slot's arenas from its bytes and `schema`
         // (the `Slots`' own, alive as long as the slot); see the `Send` impl above. They are
         // dropped in `refill` before that memory is reused.
         unsafe {

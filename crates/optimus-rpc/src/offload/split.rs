@@ -35,18 +35,21 @@ pub(crate) fn decode_request<'g>(
     host: &'g Arena,
     nic: &'g Arena,
     placement: Option<&PlacementTables>,
+    host_wire: Option<&'g [u8]>,
     opts: &DecodeOptions,
     kernel_limit: usize,
 ) -> Result<(Record<'g>, Option<Record<'g>>), Failure> {
     let split = placement.filter(|p| p.nic_fields(m.input).next().is_some());
-    let decode = |arena| {
-        optimus_core::engine::decode(schema, m.input, wire, arena, opts)
+    let decode = |bytes: &'g [u8], arena| {
+        optimus_core::engine::decode(schema, m.input, bytes, arena, opts)
             .map_err(|e| Failure::bad_request(format!("bad request: {e}")))
     };
-    let (req, nic_req) = match split {
-        None => (decode(host)?, None),
-        Some(p) => {
-            let full = decode(nic)?;
+    let (req, nic_req) = match (host_wire, split) {
+        // Split at the wire: only the host fields' bytes are decoded.
+        (Some(bytes), _) => (decode(bytes, host)?, None),
+        (None, None) => (decode(wire, host)?, None),
+        (None, Some(p)) => {
+            let full = decode(wire, nic)?;
             let req = Record::new_in(schema, m.input, host);
             for index in full.set_fields() {
                 if !p.is_nic(m.input, index) {
@@ -57,6 +60,9 @@ pub(crate) fn decode_request<'g>(
         }
     };
     for (index, chain) in m.kernels.on(Side::Request) {
+        if host_wire.is_some() && on_nic(placement, m.input, index) {
+            continue; // opened at the wire
+        }
         let (rec, arena) = match nic_req {
             Some(n) if on_nic(placement, m.input, index) => (n, nic),
             _ => (req, host),
@@ -74,7 +80,8 @@ pub(crate) fn decode_request<'g>(
 /// Merges into `reply` what the side running this step owns: the forwarded fields the
 /// application left unset (`nic_side`: the NIC-resident ones, from NIC memory; else the host
 /// ones), and, on the NIC side or when DT runs on the app core (`seal`), the sealed kernel
-/// fields.
+/// fields. With a request split at the wire (`raw`), NIC-resident fields forwarded into
+/// NIC-resident fields are left to [`forward_raw`].
 ///
 /// # Errors
 /// A kernel that fails to seal.
@@ -88,12 +95,16 @@ pub(crate) fn merge_reply<'g>(
     placement: Option<&PlacementTables>,
     nic_side: Option<bool>,
     seal: bool,
+    raw: bool,
 ) -> Result<(), Failure> {
     let (host, nic) = arenas;
     for &(from, to) in &m.forward {
         let to_nic = on_nic(placement, m.output, to);
         if nic_side.is_some_and(|side| side != to_nic) || reply.has(to) {
             continue;
+        }
+        if raw && to_nic && on_nic(placement, m.input, from) {
+            continue; // forwarded at the wire (`forward_raw`)
         }
         let src = match request.1 {
             Some(n) if on_nic(placement, m.input, from) => n,
@@ -187,6 +198,61 @@ fn map_bytes<'g>(
     for v in out {
         rec.push(arena, index, FieldRef::Bytes(arena.alloc_bytes(&v)))
             .map_err(|e| format!(": {e}"))?;
+    }
+    Ok(())
+}
+
+/// Co-serialization at the wire: appends to `out`, in reply field-number order, the
+/// NIC-resident request fields forwarded into NIC-resident reply fields the application left
+/// unset, from `nic_wire` as they came (re-tagged when the numbers differ), sealed by the
+/// reply's kernels where it has them.
+///
+/// # Errors
+/// A kernel that fails to seal.
+pub(crate) fn forward_raw(
+    schema: &SchemaSet,
+    m: &MethodDt,
+    reply: Record<'_>,
+    nic_wire: &[u8],
+    placement: Option<&PlacementTables>,
+    out: &mut Vec<u8>,
+) -> Result<(), Failure> {
+    let (input, output) = (schema.message(m.input), schema.message(m.output));
+    let mut forwards: Vec<(usize, usize)> = m
+        .forward
+        .iter()
+        .copied()
+        .filter(|&(from, to)| {
+            on_nic(placement, m.output, to) && on_nic(placement, m.input, from) && !reply.has(to)
+        })
+        .collect();
+    if forwards.is_empty() {
+        return Ok(());
+    }
+    forwards.sort_by_key(|&(_, to)| output.fields[to].number);
+    let fields = super::wire::fields(nic_wire).unwrap_or_default();
+    for (from, to) in forwards {
+        let (fnum, tnum) = (input.fields[from].number, output.fields[to].number);
+        let chain = m
+            .kernels
+            .on(Side::Reply)
+            .find(|(i, _)| *i == to)
+            .map(|(_, c)| c);
+        for f in fields.iter().filter(|f| f.number == fnum) {
+            match chain {
+                Some(chain) if f.wire_type == super::wire::LEN => {
+                    let sealed = seal_chain(chain, f.value).map_err(|e| {
+                        Failure::bad_request(format!(
+                            "reply: {}: {e}",
+                            field_name(schema, m.output, to)
+                        ))
+                    })?;
+                    super::wire::put_field(out, tnum, super::wire::LEN, &sealed);
+                }
+                _ if fnum == tnum => out.extend_from_slice(f.bytes),
+                _ => super::wire::put_field(out, tnum, f.wire_type, f.value),
+            }
+        }
     }
     Ok(())
 }
