@@ -70,11 +70,12 @@ impl NicDt {
             .slots
             .try_lock(k)
             .ok_or_else(|| Failure::new(Status::Unavailable, "exchange slot busy"))?;
-        slot.refill(method, payload);
         let placement = self.current.clone();
         let p = &*placement;
         let (opts, limit) = (&ex.decode, ex.kernel_limit);
-        if p.nic_fields(m.input).next().is_some() {
+        let split = p.nic_fields(m.input).next().is_some();
+        slot.refill(method, if split { &[] } else { payload });
+        if split {
             // Split at the wire: the NIC-resident fields are never decoded, only their
             // kernels opened.
             let ty = ex.schema().message(m.input);
@@ -94,7 +95,7 @@ impl NicDt {
                         .map_err(|e| Failure::bad_request(format!("bad request: {}: {e}", name())))
                 })
             };
-            if let Some(Err(f)) = slot.split_wire(is_nic, open) {
+            if let Some(Err(f)) = slot.split_wire(payload, is_nic, open) {
                 return Err(f);
             }
         }

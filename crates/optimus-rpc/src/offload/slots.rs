@@ -90,7 +90,7 @@ impl Kept<'_> {
 
 impl Slot {
     /// Empties the slot for a new request (records first, then the memory they point into)
-    /// and copies `wire` in.
+    /// and copies `wire` in (nothing when `wire` is empty: see [`Slot::split_wire`]).
     pub(crate) fn refill(&mut self, method: u16, wire: &[u8]) {
         self.request = None;
         self.nic_request = None;
@@ -110,23 +110,23 @@ impl Slot {
 
     /// Splits the request's bytes at the wire into `host_wire` and `nic_wire` (see
     /// [`super::wire::split`]); on success the slot is `raw`.
+    /// Splits request `wire` at the wire into `host_wire` and `nic_wire` (see
+    /// [`super::wire::split`]) instead of copying it whole: on success the slot is `raw`;
+    /// when `wire` does not scan, it is copied in whole for the record path.
     pub(crate) fn split_wire<E>(
         &mut self,
+        wire: &[u8],
         is_nic: impl Fn(u32) -> bool,
         open: impl FnMut(&super::wire::WireField<'_>) -> Option<Result<Vec<u8>, E>>,
     ) -> Option<Result<(), E>> {
-        let r = super::wire::split(
-            &self.wire,
-            is_nic,
-            open,
-            &mut self.host_wire,
-            &mut self.nic_wire,
-        );
-        if !matches!(r, Some(Ok(()))) {
+        let r = super::wire::split(wire, is_nic, open, &mut self.host_wire, &mut self.nic_wire);
+        self.raw = matches!(r, Some(Ok(())));
+        if !self.raw {
             self.host_wire.clear();
             self.nic_wire.clear();
+            self.wire.clear();
+            self.wire.extend_from_slice(wire);
         }
-        self.raw = matches!(r, Some(Ok(())));
         r
     }
 
@@ -289,6 +289,19 @@ mod tests {
             v.request.is_none()
         )));
         assert!(slots.lock(2).is_none());
+        // A request that does not scan at the wire (a group) is kept whole for the record
+        // path; one that does is split and not copied whole.
+        let mut s0 = slots.lock(0).unwrap();
+        s0.refill(0, &[]);
+        assert!(s0
+            .split_wire::<()>(&[0x0b, 0x0c], |_| true, |_| None)
+            .is_none());
+        assert!(!s0.raw && s0.wire == [0x0b, 0x0c] && s0.nic_wire.is_empty());
+        s0.refill(0, &[]);
+        let r = s0.split_wire::<()>(&wire, |n| n == 1, |_| None);
+        assert!(matches!(r, Some(Ok(()))));
+        assert!(s0.raw && s0.wire.is_empty() && s0.nic_wire == wire && s0.host_wire.is_empty());
+        drop(s0);
         let held = slots.lock(0).unwrap();
         assert!(slots.try_lock(0).is_none(), "held by another");
         drop(held);
