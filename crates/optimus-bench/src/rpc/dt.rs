@@ -398,13 +398,14 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
         let (measuring, done, body) = (measuring.clone(), done.clone(), body.to_vec());
         let depth = a.depth as usize;
         let mut nic = inline_nic.take();
-        std::thread::spawn(move || -> (u64, Histogram<u64>, u64) {
+        std::thread::spawn(move || -> (u64, Histogram<u64>, (u64, Option<String>)) {
             if let Some(core) = client_core {
                 let _ = optimus_rpc::pin_current_thread(core);
             }
             let mut hist = new_hist();
             let mut started: VecDeque<(u64, Option<Instant>)> = VecDeque::new();
             let (mut calls, mut errors, mut seq, mut empty) = (0u64, 0u64, 0u64, 0u32);
+            let mut first_error: Option<String> = None;
             while !done.load(Ordering::Relaxed) {
                 while started.len() < depth {
                     match c.submit(LOCAL_CONN, 0, &body) {
@@ -422,8 +423,11 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
                 }
                 let on = measuring.load(Ordering::Relaxed);
                 let n = c.poll(|id, r| {
-                    if r.is_err() {
+                    // Only while measuring: at the end the worker may leave first, and the
+                    // NIC then answers what it held `Unavailable`.
+                    if let (true, Err(e)) = (on, r) {
                         errors += 1;
+                        first_error.get_or_insert_with(|| e.to_string());
                     }
                     // Completions of one connection come back in call order.
                     if let Some(k) = started.iter().position(|(i, _)| *i == id) {
@@ -443,7 +447,7 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
                     empty = 0;
                 }
             }
-            (calls, hist, errors)
+            (calls, hist, (errors, first_error))
         })
     };
 
@@ -454,7 +458,7 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
     measuring.store(false, Ordering::Release);
     let seconds = t0.elapsed().as_secs_f64();
     done.store(true, Ordering::Release);
-    let (calls, hist, errors) = client
+    let (calls, hist, (errors, first_error)) = client
         .join()
         .map_err(|_| anyhow!("the client thread panicked"))?;
     let (busy, all) = worker
@@ -462,7 +466,12 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
         .map_err(|_| anyhow!("the worker thread panicked"))??;
     drop(nic_thread);
     if errors > 0 {
-        bail!("{errors} calls failed");
+        bail!(
+            "{errors} calls failed ({}, DT on the {}), the first: {}",
+            svc.method_name(0).unwrap_or("?"),
+            site.name(),
+            first_error.unwrap_or_default()
+        );
     }
     let served = served.load(Ordering::Relaxed);
     if served == 0 || calls == 0 {

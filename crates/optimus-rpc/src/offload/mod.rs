@@ -150,6 +150,11 @@ impl RecordService {
         })
     }
 
+    /// The name of method `id`.
+    pub fn method_name(&self, id: u16) -> Option<&str> {
+        self.methods.get(usize::from(id)).map(|m| m.name.as_str())
+    }
+
     /// The schema.
     pub fn schema(&self) -> &Arc<SchemaSet> {
         &self.schema
