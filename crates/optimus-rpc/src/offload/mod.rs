@@ -206,9 +206,6 @@ impl RecordService {
             )));
         }
         m.forward.push((fi, ti));
-        // In reply field-number order, as co-serialization at the wire appends them.
-        let out = schema.message(m.output);
-        m.forward.sort_by_key(|&(_, to)| out.fields[to].number);
         Ok(self)
     }
 

@@ -218,10 +218,19 @@ pub(crate) fn forward_raw(
     out: &mut Vec<u8>,
 ) -> Result<(), Failure> {
     let (input, output) = (schema.message(m.input), schema.message(m.output));
-    // `forward` is kept in reply field-number order (`RecordService::forward`).
-    let forwards = m.forward.iter().copied().filter(|&(from, to)| {
-        on_nic(placement, m.output, to) && on_nic(placement, m.input, from) && !reply.has(to)
-    });
+    let mut forwards: Vec<(usize, usize)> = m
+        .forward
+        .iter()
+        .copied()
+        .filter(|&(from, to)| {
+            on_nic(placement, m.output, to) && on_nic(placement, m.input, from) && !reply.has(to)
+        })
+        .collect();
+    if forwards.is_empty() {
+        return Ok(());
+    }
+    forwards.sort_by_key(|&(_, to)| output.fields[to].number);
+    let fields = super::wire::fields(nic_wire).unwrap_or_default();
     for (from, to) in forwards {
         let (fnum, tnum) = (input.fields[from].number, output.fields[to].number);
         let chain = m
@@ -229,10 +238,7 @@ pub(crate) fn forward_raw(
             .on(Side::Reply)
             .find(|(i, _)| *i == to)
             .map(|(_, c)| c);
-        for f in super::wire::scan(nic_wire)
-            .flatten()
-            .filter(|f| f.number == fnum)
-        {
+        for f in fields.iter().filter(|f| f.number == fnum) {
             match chain {
                 Some(chain) if f.wire_type == super::wire::LEN => {
                     let sealed = seal_chain(chain, f.value).map_err(|e| {

@@ -30,77 +30,42 @@ fn varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
-/// The top-level fields of `buf`, in order, without allocating; an `Err` item (then the end)
-/// when the bytes are malformed or hold a group (whose end only a nested walk finds: such
-/// messages take the record path).
-pub(crate) fn scan(buf: &[u8]) -> Scan<'_> {
-    Scan {
-        buf,
-        pos: 0,
-        failed: false,
-    }
-}
-
-/// The iterator of [`scan`].
-pub(crate) struct Scan<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    failed: bool,
-}
-
-impl<'a> Iterator for Scan<'a> {
-    type Item = Result<WireField<'a>, ()>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.pos >= self.buf.len() {
-            return None;
-        }
-        let f = next_field(self.buf, &mut self.pos);
-        self.failed = f.is_none();
-        Some(f.ok_or(()))
-    }
-}
-
-fn next_field<'a>(buf: &'a [u8], pos: &mut usize) -> Option<WireField<'a>> {
-    let start = *pos;
-    let tag = varint(buf, pos)?;
-    let number = u32::try_from(tag >> 3).ok().filter(|&n| n != 0)?;
-    let wire_type = (tag & 7) as u8;
-    let value_start = *pos;
-    let value_len = match wire_type {
-        0 => {
-            varint(buf, pos)?;
-            0
-        }
-        1 => 8,
-        LEN => usize::try_from(varint(buf, pos)?).ok()?,
-        5 => 4,
-        _ => return None,
-    };
-    let value_start = if wire_type == 0 { value_start } else { *pos };
-    let end = if wire_type == 0 {
-        *pos
-    } else {
-        pos.checked_add(value_len).filter(|&e| e <= buf.len())?
-    };
-    *pos = end;
-    Some(WireField {
-        number,
-        wire_type,
-        bytes: &buf[start..end],
-        value: &buf[value_start..end],
-    })
-}
-
-/// Whether all of `buf` scans.
-pub(crate) fn scans(buf: &[u8]) -> bool {
-    scan(buf).all(|f| f.is_ok())
-}
-
-/// The top-level fields of `buf` collected; `None` where [`scan`] fails.
-#[cfg(test)]
+/// The top-level fields of `buf`, in order; `None` when the bytes are malformed or hold a
+/// group (whose end only a nested walk finds: such messages take the record path).
 pub(crate) fn fields(buf: &[u8]) -> Option<Vec<WireField<'_>>> {
-    scan(buf).collect::<Result<Vec<_>, ()>>().ok()
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < buf.len() {
+        let start = pos;
+        let tag = varint(buf, &mut pos)?;
+        let number = u32::try_from(tag >> 3).ok().filter(|&n| n != 0)?;
+        let wire_type = (tag & 7) as u8;
+        let value_start = pos;
+        let value_len = match wire_type {
+            0 => {
+                varint(buf, &mut pos)?;
+                0
+            }
+            1 => 8,
+            LEN => usize::try_from(varint(buf, &mut pos)?).ok()?,
+            5 => 4,
+            _ => return None,
+        };
+        let value_start = if wire_type == 0 { value_start } else { pos };
+        let end = if wire_type == 0 {
+            pos
+        } else {
+            pos.checked_add(value_len).filter(|&e| e <= buf.len())?
+        };
+        pos = end;
+        out.push(WireField {
+            number,
+            wire_type,
+            bytes: &buf[start..end],
+            value: &buf[value_start..end],
+        });
+    }
+    Some(out)
 }
 
 /// Appends a varint.
@@ -132,13 +97,13 @@ pub(crate) fn split<E>(
     host: &mut Vec<u8>,
     nic: &mut Vec<u8>,
 ) -> Option<Result<(), E>> {
-    for f in scan(wire) {
-        let Ok(f) = f else { return None };
+    let fields = fields(wire)?;
+    for f in &fields {
         if !is_nic(f.number) {
             host.extend_from_slice(f.bytes);
             continue;
         }
-        match open(&f) {
+        match open(f) {
             None => nic.extend_from_slice(f.bytes),
             Some(Ok(v)) => put_field(nic, f.number, LEN, &v),
             Some(Err(e)) => return Some(Err(e)),
@@ -150,23 +115,20 @@ pub(crate) fn split<E>(
 /// Appends to `out` the fields of `a` and `b`, each in field-number order, merged by number
 /// (`a`'s first among equals). Bytes that do not scan are appended as they are.
 pub(crate) fn merge_sorted(a: &[u8], b: &[u8], out: &mut Vec<u8>) {
-    if !scans(a) || !scans(b) {
+    let (Some(fa), Some(fb)) = (fields(a), fields(b)) else {
         out.extend_from_slice(a);
         out.extend_from_slice(b);
         return;
-    }
-    let mut fa = scan(a).flatten().peekable();
-    let mut fb = scan(b).flatten().peekable();
-    loop {
-        let take_a = match (fa.peek(), fb.peek()) {
-            (None, None) => return,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some(x), Some(y)) => x.number <= y.number,
-        };
-        let f = if take_a { fa.next() } else { fb.next() };
-        if let Some(f) = f {
-            out.extend_from_slice(f.bytes);
+    };
+    let (mut i, mut j) = (0, 0);
+    while i < fa.len() || j < fb.len() {
+        let take_a = j == fb.len() || (i < fa.len() && fa[i].number <= fb[j].number);
+        if take_a {
+            out.extend_from_slice(fa[i].bytes);
+            i += 1;
+        } else {
+            out.extend_from_slice(fb[j].bytes);
+            j += 1;
         }
     }
 }
