@@ -4,6 +4,8 @@
 //! The CLI fills a table from the schema compiler's service list; the library itself only needs
 //! names, ids and (for typed payloads) the request and response message names.
 
+use optimus_schema::{SchemaSet, Service};
+
 use crate::RpcError;
 
 /// One method of a service.
@@ -50,6 +52,24 @@ impl MethodTable {
             service: service.into(),
             methods,
         })
+    }
+
+    /// The table of `svc`, a service of `schema`: its methods' names and message types.
+    ///
+    /// # Errors
+    /// As [`MethodTable::new`].
+    pub fn for_service(schema: &SchemaSet, svc: &Service) -> Result<Self, RpcError> {
+        MethodTable::new(
+            svc.full_name.clone(),
+            svc.methods
+                .iter()
+                .map(|m| Method {
+                    name: m.name.clone(),
+                    input: schema.message(m.input).full_name.clone(),
+                    output: schema.message(m.output).full_name.clone(),
+                })
+                .collect(),
+        )
     }
 
     /// The id of method `name`.

@@ -35,7 +35,7 @@ use optimus_schema::{Cardinality, Kind, MessageId, SchemaSet, Service};
 use crate::client::RpcClient;
 use crate::frame::Status;
 use crate::kernels::{open_chain, seal_chain, FieldKernels, Kernel, KernelError, Side};
-use crate::methods::{Method, MethodTable};
+use crate::methods::MethodTable;
 use crate::nic::Handler;
 use crate::RpcError;
 
@@ -142,17 +142,7 @@ impl TypedService {
     pub fn new(schema: impl Into<Arc<SchemaSet>>, name: &str) -> Result<Self, RpcError> {
         let schema = schema.into();
         let svc = find_service(&schema, name)?;
-        let table = MethodTable::new(
-            svc.full_name.clone(),
-            svc.methods
-                .iter()
-                .map(|m| Method {
-                    name: m.name.clone(),
-                    input: schema.message(m.input).full_name.clone(),
-                    output: schema.message(m.output).full_name.clone(),
-                })
-                .collect(),
-        )?;
+        let table = MethodTable::for_service(&schema, svc)?;
         let methods = svc
             .methods
             .iter()

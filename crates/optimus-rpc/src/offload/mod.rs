@@ -53,7 +53,7 @@ pub use placement::{Placement, PlacementTables, PLACEMENT_PROTO};
 pub use updating::FieldUpdating;
 
 use crate::kernels::{FieldKernels, Kernel, Side};
-use crate::methods::{Method, MethodTable};
+use crate::methods::MethodTable;
 use crate::nic::MAX_PENDING;
 use crate::typed::{find_service, Failure, DEFAULT_KERNEL_LIMIT};
 use crate::RpcError;
@@ -98,17 +98,7 @@ impl RecordService {
     pub fn new(schema: impl Into<Arc<SchemaSet>>, name: &str) -> Result<Self, RpcError> {
         let schema = schema.into();
         let svc = find_service(&schema, name)?;
-        let table = MethodTable::new(
-            svc.full_name.clone(),
-            svc.methods
-                .iter()
-                .map(|m| Method {
-                    name: m.name.clone(),
-                    input: schema.message(m.input).full_name.clone(),
-                    output: schema.message(m.output).full_name.clone(),
-                })
-                .collect(),
-        )?;
+        let table = MethodTable::for_service(&schema, svc)?;
         let methods = svc
             .methods
             .iter()
