@@ -23,6 +23,9 @@
 use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng};
 use aes_gcm::Aes256Gcm;
 use chacha20poly1305::ChaCha20Poly1305;
+use optimus_schema::{Cardinality, Kind, MessageId, SchemaSet};
+
+use crate::RpcError;
 
 /// Bytes of an AEAD nonce, written in front of the ciphertext.
 const NONCE_BYTES: usize = 12;
@@ -235,6 +238,40 @@ pub struct FieldKernels {
 }
 
 impl FieldKernels {
+    /// Adds `chain` on `field` of `side`'s message type (`input` for requests, `output` for
+    /// replies).
+    ///
+    /// # Errors
+    /// [`RpcError::Config`] when the type has no such field or it is not a `bytes` field
+    /// (single or repeated).
+    pub(crate) fn add(
+        &mut self,
+        schema: &SchemaSet,
+        (input, output): (MessageId, MessageId),
+        side: Side,
+        field: &str,
+        chain: Vec<Kernel>,
+    ) -> Result<(), RpcError> {
+        let ty = schema.message(match side {
+            Side::Request => input,
+            Side::Reply => output,
+        });
+        let index = ty
+            .fields
+            .iter()
+            .position(|f| f.name == field)
+            .ok_or_else(|| RpcError::Config(format!("{} has no field {field}", ty.full_name)))?;
+        let f = &ty.fields[index];
+        if f.kind != Kind::Bytes || f.cardinality == Cardinality::Map {
+            return Err(RpcError::Config(format!(
+                "{}.{field}: kernels run on bytes fields (single or repeated)",
+                ty.full_name
+            )));
+        }
+        self.fields.push((side, index, chain));
+        Ok(())
+    }
+
     /// The chains of `side`'s fields.
     pub(crate) fn on(&self, side: Side) -> impl Iterator<Item = (usize, &[Kernel])> {
         self.fields

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::{List, Message, Value};
-use optimus_schema::{Cardinality, Kind, MessageId, SchemaSet, Service};
+use optimus_schema::{Kind, MessageId, SchemaSet, Service};
 
 use crate::client::RpcClient;
 use crate::frame::Status;
@@ -197,23 +197,8 @@ impl TypedService {
     ) -> Result<Self, RpcError> {
         let id = self.method_id(method)?;
         let m = &mut self.methods[usize::from(id)];
-        let ty = self.schema.message(match side {
-            Side::Request => m.input,
-            Side::Reply => m.output,
-        });
-        let index = ty
-            .fields
-            .iter()
-            .position(|f| f.name == field)
-            .ok_or_else(|| RpcError::Config(format!("{} has no field {field}", ty.full_name)))?;
-        let f = &ty.fields[index];
-        if f.kind != Kind::Bytes || f.cardinality == Cardinality::Map {
-            return Err(RpcError::Config(format!(
-                "{}.{field}: kernels run on bytes fields (single or repeated)",
-                ty.full_name
-            )));
-        }
-        m.kernels.fields.push((side, index, chain));
+        m.kernels
+            .add(&self.schema, (m.input, m.output), side, field, chain)?;
         Ok(self)
     }
 

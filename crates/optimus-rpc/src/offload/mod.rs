@@ -45,7 +45,7 @@ use std::sync::Arc;
 
 use optimus_core::binary::DecodeOptions;
 use optimus_core::{Arena, FieldRef, Record};
-use optimus_schema::{Cardinality, Kind, MessageId, SchemaSet};
+use optimus_schema::{Cardinality, MessageId, SchemaSet};
 
 pub use app_side::{AppCoreDt, AppDt};
 pub use nic_side::NicDt;
@@ -214,23 +214,8 @@ impl RecordService {
     ) -> Result<Self, RpcError> {
         let schema = self.schema.clone();
         let m = self.method_mut(name)?;
-        let ty = schema.message(match side {
-            Side::Request => m.input,
-            Side::Reply => m.output,
-        });
-        let index = ty
-            .fields
-            .iter()
-            .position(|f| f.name == field)
-            .ok_or_else(|| RpcError::Config(format!("{} has no field {field}", ty.full_name)))?;
-        let f = &ty.fields[index];
-        if f.kind != Kind::Bytes || f.cardinality == Cardinality::Map {
-            return Err(RpcError::Config(format!(
-                "{}.{field}: kernels run on bytes fields (single or repeated)",
-                ty.full_name
-            )));
-        }
-        m.kernels.fields.push((side, index, chain));
+        m.kernels
+            .add(&schema, (m.input, m.output), side, field, chain)?;
         Ok(self)
     }
 
