@@ -701,8 +701,8 @@ impl FCol {
 
 impl VCol {
     /// Appends the single field `index` (slot `offset`) of a block of rows with one loop per
-    /// column: numbers and bools, strings and bytes, structs. `false` (nothing appended) for
-    /// the columns that take values one at a time (enums, well-known types).
+    /// column: numbers and bools, strings and bytes, enums, structs. `false` (nothing
+    /// appended) for the columns that take values one at a time (well-known types).
     fn append_block(
         &mut self,
         schema: &SchemaSet,
