@@ -24,14 +24,18 @@ import dev.optimus.cereal.trace.GraphTrace;
  *
  * <p>One breadth-first pass. An object gets its offset (first layout word) when it is first
  * reached, as the running total of the sizes of the objects reached before it, which are known
- * on reaching them (a class's word count, or an array's or collection's length); so the queue is
- * in offset order and each object's words are appended to the value array as it is dequeued.
- * Each reference is then the target's offset minus the reference word's own, available at once
- * whether the target was written already (a shared object, a cycle) or just queued. The visited
- * set is a scan of the graph's first {@link #SMALL_SEEN} objects, then an {@link IdentityIntMap}.
- * A graph of at most {@link Format#COMPACT_MAX_WORDS} words becomes a compact frame, assembled in
- * place after its value array; a root that is a string, a box or an object of primitive fields
- * is written directly ({@code writeLeaf}).
+ * on reaching them (a class's word count, or an array's or collection's length); its header and
+ * value words are appended to the value array then and there, since the value array is in
+ * layout order too. Only objects with reference words are queued, to have their references
+ * written when dequeued: strings, boxes, primitive arrays and objects of primitive fields (most
+ * of a record's objects) are done when reached. Each reference is the target's offset minus the
+ * reference word's own, available at once whether the target was written already (a shared
+ * object, a cycle) or just reached. The visited set, for a graph's first objects, is a scan of
+ * up to {@link #SMALL_SEEN} objects and a small table of strings and boxes hashed by value
+ * ({@link #SMALL_VALUES}), then an {@link IdentityIntMap}. The layout bitmap is made from the
+ * queue, for full frames only. A graph of at most {@link Format#COMPACT_MAX_WORDS} words becomes
+ * a compact frame, assembled in place after its value array; a root that is a string, a box or an
+ * object of primitive fields is written directly ({@code writeLeaf}).
  *
  * <p>Not thread-safe: one per thread ({@link Cereal#serialize}) or per {@link CerealOutput}.
  * Buffers are kept between graphs. Named classes (registration optional) are numbered per
@@ -63,10 +67,13 @@ final class GraphWriter {
   private int[] refs = new int[1024];
   private int refCount;
   private long[] bitmap = new long[64];
+  /** The objects with reference words, in layout order, their first reference word and count. */
   private Object[] queue = new Object[256];
   private ClassInfo[] queueInfo = new ClassInfo[256];
-  private int[] queueAux = new int[256];
+  private int[] queueSlot = new int[256];
+  private int[] queueRefs = new int[256];
   private int queueSize;
+  private GraphTrace trace;
   private int objectCount;
   private int top;
   private Class<?> lastType;
@@ -93,6 +100,18 @@ final class GraphWriter {
   private final int[] smallOffs = new int[SMALL_SEEN];
   private int smallCount;
   private boolean hashed;
+  /**
+   * The strings and boxes among a graph's first objects, hashed by value and compared by
+   * identity (open addressing, {@code 2 * SMALL_VALUES} slots): a record of a few dozen boxed
+   * values (a list of {@code Integer}s) finds each in a probe or two instead of a scan. The
+   * slots used are listed in {@link #valueUsed}, to clear them after the graph.
+   */
+  private final Object[] valueKeys = new Object[2 * SMALL_VALUES];
+  private final int[] valueOffs = new int[2 * SMALL_VALUES];
+  private final int[] valueUsed = new int[SMALL_VALUES];
+  private int valueCount;
+  /** Strings and boxes of a graph kept in {@link #valueKeys} before {@link #seen} takes over. */
+  static final int SMALL_VALUES = 32;
 
   // The frame, assembled.
   private byte[] frame = new byte[4096];
@@ -120,26 +139,19 @@ final class GraphWriter {
     int namedBefore = named.size();
     CerealTrace tracer = CerealTrace.active();
     GraphTrace trace = tracer == null ? null : tracer.begin();
+    this.trace = trace;
     try {
-      if (root != null && trace == null && cereal.compactFrames()
-          && writeLeaf(root, info(root.getClass()))) {
-        return;
-      }
       if (root != null) {
-        smallObjs[0] = root;
-        smallOffs[0] = 0;
-        smallCount = 1;
-        discover(root);
-        int word = 0;
+        ClassInfo ci = info(root.getClass());
+        if (trace == null && cereal.compactFrames() && writeLeaf(root, ci)) return;
+        claim(root, ci.kind);
+        discover(root, ci);
         for (int head = 0; head < queueSize; head++) {
           Object o = queue[head];
           queue[head] = null;
-          int v0 = valPos, r0 = refCount;
-          word = writeObject(o, queueInfo[head], queueAux[head], word);
-          if (trace != null) trace.object(UnsafeAccess.getInt(val, v0), (valPos - v0) >>> 3, refCount - r0);
+          writeRefs(o, queueInfo[head], queueSlot[head], queueRefs[head]);
         }
       }
-      objectCount = queueSize;
       assemble();
       if (trace != null) trace.finish(refs, refCount, valPos - VAL0, lastRefBytes, lastBitmapBytes, frameLength);
     } catch (RuntimeException | StackOverflowError e) {
@@ -150,8 +162,15 @@ final class GraphWriter {
       throw e instanceof CerealException ce ? ce
           : new CerealException("cannot serialize the graph: " + e, e);
     } finally {
-      Arrays.fill(smallObjs, 0, smallCount, null);
-      smallCount = 0;
+      this.trace = null;
+      if (smallCount > 0) {
+        Arrays.fill(smallObjs, 0, smallCount, null);
+        smallCount = 0;
+      }
+      if (valueCount > 0) {
+        for (int i = 0; i < valueCount; i++) valueKeys[valueUsed[i]] = null;
+        valueCount = 0;
+      }
       if (hashed) {
         seen.clear();
         hashed = false;
@@ -205,88 +224,150 @@ final class GraphWriter {
   }
 
   /**
-   * Gives {@code o} the next offset, queues it and returns the offset. The caller has entered
-   * {@code o} into {@link #seen} at that offset ({@link #top}), or is writing the root.
+   * Gives {@code o} (of layout {@code ci}) the next offset, appends its header and value words,
+   * queues it if it has reference words, and returns the offset. The caller has claimed {@code
+   * o} at that offset ({@link #top}).
    */
-  private int discover(Object o) {
+  private int discover(Object o, ClassInfo ci) {
     int off = top;
-    ClassInfo ci = info(o.getClass());
-    int aux;
-    long words;
-    switch (ci.kind) {
-      case ClassInfo.PLAIN:
-        aux = 0;
-        words = ci.plainWords();
+    int kind = ci.kind;
+    int rw = 0; // reference words
+    long words; // layout words
+    switch (kind) {
+      case ClassInfo.PLAIN: {
+        int pw = ci.primWords;
+        rw = ci.refCount;
+        words = 1L + pw + rw;
+        ensureVal(8L * (1 + pw));
+        header(ci, 0);
+        writePrims(o, ci, val, valPos);
+        valPos += 8 * pw;
         break;
+      }
       case ClassInfo.ENUM:
-        aux = ((Enum<?>) o).ordinal();
-        words = 1;
-        break;
       case ClassInfo.SINGLETON:
-        aux = 0;
         words = 1;
+        ensureVal(8);
+        header(ci, kind == ClassInfo.ENUM ? ((Enum<?>) o).ordinal() : 0);
         break;
-      case ClassInfo.CLASS:
       case ClassInfo.STRING: {
-        String s;
-        if (ci.kind == ClassInfo.CLASS) {
-          Class<?> c = (Class<?>) o;
-          if (!cereal.classObjectAllowed(c)) {
-            throw new CerealException("a Class object for " + c.getName() + ", which is not "
-                + "registered: register it on writer and reader alike, or "
-                + "setRegistrationRequired(false)");
-          }
-          if (c.isHidden()) {
-            throw new CerealException("cannot serialize the hidden class " + c.getName()
-                + ": it cannot be found by name");
-          }
-          s = c.getName();
-        } else {
-          s = (String) o;
-        }
+        String s = (String) o;
         int n = s.length();
-        boolean utf16 = !isLatin1(s);
-        aux = (n << 1) | (utf16 ? 1 : 0);
-        words = 1 + (((utf16 ? 2L : 1L) * n + 7) >>> 3);
+        if (isLatin1(s)) {
+          int w = (n + 7) >>> 3;
+          words = 1 + w;
+          ensureVal(8L * words);
+          header(ci, n << 1);
+          if (w > 0) UnsafeAccess.putLong(val, valPos + 8 * (w - 1), 0L);
+          latin1(s, n, val, valPos);
+          valPos += 8 * w;
+        } else {
+          words = writeUtf16(s, ci);
+        }
+        break;
+      }
+      case ClassInfo.CLASS: {
+        Class<?> c = (Class<?>) o;
+        if (!cereal.classObjectAllowed(c)) {
+          throw new CerealException("a Class object for " + c.getName() + ", which is not "
+              + "registered: register it on writer and reader alike, or "
+              + "setRegistrationRequired(false)");
+        }
+        if (c.isHidden()) {
+          throw new CerealException("cannot serialize the hidden class " + c.getName()
+              + ": it cannot be found by name");
+        }
+        String s = c.getName();
+        if (isLatin1(s)) {
+          int n = s.length();
+          int w = (n + 7) >>> 3;
+          words = 1 + w;
+          ensureVal(8L * words);
+          header(ci, n << 1);
+          if (w > 0) UnsafeAccess.putLong(val, valPos + 8 * (w - 1), 0L);
+          latin1(s, n, val, valPos);
+          valPos += 8 * w;
+        } else {
+          words = writeUtf16(s, ci);
+        }
         break;
       }
       case ClassInfo.OBJ_ARRAY:
-        aux = ((Object[]) o).length;
-        words = 1L + aux;
+        rw = ((Object[]) o).length;
+        words = 1L + rw;
+        ensureVal(8);
+        header(ci, rw);
         break;
       default:
-        if (ci.kind <= ClassInfo.DOUBLE) {
-          aux = 0;
+        if (kind <= ClassInfo.DOUBLE) {
           words = 2;
-        } else if (ClassInfo.isPrimitiveArray(ci.kind)) {
-          aux = Array.getLength(o);
-          words = 1 + (((long) aux * ClassInfo.elementSize(ci.kind) + 7) >>> 3);
-        } else if (ci.isMap() || ci.kind == ClassInfo.IMM_MAP) {
-          if (ci.kind == ClassInfo.TREE_MAP && ((SortedMap<?, ?>) o).comparator() != null) {
-            throw new CerealException("a TreeMap with a comparator cannot be serialized "
-                + "(only natural ordering is rebuilt)");
-          }
-          aux = ((Map<?, ?>) o).size();
-          words = 1 + 2L * aux;
+          ensureVal(16);
+          header(ci, 0);
+          UnsafeAccess.putLong(val, valPos, boxedBits(o, kind));
+          valPos += 8;
+        } else if (ClassInfo.isPrimitiveArray(kind)) {
+          int n = Array.getLength(o);
+          int w = (int) (((long) n * ClassInfo.elementSize(kind) + 7) >>> 3);
+          words = 1L + w;
+          ensureVal(8L * words);
+          header(ci, n);
+          if (w > 0) UnsafeAccess.putLong(val, valPos + 8 * (w - 1), 0L);
+          copyPrimitiveArray(o, kind, n, val, valPos);
+          valPos += 8 * w;
         } else {
-          if (ci.kind == ClassInfo.TREE_SET && ((SortedSet<?>) o).comparator() != null) {
-            throw new CerealException("a TreeSet with a comparator cannot be serialized "
-                + "(only natural ordering is rebuilt)");
+          int n;
+          boolean map = ci.isMap() || kind == ClassInfo.IMM_MAP;
+          if (map) {
+            if (kind == ClassInfo.TREE_MAP && ((SortedMap<?, ?>) o).comparator() != null) {
+              throw new CerealException("a TreeMap with a comparator cannot be serialized "
+                  + "(only natural ordering is rebuilt)");
+            }
+            n = ((Map<?, ?>) o).size();
+          } else {
+            if (kind == ClassInfo.TREE_SET && ((SortedSet<?>) o).comparator() != null) {
+              throw new CerealException("a TreeSet with a comparator cannot be serialized "
+                  + "(only natural ordering is rebuilt)");
+            }
+            n = ((Collection<?>) o).size();
           }
-          aux = ((Collection<?>) o).size();
-          words = 1L + aux;
+          long r = map ? 2L * n : n;
+          if (r > Format.MAX_WORDS) {
+            throw new CerealException("graph too large: more than " + Format.MAX_WORDS + " words");
+          }
+          rw = (int) r;
+          words = 1L + rw;
+          ensureVal(8);
+          header(ci, n);
         }
     }
     if (words > Format.MAX_WORDS - (long) off) {
       throw new CerealException("graph too large: more than " + Format.MAX_WORDS + " words");
     }
     top = off + (int) words;
-    if (queueSize == queue.length) growQueue();
-    queue[queueSize] = o;
-    queueInfo[queueSize] = ci;
-    queueAux[queueSize] = aux;
-    queueSize++;
+    objectCount++;
+    if (rw > 0) {
+      int q = queueSize;
+      if (q == queue.length) growQueue();
+      queue[q] = o;
+      queueInfo[q] = ci;
+      queueSlot[q] = off + (int) words - rw;
+      queueRefs[q] = rw;
+      queueSize = q + 1;
+    }
+    if (trace != null) trace.object(classId(ci), (int) words - rw, rw);
     return off;
+  }
+
+  /** A string of chars past Latin-1 (or a Class's name): its header and UTF-16LE words. */
+  private long writeUtf16(String s, ClassInfo ci) {
+    int n = s.length();
+    int w = (int) ((2L * n + 7) >>> 3);
+    ensureVal(8L + 8L * w);
+    header(ci, (n << 1) | 1);
+    if (w > 0) UnsafeAccess.putLong(val, valPos + 8 * (w - 1), 0L);
+    for (int i = 0; i < n; i++) UnsafeAccess.putShort(val, valPos + 2 * i, (short) s.charAt(i));
+    valPos += 8 * w;
+    return 1L + w;
   }
 
   /**
@@ -401,24 +482,50 @@ final class GraphWriter {
   }
 
   /**
-   * The offset of {@code target} if the graph has reached it already; otherwise records it at
-   * the next offset ({@link #top}) and returns -1.
+   * The offset of {@code target} (of class kind {@code kind}) if the graph has reached it
+   * already; otherwise records it at the next offset ({@link #top}) and returns -1.
    */
-  private int claim(Object target) {
+  private int claim(Object target, int kind) {
     if (!hashed) {
-      Object[] so = smallObjs;
-      int n = smallCount;
-      for (int i = 0; i < n; i++) if (so[i] == target) return smallOffs[i];
-      if (n < SMALL_SEEN) {
-        so[n] = target;
-        smallOffs[n] = top;
-        smallCount = n + 1;
-        return -1;
+      if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.STRING) {
+        Object[] ks = valueKeys;
+        int mask = ks.length - 1;
+        int i = (IdentityIntMap.valueHash(target) * 0x9E3779B9) >>> (32 - 6);
+        for (Object c; (c = ks[i]) != null; i = (i + 1) & mask) {
+          if (c == target) return valueOffs[i];
+        }
+        int n = valueCount;
+        if (n < SMALL_VALUES) {
+          ks[i] = target;
+          valueOffs[i] = top;
+          valueUsed[n] = i;
+          valueCount = n + 1;
+          return -1;
+        }
+      } else {
+        Object[] so = smallObjs;
+        int n = smallCount;
+        for (int i = 0; i < n; i++) if (so[i] == target) return smallOffs[i];
+        if (n < SMALL_SEEN) {
+          so[n] = target;
+          smallOffs[n] = top;
+          smallCount = n + 1;
+          return -1;
+        }
       }
-      for (int i = 0; i < n; i++) seen.putIfAbsent(so[i], smallOffs[i]);
-      hashed = true;
+      toSeen();
     }
     return seen.putIfAbsent(target, top);
+  }
+
+  /** Moves the graph's objects met so far into {@link #seen}, which takes over from here. */
+  private void toSeen() {
+    for (int i = 0; i < smallCount; i++) seen.putIfAbsent(smallObjs[i], smallOffs[i]);
+    for (int i = 0; i < valueCount; i++) {
+      int k = valueUsed[i];
+      seen.putIfAbsent(valueKeys[k], valueOffs[k]);
+    }
+    hashed = true;
   }
 
   /** The reference word for {@code target} in layout word {@code slot}. */
@@ -427,9 +534,10 @@ final class GraphWriter {
     if (target == null) {
       v = 0;
     } else {
+      ClassInfo ci = info(target.getClass());
       // One probe: claims the next offset for the target if it is new.
-      int off = claim(target);
-      if (off < 0) off = discover(target);
+      int off = claim(target, ci.kind);
+      if (off < 0) off = discover(target, ci);
       v = (int) Format.zigzag((long) off - slot);
     }
     if (refCount == refs.length) refs = Arrays.copyOf(refs, refs.length * 2);
@@ -438,10 +546,12 @@ final class GraphWriter {
 
   private void ensureVal(long bytes) {
     long need = valPos + bytes;
-    if (need > val.length) {
-      if (need > Integer.MAX_VALUE - 16) throw new CerealException("value array too large");
-      val = Arrays.copyOf(val, (int) Math.min(Integer.MAX_VALUE - 16, Math.max(need, val.length * 2L)));
-    }
+    if (need > val.length) growVal(need);
+  }
+
+  private void growVal(long need) {
+    if (need > Integer.MAX_VALUE - 16) throw new CerealException("value array too large");
+    val = Arrays.copyOf(val, (int) Math.min(Integer.MAX_VALUE - 16, Math.max(need, val.length * 2L)));
   }
 
   private void header(ClassInfo ci, int aux) {
@@ -449,79 +559,24 @@ final class GraphWriter {
     valPos += 8;
   }
 
-  /** Appends the words of the object at layout word {@code word}; returns the next word. */
-  private int writeObject(Object o, ClassInfo ci, int aux, int word) {
+  /**
+   * The {@code rc} references of a queued object, whose reference words start at layout word
+   * {@code slot}.
+   */
+  private void writeRefs(Object o, ClassInfo ci, int slot, int rc) {
     switch (ci.kind) {
       case ClassInfo.PLAIN: {
-        int pw = ci.primWords;
-        ensureVal(8L * (1 + pw));
-        header(ci, 0);
-        int base = valPos;
-        writePrims(o, ci, val, base);
-        valPos = base + 8 * pw;
-        int slot = word + 1 + pw;
         long[] roffs = ci.refOffsets;
-        int rc = roffs.length;
-        if (rc > 0) {
-          ensureBitmap(slot + rc);
-          Packing.setRange(bitmap, slot, slot + rc);
-          for (int r = 0; r < rc; r++) ref(U.getObject(o, roffs[r]), slot + r);
-        }
-        return slot + rc;
-      }
-      case ClassInfo.ENUM:
-      case ClassInfo.SINGLETON:
-        ensureVal(8);
-        header(ci, aux);
-        return word + 1;
-      case ClassInfo.CLASS:
-      case ClassInfo.STRING: {
-        String s = ci.kind == ClassInfo.STRING ? (String) o : ((Class<?>) o).getName();
-        int n = aux >>> 1;
-        boolean utf16 = (aux & 1) != 0;
-        long bytes = utf16 ? 2L * n : n;
-        int words = (int) ((bytes + 7) >>> 3);
-        ensureVal(8L + 8L * words);
-        header(ci, aux);
-        if (words > 0) UnsafeAccess.putLong(val, valPos + 8 * (words - 1), 0L);
-        if (utf16) {
-          for (int i = 0; i < n; i++) UnsafeAccess.putShort(val, valPos + 2 * i, (short) s.charAt(i));
-        } else {
-          latin1(s, n, val, valPos);
-        }
-        valPos += 8 * words;
-        return word + 1 + words;
+        for (int r = 0; r < rc; r++) ref(U.getObject(o, roffs[r]), slot + r);
+        return;
       }
       case ClassInfo.OBJ_ARRAY: {
         Object[] a = (Object[]) o;
-        ensureVal(8);
-        header(ci, aux);
-        int slot = word + 1;
-        int n = a.length;
-        ensureBitmap(slot + n);
-        Packing.setRange(bitmap, slot, slot + n);
-        for (int i = 0; i < n; i++) ref(a[i], slot + i);
-        return slot + n;
+        for (int i = 0; i < rc; i++) ref(a[i], slot + i);
+        return;
       }
       default:
-        if (ci.kind <= ClassInfo.DOUBLE) {
-          ensureVal(16);
-          header(ci, 0);
-          UnsafeAccess.putLong(val, valPos, boxedBits(o, ci.kind));
-          valPos += 8;
-          return word + 2;
-        }
-        if (ClassInfo.isPrimitiveArray(ci.kind)) {
-          long bytes = (long) aux * ClassInfo.elementSize(ci.kind);
-          int words = (int) ((bytes + 7) >>> 3);
-          ensureVal(8L + 8L * words);
-          header(ci, aux);
-          if (words > 0) UnsafeAccess.putLong(val, valPos + 8 * (words - 1), 0L);
-          copyPrimitiveArray(o, ci.kind, aux, val, valPos);
-          valPos += 8 * words;
-          return word + 1 + words;
-        }
-        return writeContainer(o, ci, aux, word);
+        writeContainer(o, ci, slot, rc);
     }
   }
 
@@ -550,14 +605,8 @@ final class GraphWriter {
     }
   }
 
-  private int writeContainer(Object o, ClassInfo ci, int n, int word) {
-    ensureVal(8);
-    header(ci, n);
-    int slot = word + 1;
+  private void writeContainer(Object o, ClassInfo ci, int slot, int words) {
     boolean map = ci.isMap() || ci.kind == ClassInfo.IMM_MAP;
-    int words = map ? 2 * n : n;
-    ensureBitmap(slot + words);
-    Packing.setRange(bitmap, slot, slot + words);
     int i = 0;
     if (map) {
       for (Map.Entry<?, ?> e : ((Map<?, ?>) o).entrySet()) {
@@ -568,8 +617,8 @@ final class GraphWriter {
       }
     } else if (ci.kind == ClassInfo.ARRAY_LIST) {
       List<?> l = (List<?>) o;
-      if (l.size() == n) {
-        for (; i < n; i++) ref(l.get(i), slot + i);
+      if (l.size() == words) {
+        for (; i < words; i++) ref(l.get(i), slot + i);
       }
     } else {
       for (Object e : (Collection<?>) o) {
@@ -581,7 +630,6 @@ final class GraphWriter {
     if (i != words) {
       throw new CerealException(ci.type.getName() + " changed size while being serialized");
     }
-    return slot + words;
   }
 
   private static long boxedBits(Object o, int kind) {
@@ -656,7 +704,8 @@ final class GraphWriter {
     int n = queue.length * 2;
     queue = Arrays.copyOf(queue, n);
     queueInfo = Arrays.copyOf(queueInfo, n);
-    queueAux = Arrays.copyOf(queueAux, n);
+    queueSlot = Arrays.copyOf(queueSlot, n);
+    queueRefs = Arrays.copyOf(queueRefs, n);
   }
 
   private void assemble() {
@@ -666,6 +715,10 @@ final class GraphWriter {
     }
     int words = top;
     ensureBitmap(words);
+    // The bitmap: each queued object's reference words (no other object has any).
+    for (int q = 0; q < queueSize; q++) {
+      Packing.setRange(bitmap, queueSlot[q], queueSlot[q] + queueRefs[q]);
+    }
     byte[][] names = newNames.isEmpty() ? NO_NAMES : new byte[newNames.size()][];
     long namesBytes = Format.varintSize(names.length);
     for (int i = 0; i < names.length; i++) {
@@ -782,8 +835,6 @@ final class GraphWriter {
     }
     lastRefBytes = refBytes;
     lastBitmapBytes = 0;
-    // Set while writing, not needed: the next graph starts from zeros.
-    Arrays.fill(bitmap, 0, (top + 63) >>> 6, 0L);
     resetPending = false;
   }
 
