@@ -403,6 +403,8 @@ pub struct Table {
     /// `dense[n]` is the entry index of field number `n` (`u32::MAX` where none), for
     /// numbers below its length; larger numbers are found by binary search.
     dense: Vec<u32>,
+    /// Entry *i*'s tag in the form a backward writer stores it: see [`Table::tag_words`].
+    tag_words: Vec<u64>,
 }
 
 /// An entry index that names no field.
@@ -418,6 +420,16 @@ impl Table {
         self.entries
             .binary_search_by_key(&number, |e| e.number)
             .ok()
+    }
+
+    /// Each entry's tag as one little-endian word for a writer that fills its buffer from the
+    /// end: the tag's bytes in the word's top bytes, its length (1..=5) in the lowest. Stored
+    /// as the eight bytes before the write position, it puts the tag right in front of what
+    /// is written (the bytes below the tag are room, written over later), and the length
+    /// says how far the position moves: one load, one store, no shift by the length.
+    #[inline]
+    pub fn tag_words(&self) -> &[u64] {
+        &self.tag_words
     }
 
     /// The index of the entry for `number`, trying `guess` first (upb's fasttable idea: fields
@@ -551,6 +563,7 @@ pub(crate) fn build(ty: &MessageType, closed_enum: impl Fn(u32) -> bool) -> Tabl
             .last()
             .map_or(0, |e| e.number as usize + 1)
     };
+    let tag_words = entries.iter().map(tag_word).collect();
     let mut dense = vec![NO_ENTRY; dense_len];
     for (i, e) in entries.iter().enumerate() {
         if (e.number as usize) < dense_len {
@@ -567,7 +580,17 @@ pub(crate) fn build(ty: &MessageType, closed_enum: impl Fn(u32) -> bool) -> Tabl
         oneof_masks,
         oneof_of,
         dense,
+        tag_words,
     }
+}
+
+/// An entry's [`Table::tag_words`] word.
+fn tag_word(e: &Entry) -> u64 {
+    let (bytes, len) = varint_bytes(e.tag_value());
+    let mut word = [0u8; 8];
+    word[8 - len..].copy_from_slice(&bytes[..len]);
+    word[0] = len as u8;
+    u64::from_le_bytes(word)
 }
 
 fn push_aux(aux: &mut Vec<Aux>, a: Aux) -> u16 {
@@ -641,6 +664,11 @@ mod tests {
         assert!(by(268435455).has_presence() && !by(1).has_presence());
         assert!(by(1).is_plain_scalar() && by(4).is_plain_message());
         assert!(!by(16).is_plain_scalar() && !by(5).is_plain_scalar() && !by(4).is_plain_scalar());
+        let word = |n: u32| t.tag_words()[t.find(n).unwrap()].to_le_bytes();
+        assert_eq!(word(1), [1, 0, 0, 0, 0, 0, 0, 0x08]);
+        assert_eq!(word(16), [2, 0, 0, 0, 0, 0, 0x80, 0x01]);
+        // 268435455 << 3 | 5 (fixed32) = 0x7fff_fffd: five bytes.
+        assert_eq!(word(268435455), [5, 0, 0, 0xfd, 0xff, 0xff, 0xff, 0x07]);
         assert_eq!(t.find(8), None);
         assert_eq!(t.find_from(4, 3), Some(3));
         assert_eq!(t.find_from(4, 0), Some(3));

@@ -91,12 +91,13 @@ impl Back {
         self.settle(&c);
     }
 
+    /// Writes a tag from its [`Table::tag_words`] word.
     #[inline(always)]
-    fn tag(&mut self, e: &Entry) {
+    fn tag_word(&mut self, word: u64) {
         self.reserve(MAX_TAG_ROOM);
         let mut c = self.cursor();
         // SAFETY: reserved just above.
-        unsafe { c.tag(e) };
+        unsafe { c.tag_word(word) };
         self.settle(&c);
     }
 }
@@ -189,24 +190,24 @@ impl Cursor {
         self.pos -= n;
     }
 
-    /// Writes the entry's precomputed tag bytes in front: one four-byte store with the tag in
-    /// its last bytes (the bytes before them are room, rewritten later); a five-byte tag from
-    /// its number.
+    /// Writes a tag in front from its [`Table::tag_words`] word: one eight-byte store ending
+    /// at the position, which then moves back by the tag's length (the word's lowest byte).
     ///
     /// # Safety
     /// [`MAX_TAG_ROOM`] bytes of room were reserved.
     #[inline(always)]
-    unsafe fn tag(&mut self, e: &Entry) {
-        let len = e.tag_len();
-        if len > 4 {
-            // SAFETY: the caller's duty (a varint of a `u32` takes at most five bytes).
-            return unsafe { self.varint(u64::from(e.tag_value())) };
-        }
-        debug_assert!(self.pos >= 4);
-        let word = (e.tag << (8 * (4 - len))).to_le_bytes();
-        // SAFETY: the four bytes before `pos` are reserved room.
-        unsafe { std::ptr::copy_nonoverlapping(word.as_ptr(), self.base.add(self.pos - 4), 4) };
-        self.pos -= len;
+    unsafe fn tag_word(&mut self, word: u64) {
+        debug_assert!(self.pos >= 8);
+        // SAFETY: the eight bytes before `pos` are reserved room; the tag is their last
+        // `len` bytes, those before it are room still.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                word.to_le_bytes().as_ptr(),
+                self.base.add(self.pos - 8),
+                8,
+            )
+        };
+        self.pos -= usize::from(word as u8);
     }
 }
 
@@ -226,16 +227,15 @@ fn spread_groups(v: u64) -> u64 {
 
 /// Longest varint.
 const MAX_VARINT: usize = 10;
-/// Room a tag's store takes (four bytes, or a five-byte varint written by an eight-byte
-/// store).
+/// Room a tag's store takes: its word's eight bytes.
 const MAX_TAG_ROOM: usize = 8;
 /// Room for a scalar field whole: its tag and its longest value (strings add their length).
 const FIELD_ROOM: usize = MAX_TAG_ROOM + MAX_VARINT;
 
 /// Writes one scalar field's value (not a message) held in `raw`, its record bytes, and its
-/// tag in front of it.
+/// tag (`tag_word`) in front of it.
 #[inline(always)]
-fn scalar_field(out: &mut Back, e: &Entry, raw: &[u8]) {
+fn scalar_field(out: &mut Back, e: &Entry, tag_word: u64, raw: &[u8]) {
     let scalar = e.op.scalar();
     if scalar.is_bytes_like() {
         // SAFETY: a string or bytes slot holds a view made by the decoder or a setter, of
@@ -247,13 +247,13 @@ fn scalar_field(out: &mut Back, e: &Entry, raw: &[u8]) {
         unsafe {
             c.put(bytes);
             c.varint(bytes.len() as u64);
-            c.tag(e);
+            c.tag_word(tag_word);
         }
         out.settle(&c);
         return;
     }
     element(out, scalar, raw);
-    out.tag(e);
+    out.tag_word(tag_word);
 }
 
 /// Writes one packed element (no tag).
@@ -290,7 +290,7 @@ pub(crate) fn message(schema: &SchemaSet, rec: RecPtr, id: u32, out: &mut Back) 
         // SAFETY: as above.
         out.put(unsafe { unknown.raw(1) });
     }
-    let entries = &table.entries[..];
+    let (entries, tag_words) = (&table.entries[..], table.tag_words());
     let mut cursor = out.cursor();
     for w in (0..table.presence_words as usize).rev() {
         // SAFETY: `w` is below the table's presence word count.
@@ -298,22 +298,32 @@ pub(crate) fn message(schema: &SchemaSet, rec: RecPtr, id: u32, out: &mut Back) 
         while bits != 0 {
             let top = 63 - bits.leading_zeros() as usize;
             bits &= !(1u64 << top);
-            field(schema, rec, table, &entries[w * 64 + top], out, &mut cursor);
+            let i = w * 64 + top;
+            field(
+                schema,
+                rec,
+                table,
+                &entries[i],
+                tag_words[i],
+                out,
+                &mut cursor,
+            );
         }
     }
     out.settle(&cursor);
 }
 
-/// Writes one set field (backwards: values, then the tag in front) through the cursor `c`,
-/// which `out` takes back around a sub-message or sequence. A single field is one jump on its op
-/// code to an arm that reads its slot by type; sequences, maps and groups leave for
-/// [`sequence_field`].
+/// Writes one set field (backwards: values, then the tag in front, from its `tag_word`)
+/// through the cursor `c`, which `out` takes back around a sub-message or sequence. A single
+/// field is one jump on its op code to an arm that reads its slot by type; sequences, maps and
+/// groups leave for [`sequence_field`].
 #[inline(always)]
 fn field(
     schema: &SchemaSet,
     rec: RecPtr,
     table: &Table,
     e: &Entry,
+    tag_word: u64,
     out: &mut Back,
     c: &mut Cursor,
 ) {
@@ -355,24 +365,31 @@ fn field(
             GROUP => {
                 out.settle(c);
                 let sub = RecPtr::from_slot(rec.read::<*mut u8>(off));
-                message_value(schema, sub, table.sub_message(e), e, out);
+                message_value(schema, sub, table.sub_message(e), e, tag_word, out);
                 *c = out.cursor();
                 return;
             }
             _ => {
                 out.settle(c);
-                sequence_field(schema, rec, table, e, out);
+                sequence_field(schema, rec, table, e, tag_word, out);
                 *c = out.cursor();
                 return;
             }
         }
-        c.tag(e);
+        c.tag_word(tag_word);
     }
 }
 
 /// Writes a repeated, packed or map field.
 #[inline(never)]
-fn sequence_field(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back) {
+fn sequence_field(
+    schema: &SchemaSet,
+    rec: RecPtr,
+    table: &Table,
+    e: &Entry,
+    tag_word: u64,
+    out: &mut Back,
+) {
     let scalar = e.op.scalar();
     match e.op.shape() {
         Shape::Single => unreachable!("single fields are written by `field`"),
@@ -383,7 +400,8 @@ fn sequence_field(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out
             if scalar.is_message() {
                 let sub_id = table.sub_message(e);
                 for p in raw.rchunks_exact(8) {
-                    message_value(schema, RecPtr::from_slot(read_le(p)), sub_id, e, out);
+                    let sub = RecPtr::from_slot(read_le(p));
+                    message_value(schema, sub, sub_id, e, tag_word, out);
                 }
             } else if e.op.shape() == Shape::Packed {
                 if raw.is_empty() {
@@ -394,25 +412,33 @@ fn sequence_field(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out
                     element(out, scalar, v);
                 }
                 out.varint((out.written() - end) as u64);
-                out.tag(e);
+                out.tag_word(tag_word);
             } else {
                 for v in raw.rchunks_exact(width) {
-                    scalar_field(out, e, v);
+                    scalar_field(out, e, tag_word, v);
                 }
             }
         }
-        Shape::Map => map(schema, rec, table, e, out),
+        Shape::Map => map(schema, rec, table, e, tag_word, out),
     }
 }
 
-/// Writes a message value: a length-prefixed body, or a group between its tags.
-fn message_value(schema: &SchemaSet, sub: Option<RecPtr>, sub_id: u32, e: &Entry, out: &mut Back) {
+/// Writes a message value: a length-prefixed body, or a group between its tags (the start
+/// tag from `tag_word`).
+fn message_value(
+    schema: &SchemaSet,
+    sub: Option<RecPtr>,
+    sub_id: u32,
+    e: &Entry,
+    tag_word: u64,
+    out: &mut Back,
+) {
     if e.op.scalar() == Scalar::Group {
         out.varint(u64::from(e.number << 3 | WireType::EndGroup as u32));
         if let Some(s) = sub {
             message(schema, s, sub_id, out);
         }
-        out.tag(e);
+        out.tag_word(tag_word);
         return;
     }
     let end = out.written();
@@ -420,13 +446,13 @@ fn message_value(schema: &SchemaSet, sub: Option<RecPtr>, sub_id: u32, e: &Entry
         message(schema, s, sub_id, out);
     }
     out.varint((out.written() - end) as u64);
-    out.tag(e);
+    out.tag_word(tag_word);
 }
 
 /// Writes a map's entries sorted by key, each with key and value even when zero (as
 /// Google protobuf does).
 #[inline(never)]
-fn map(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back) {
+fn map(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, tag_word: u64, out: &mut Back) {
     let entry_table = &schema.message(MessageId(table.sub_message(e))).table;
     let start = sorted_entries(rec, e, entry_table, &mut out.map_entries);
     // Last to first; a map in an entry's value appends its own after these and takes them
@@ -435,14 +461,21 @@ fn map(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back
         let entry = out.map_entries[k];
         let end = out.written();
         for (i, part) in entry_table.entries.iter().take(2).enumerate().rev() {
-            let scalar = part.op.scalar();
+            let (scalar, part_tag) = (part.op.scalar(), entry_table.tag_words()[i]);
             if scalar.is_message() {
                 // SAFETY: entry `i` of a map entry record is its key or value.
                 let sub = unsafe { entry.has(i) }
                     // SAFETY: as above: a set message slot holds a record pointer.
                     .then(|| RecPtr::from_slot(unsafe { entry.read::<*mut u8>(part.offset) }))
                     .flatten();
-                message_value(schema, sub, entry_table.sub_message(part), part, out);
+                message_value(
+                    schema,
+                    sub,
+                    entry_table.sub_message(part),
+                    part,
+                    part_tag,
+                    out,
+                );
             } else {
                 // SAFETY: as above.
                 let (bits, view) = unsafe { map_part(entry, i, part, schema, entry_table) };
@@ -451,11 +484,11 @@ fn map(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, out: &mut Back
                     Some(v) => raw.copy_from_slice(crate::record::bytes_of(&v)),
                     None => raw[..8].copy_from_slice(&bits.to_le_bytes()),
                 }
-                scalar_field(out, part, &raw);
+                scalar_field(out, part, part_tag, &raw);
             }
         }
         out.varint((out.written() - end) as u64);
-        out.tag(e);
+        out.tag_word(tag_word);
     }
     out.map_entries.truncate(start);
 }
