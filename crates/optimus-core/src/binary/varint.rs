@@ -30,14 +30,19 @@ pub(crate) fn read_varint(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64
     }
     // The position goes in and out by value: were its address passed to this call (never
     // inlined), the caller's position could not stay in a register.
-    let (value, next) = read_varint_slow(buf, p, end)?;
+    let (value, next) = read_varint_slow(buf, p, end);
+    if next == 0 {
+        return Err(varint_error(p, end));
+    }
     *pos = next;
     Ok(value)
 }
 
-/// Reads a varint of three bytes or more at `start`: the value and the position after it.
+/// Reads a varint of three bytes or more at `start`: the value and the position after it, or
+/// position 0 where no varint ends within ten bytes or before `end` ([`varint_error`] says
+/// which). Two values come back in registers, where a `Result` would go through memory.
 #[inline(never)]
-fn read_varint_slow(buf: &[u8], start: usize, end: usize) -> Result<(u64, usize), Fail> {
+fn read_varint_slow(buf: &[u8], start: usize, end: usize) -> (u64, usize) {
     // With eight bytes left, a varint of up to eight is read from one word: its last byte is
     // the first without the continuation bit, and its seven-bit groups are packed together.
     if let Some(bytes) = buf[..end].get(start..start + 8) {
@@ -47,7 +52,7 @@ fn read_varint_slow(buf: &[u8], start: usize, end: usize) -> Result<(u64, usize)
             let last_bit = stops & stops.wrapping_neg();
             let kept = word & (last_bit << 1).wrapping_sub(1) & 0x7f7f_7f7f_7f7f_7f7f;
             let next = start + (last_bit.trailing_zeros() as usize + 1) / 8;
-            return Ok((pack_groups(kept), next));
+            return (pack_groups(kept), next);
         }
     }
     // With a whole varint's room left, the bytes are read without a bound check each.
@@ -57,36 +62,41 @@ fn read_varint_slow(buf: &[u8], start: usize, end: usize) -> Result<(u64, usize)
         for (i, &b) in bytes.iter().enumerate() {
             value |= u64::from(b & 0x7f) << (7 * i);
             if b < 0x80 {
-                return Ok((value, start + i + 1));
+                return (value, start + i + 1);
             }
         }
-        return Err(fail(
-            start,
-            DecodeErrorKind::VarintTooLong(MAX_VARINT_BYTES),
-        ));
+        return (0, 0);
     }
     let mut value = 0u64;
-    for i in 0..MAX_VARINT_BYTES {
-        let p = start + i;
-        if p >= end {
-            return Err(fail(
-                start,
-                DecodeErrorKind::Truncated {
-                    needed: 1,
-                    remaining: 0,
-                },
-            ));
-        }
-        let b = buf[p];
+    for (i, &b) in buf[..end]
+        .get(start..)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
         value |= u64::from(b & 0x7f) << (7 * i);
         if b < 0x80 {
-            return Ok((value, p + 1));
+            return (value, start + i + 1);
         }
     }
-    Err(fail(
-        start,
-        DecodeErrorKind::VarintTooLong(MAX_VARINT_BYTES),
-    ))
+    (0, 0)
+}
+
+/// Why no varint was read at `start`: ten bytes all continued, or the input ended first.
+#[cold]
+#[inline(never)]
+fn varint_error(start: usize, end: usize) -> Fail {
+    if end.saturating_sub(start) >= MAX_VARINT_BYTES {
+        fail(start, DecodeErrorKind::VarintTooLong(MAX_VARINT_BYTES))
+    } else {
+        fail(
+            start,
+            DecodeErrorKind::Truncated {
+                needed: 1,
+                remaining: 0,
+            },
+        )
+    }
 }
 
 /// The seven-bit groups of a word, one in the low bits of each byte (the first lowest),
@@ -247,6 +257,23 @@ mod tests {
         let mut pos = 0;
         let e = read_varint(&eleven, &mut pos, 11).unwrap_err();
         assert!(e.to_string().contains("longer than 10"), "{e}");
+    }
+
+    #[test]
+    fn truncated_varints_fail_at_their_start() {
+        // One to nine continued bytes that the input's end cuts off, after a prefix.
+        for len in 1..MAX_VARINT_BYTES {
+            let mut bytes = vec![0x01, 0x02];
+            bytes.extend(std::iter::repeat_n(0x80, len));
+            let mut pos = 2;
+            let e = read_varint(&bytes, &mut pos, bytes.len()).unwrap_err();
+            assert_eq!(e.offset, 2, "{len}");
+            assert!(
+                matches!(e.kind, DecodeErrorKind::Truncated { .. }),
+                "{len}: {e}"
+            );
+            assert_eq!(pos, 2, "the position stays at the varint");
+        }
     }
 
     #[test]
