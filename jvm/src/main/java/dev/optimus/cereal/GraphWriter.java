@@ -112,6 +112,8 @@ final class GraphWriter {
   private int valueCount;
   /** Strings and boxes of a graph kept in {@link #valueKeys} before {@link #seen} takes over. */
   static final int SMALL_VALUES = 32;
+  /** A 32-bit hash's top bits index {@link #valueKeys}: this shift leaves them. */
+  private static final int VALUE_SHIFT = Integer.numberOfLeadingZeros(2 * SMALL_VALUES - 1);
 
   // The frame, assembled.
   private byte[] frame = new byte[4096];
@@ -378,17 +380,30 @@ final class GraphWriter {
    * written nothing, for any other root.
    */
   private boolean writeLeaf(Object root, ClassInfo ci) {
+    int p = writeLeaf(root, ci, frame, 0); // frame: at least 4096 bytes, room for LEAF_MAX_BYTES
+    if (p < 0) return false;
+    frameBuf = frame;
+    frameStart = 0;
+    frameLength = p;
+    return true;
+  }
+
+  /**
+   * {@link #writeLeaf(Object, ClassInfo)} into {@code f} at {@code start}, which has room for
+   * {@link #LEAF_MAX_BYTES}: the end of the frame written, or -1 (nothing written) for a root
+   * that is not such a leaf.
+   */
+  private int writeLeaf(Object root, ClassInfo ci, byte[] f, int start) {
     int kind = ci.kind;
-    byte[] f = frame; // at least 4096 bytes: room for any frame of 64 words
     int p;
     int valueWords;
     if (kind == ClassInfo.STRING) {
       String s = (String) root;
       int n = s.length();
-      if (n > LEAF_MAX_CHARS || !isLatin1(s)) return false;
+      if (n > LEAF_MAX_CHARS || !isLatin1(s)) return -1;
       int words = (n + 7) >>> 3;
       valueWords = 1 + words;
-      p = leafHeader(f, valueWords);
+      p = leafHeader(f, start, valueWords);
       UnsafeAccess.putLong(f, p, Format.ID_STRING | ((long) (n << 1) << 32));
       p += 8;
       if (words > 0) UnsafeAccess.putLong(f, p + 8 * (words - 1), 0L);
@@ -396,29 +411,38 @@ final class GraphWriter {
       p += 8 * words;
     } else if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.DOUBLE) {
       valueWords = 2;
-      p = leafHeader(f, valueWords);
+      p = leafHeader(f, start, valueWords);
       UnsafeAccess.putLong(f, p, ci.id);
       UnsafeAccess.putLong(f, p + 8, boxedBits(root, kind));
       p += 16;
     } else if (kind == ClassInfo.PLAIN && ci.refCount == 0 && ci.id >= 0 && ci.primWords < 63) {
       // A registered class with primitive fields only (a rating, a point of scalars).
       valueWords = 1 + ci.primWords;
-      p = leafHeader(f, valueWords);
+      p = leafHeader(f, start, valueWords);
       UnsafeAccess.putLong(f, p, ci.id);
       writePrims(root, ci, f, p + 8);
       p += 8 * valueWords;
     } else {
-      return false;
+      return -1;
     }
     top = valueWords;
     objectCount = 1;
-    frameBuf = frame;
-    frameStart = 0;
-    frameLength = p;
     lastRefBytes = 0;
     lastBitmapBytes = 0;
     resetPending = false;
-    return true;
+    return p;
+  }
+
+  /**
+   * A stream's record written straight into the stream's buffer {@code f} at {@code start}, which
+   * has room for {@link #LEAF_MAX_BYTES}, when it is a leaf ({@link #writeLeaf}) and nothing
+   * asks for the walk (a trace, full frames only): the end of the frame written there, or -1
+   * (nothing written; {@link #write} then writes it).
+   */
+  int writeLeafTo(Object root, byte[] f, int start) {
+    if (root == null || !cereal.compactFrames() || CerealTrace.active() != null) return -1;
+    if (cacheVersion != cereal.registryVersion()) dropClassCache();
+    return writeLeaf(root, info(root.getClass()), f, start);
   }
 
   /**
@@ -427,16 +451,19 @@ final class GraphWriter {
    */
   private static final int LEAF_MAX_CHARS = 8 * 63;
 
+  /** The longest frame {@link #writeLeaf} writes: an 8-byte prefix and 64 words. */
+  static final int LEAF_MAX_BYTES = 8 + 8 * 64;
+
   /**
-   * A compact frame's prefix for one object of {@code valueWords} words and no references, up
-   * to its value array; returns where the value array starts.
+   * A compact frame's prefix at {@code f[start..]} for one object of {@code valueWords} words and
+   * no references, up to its value array; returns where the value array starts.
    */
-  private int leafHeader(byte[] f, int valueWords) {
+  private int leafHeader(byte[] f, int start, int valueWords) {
     int body = 3 + 8 * valueWords;
-    f[0] = (byte) Format.MAGIC;
-    f[1] = (byte) Format.VERSION;
-    f[2] = (byte) (Format.FLAG_COMPACT | (resetPending ? Format.FLAG_RESET_CLASSES : 0));
-    int p = Format.putVarint(f, 3, body);
+    f[start] = (byte) Format.MAGIC;
+    f[start + 1] = (byte) Format.VERSION;
+    f[start + 2] = (byte) (Format.FLAG_COMPACT | (resetPending ? Format.FLAG_RESET_CLASSES : 0));
+    int p = Format.putVarint(f, start + 3, body);
     f[p] = 0; // no names
     f[p + 1] = (byte) valueWords;
     f[p + 2] = 0; // no references
@@ -490,7 +517,9 @@ final class GraphWriter {
       if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.STRING) {
         Object[] ks = valueKeys;
         int mask = ks.length - 1;
-        int i = (IdentityIntMap.valueHash(target) * 0x9E3779B9) >>> (32 - 6);
+        int i = kind == ClassInfo.STRING
+            ? (target.hashCode() * 0x9E3779B9) >>> VALUE_SHIFT
+            : boxSlot(boxedBits(target, kind)); // as box() finds them
         for (Object c; (c = ks[i]) != null; i = (i + 1) & mask) {
           if (c == target) return valueOffs[i];
         }
@@ -518,6 +547,44 @@ final class GraphWriter {
     return seen.putIfAbsent(target, top);
   }
 
+  /**
+   * The offset of the boxed value {@code target} (of layout {@code ci}), a graph's first objects
+   * not yet in {@link #seen}: found in {@link #valueKeys}, or claimed there and written (its
+   * header and value word) as {@link #discover} would.
+   */
+  private int box(Object target, ClassInfo ci) {
+    long bits = boxedBits(target, ci.kind);
+    Object[] ks = valueKeys;
+    int mask = ks.length - 1;
+    int i = boxSlot(bits);
+    for (Object c; (c = ks[i]) != null; i = (i + 1) & mask) {
+      if (c == target) return valueOffs[i];
+    }
+    int n = valueCount;
+    if (n == SMALL_VALUES) {
+      toSeen();
+      int off = seen.putIfAbsent(target, top);
+      return off >= 0 ? off : discover(target, ci);
+    }
+    int off = top;
+    ks[i] = target;
+    valueOffs[i] = off;
+    valueUsed[n] = i;
+    valueCount = n + 1;
+    if (valPos + 16 > val.length) growVal(valPos + 16L);
+    UnsafeAccess.putLong(val, valPos, ci.id & 0xFFFFFFFFL); // built-in: registered
+    UnsafeAccess.putLong(val, valPos + 8, bits);
+    valPos += 16;
+    top = off + 2; // graphs near Format.MAX_WORDS are hashed long before
+    objectCount++;
+    return off;
+  }
+
+  /** A boxed value's slot in {@link #valueKeys}, from its bits (for boxes the value's hash). */
+  private static int boxSlot(long bits) {
+    return ((int) (bits ^ (bits >>> 32)) * 0x9E3779B9) >>> VALUE_SHIFT;
+  }
+
   /** Moves the graph's objects met so far into {@link #seen}, which takes over from here. */
   private void toSeen() {
     for (int i = 0; i < smallCount; i++) seen.putIfAbsent(smallObjs[i], smallOffs[i]);
@@ -535,9 +602,15 @@ final class GraphWriter {
       v = 0;
     } else {
       ClassInfo ci = info(target.getClass());
-      // One probe: claims the next offset for the target if it is new.
-      int off = claim(target, ci.kind);
-      if (off < 0) off = discover(target, ci);
+      int kind = ci.kind;
+      int off;
+      if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.DOUBLE && !hashed && trace == null) {
+        off = box(target, ci); // the commonest leaf, kept small enough to inline here
+      } else {
+        // One probe: claims the next offset for the target if it is new.
+        off = claim(target, kind);
+        if (off < 0) off = discover(target, ci);
+      }
       v = (int) Format.zigzag((long) off - slot);
     }
     if (refCount == refs.length) refs = Arrays.copyOf(refs, refs.length * 2);

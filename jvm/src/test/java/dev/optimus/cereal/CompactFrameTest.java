@@ -309,6 +309,98 @@ class CompactFrameTest {
   }
 
   /**
+   * Boxes and strings of small graphs are found through the writer's value-hashed table (boxes
+   * written on their own path, without the queue): the same bytes as the walk with a trace
+   * recorder on, which takes the general path, below and past the table's 32 values, with
+   * shared, equal and distinct boxes of every type.
+   */
+  @Test
+  void boxesOfSmallGraphsWriteWhatTheWalkDoes() throws Exception {
+    Random r = new Random(50);
+    Object[] kinds = {1, 1L, 1.5, 1.5f, (short) 3, (byte) 4, 'c', true};
+    for (int n = 0; n <= 80; n++) {
+      List<Object> l = new ArrayList<>();
+      List<Object> made = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        Object o;
+        switch (r.nextInt(5)) {
+          case 0: o = made.isEmpty() ? "s" : made.get(r.nextInt(made.size())); break; // shared
+          case 1: o = new String("w" + r.nextInt(4)); break; // equal strings, distinct objects
+          case 2: o = Integer.valueOf(1000 + r.nextInt(3)); break; // equal boxes, distinct
+          default: o = box(kinds[r.nextInt(kinds.length)], r.nextInt(300) - 150);
+        }
+        made.add(o);
+        l.add(o);
+      }
+      Object graph = l;
+      if (n % 2 == 1) {
+        Node node = new Node(n);
+        node.label = "n";
+        node.any = l;
+        graph = node;
+      }
+      byte[] direct = cereal.serialize(graph);
+      byte[] walked;
+      try (CerealTrace t = CerealTrace.start(new ByteArrayOutputStream(), "boxes")) {
+        walked = cereal.serialize(graph);
+      }
+      assertArrayEquals(walked, direct, "graph of " + n + " values");
+      assertSameGraph(graph, cereal.deserialize(direct));
+    }
+  }
+
+  private static Object box(Object kind, int v) {
+    if (kind instanceof Integer) return Integer.valueOf(v * 1000);
+    if (kind instanceof Long) return Long.valueOf(v * 1000L);
+    if (kind instanceof Double) return Double.valueOf(v / 7.0);
+    if (kind instanceof Float) return Float.valueOf(v / 7f);
+    if (kind instanceof Short) return Short.valueOf((short) v);
+    if (kind instanceof Byte) return Byte.valueOf((byte) v);
+    if (kind instanceof Character) return Character.valueOf((char) (v + 200));
+    return Boolean.valueOf(v % 2 == 0);
+  }
+
+  /**
+   * A stream writes leaf records (strings up to the direct path's 504 chars, boxes, records of
+   * primitive fields) straight into its buffer: the bytes are the frames {@code serialize}
+   * gives, across block boundaries, between graphs and after {@code reset()}.
+   */
+  @Test
+  void streamLeavesAreTheFramesSerializeGives() throws Exception {
+    Random r = new Random(51);
+    ByteArrayOutputStream expected = new ByteArrayOutputStream();
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    List<Object> records = new ArrayList<>();
+    try (CerealOutput out = cereal.newOutput(bytes)) {
+      for (int i = 0; i < 3000; i++) {
+        Object o;
+        switch (r.nextInt(5)) {
+          case 0: o = "x".repeat(r.nextInt(520)); break;
+          case 1: o = (long) r.nextInt(); break;
+          case 2: o = new Scalars(i); break;
+          case 3: {
+            Node node = new Node(i);
+            node.label = "v" + i;
+            o = node;
+            break;
+          }
+          default: o = r.nextDouble();
+        }
+        if (i % 700 == 0) out.reset(); // the next frame carries the reset flag, leaf or not
+        records.add(o);
+        out.writeObject(o);
+        byte[] f = cereal.serialize(o);
+        if (i % 700 == 0) f[2] |= Format.FLAG_RESET_CLASSES;
+        expected.write(f);
+      }
+    }
+    assertArrayEquals(expected.toByteArray(), bytes.toByteArray());
+    try (CerealInput in = cereal.newInput(new ByteArrayInputStream(bytes.toByteArray()))) {
+      for (Object o : records) assertSameGraph(o, in.readObject());
+    }
+  }
+
+  /**
    * A stream that names classes and resets its names before every record, as the Spark
    * serializer's does with registration optional: leaves (which carry the reset flag) and named
    * graphs in turn.
