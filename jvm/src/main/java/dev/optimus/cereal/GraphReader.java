@@ -22,6 +22,7 @@ import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.optimus.cereal.trace.CerealTrace;
 
@@ -29,10 +30,12 @@ import dev.optimus.cereal.trace.CerealTrace;
  * Deserialization of one frame in the paper's two passes, plus one for collections.
  *
  * <ol>
- *   <li><b>Allocate</b> (sequential, one scan of the value array): read each header, check its
- *       class ID and length against what is left of the input, allocate the object without a
+ *   <li><b>Allocate</b> (one scan of the value array): read each header, check its class ID
+ *       and length against what is left of the input, allocate the object without a
  *       constructor, copy its value words into its primitive fields, check that the layout
- *       bitmap marks exactly its reference words, and record it at its first layout word.
+ *       bitmap marks exactly its reference words, and record it at its first layout word. For a
+ *       graph read in parallel the scan reads the headers alone and cuts the objects into
+ *       chunks, which the other threads allocate while it goes on ({@link #allocateParallel}).
  *   <li><b>Fix references</b> (parallel for large graphs): each reference is decoded on its own
  *       (its target is its own word plus its offset), so the objects are cut into chunks, each
  *       chunk starting at a known reference index (the bitmap's population count up to the
@@ -151,6 +154,10 @@ final class GraphReader {
   private final ArrayList<Deferred> deferred = new ArrayList<>();
   private int[] chunkObj;
   private int[] chunkRef;
+  /** Where each chunk's first object starts in the value array (parallel pass 1). */
+  private int[] chunkVpos;
+  /** The object after each chunk's last. */
+  private int[] chunkEnd;
   private int chunks;
 
   private long next(String what) {
@@ -346,8 +353,8 @@ final class GraphReader {
       expect = new long[bits.length];
     } else if (expectUsed > 0) {
       Arrays.fill(expect, 0, expectUsed, 0L); // the last graph failed in pass 1
+      expectUsed = 0;
     }
-    expectUsed = groups;
     this.groups = groups;
     Packing.unpackBitmap(b, refEnd, end, groups, base, bits);
 
@@ -356,9 +363,14 @@ final class GraphReader {
     this.objectCount = objectCount;
     boolean parallel = cereal.deserializationThreads() > 1
         && refCount >= cereal.parallelThreshold();
-    allocate(objectCount, valueStart, valueEnd, parallel);
-    if (parallel) fixParallel(deferred);
-    else fixSequential(objectCount, deferred);
+    if (parallel) {
+      allocateParallel(valueStart, valueEnd);
+      fixParallel(deferred);
+    } else {
+      expectUsed = groups;
+      allocate(objectCount, valueStart, valueEnd);
+      fixSequential(objectCount, deferred);
+    }
     if (!containers.isEmpty()) fillContainers();
     for (Deferred d : deferred) d.apply(this);
     CerealTrace tracer = CerealTrace.active();
@@ -397,7 +409,7 @@ final class GraphReader {
     // Bounds of what pass 1 may fill (each object has a header word), for release() on an error.
     words = valueWords + refs;
     objectCount = valueWords;
-    int objects = allocate(-1, valueStart, valueEnd, false);
+    int objects = allocate(-1, valueStart, valueEnd);
     fixSequential(objects, deferred);
     if (!containers.isEmpty()) fillContainers();
     for (Deferred d : deferred) d.apply(this);
@@ -427,29 +439,12 @@ final class GraphReader {
    * count. A full frame's walk builds the bitmap of the layouts and compares it with the frame's
    * ({@link #checkBitmap}). Returns the number of objects.
    */
-  private int allocate(int objectCount, int vpos, int valueEnd, boolean parallel) {
+  private int allocate(int objectCount, int vpos, int valueEnd) {
     boolean compact = objectCount < 0;
     int word = 0;
     int refsSeen = 0;
-    int chunkRefs = 0;
-    long nextChunk = Long.MAX_VALUE;
-    if (parallel) {
-      chunkRefs = Math.max(1024, refCount / (cereal.deserializationThreads() * 4));
-      chunkObj = new int[16];
-      chunkRef = new int[16];
-      nextChunk = 0;
-    }
     int i = 0;
     for (; compact ? vpos < valueEnd : i < objectCount; i++) {
-      if (refsSeen >= nextChunk) {
-        if (chunks == chunkObj.length) {
-          chunkObj = Arrays.copyOf(chunkObj, chunks * 2);
-          chunkRef = Arrays.copyOf(chunkRef, chunks * 2);
-        }
-        chunkObj[chunks] = i;
-        chunkRef[chunks++] = refsSeen;
-        nextChunk = (long) refsSeen + chunkRefs;
-      }
       if (valueEnd - vpos < 8) throw error("value array ends before object " + i, vpos);
       long h = UnsafeAccess.getLong(b, vpos);
       int aux = (int) (h >>> 32);
@@ -554,6 +549,329 @@ final class GraphReader {
     if (refsSeen != refCount) throw error("objects hold " + refsSeen + " references, the frame says " + refCount, vpos);
     checkBitmap();
     return objectCount;
+  }
+
+  // ------------------------------------------------------------------ pass 1 in parallel
+
+  /**
+   * Pass 1's sequential part for a graph read in parallel: a scan of the headers alone, with
+   * every check of {@link #allocate} on the class IDs, lengths and counts, that records each
+   * object's class and first layout word and cuts the objects into chunks of about {@code
+   * objects / (4 * threads)} objects or {@code refs / (4 * threads)} references ({@link
+   * #chunkObj}, {@link #chunkRef}, {@link #chunkVpos}, {@link #chunkEnd}), publishing each
+   * chunk in {@link #ready} as soon as it is scanned. Enums, singletons and {@code Class}
+   * objects, which read shared state, are resolved here; every other object is made by
+   * {@link #allocateChunk}.
+   */
+  private void scan(int threads, int objectCount, int vpos, int valueEnd) {
+    int chunkObjs = Math.max(256, objectCount / (4 * threads));
+    int chunkRefs = Math.max(1024, refCount / (4 * threads));
+    int word = 0;
+    int refsSeen = 0;
+    int nextObj = 0;
+    long nextRef = 0;
+    for (int i = 0; i < objectCount; i++) {
+      if (i >= nextObj || refsSeen >= nextRef) {
+        // Cut at most once per chunkObjs objects and once per chunkRefs references: the arrays
+        // (sized by chunkCapacity) never grow while the other threads read them.
+        chunkObj[chunks] = i;
+        chunkRef[chunks] = refsSeen;
+        chunkVpos[chunks] = vpos;
+        chunkEnd[chunks] = objectCount;
+        if (chunks > 0) {
+          chunkEnd[chunks - 1] = i;
+          ready = chunks; // the chunk before is scanned: its objects may be made
+        }
+        chunks++;
+        nextObj = i + chunkObjs;
+        nextRef = (long) refsSeen + chunkRefs;
+      }
+      if (valueEnd - vpos < 8) throw error("value array ends before object " + i, vpos);
+      long h = UnsafeAccess.getLong(b, vpos);
+      int aux = (int) (h >>> 32);
+      ClassInfo ci = classOf((int) h, i, vpos);
+      long vw;
+      long rw = 0;
+      int leftBytes = valueEnd - vpos - 8;
+      int leftRefs = refCount - refsSeen;
+      int kind = ci.kind;
+      switch (kind) {
+        case ClassInfo.PLAIN:
+          vw = 1 + ci.primWords;
+          rw = ci.refCount;
+          if ((vw - 1) * 8 > leftBytes) throw error(ci.type.getName() + " object " + i + " runs past the value array", vpos);
+          if (rw > leftRefs) throw error(ci.type.getName() + " object " + i + " has more references than are left", vpos);
+          break;
+        case ClassInfo.ENUM:
+          vw = 1;
+          if (aux < 0 || aux >= ci.enumConstants.length) {
+            throw error("ordinal " + Integer.toUnsignedString(aux) + " is not a constant of "
+                + ci.type.getName(), vpos);
+          }
+          objs[i] = ci.enumConstants[aux];
+          break;
+        case ClassInfo.SINGLETON:
+          vw = 1;
+          if (aux != 0) throw error("singleton " + ci.type.getName() + " with a non-zero header", vpos);
+          try {
+            objs[i] = ci.singleton();
+          } catch (CerealException e) {
+            throw error(e.getMessage(), vpos);
+          }
+          break;
+        case ClassInfo.CLASS:
+        case ClassInfo.STRING: {
+          long n = (aux & 0xFFFFFFFFL) >>> 1;
+          long bytes = (aux & 1) != 0 ? 2 * n : n;
+          vw = 1 + ((bytes + 7) >>> 3);
+          if (bytes > leftBytes) throw error("string of " + n + " chars runs past the value array", vpos);
+          if (kind == ClassInfo.CLASS) {
+            if (n == 0 || n > Format.MAX_NAME) throw error("Class object with a name of " + n + " chars", vpos);
+            String name = (aux & 1) != 0 ? new String(b, vpos + 8, (int) bytes, StandardCharsets.UTF_16LE)
+                : latin1(b, vpos + 8, (int) bytes);
+            objs[i] = cereal.classForName(name, base + vpos);
+          }
+          break;
+        }
+        case ClassInfo.OBJ_ARRAY:
+          vw = 1;
+          rw = aux & 0xFFFFFFFFL;
+          if (rw > leftRefs) throw error("array length " + rw + " is more than the " + leftRefs + " references left", vpos);
+          break;
+        default:
+          if (kind <= ClassInfo.DOUBLE) {
+            vw = 2;
+            if (leftBytes < 8) throw error("boxed value runs past the value array", vpos);
+          } else if (ClassInfo.isPrimitiveArray(kind)) {
+            long n = aux & 0xFFFFFFFFL;
+            long bytes = n * ClassInfo.elementSize(kind);
+            if (bytes > leftBytes) throw error("array of " + n + " elements runs past the value array", vpos);
+            vw = 1 + ((bytes + 7) >>> 3);
+          } else {
+            vw = 1;
+            long n = aux & 0xFFFFFFFFL;
+            rw = ci.isMap() || kind == ClassInfo.IMM_MAP ? 2 * n : n;
+            if (rw > leftRefs) throw error(ci.type.getName() + " of " + n + " elements: more than the " + leftRefs + " references left", vpos);
+          }
+      }
+      infos[i] = ci;
+      starts[i] = word;
+      word += (int) (vw + rw);
+      vpos += 8 * (int) vw;
+      refsSeen += (int) rw;
+    }
+    if (vpos != valueEnd) throw error((valueEnd - vpos) + " bytes of the value array are past the last object", vpos);
+    if (refsSeen != refCount) throw error("objects hold " + refsSeen + " references, the frame says " + refCount, vpos);
+    // Bits past the last word: the objects' own ranges are checked with the objects.
+    for (int g = word >>> 6; g < groups; g++) {
+      long past = g == word >>> 6 ? bits[g] & (-1L << word) : bits[g];
+      if (past != 0) throw error("layout bitmap has bits past the last word", refEnd);
+    }
+  }
+
+  /** Chunks {@link #scan} may cut for {@code threads} threads: see its cutting rule. */
+  private static int chunkCapacity(int threads) {
+    return 8 * threads + 4;
+  }
+
+  /**
+   * Pass 1 in parallel: {@link #scan} on this thread, while the pool's threads allocate the
+   * objects of each chunk it has finished ({@link #ready}), their value words copied in and
+   * their bitmap bits checked against their layouts; once the scan is done this thread takes
+   * chunks too. Collections found are recorded per chunk and joined in object order, as the
+   * sequential pass records them. A failure of the scan is thrown once the other threads have
+   * stopped (they read this graph's tables), else the failure of the lowest chunk.
+   */
+  private void allocateParallel(int valueStart, int valueEnd) {
+    int threads = cereal.deserializationThreads();
+    int cap = chunkCapacity(threads);
+    if (chunkObj == null || chunkObj.length < cap) {
+      chunkObj = new int[cap];
+      chunkRef = new int[cap];
+      chunkVpos = new int[cap];
+      chunkEnd = new int[cap];
+    }
+    @SuppressWarnings("unchecked")
+    List<Container>[] found = new List[cap];
+    Throwable[] failures = new Throwable[cap];
+    AtomicInteger next = new AtomicInteger();
+    ready = 0;
+    scanEnded = false;
+    Runnable worker = () -> {
+      for (int spins = 0; ; ) {
+        int c = next.get();
+        if (c < ready) {
+          if (next.compareAndSet(c, c + 1)) {
+            try {
+              found[c] = allocateChunk(chunkObj[c], chunkEnd[c], chunkVpos[c]);
+            } catch (RuntimeException | StackOverflowError | OutOfMemoryError e) {
+              failures[c] = e;
+            }
+          }
+          spins = 0;
+        } else if (scanEnded) {
+          if (c >= ready) return;
+        } else if (++spins < 1000) {
+          Thread.onSpinWait();
+        } else {
+          Thread.yield(); // the scan is slow (another process has this CPU): let it run
+        }
+      }
+    };
+    List<Future<?>> helpers = new ArrayList<>(threads - 1);
+    ExecutorService pool = cereal.pool();
+    for (int t = 1; t < threads; t++) helpers.add(pool.submit(worker));
+    RuntimeException scanFailure = null;
+    try {
+      scan(threads, objectCount, valueStart, valueEnd);
+      ready = chunks;
+    } catch (RuntimeException e) {
+      scanFailure = e;
+    } finally {
+      scanEnded = true;
+    }
+    if (scanFailure == null) worker.run();
+    join(helpers);
+    if (scanFailure != null) throw scanFailure;
+    throwFirst(failures);
+    for (int c = 0; c < chunks; c++) if (found[c] != null) containers.addAll(found[c]);
+  }
+
+  /** Chunks {@link #scan} has finished, whose objects may be made. */
+  private volatile int ready;
+  /** Whether {@link #scan} has ended (done or failed): no chunk past {@link #ready} will come. */
+  private volatile boolean scanEnded;
+
+  /** Waits for the pool's part of a pass: they read this graph's tables until they end. */
+  private static void join(List<Future<?>> futures) {
+    boolean interrupted = false;
+    for (Future<?> f : futures) {
+      while (true) {
+        try {
+          f.get();
+          break;
+        } catch (ExecutionException e) {
+          throw new CerealException("fix-up thread failed: " + e.getCause(), e.getCause());
+        } catch (InterruptedException e) {
+          interrupted = true; // wait for them all the same
+        }
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+      throw new CerealException("interrupted while deserializing", null);
+    }
+  }
+
+  /** Throws the failure of the lowest chunk that failed, the one a sequential pass meets first. */
+  private void throwFirst(Throwable[] failures) {
+    for (Throwable t : failures) {
+      if (t == null) continue;
+      if (t instanceof CerealException ce) throw ce;
+      if (t instanceof Error e) throw e;
+      throw new CerealException("corrupt Cereal frame: " + t, base + refStart, t);
+    }
+  }
+
+  /** Objects {@code [from, to)}, the first at value array byte {@code vpos}, as {@link #scan} checked them. */
+  private List<Container> allocateChunk(int from, int to, int vpos) {
+    List<Container> found = null;
+    for (int i = from; i < to; i++) {
+      ClassInfo ci = infos[i];
+      long h = UnsafeAccess.getLong(b, vpos);
+      int aux = (int) (h >>> 32);
+      int kind = ci.kind;
+      int p = vpos + 8;
+      int vw;
+      int rw = 0;
+      Object obj;
+      switch (kind) {
+        case ClassInfo.PLAIN:
+          vw = 1 + ci.primWords;
+          rw = ci.refCount;
+          obj = instantiate(ci, vpos);
+          readPrims(b, p, obj, ci);
+          break;
+        case ClassInfo.ENUM:
+        case ClassInfo.SINGLETON:
+          vw = 1;
+          obj = objs[i]; // resolved by the scan
+          break;
+        case ClassInfo.CLASS:
+        case ClassInfo.STRING: {
+          int n = aux >>> 1;
+          boolean utf16 = (aux & 1) != 0;
+          int bytes = utf16 ? 2 * n : n;
+          vw = 1 + ((bytes + 7) >>> 3);
+          obj = kind == ClassInfo.CLASS ? objs[i]
+              : utf16 ? new String(b, p, bytes, StandardCharsets.UTF_16LE) : latin1(b, p, bytes);
+          break;
+        }
+        case ClassInfo.OBJ_ARRAY:
+          vw = 1;
+          rw = aux;
+          obj = ci.component == null ? new Object[rw] : Array.newInstance(ci.component, rw);
+          break;
+        default:
+          if (kind <= ClassInfo.DOUBLE) {
+            vw = 2;
+            obj = boxed(kind, UnsafeAccess.getLong(b, p));
+          } else if (ClassInfo.isPrimitiveArray(kind)) {
+            int bytes = aux * ClassInfo.elementSize(kind);
+            vw = 1 + ((bytes + 7) >>> 3);
+            obj = primitiveArray(kind, aux, p);
+          } else {
+            vw = 1;
+            rw = ci.isMap() || kind == ClassInfo.IMM_MAP ? 2 * aux : aux;
+            Container c = new Container(ci, rw, i, vpos);
+            c.target = newContainer(ci, aux, vpos);
+            if (found == null) found = new ArrayList<>();
+            found.add(c);
+            obj = c;
+          }
+      }
+      int word = starts[i];
+      if (!Packing.isRange(bits, word, word + vw, false) || !Packing.isRange(bits, word + vw, word + vw + rw, true)) {
+        throw error("layout bitmap disagrees with the layout of " + ci.type.getName()
+            + " (object " + i + " at word " + word + ")", refEnd);
+      }
+      byWord[word] = obj;
+      objs[i] = obj;
+      vpos += 8 * vw;
+    }
+    return found;
+  }
+
+  /** One chunk's work, by chunk index. */
+  private interface ChunkTask {
+    void run(int chunk);
+  }
+
+  /**
+   * Runs {@code task} on every chunk, on {@link Cereal#deserializationThreads} threads: this one
+   * and the pool's, each taking the next chunk not yet taken, so a thread slowed by other work
+   * on the machine takes fewer. Returns when all are done; then throws the failure of the
+   * lowest chunk that failed, if any, so the error is the one a sequential pass meets first.
+   */
+  private void runChunks(ChunkTask task) {
+    AtomicInteger next = new AtomicInteger();
+    Throwable[] failures = new Throwable[chunks];
+    Runnable worker = () -> {
+      for (int c; (c = next.getAndIncrement()) < chunks; ) {
+        try {
+          task.run(c);
+        } catch (RuntimeException | StackOverflowError | OutOfMemoryError e) {
+          failures[c] = e;
+        }
+      }
+    };
+    int helpers = Math.min(cereal.deserializationThreads(), chunks) - 1;
+    List<Future<?>> futures = new ArrayList<>(helpers);
+    ExecutorService pool = helpers > 0 ? cereal.pool() : null;
+    for (int t = 0; t < helpers; t++) futures.add(pool.submit(worker));
+    worker.run();
+    join(futures);
+    throwFirst(failures);
   }
 
   /**
@@ -778,34 +1096,17 @@ final class GraphReader {
     }
     if (q != refEnd) throw error("reference buckets take " + (q - refStart) + " bytes, the frame says " + (refEnd - refStart), refStart);
     bucketPos[buckets] = refEnd;
-    ExecutorService pool = cereal.pool();
-    List<Future<List<Deferred>>> futures = new ArrayList<>(chunks);
-    for (int c = 0; c < chunks; c++) {
+    @SuppressWarnings("unchecked")
+    List<Deferred>[] found = new List[chunks];
+    runChunks(c -> {
       int from = chunkObj[c];
-      int to = c + 1 < chunks ? chunkObj[c + 1] : objectCount;
+      int to = chunkEnd[c];
       int k = chunkRef[c];
-      futures.add(pool.submit(() -> {
-        List<Deferred> d = new ArrayList<>();
-        fix(new RefCursor(k, bucketPos[k / Format.BUCKET]), from, to, d);
-        return d;
-      }));
-    }
-    CerealException failure = null;
-    for (Future<List<Deferred>> f : futures) {
-      try {
-        deferred.addAll(f.get());
-      } catch (ExecutionException e) {
-        Throwable t = e.getCause();
-        if (failure == null) {
-          failure = t instanceof CerealException ce ? ce
-              : new CerealException("corrupt Cereal frame: " + t, base + refStart, t);
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new CerealException("interrupted while deserializing", e);
-      }
-    }
-    if (failure != null) throw failure;
+      List<Deferred> d = new ArrayList<>();
+      fix(new RefCursor(k, bucketPos[k / Format.BUCKET]), from, to, d);
+      found[c] = d;
+    });
+    for (List<Deferred> d : found) deferred.addAll(d);
   }
 
   /** Pass 2 over objects {@code [from, to)}. */
