@@ -178,6 +178,14 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
                     // SAFETY: as above; a double is stored as an `f64`.
                     unsafe { rec.write::<f64>(e.offset, v) }
                 }),
+                TType::Bool => p.bool().map(|v| {
+                    // SAFETY: as above; a bool is stored as a `u8`.
+                    unsafe { rec.write::<u8>(e.offset, u8::from(v)) }
+                }),
+                TType::String | TType::Binary => self.view(p, tf.ty).map(|v| {
+                    // SAFETY: as above; strings and binaries are stored as views.
+                    unsafe { rec.write::<View>(e.offset, v) }
+                }),
                 _ if tf.ty.is_container() => {
                     self.settled(p, |d| d.read_container(rec, ty, i, depth))
                 }
@@ -286,17 +294,10 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
             TType::I64 => Val::Double(self.p.i64()? as u64),
             TType::Double => Val::Double(self.p.double()?.to_bits()),
             TType::String | TType::Binary => {
-                let at = self.p.pos();
-                let bytes = self.p.binary()?;
-                if tt == TType::String && !crate::engine::is_utf8(bytes) {
-                    return Err(DecodeError::new(at, DecodeErrorKind::InvalidUtf8));
-                }
-                Val::View(if COPY {
-                    self.charge(bytes.len())?;
-                    self.arena.alloc_copy(bytes)
-                } else {
-                    View::of(bytes)
-                })
+                let mut p = self.p;
+                let view = self.view(&mut p, tt);
+                self.p = p;
+                Val::View(view?)
             }
             TType::Struct => {
                 let depth = self.deeper(depth)?;
@@ -314,6 +315,23 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
                 unsafe { wrapper.set_bit(0, true) };
                 Val::Record(wrapper.as_slot())
             }
+        })
+    }
+
+    /// Reads a string (checked to be UTF-8) or binary value through reader `p`: a view of the
+    /// input, or with `COPY` of its copy in the arena.
+    #[inline(always)]
+    fn view(&mut self, p: &mut P, tt: TType) -> R<View> {
+        let at = p.pos();
+        let bytes = p.binary()?;
+        if tt == TType::String && !crate::engine::is_utf8(bytes) {
+            return Err(DecodeError::new(at, DecodeErrorKind::InvalidUtf8));
+        }
+        Ok(if COPY {
+            self.charge(bytes.len())?;
+            self.arena.alloc_copy(bytes)
+        } else {
+            View::of(bytes)
         })
     }
 

@@ -229,7 +229,8 @@ unsafe fn put_varint_unchecked(out: &mut Room, mut v: u64) {
     }
 }
 
-/// A cursor over the input shared by both readers.
+/// A cursor over the input shared by both readers. Its position never passes the input's
+/// end: it starts at 0 and moves only over bytes that are there.
 #[derive(Clone, Copy)]
 pub(crate) struct Cursor<'a> {
     pub buf: &'a [u8],
@@ -237,15 +238,18 @@ pub(crate) struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    /// The next `n` bytes: one comparison with what remains (the position never passes the
+    /// input's end).
     #[inline(always)]
     fn take(&mut self, n: usize) -> R<&'a [u8]> {
-        match self.buf.get(self.pos..self.pos.wrapping_add(n)) {
-            Some(s) if self.pos.checked_add(n).is_some() => {
-                self.pos += n;
-                Ok(s)
-            }
-            _ => Err(self.truncated(n)),
+        debug_assert!(self.pos <= self.buf.len());
+        if n > self.buf.len() - self.pos {
+            return Err(self.truncated(n));
         }
+        // SAFETY: `pos + n <= buf.len()`, checked just above.
+        let s = unsafe { self.buf.get_unchecked(self.pos..self.pos + n) };
+        self.pos += n;
+        Ok(s)
     }
 
     #[inline(always)]
