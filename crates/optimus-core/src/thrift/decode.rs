@@ -14,10 +14,11 @@ use optimus_schema::thrift::{TType, ThriftStruct};
 use optimus_schema::{Entry, MessageId, MessageType, SchemaSet, Table};
 
 use super::protocol::{code, Reader};
-use crate::error::{DecodeError, DecodeErrorKind};
+use crate::binary::{fail, within, Fail};
+use crate::error::DecodeErrorKind;
 use crate::record::{bytes_of, Arena, RecPtr, View};
 
-type R<T> = Result<T, DecodeError>;
+type R<T> = Result<T, Fail>;
 
 /// One value as a record slot or sequence element holds it.
 #[derive(Clone, Copy)]
@@ -90,7 +91,7 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
                 self.budget = rest;
                 Ok(())
             }
-            None => Err(DecodeError::new(
+            None => Err(fail(
                 self.p.pos(),
                 DecodeErrorKind::MemoryLimit(self.memory_limit),
             )),
@@ -107,7 +108,7 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
     #[inline]
     fn deeper(&self, depth: u32) -> R<u32> {
         if depth >= self.depth_limit {
-            return Err(DecodeError::new(
+            return Err(fail(
                 self.p.pos(),
                 DecodeErrorKind::TooDeep(self.depth_limit),
             ));
@@ -186,6 +187,13 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
                     // SAFETY: as above; strings and binaries are stored as views.
                     unsafe { rec.write::<View>(e.offset, v) }
                 }),
+                TType::Struct => {
+                    self.settled(p, |d| d.sub_struct(&ty.table, e, depth))
+                        .map(|sub| {
+                            // SAFETY: as above; a struct is stored as its record's pointer.
+                            unsafe { rec.write(e.offset, sub.as_slot()) }
+                        })
+                }
                 _ if tf.ty.is_container() => {
                     self.settled(p, |d| d.read_container(rec, ty, i, depth))
                 }
@@ -206,7 +214,7 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
             for &r in &ty.required_fields {
                 // SAFETY: required field indices are entries of `rec`'s table.
                 if !unsafe { rec.has(r as usize) } {
-                    return Err(DecodeError::new(
+                    return Err(fail(
                         p.pos(),
                         DecodeErrorKind::MissingRequired(format!(
                             "{}.{}",
@@ -299,13 +307,7 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
                 self.p = p;
                 Val::View(view?)
             }
-            TType::Struct => {
-                let depth = self.deeper(depth)?;
-                let id = table.sub_message(e);
-                let sub = self.new_record(id)?;
-                self.read_struct(sub, id, depth)?;
-                Val::Record(sub.as_slot())
-            }
+            TType::Struct => Val::Record(self.sub_struct(table, e, depth)?.as_slot()),
             TType::List | TType::Set | TType::Map => {
                 let id = table.sub_message(e);
                 let wrapper = self.new_record(id)?;
@@ -318,6 +320,15 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
         })
     }
 
+    /// Reads the struct value of entry `e` of `table` into a new record, one level deeper.
+    fn sub_struct(&mut self, table: &Table, e: &Entry, depth: u32) -> R<RecPtr> {
+        let depth = self.deeper(depth)?;
+        let id = table.sub_message(e);
+        let sub = self.new_record(id)?;
+        self.read_struct(sub, id, depth)?;
+        Ok(sub)
+    }
+
     /// Reads a string (checked to be UTF-8) or binary value through reader `p`: a view of the
     /// input, or with `COPY` of its copy in the arena.
     #[inline(always)]
@@ -325,7 +336,7 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
         let at = p.pos();
         let bytes = p.binary()?;
         if tt == TType::String && !crate::engine::is_utf8(bytes) {
-            return Err(DecodeError::new(at, DecodeErrorKind::InvalidUtf8));
+            return Err(fail(at, DecodeErrorKind::InvalidUtf8));
         }
         Ok(if COPY {
             self.charge(bytes.len())?;
@@ -382,7 +393,7 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
                 }
             }
             other => {
-                return Err(DecodeError::new(
+                return Err(fail(
                     self.p.pos().saturating_sub(1),
                     DecodeErrorKind::InvalidThriftType(other),
                 ))
@@ -397,7 +408,7 @@ fn check_part(at: usize, part: &'static str, declared: TType, found: u8) -> R<()
     if declared.wire() == found {
         return Ok(());
     }
-    Err(DecodeError::new(
+    Err(fail(
         at,
         DecodeErrorKind::ThriftContainerType {
             part,
@@ -405,10 +416,4 @@ fn check_part(at: usize, part: &'static str, declared: TType, found: u8) -> R<()
             found,
         },
     ))
-}
-
-#[cold]
-fn within(mut err: DecodeError, segment: &str) -> DecodeError {
-    err.path.insert(0, segment.to_string());
-    err
 }

@@ -8,7 +8,8 @@ use optimus_schema::{MessageId, SchemaSet};
 
 use super::protocol::{BinaryReader, CompactReader, Cursor, Reader};
 use super::Protocol;
-use crate::error::{DecodeError, DecodeErrorKind};
+use crate::binary::{fail, Fail};
+use crate::error::DecodeErrorKind;
 use crate::Error;
 
 /// What a message is.
@@ -39,14 +40,14 @@ const BINARY_VERSION: u32 = 0x8001_0000;
 const COMPACT_PROTOCOL_ID: u8 = 0x82;
 const COMPACT_VERSION: u8 = 1;
 
-fn kind_of(code: u8, at: usize) -> Result<MessageKind, DecodeError> {
+fn kind_of(code: u8, at: usize) -> Result<MessageKind, Fail> {
     Ok(match code {
         1 => MessageKind::Call,
         2 => MessageKind::Reply,
         3 => MessageKind::Exception,
         4 => MessageKind::Oneway,
         _ => {
-            return Err(DecodeError::new(
+            return Err(fail(
                 at,
                 DecodeErrorKind::ThriftMessage(format!("invalid Thrift message type {code}")),
             ))
@@ -55,8 +56,8 @@ fn kind_of(code: u8, at: usize) -> Result<MessageKind, DecodeError> {
 }
 
 #[cold]
-fn bad(at: usize, why: String) -> DecodeError {
-    DecodeError::new(at, DecodeErrorKind::ThriftMessage(why))
+fn bad(at: usize, why: String) -> Fail {
+    fail(at, DecodeErrorKind::ThriftMessage(why))
 }
 
 /// Reads a message header from the start of `input`: the header and the offset of the
@@ -73,9 +74,9 @@ pub fn read_message_header(
     let utf8 = |bytes: &[u8], at: usize| {
         std::str::from_utf8(bytes)
             .map(str::to_string)
-            .map_err(|_| DecodeError::new(at, DecodeErrorKind::InvalidUtf8))
+            .map_err(|_| fail(at, DecodeErrorKind::InvalidUtf8))
     };
-    let read = || -> Result<(MessageHeader, usize), DecodeError> {
+    let read = || -> Result<(MessageHeader, usize), Fail> {
         match protocol {
             Protocol::Binary => {
                 let mut r = BinaryReader { c };
@@ -124,7 +125,7 @@ pub fn read_message_header(
             }
         }
     };
-    read().map_err(Error::from)
+    read().map_err(Error::Decode)
 }
 
 /// Appends `header` in `protocol` (TBinaryProtocol's strict form).

@@ -26,7 +26,8 @@ pub use message::{
 pub use transcode::transcode;
 
 use crate::binary::DecodeOptions;
-use crate::error::{DecodeError, DecodeErrorKind};
+use crate::binary::Fail;
+use crate::error::DecodeErrorKind;
 use crate::record::{read_le, Arena, RecPtr, Seq, View};
 use crate::view::Record;
 use crate::Error;
@@ -93,8 +94,8 @@ fn decode_into<const COPY: bool>(
     let budget = opts.memory_budget(input.len());
     let c = Cursor { buf: input, pos: 0 };
     let root = || schema.message(id).full_name.clone();
-    let run = |r: Result<(RecPtr, usize), DecodeError>| -> Result<RecPtr, Error> {
-        let (rec, pos) = r.map_err(|e| Error::from(e).within(root()))?;
+    let run = |r: Result<(RecPtr, usize), Fail>| -> Result<RecPtr, Error> {
+        let (rec, pos) = r.map_err(|e| Error::Decode(e).within(root()))?;
         if pos != input.len() {
             return Err(Error::decode(pos, DecodeErrorKind::TrailingData).within(root()));
         }

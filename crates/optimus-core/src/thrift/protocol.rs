@@ -7,9 +7,10 @@
 //! read. A struct's last field id (compact's delta base) is the struct walker's local, passed
 //! in, so no stack is kept here.
 
-use crate::error::{DecodeError, DecodeErrorKind};
+use crate::binary::{fail, Fail};
+use crate::error::DecodeErrorKind;
 
-type R<T> = Result<T, DecodeError>;
+type R<T> = Result<T, Fail>;
 
 /// TBinaryProtocol type codes.
 pub(crate) mod code {
@@ -272,8 +273,8 @@ impl<'a> Cursor<'a> {
     }
 
     #[cold]
-    fn truncated(&self, needed: usize) -> DecodeError {
-        DecodeError::new(
+    fn truncated(&self, needed: usize) -> Fail {
+        fail(
             self.pos,
             DecodeErrorKind::Truncated {
                 needed,
@@ -286,7 +287,7 @@ impl<'a> Cursor<'a> {
     #[inline(always)]
     fn size(&self, at: usize, n: i64, min_each: usize) -> R<usize> {
         if n < 0 {
-            return Err(DecodeError::new(at, DecodeErrorKind::NegativeLength(n)));
+            return Err(fail(at, DecodeErrorKind::NegativeLength(n)));
         }
         let remaining = self.buf.len() - self.pos;
         match usize::try_from(n)
@@ -294,7 +295,7 @@ impl<'a> Cursor<'a> {
             .and_then(|n| n.checked_mul(min_each))
         {
             Some(bytes) if bytes <= remaining => Ok(n as usize),
-            _ => Err(DecodeError::new(
+            _ => Err(fail(
                 at,
                 DecodeErrorKind::LengthOverrun {
                     len: n as u64,
@@ -316,7 +317,7 @@ impl<'a> Cursor<'a> {
                 return Ok(v);
             }
         }
-        Err(DecodeError::new(start, DecodeErrorKind::VarintTooLong(10)))
+        Err(fail(start, DecodeErrorKind::VarintTooLong(10)))
     }
 }
 
@@ -560,7 +561,7 @@ fn from_compact(c: u8, at: usize) -> R<u8> {
         ct::SET => code::SET,
         ct::MAP => code::MAP,
         ct::STRUCT => code::STRUCT,
-        _ => return Err(DecodeError::new(at, DecodeErrorKind::InvalidThriftType(c))),
+        _ => return Err(fail(at, DecodeErrorKind::InvalidThriftType(c))),
     })
 }
 
