@@ -231,21 +231,25 @@ final class GraphWriter {
    * o} at that offset ({@link #top}).
    */
   private int discover(Object o, ClassInfo ci) {
+    if (ci.kind != ClassInfo.PLAIN) return discoverOther(o, ci);
+    // The commonest kind, kept small so that it is compiled into the walk.
+    int off = top;
+    int pw = ci.primWords;
+    int rw = ci.refCount;
+    ensureVal(8L * (1 + pw));
+    header(ci, 0);
+    writePrims(o, ci, val, valPos);
+    valPos += 8 * pw;
+    return placed(o, ci, off, 1L + pw + rw, rw);
+  }
+
+  /** {@link #discover} for every kind but {@code PLAIN}. */
+  private int discoverOther(Object o, ClassInfo ci) {
     int off = top;
     int kind = ci.kind;
     int rw = 0; // reference words
     long words; // layout words
     switch (kind) {
-      case ClassInfo.PLAIN: {
-        int pw = ci.primWords;
-        rw = ci.refCount;
-        words = 1L + pw + rw;
-        ensureVal(8L * (1 + pw));
-        header(ci, 0);
-        writePrims(o, ci, val, valPos);
-        valPos += 8 * pw;
-        break;
-      }
       case ClassInfo.ENUM:
       case ClassInfo.SINGLETON:
         words = 1;
@@ -342,6 +346,14 @@ final class GraphWriter {
           header(ci, n);
         }
     }
+    return placed(o, ci, off, words, rw);
+  }
+
+  /**
+   * Ends {@link #discover}: the object at {@code off} takes {@code words} layout words, the last
+   * {@code rw} of them references (then it is queued).
+   */
+  private int placed(Object o, ClassInfo ci, int off, long words, int rw) {
     if (words > Format.MAX_WORDS - (long) off) {
       throw new CerealException("graph too large: more than " + Format.MAX_WORDS + " words");
     }
@@ -544,7 +556,8 @@ final class GraphWriter {
       }
       toSeen();
     }
-    return seen.putIfAbsent(target, top);
+    return kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.STRING
+        ? seen.putIfAbsent(target, top) : seen.putIfAbsentObject(target, top);
   }
 
   /**
@@ -637,6 +650,8 @@ final class GraphWriter {
    * {@code slot}.
    */
   private void writeRefs(Object o, ClassInfo ci, int slot, int rc) {
+    ensureBitmap(slot + rc);
+    Packing.setRange(bitmap, slot, slot + rc);
     switch (ci.kind) {
       case ClassInfo.PLAIN: {
         long[] roffs = ci.refOffsets;
@@ -788,10 +803,6 @@ final class GraphWriter {
     }
     int words = top;
     ensureBitmap(words);
-    // The bitmap: each queued object's reference words (no other object has any).
-    for (int q = 0; q < queueSize; q++) {
-      Packing.setRange(bitmap, queueSlot[q], queueSlot[q] + queueRefs[q]);
-    }
     byte[][] names = newNames.isEmpty() ? NO_NAMES : new byte[newNames.size()][];
     long namesBytes = Format.varintSize(names.length);
     for (int i = 0; i < names.length; i++) {
@@ -908,6 +919,7 @@ final class GraphWriter {
     }
     lastRefBytes = refBytes;
     lastBitmapBytes = 0;
+    Arrays.fill(bitmap, 0, (top + 63) >>> 6, 0L);
     resetPending = false;
   }
 

@@ -74,9 +74,21 @@ final class IdentityIntMap {
 
   /** The value of {@code k} if present; otherwise maps it to {@code v} and returns -1. */
   int putIfAbsent(Object k, int v) {
+    return putIfAbsent(k, v, slot(k));
+  }
+
+  /**
+   * {@link #putIfAbsent} for a key that is neither a string nor a boxed value (its hash is its
+   * identity hash in either mode), without {@link #valueHash}'s class tests.
+   */
+  int putIfAbsentObject(Object k, int v) {
+    return putIfAbsent(k, v, (System.identityHashCode(k) * 0x9E3779B9) >>> shift);
+  }
+
+  private int putIfAbsent(Object k, int v, int slot) {
     Object[] ks = keys;
     int mask = ks.length - 1;
-    int i = slot(k);
+    int i = slot;
     for (int probes = 0; ; i = (i + 1) & mask) {
       Object c = ks[i];
       if (c == k) return values[i];
