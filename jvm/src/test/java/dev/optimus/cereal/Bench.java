@@ -311,13 +311,20 @@ public final class Bench {
   }
 
   /**
-   * Cereal's deserialization of the large workloads on 1 to {@code maxThreads} threads (the
-   * reference fix-up of pass 2 in parallel; passes 1 and 3 stay sequential). In this JVM, after
-   * a warm-up; prints min / median / max µs.
+   * Cereal's deserialization of the large workloads on 1 to {@code maxThreads} threads (pass 1's
+   * allocation and pass 2's fix-up in parallel; pass 1's header scan and pass 3 stay
+   * sequential). In this JVM, after a warm-up; prints min / median / max µs. The first rows are a
+   * control: a loop of arithmetic split over the same threads, which shows what the machine
+   * gives a second thread at the time (1.0x when another process holds the other CPU).
    */
   static void scaling(int maxThreads, int reps) throws Exception {
     System.out.println("| workload | threads | D µs min / median / max |");
     System.out.println("|---|---|---|");
+    for (int t = 1; t <= maxThreads; t++) {
+      List<Double> times = new ArrayList<>();
+      for (int r = 0; r < reps * 4; r++) times.add(control(t, 40_000_000L / t));
+      System.out.printf("| control (arithmetic) | %d | %s |%n", t, stats(times));
+    }
     for (Map.Entry<String, Supplier<Object>> e : workloads().entrySet()) {
       if (!e.getKey().contains("50k") && !e.getKey().contains("100k")) continue;
       Object data = e.getValue().get();
@@ -340,6 +347,25 @@ public final class Bench {
         }
       }
     }
+  }
+
+  /** µs to run {@code n} steps of arithmetic on each of {@code threads} threads at once. */
+  private static double control(int threads, long n) throws InterruptedException {
+    Thread[] ts = new Thread[threads];
+    long[] out = new long[threads];
+    long t0 = System.nanoTime();
+    for (int i = 0; i < threads; i++) {
+      int k = i;
+      ts[i] = new Thread(() -> {
+        long x = k;
+        for (long j = 0; j < n; j++) x += j * j ^ (x >>> 3);
+        out[k] = x;
+      });
+      ts[i].start();
+    }
+    for (Thread t : ts) t.join();
+    sink(out);
+    return (System.nanoTime() - t0) / 1e3;
   }
 
   /** Packed sizes of each workload's references and bitmap under other bucket sizes. */
