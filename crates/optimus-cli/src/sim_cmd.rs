@@ -15,8 +15,10 @@ use optimus_sim::calibrate::{self, Row, Status};
 use optimus_sim::config_file;
 use optimus_sim::op::{self, OpConfig};
 use optimus_sim::parallel;
-use optimus_sim::rpcacc::service::{self, Load};
+use optimus_sim::rpcacc::image_service::{self, checked_cores, checked_rate, ServiceDesign};
 use optimus_sim::rpcacc::{gateway, report, RpcAccConfig, RpcMessage};
+use optimus_sim::settings::{Model, RunKind, RunSettings};
+use optimus_sim::sweep as outcomes;
 use optimus_sim::workload::{self, MessageTrace, ViewConfig};
 use optimus_sim::SimError;
 
@@ -163,11 +165,6 @@ fn given_number(text: &str) -> Result<GivenNumber, std::num::ParseFloatError> {
     })
 }
 
-/// The image-compression service's workload name.
-const IMAGE_SERVICE: &str = "image-service";
-/// The cloud gateway's workload name.
-const GATEWAY: &str = "gateway";
-
 /// `optimus sim reproduce`.
 #[derive(Subcommand, Debug)]
 pub enum SimCommand {
@@ -213,55 +210,21 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
     if args.accel == Accel::Dagger {
         return dagger::run(&args, &mut io::stdout().lock());
     }
-    let (op_flag, rpcacc_flag) = (
-        args.pipelines.is_some() || args.interleave.is_some() || args.mesh.is_some(),
-        args.pcie_ns.is_some() || args.clock_mhz.is_some(),
-    );
-    match args.accel {
-        Accel::Op if rpcacc_flag || !args.acc_field.is_empty() => {
-            bail!("sim: --pcie-ns, --clock-mhz and --acc-field apply to --accel rpcacc")
-        }
-        Accel::Rpcacc if op_flag => {
-            bail!("sim: --pipelines, --interleave and --mesh apply to --accel op")
-        }
-        _ => {}
-    }
-    if args.accel == Accel::Op && [IMAGE_SERVICE, GATEWAY].contains(&workload_name(&args)) {
-        bail!(
-            "sim: workload {} is RPCAcc's; run it with --accel rpcacc",
-            workload_name(&args)
-        );
-    }
-    let image_service = args.accel == Accel::Rpcacc && workload_name(&args) == IMAGE_SERVICE;
-    if (args.cores.is_some() || args.rate.is_some()) && !image_service {
-        bail!("sim: --cores and --rate apply to --accel rpcacc --workload {IMAGE_SERVICE}");
-    }
-    if image_service && !args.acc_field.is_empty() {
-        bail!("sim: the image service labels its own fields; --acc-field does not apply");
-    }
-    let gateway = args.accel == Accel::Rpcacc && workload_name(&args) == GATEWAY;
-    if gateway && !args.acc_field.is_empty() {
-        bail!("sim: the gateway runs every placement of its fields; --acc-field does not apply");
-    }
-    let axes = args
-        .vary
-        .iter()
-        .map(|a| sweep::parse_axis(a))
-        .collect::<Result<Vec<_>>>()
-        .context("sim")?;
-    if args.accel == Accel::Op && axes.iter().any(|a| a.path == sweep::PCIE_NS) {
-        bail!("sim: --vary {} applies to --accel rpcacc", sweep::PCIE_NS);
-    }
-    if !image_service
-        && axes
-            .iter()
-            .any(|a| a.path == sweep::RATE || a.path == sweep::CORES)
-    {
-        bail!("sim: --vary rate and cores apply to --accel rpcacc --workload {IMAGE_SERVICE}");
-    }
-    if !axes.is_empty() && args.print_config {
-        bail!("sim: --print-config prints one configuration; leave out --vary");
-    }
+    let settings = RunSettings {
+        model: if args.accel == Accel::Op {
+            Model::Op
+        } else {
+            Model::RpcAcc
+        },
+        workload: workload_name(&args),
+        op_params: args.pipelines.is_some() || args.interleave.is_some() || args.mesh.is_some(),
+        rpcacc_params: args.pcie_ns.is_some() || args.clock_mhz.is_some(),
+        acc_fields: !args.acc_field.is_empty(),
+        service_params: args.cores.is_some() || args.rate.is_some(),
+        print_config: args.print_config,
+    };
+    let (kind, axes) = settings.check(&args.vary).context("sim")?;
+    let (image_service, gateway) = (kind == RunKind::ImageService, kind == RunKind::Gateway);
     let options = sweep::SweepOptions {
         axes: &axes,
         json: args.json,
@@ -297,9 +260,9 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                 return sweep::sweep(
                     &mut out,
                     &options,
-                    sweep::OP_COLUMNS,
+                    outcomes::OP_COLUMNS,
                     |values| validated(config_file::with_values(&cfg, values), OpConfig::validate),
-                    |cfg| sweep::op_outcome(&run(&cfg)?),
+                    |cfg| Ok(outcomes::op_outcome(&run(&cfg)?)?),
                 );
             }
             let r = run(&cfg).context("sim")?;
@@ -368,14 +331,14 @@ pub fn run_sim(args: SimArgs) -> Result<()> {
                 return sweep::sweep(
                     &mut out,
                     &options,
-                    sweep::RPCACC_COLUMNS,
+                    outcomes::RPCACC_COLUMNS,
                     |values| {
                         validated(
                             config_file::with_values(&cfg, values),
                             RpcAccConfig::validate,
                         )
                     },
-                    |cfg| sweep::rpcacc_outcome(&report_for(&cfg)?),
+                    |cfg| Ok(outcomes::rpcacc_outcome(&report_for(&cfg)?)?),
                 );
             }
             let r = report_for(&cfg).context("sim")?;
@@ -461,18 +424,18 @@ fn image_service_run(
         .transpose()
         .context("sim")?;
     if !options.axes.is_empty() {
-        let under_load = rate.is_some() || options.axes.iter().any(|a| a.path == sweep::RATE);
+        let under_load = rate.is_some() || options.axes.iter().any(|a| a.path == outcomes::RATE);
         return sweep::sweep(
             out,
             options,
-            service_columns(under_load),
+            outcomes::service_columns(under_load),
             |values| {
                 // `rate` and `cores` are the service's own flags; the rest are config paths.
                 let (mut rate, mut cores, mut params) = (rate, cores, Vec::new());
                 for (path, v) in values {
                     match *path {
-                        sweep::RATE => rate = Some(checked_rate(v.as_f64(), v)?),
-                        sweep::CORES => cores = checked_cores(v.as_u64().unwrap_or(0))?,
+                        outcomes::RATE => rate = Some(checked_rate(v.as_f64(), v)?),
+                        outcomes::CORES => cores = checked_cores(v.as_u64().unwrap_or(0))?,
                         _ => params.push((*path, v.clone())),
                     }
                 }
@@ -487,179 +450,38 @@ fn image_service_run(
             },
             |(cfg, cores, rate)| {
                 let designs = service_designs(&cfg, cores, rate)?;
-                service_outcome(cores, rate, &designs)
+                Ok(outcomes::service_outcome(cores, rate, &designs)?)
             },
         );
     }
     let designs = service_designs(cfg, cores, rate).context("sim")?;
     if args.json {
-        writeln!(out, "{}", service_outcome(cores, rate, &designs)?.report)?;
+        writeln!(
+            out,
+            "{}",
+            outcomes::service_outcome(cores, rate, &designs)?.report
+        )?;
     } else {
         print_image_service(out, cfg, cores, rate, &designs)?;
     }
     Ok(())
 }
 
-/// Fewest requests per second `--rate` takes: the smallest positive rate a config takes
-/// (docs/simulator.md), far below one request in the age of the universe, and far above the
-/// rates whose mean gap between requests, 1e9 / rate ns, overflows to infinity.
-const MIN_RATE_PER_S: f64 = 1e-9;
-/// Most requests per second `--rate` takes, the largest rate a config takes.
-const MAX_RATE_PER_S: f64 = 1e12;
-
-/// The image service's `--rate` (or a varied `rate`): requests per second, from
-/// [`MIN_RATE_PER_S`] to [`MAX_RATE_PER_S`]; `rate` is `None` for a value that is not a
-/// number, and `written` the value as given, which an error repeats.
-fn checked_rate(rate: Option<f64>, written: &dyn std::fmt::Display) -> Result<f64> {
-    match rate {
-        Some(r) if (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&r) => Ok(r),
-        _ => bail!(
-            "--rate must be a number of requests per second from {MIN_RATE_PER_S:e} to \
-             {MAX_RATE_PER_S:e}, not {written}"
-        ),
-    }
-}
-
-/// The image service's `--cores` (or varied `cores`): a whole number from 1 to
-/// [`service::MAX_HOST_CORES`].
-fn checked_cores(cores: u64) -> Result<u32> {
-    match u32::try_from(cores) {
-        Ok(n) if (1..=service::MAX_HOST_CORES).contains(&n) => Ok(n),
-        _ => bail!(
-            "--cores must be a whole number from 1 to {}",
-            service::MAX_HOST_CORES
-        ),
-    }
-}
-
-/// One design of the image service: its costs per request, its capacity and what bounds it
-/// and, under `--rate`, the stream's offered utilisation and its latency (`None` without
-/// `--rate`; the latency also at or past the design's capacity).
-struct ServiceDesign {
-    design: &'static str,
-    costs: service::Design,
-    requests_per_s: f64,
-    bound: &'static str,
-    rho: Option<f64>,
-    under_load: Option<Load>,
-}
-
-/// The image service's designs: each one's host time, low-load latency, capacity with
-/// `cores` (the mean over the requests' avatar sizes, `service.avatar_mix`) and, with a
-/// `rate`, offered utilisation and latency under a Poisson stream; warns on stderr of a
-/// stream that loads a design near its capacity ([`near_capacity`]).
+/// The image service's designs ([`image_service::designs`] on the engine's traces); warns on
+/// stderr of a stream that loads a design near its capacity
+/// ([`image_service::near_capacity`]).
 fn service_designs(
     cfg: &RpcAccConfig,
     cores: u32,
     rate: Option<f64>,
 ) -> Result<Vec<ServiceDesign>> {
-    let traced = service::messages(cfg, &mut EngineTraces)?;
-    let mix = service::mix(cfg, &traced, &mut EngineTraces)?;
-    let designs: Vec<ServiceDesign> = ["cpu_only", "protoacc_pcie", "rpcacc"]
-        .into_iter()
-        .zip(mix.mean.designs())
-        .zip(mix.variants())
-        .map(|((design, d), variants)| ServiceDesign {
-            design,
-            costs: d,
-            requests_per_s: d.rate(cores),
-            bound: d.bound(cores),
-            rho: rate.map(|r| d.utilisation(cores, r)),
-            under_load: rate
-                .and_then(|r| service::under_load(&variants, cores, r, LOAD_REQUESTS, cfg.seed)),
-        })
-        .collect();
+    let designs = image_service::designs(cfg, cores, rate, &mut EngineTraces)?;
     if let Some(r) = rate {
-        for warning in near_capacity(cores, r, &designs) {
+        for warning in image_service::near_capacity(cores, r, &designs) {
             eprintln!("{warning}");
         }
     }
     Ok(designs)
-}
-
-/// A warning for each design that a stream of `rate` requests a second on `cores` cores
-/// loads past [`service::NEAR_CAPACITY_RHO`] and below its capacity.
-fn near_capacity(cores: u32, rate: f64, designs: &[ServiceDesign]) -> Vec<String> {
-    designs
-        .iter()
-        .filter_map(|d| {
-            let rho = d
-                .rho
-                .filter(|&rho| rho > service::NEAR_CAPACITY_RHO && rho < 1.0)?;
-            Some(format!(
-                "warning: {rate} requests/s on {cores} core(s) loads {} to rho = {rho:.3} of \
-                 its capacity ({:.0} requests/s, {}): its mean and 99th percentile over \
-                 {LOAD_REQUESTS} requests are not steady-state values (its queues have not \
-                 settled; they fall short and move with the seed)",
-                d.design, d.requests_per_s, d.bound
-            ))
-        })
-        .collect()
-}
-
-/// The image service's headline columns, as [`service_outcome`] fills them; the last three,
-/// the offered utilisation and the latency under load, only with a rate.
-const SERVICE_COLUMNS: &[sweep::Column] = &[
-    sweep::Column::new("host_ns", 1),
-    sweep::Column::new("latency_ns", 1),
-    sweep::Column::new("requests_per_s", 0),
-    sweep::Column::new("rho", 3),
-    sweep::Column::new("load_mean_ns", 1),
-    sweep::Column::new("load_p99_ns", 1),
-];
-
-/// [`SERVICE_COLUMNS`], with the load's or without.
-fn service_columns(under_load: bool) -> &'static [sweep::Column] {
-    if under_load {
-        SERVICE_COLUMNS
-    } else {
-        &SERVICE_COLUMNS[..3]
-    }
-}
-
-/// The image service's JSON document (each design's own fields, `service::Design`, with its
-/// name, rate, bound, offered utilisation and load) and its headline rows.
-fn service_outcome(
-    cores: u32,
-    rate: Option<f64>,
-    designs: &[ServiceDesign],
-) -> Result<sweep::Outcome> {
-    let docs = designs
-        .iter()
-        .map(|d| {
-            let mut v = serde_json::to_value(d.costs)?;
-            v["design"] = d.design.into();
-            v["requests_per_s"] = d.requests_per_s.into();
-            v["bound"] = d.bound.into();
-            v["rho"] = d.rho.into();
-            v["under_load"] = serde_json::to_value(d.under_load)?;
-            Ok(v)
-        })
-        .collect::<serde_json::Result<Vec<_>>>()?;
-    let rows = designs
-        .iter()
-        .map(|d| {
-            let mut values = vec![
-                Some(d.costs.host_ns),
-                Some(d.costs.latency_ns),
-                Some(d.requests_per_s),
-            ];
-            if rate.is_some() {
-                values.push(d.rho);
-                values.push(d.under_load.map(|l| l.mean_ns));
-                values.push(d.under_load.map(|l| l.p99_ns));
-            }
-            sweep::Headline {
-                label: d.design.to_string(),
-                values,
-                bound: Some(d.bound),
-            }
-        })
-        .collect();
-    Ok(sweep::Outcome {
-        report: serde_json::json!({ "cores": cores, "rate": rate, "designs": docs }),
-        rows,
-    })
 }
 
 /// The image service as a table, a row per design.
@@ -732,19 +554,24 @@ fn gateway_run(
         return sweep::sweep(
             out,
             options,
-            GATEWAY_COLUMNS,
+            outcomes::GATEWAY_COLUMNS,
             |values| {
                 validated(
                     config_file::with_values(cfg, values),
                     RpcAccConfig::validate,
                 )
             },
-            |cfg| gateway_outcome(&gateway::run(&cfg, &mut EngineTraces)?),
+            |cfg| {
+                Ok(outcomes::gateway_outcome(&gateway::run(
+                    &cfg,
+                    &mut EngineTraces,
+                )?)?)
+            },
         );
     }
     let g = gateway::run(cfg, &mut EngineTraces).context("sim")?;
     if args.json {
-        writeln!(out, "{}", gateway_outcome(&g)?.report)?;
+        writeln!(out, "{}", outcomes::gateway_outcome(&g)?.report)?;
         return Ok(());
     }
     writeln!(
@@ -778,43 +605,6 @@ fn gateway_run(
     )?;
     Ok(())
 }
-
-/// The gateway's headline columns, as [`gateway_outcome`] fills them.
-const GATEWAY_COLUMNS: &[sweep::Column] = &[
-    sweep::Column::new("gbps", 2),
-    sweep::Column::new("requests_per_s", 0),
-    sweep::Column::new("latency_ns", 1),
-];
-
-/// The gateway's JSON document (`gateway::Gateway` with each placement's rate, throughput
-/// and bound) and a headline row per placement.
-fn gateway_outcome(g: &gateway::Gateway) -> Result<sweep::Outcome> {
-    let mut report = serde_json::to_value(g)?;
-    for (doc, p) in report["placements"]
-        .as_array_mut()
-        .into_iter()
-        .flatten()
-        .zip(&g.placements)
-    {
-        doc["requests_per_s"] = p.rate().into();
-        doc["gbps"] = g.gbps(p).into();
-        doc["bound"] = p.occupancy.bound().0.into();
-    }
-    report["worst_vs_best"] = g.worst_vs_best().into();
-    let rows = g
-        .placements
-        .iter()
-        .map(|p| sweep::Headline {
-            label: p.label(),
-            values: vec![Some(g.gbps(p)), Some(p.rate()), Some(p.latency_ns)],
-            bound: Some(p.occupancy.bound().0),
-        })
-        .collect();
-    Ok(sweep::Outcome { report, rows })
-}
-
-/// Requests drawn for `--rate` (the first tenth warm the queues up).
-const LOAD_REQUESTS: usize = 100_000;
 
 /// The RPCAcc report as a table: each design's latency and rate, then the counters.
 fn print_rpcacc(out: &mut impl Write, r: &report::RpcAccReport) -> Result<()> {
@@ -1087,84 +877,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_rate_is_taken_from_its_minimum_to_its_maximum() {
-        for rate in [MIN_RATE_PER_S, 1e-8, 150_000.0, MAX_RATE_PER_S] {
-            assert_eq!(checked_rate(Some(rate), &rate).unwrap(), rate);
-        }
-        // Out of the range, as a config's rates; at 1e-300, 1e9 / rate, the mean gap between
-        // requests, is infinite.
-        for rate in [0.0, -1.0, 1e-10, 1e-300, 2e12, f64::INFINITY, f64::NAN] {
-            let err = checked_rate(Some(rate), &rate).unwrap_err().to_string();
-            assert!(
-                err.contains("--rate must be a number of requests per second from 1e-9 to 1e12"),
-                "{rate}: {err}"
-            );
-        }
-    }
-
-    #[test]
     fn a_refused_rate_is_echoed_as_written() {
         let given = given_number("2.0e12").unwrap();
         let err = checked_rate(Some(given.value), &given.text).unwrap_err();
         assert!(err.to_string().ends_with(", not 2.0e12"), "{err}");
-        // A varied `rate` that is not a number.
-        let v = serde_json::Value::Bool(true);
-        let err = checked_rate(v.as_f64(), &v).unwrap_err();
-        assert!(err.to_string().ends_with(", not true"), "{err}");
         assert!(given_number("fast").is_err());
-    }
-
-    /// The image service's designs on 16 cores, under `rate` requests a second.
-    fn sixteen_cores(rate: Option<f64>) -> Vec<ServiceDesign> {
-        service_designs(&RpcAccConfig::default(), 16, rate).unwrap()
-    }
-
-    #[test]
-    fn a_load_gives_its_utilisation_and_warns_near_capacity() {
-        let idle = sixteen_cores(None);
-        assert!(idle.iter().all(|d| d.rho.is_none()));
-        assert!(idle.iter().all(|d| !d.bound.is_empty()));
-        // Just under ProtoACC-PCIe's capacity: past CPU-only's, light for RPCAcc.
-        let rate = 0.99 * idle[1].requests_per_s;
-        let loaded = sixteen_cores(Some(rate));
-        let rho: Vec<f64> = loaded.iter().map(|d| d.rho.unwrap()).collect();
-        assert!(
-            rho[0] > 1.0 && (rho[1] - 0.99).abs() < 1e-9 && rho[2] < 0.6,
-            "{rho:?}"
-        );
-        assert_eq!(loaded[1].under_load.unwrap().rho, rho[1]);
-        let warnings = near_capacity(16, rate, &loaded);
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(
-            warnings[0].contains("protoacc_pcie") && warnings[0].contains("not steady-state"),
-            "{warnings:?}"
-        );
-        let half = 0.5 * idle[1].requests_per_s;
-        assert!(near_capacity(16, half, &sixteen_cores(Some(half))).is_empty());
-        // The JSON gives each design's utilisation and bound.
-        let doc = service_outcome(16, Some(rate), &loaded).unwrap().report;
-        let pcie = &doc["designs"][1];
-        assert_eq!(pcie["rho"].as_f64(), Some(rho[1]));
-        assert_eq!(pcie["under_load"]["rho"].as_f64(), Some(rho[1]));
-        assert_eq!(pcie["bound"], loaded[1].bound);
-        assert!(doc["designs"][0]["under_load"].is_null());
-    }
-
-    #[test]
-    fn a_slow_stream_waits_for_nothing() {
-        // One request every 3 years (1e-8 a second) or 32 (1e-9): each finds every core and
-        // the shared resource free, so its latency is the low-load one, however large the
-        // arrival times grow (past 1e21 ns, where a double's step exceeds the latency).
-        let design = service::Design {
-            host_ns: 5_000.0,
-            latency_ns: 16_384.0,
-            cap_ns: 1_000.0,
-            ..service::Design::default()
-        };
-        for rate in [MIN_RATE_PER_S, 1e-8, 1e-6, 1.0] {
-            let load = design.under_load(1, rate, LOAD_REQUESTS, 7).unwrap();
-            assert_eq!((load.mean_ns, load.p99_ns), (16_384.0, 16_384.0), "{rate}");
-        }
     }
 
     #[test]

@@ -50,6 +50,13 @@ pub enum SimError {
     /// The calibration targets file is malformed.
     #[error("targets: {0}")]
     Targets(String),
+    /// A run's parameter, as given, is not one it takes: a `--vary` axis, a sweep's option,
+    /// an image service's rate or cores, a combination of settings a model does not take.
+    #[error("{0}")]
+    Param(String),
+    /// A report did not serialize as JSON.
+    #[error("report: {0}")]
+    Json(#[from] serde_json::Error),
 }
 
 /// Shorthand for `Result<T, SimError>`.

@@ -7,7 +7,8 @@
 //! through [`workload::view`]. [`cereal`] models the Cereal object-graph S/D accelerator on
 //! traces the Java library writes. [`dagger`] models the Dagger FPGA NIC
 //! (CPU–NIC interfaces, RPC pipeline, CCI-P, threading) on streams of optimus-rpc frames.
-//! [`figure`] holds the papers' figures as data for the CLI to draw. [`calibrate`] runs the papers' experiments and compares with
+//! [`figure`] holds the papers' figures as data for the CLI to draw; [`sweep`] runs a model
+//! over a grid of parameter values. [`calibrate`] runs the papers' experiments and compares with
 //! their published numbers. The crate does not depend on the engine: the CLI and the tests
 //! hand it the engine's traces.
 #![forbid(unsafe_code)]
@@ -25,7 +26,9 @@ pub mod op;
 pub mod parallel;
 pub mod program;
 pub mod rpcacc;
+pub mod settings;
 pub mod stats;
+pub mod sweep;
 pub mod workload;
 
 pub use error::{Result, SimError};

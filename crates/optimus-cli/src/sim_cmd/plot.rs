@@ -628,7 +628,7 @@ pub fn spec_figures(dir: &Path, specs: &[FigureSpec]) -> Result<()> {
 
 /// A sweep's figure, `sweep.png` and `sweep.svg` in `dir`: a model curve per design and
 /// combination of the other varied parameters.
-pub fn sweep_figure(dir: &Path, sweep: &super::sweep::SweepPlot) -> Result<()> {
+pub fn sweep_figure(dir: &Path, sweep: &optimus_sim::sweep::SweepPlot) -> Result<()> {
     prepare(dir)?;
     let title = format!("{} against {}", sweep.y_label, sweep.x_label);
     write(
@@ -651,8 +651,8 @@ pub fn sweep_figure(dir: &Path, sweep: &super::sweep::SweepPlot) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::sweep;
     use super::*;
+    use optimus_sim::sweep;
     #[test]
     fn ticks_drop_needless_decimals() {
         assert_eq!(tick(4.0), "4");

@@ -32,6 +32,7 @@ mod bf3;
 mod deserializer;
 pub mod gateway;
 mod host;
+pub mod image_service;
 pub mod load;
 pub mod report;
 mod serializer;
