@@ -49,7 +49,7 @@ import java.util.Map;
  * <pre>
  * java -cp ... dev.optimus.cereal.SparkBench --trace ../testdata/cereal   # write the traces
  * taskset -c 0 java -cp ... dev.optimus.cereal.SparkBench [--forks 2] [--reps 5] [--warmup-ms 1500]
- *     [--only SUBSTRING] [--serializers java,kryo,cereal]
+ *     [--only SUBSTRING] [--serializers java,kryo,cereal] [--clock wall|cpu]
  * </pre>
  */
 public final class SparkBench {
@@ -176,6 +176,7 @@ public final class SparkBench {
       trace(Path.of(opt.get("--trace")));
       return;
     }
+    Bench.cpuClock = opt.getOrDefault("--clock", "wall").equals("cpu");
     if (opt.containsKey("--child")) {
       child(opt.get("--child"), opt.get("--serializer"), Integer.parseInt(opt.get("--reps")),
           Long.parseLong(opt.get("--warmup-ms")));
@@ -208,7 +209,8 @@ public final class SparkBench {
         for (String s : serializers) {
           Process p = new ProcessBuilder(java, "-Xms1g", "-Xmx1g", "-XX:+UseParallelGC", "-cp", cp,
               SparkBench.class.getName(), "--child", w, "--serializer", s, "--reps", reps,
-              "--warmup-ms", warmup).redirectErrorStream(true).start();
+              "--warmup-ms", warmup, "--clock", Bench.cpuClock ? "cpu" : "wall")
+              .redirectErrorStream(true).start();
           try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream()))) {
             for (String line; (line = r.readLine()) != null; ) {
               String[] f2 = line.split(" ");
@@ -277,17 +279,17 @@ public final class SparkBench {
     int batch = Bench.calibrate(() -> c.write(records));
     StringBuilder s = new StringBuilder("S");
     for (int r = 0; r < reps; r++) {
-      long t0 = System.nanoTime();
+      long t0 = Bench.now();
       for (int i = 0; i < batch; i++) Bench.sink(c.write(records));
-      s.append(' ').append((System.nanoTime() - t0) / 1e3 / batch);
+      s.append(' ').append((Bench.now() - t0) / 1e3 / batch);
     }
     System.out.println(s);
     batch = Bench.calibrate(() -> c.read(bytes, records.size()));
     StringBuilder d = new StringBuilder("D");
     for (int r = 0; r < reps; r++) {
-      long t0 = System.nanoTime();
+      long t0 = Bench.now();
       for (int i = 0; i < batch; i++) Bench.sink(c.read(bytes, records.size()));
-      d.append(' ').append((System.nanoTime() - t0) / 1e3 / batch);
+      d.append(' ').append((Bench.now() - t0) / 1e3 / batch);
     }
     System.out.println(d);
   }
