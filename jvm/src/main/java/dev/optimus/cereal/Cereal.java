@@ -65,6 +65,33 @@ public final class Cereal implements AutoCloseable {
   private final ThreadLocal<GraphWriter> writers = ThreadLocal.withInitial(() -> new GraphWriter(this));
   /** One reader per thread for {@link #deserialize}: its tables are reused from graph to graph. */
   private final ThreadLocal<GraphReader> readers = ThreadLocal.withInitial(() -> new GraphReader(this));
+  /**
+   * The writer and reader of the thread that called last, found without a {@code ThreadLocal}
+   * look-up when the same thread calls again (most calls: one thread per task). Immutable pairs,
+   * so another thread reads either a whole pair or none.
+   */
+  private record Owned<T>(Thread thread, T value) {}
+
+  private Owned<GraphWriter> lastWriter;
+  private Owned<GraphReader> lastReader;
+
+  private GraphWriter writer() {
+    Owned<GraphWriter> o = lastWriter;
+    Thread t = Thread.currentThread();
+    if (o != null && o.thread() == t) return o.value();
+    GraphWriter w = writers.get();
+    lastWriter = new Owned<>(t, w);
+    return w;
+  }
+
+  private GraphReader reader() {
+    Owned<GraphReader> o = lastReader;
+    Thread t = Thread.currentThread();
+    if (o != null && o.thread() == t) return o.value();
+    GraphReader r = readers.get();
+    lastReader = new Owned<>(t, r);
+    return r;
+  }
 
   private final ClassValue<ClassInfo> infos = new ClassValue<>() {
     @Override
@@ -406,7 +433,9 @@ public final class Cereal implements AutoCloseable {
 
   /** One frame holding the graph of {@code root} (which may be null). */
   public byte[] serialize(Object root) {
-    GraphWriter w = writers.get();
+    GraphWriter w = writer();
+    byte[] leaf = w.leafFrame(root);
+    if (leaf != null) return leaf;
     w.write(root);
     return Arrays.copyOfRange(w.frameBuffer(), w.frameStart(), w.frameStart() + w.frameLength());
   }
@@ -428,7 +457,7 @@ public final class Cereal implements AutoCloseable {
       throw new CerealException((end - h.bodyStart() - h.bodyLength())
           + " bytes after the frame", h.bodyStart() + h.bodyLength() - offset, null);
     }
-    GraphReader r = readers.get();
+    GraphReader r = reader();
     if (r.busy()) r = new GraphReader(this); // deserialize called from inside a read
     else r.forgetNames();
     return r.read(b, h.bodyStart(), h.bodyLength(), h.flags(), -offset);

@@ -115,6 +115,15 @@ final class GraphReader {
 
   /** Reads a varint at {@code pos}; returns {@code (nextPos << 32) | value}. */
   static long varint(byte[] b, int pos, int end, long base, String what) {
+    if (pos < end) {
+      int x = b[pos];
+      if (x >= 0) return ((long) (pos + 1) << 32) | x; // one byte: a record's counts, inline
+    }
+    return varintLong(b, pos, end, base, what);
+  }
+
+  /** {@link #varint} of two bytes or more, or truncated. */
+  private static long varintLong(byte[] b, int pos, int end, long base, String what) {
     int start = pos;
     int v = 0;
     for (int shift = 0; ; shift += 7) {
@@ -1129,7 +1138,8 @@ final class GraphReader {
               t = k.target;
             }
             Class<?> type = types[r];
-            if (type != null && t != null && !type.isInstance(t)) {
+            // The exact class (a final field type: String, byte[]) first, a compare.
+            if (type != null && t != null && t.getClass() != type && !type.isInstance(t)) {
               throw error("reference in word " + slot + " to a " + t.getClass().getName()
                   + " cannot go into field " + ci.refNames[r], c.p - c.width);
             }

@@ -457,6 +457,12 @@ final class GraphWriter {
     return writeLeaf(root, info(root.getClass()), f, start);
   }
 
+  /** {@link #writeLeafTo} as a frame of its own, or null (then {@link #write} writes it). */
+  byte[] leafFrame(Object root) {
+    int end = writeLeafTo(root, frame, 0);
+    return end < 0 ? null : Arrays.copyOf(frame, end);
+  }
+
   /**
    * The most chars of a string written by {@link #writeLeaf}: 63 words of chars and a header,
    * so that the value word count is one varint byte.
