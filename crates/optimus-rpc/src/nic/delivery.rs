@@ -44,6 +44,17 @@ impl Core {
     /// Writes a completion to QP `qp` unless it is stalled or full.
     #[inline]
     pub(super) fn try_deliver(&mut self, qp: usize, h: &FrameHeader, payload: &[u8]) -> bool {
+        self.try_deliver_parts(qp, h, &[payload])
+    }
+
+    /// [`try_deliver`](Self::try_deliver) with the payload gathered from `parts`.
+    #[inline]
+    pub(super) fn try_deliver_parts(
+        &mut self,
+        qp: usize,
+        h: &FrameHeader,
+        parts: &[&[u8]],
+    ) -> bool {
         let q = &mut self.qps[qp];
         if !matches!(q.role, QP_CLIENT | QP_WORKER) {
             return true; // nobody to tell (free, or quarantined)
@@ -51,10 +62,10 @@ impl Core {
         if !flush_stall(q) {
             return self.quarantine_if_corrupt(qp);
         }
-        let mut r = q.rx.push(h, payload);
+        let mut r = q.rx.push_parts(h, parts);
         if r == Err(PushError::Full) {
             q.rx.publish();
-            r = q.rx.push(h, payload);
+            r = q.rx.push_parts(h, parts);
         }
         match r {
             Ok(()) => {

@@ -157,18 +157,51 @@ impl Core {
             let mut payload = unsafe { &*payload };
             let mut encoded = std::mem::take(&mut self.scratch);
             if self.pending[k].offloaded && status == Status::Ok {
-                // DT on this core: merge the NIC-resident fields and encode the reply.
+                // DT on this core: merge the NIC-resident fields and encode the reply; a
+                // local caller's reply is written straight into its completion ring.
                 encoded.clear();
-                if let Some(dt) = self.offload.as_mut() {
-                    if let Err(f) = dt.encode_from(k, &mut encoded) {
-                        encoded.clear();
+                let mut dt = self.offload.take();
+                let max = self.max_payload;
+                let r = dt.as_mut().map(|dt| {
+                    dt.encode_with(k, |parts| {
+                        let len: usize = parts.iter().map(|p| p.len()).sum();
+                        match origin {
+                            _ if len > max => Err(Status::TooLarge),
+                            Origin::Local { qp, host_id } => {
+                                let ch =
+                                    completion_header(LOCAL_CONN, host_id, h.method_id, Status::Ok);
+                                Ok(Some(self.try_deliver_parts(qp as usize, &ch, parts)))
+                            }
+                            _ => {
+                                for p in parts {
+                                    encoded.extend_from_slice(p);
+                                }
+                                Ok(None)
+                            }
+                        }
+                    })
+                });
+                self.offload = dt;
+                match r {
+                    None | Some(Ok(Ok(None))) => {}
+                    Some(Ok(Ok(Some(delivered)))) => {
+                        self.scratch = encoded;
+                        if !delivered {
+                            self.stats.backpressure += 1;
+                            self.qps[i].tx.release();
+                            return (n, true);
+                        }
+                        self.stats.responses_delivered += 1;
+                        self.free_pending(k);
+                        self.qps[i].tx.advance();
+                        n += 1;
+                        continue;
+                    }
+                    Some(Ok(Err(st))) => status = st,
+                    Some(Err(f)) => {
                         encoded.extend_from_slice(f.detail.as_bytes());
                         status = f.status;
                     }
-                }
-                if encoded.len() > self.max_payload {
-                    encoded.clear();
-                    status = Status::TooLarge;
                 }
                 payload = &encoded;
             }

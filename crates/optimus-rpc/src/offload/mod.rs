@@ -72,7 +72,7 @@ pub(crate) struct MethodDt {
     pub(crate) handler: Option<Arc<RecordFn>>,
     pub(crate) kernels: FieldKernels,
     /// `(request field, reply field)`: the reply gets the request's value unless the
-    /// handler set the field.
+    /// handler set the field; in reply field-number order.
     pub(crate) forward: Vec<(usize, usize)>,
 }
 
@@ -196,6 +196,10 @@ impl RecordService {
             )));
         }
         m.forward.push((fi, ti));
+        // Kept in reply field-number order, the order co-serialization appends them in.
+        let reply_type = schema.message(m.output);
+        m.forward
+            .sort_by_key(|&(_, to)| reply_type.fields[to].number);
         Ok(self)
     }
 

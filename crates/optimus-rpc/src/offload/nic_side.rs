@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::placement::PlacementTables;
 use super::slots::{token, Kept, TOKEN_BYTES};
-use super::split::{decode_request, forward_raw, merge_reply};
+use super::split::{decode_request, forward_raw, merge_reply, RawPlan};
 use super::updating::{FieldUpdating, Updater};
 use super::{Exchange, UpdatingStats};
 use crate::frame::Status;
@@ -20,10 +20,16 @@ pub struct NicDt {
     ex: Arc<Exchange>,
     current: Arc<PlacementTables>,
     updater: Updater,
-    /// Scratch for co-serialization at the wire: the forwarded NIC-resident fields, and the
-    /// engine's encoding of the rest.
+    /// Scratch for co-serialization at the wire: the forwarded NIC-resident fields that are
+    /// sealed or re-tagged, where each forwarded field's bytes are, and the engine's
+    /// encoding of the rest.
     raw: Vec<u8>,
+    pieces: Vec<super::wire::Piece>,
     encoded: Vec<u8>,
+    /// A reply encoded in one piece.
+    flat: Vec<u8>,
+    /// Per method, its co-serialization plan under the last placement version it ran with.
+    plans: Vec<Option<RawPlan>>,
 }
 
 impl NicDt {
@@ -38,7 +44,10 @@ impl NicDt {
             current,
             updater,
             raw: Vec::new(),
+            pieces: Vec::new(),
             encoded: Vec::new(),
+            flat: Vec::new(),
+            plans: Vec::new(),
         }
     }
 
@@ -70,8 +79,7 @@ impl NicDt {
             .slots
             .try_lock(k)
             .ok_or_else(|| Failure::new(Status::Unavailable, "exchange slot busy"))?;
-        let placement = self.current.clone();
-        let p = &*placement;
+        let p = &*self.current;
         let (opts, limit) = (&ex.decode, ex.kernel_limit);
         let split = p.nic_fields(m.input).next().is_some();
         slot.refill(method, if split { &[] } else { payload });
@@ -125,22 +133,54 @@ impl NicDt {
             }
         });
         decoded?;
-        slot.placement = Some(placement);
+        // The call keeps the version it was decoded with; a slot that already holds it (the
+        // usual case: placement changes are rare) keeps its reference instead of taking
+        // another, which would cost two atomic updates of the count per call.
+        if !slot
+            .placement
+            .as_ref()
+            .is_some_and(|held| Arc::ptr_eq(held, &self.current))
+        {
+            slot.placement = Some(self.current.clone());
+        }
         Ok(token(k, slot.gen))
     }
 
-    /// Merges the NIC-resident fields into slot `k`'s reply (once) and appends its encoding
-    /// to `out`.
-    pub(crate) fn encode_from(&mut self, k: usize, out: &mut Vec<u8>) -> Result<(), Failure> {
+    /// Merges the NIC-resident fields into slot `k`'s reply (once), encodes it and hands
+    /// `emit` its bytes as parts to write one after the other: the engine's encoding of the
+    /// reply record and the forwarded NIC-resident fields' bytes where they lie, so that the
+    /// reply is written once, into the ring that carries it (co-serialization at the wire),
+    /// or one contiguous encoding. `emit` runs only on success.
+    pub(crate) fn encode_with<R>(
+        &mut self,
+        k: usize,
+        emit: impl FnOnce(&[&[u8]]) -> R,
+    ) -> Result<R, Failure> {
         let ex = &*self.ex;
         let mut slot = ex
             .slots
             .try_lock(k)
             .ok_or_else(|| Failure::new(Status::Unavailable, "exchange slot busy"))?;
         let m = ex.method(slot.method)?;
-        let placement = slot.placement.clone();
         let merged = slot.merged;
-        let (raw, encoded) = (&mut self.raw, &mut self.encoded);
+        let (raw, encoded, pieces) = (&mut self.raw, &mut self.encoded, &mut self.pieces);
+        let flat = &mut self.flat;
+        // Co-serialization at the wire follows a plan worked out once per method and
+        // placement version.
+        let plan = match (slot.raw, slot.placement.as_deref()) {
+            (true, Some(p)) => {
+                let i = usize::from(slot.method);
+                let cached = self.plans.get(i).and_then(Option::as_ref);
+                if cached.is_none_or(|c| c.version != p.version) {
+                    if self.plans.len() <= i {
+                        self.plans.resize_with(i + 1, || None);
+                    }
+                    self.plans[i] = Some(RawPlan::new(ex.schema(), m, p));
+                }
+                self.plans[i].as_ref()
+            }
+            _ => None,
+        };
         let r = slot.with(ex.schema(), |_, v| {
             let keep = Kept {
                 request: v.request,
@@ -151,14 +191,14 @@ impl NicDt {
                 let f = Failure::new(Status::HandlerError, "the worker left no reply");
                 return (keep, Err(f));
             };
-            if !merged {
+            if !merged && plan.is_none_or(|p| p.merge) {
                 let r = merge_reply(
                     v.schema,
                     m,
                     reply,
                     (req, v.nic_request),
                     (v.host, v.nic),
-                    placement.as_deref(),
+                    v.placement,
                     Some(true),
                     true,
                     v.raw,
@@ -169,26 +209,30 @@ impl NicDt {
             }
             // The engine's per-thread encoder (an `Encoder` kept here would tie the NIC to
             // the thread that built it).
-            if !v.raw {
-                optimus_core::engine::encode(reply, out);
-                return (keep, Ok(()));
-            }
+            flat.clear();
+            let Some(plan) = plan else {
+                optimus_core::engine::encode(reply, flat);
+                return (keep, Ok(emit(&[flat])));
+            };
             raw.clear();
-            if let Err(f) = forward_raw(v.schema, m, reply, v.nic_wire, placement.as_deref(), raw) {
+            pieces.clear();
+            let wire = (v.nic_wire, v.nic_spans);
+            if let Err(f) = forward_raw(v.schema, m, plan, reply, wire, raw, pieces) {
                 return (keep, Err(f));
             }
-            if raw.is_empty() {
-                optimus_core::engine::encode(reply, out);
-            } else {
-                encoded.clear();
-                optimus_core::engine::encode(reply, encoded);
-                super::wire::merge_sorted(encoded, raw, out);
+            encoded.clear();
+            optimus_core::engine::encode(reply, encoded);
+            let mut parts = super::wire::Parts::new();
+            if parts.gather(encoded, pieces) {
+                let (slices, n) = parts.slices(encoded, v.nic_wire, raw);
+                return (keep, Ok(emit(&slices[..n])));
             }
-            (keep, Ok(()))
+            super::wire::merge_pieces(encoded, pieces, v.nic_wire, raw, flat);
+            (keep, Ok(emit(&[flat])))
         });
         slot.merged = true;
         drop(slot);
-        r?;
+        let r = r?;
         // Windows count completed calls: the app's accesses of a call come before its reply.
         let types = [m.input, m.output];
         let types = if m.input == m.output {
@@ -201,6 +245,6 @@ impl NicDt {
                 self.current = next;
             }
         }
-        Ok(())
+        Ok(r)
     }
 }

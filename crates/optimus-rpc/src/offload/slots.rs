@@ -16,6 +16,7 @@ use optimus_core::{Arena, Record};
 use optimus_schema::SchemaSet;
 
 use super::placement::PlacementTables;
+use super::wire::Span;
 
 /// Bytes of the token a worker's request frame carries: slot index and generation.
 pub(crate) const TOKEN_BYTES: usize = 8;
@@ -32,6 +33,8 @@ pub(crate) struct Slot {
     /// the NIC-resident fields' bytes, kept undecoded (kernels opened).
     pub(crate) host_wire: Vec<u8>,
     pub(crate) nic_wire: Vec<u8>,
+    /// Where each field of `nic_wire` lies.
+    pub(crate) nic_spans: Vec<Span>,
     /// The request was split at the wire: its NIC-resident fields are in `nic_wire` only.
     pub(crate) raw: bool,
     /// Host memory: the request's host fields and the reply record.
@@ -61,6 +64,7 @@ pub(crate) struct SlotView<'g> {
     pub(crate) schema: &'g SchemaSet,
     pub(crate) host_wire: &'g [u8],
     pub(crate) nic_wire: &'g [u8],
+    pub(crate) nic_spans: &'g [Span],
     pub(crate) raw: bool,
     pub(crate) placement: Option<&'g PlacementTables>,
     pub(crate) host: &'g Arena,
@@ -90,12 +94,12 @@ impl Kept<'_> {
 
 impl Slot {
     /// Empties the slot for a new request (records first, then the memory they point into)
-    /// and copies `wire` in (nothing when `wire` is empty: see [`Slot::split_wire`]).
+    /// and copies `wire` in (nothing when `wire` is empty: see [`Slot::split_wire`]). The
+    /// placement stays until the new request's is set.
     pub(crate) fn refill(&mut self, method: u16, wire: &[u8]) {
         self.request = None;
         self.nic_request = None;
         self.reply = None;
-        self.placement = None;
         self.merged = false;
         self.host.reset();
         self.nic.reset();
@@ -103,13 +107,12 @@ impl Slot {
         self.wire.extend_from_slice(wire);
         self.host_wire.clear();
         self.nic_wire.clear();
+        self.nic_spans.clear();
         self.raw = false;
         self.gen = self.gen.wrapping_add(1);
         self.method = method;
     }
 
-    /// Splits the request's bytes at the wire into `host_wire` and `nic_wire` (see
-    /// [`super::wire::split`]); on success the slot is `raw`.
     /// Splits request `wire` at the wire into `host_wire` and `nic_wire` (see
     /// [`super::wire::split`]) instead of copying it whole: on success the slot is `raw`;
     /// when `wire` does not scan, it is copied in whole for the record path.
@@ -119,11 +122,19 @@ impl Slot {
         is_nic: impl Fn(u32) -> bool,
         open: impl FnMut(&super::wire::WireField<'_>) -> Option<Result<Vec<u8>, E>>,
     ) -> Option<Result<(), E>> {
-        let r = super::wire::split(wire, is_nic, open, &mut self.host_wire, &mut self.nic_wire);
+        let r = super::wire::split(
+            wire,
+            is_nic,
+            open,
+            &mut self.host_wire,
+            &mut self.nic_wire,
+            &mut self.nic_spans,
+        );
         self.raw = matches!(r, Some(Ok(())));
         if !self.raw {
             self.host_wire.clear();
             self.nic_wire.clear();
+            self.nic_spans.clear();
             self.wire.clear();
             self.wire.extend_from_slice(wire);
         }
@@ -140,6 +151,7 @@ impl Slot {
             schema,
             host_wire: &self.host_wire,
             nic_wire: &self.nic_wire,
+            nic_spans: &self.nic_spans,
             raw: self.raw,
             placement: self.placement.as_deref(),
             host: &self.host,

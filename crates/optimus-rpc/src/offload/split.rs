@@ -8,6 +8,7 @@ use optimus_core::{Arena, FieldRef, Record};
 use optimus_schema::{MessageId, SchemaSet, Shape};
 
 use super::placement::PlacementTables;
+use super::wire::{put_field, Piece, Span, LEN};
 use crate::kernels::{open_chain, seal_chain, KernelError, Side};
 use crate::typed::Failure;
 
@@ -202,56 +203,109 @@ fn map_bytes<'g>(
     Ok(())
 }
 
-/// Co-serialization at the wire: appends to `out`, in reply field-number order, the
-/// NIC-resident request fields forwarded into NIC-resident reply fields the application left
-/// unset, from `nic_wire` as they came (re-tagged when the numbers differ), sealed by the
-/// reply's kernels where it has them.
+/// Co-serialization at the wire for one method under one placement version, worked out
+/// once: the forwards whose bytes pass at the wire (NIC-resident request fields into
+/// NIC-resident reply fields), in reply field-number order, and whether the NIC has record
+/// work to merge before encoding ([`merge_reply`]: a host field forwarded into a
+/// NIC-resident one, or reply kernels to seal).
+pub(crate) struct RawPlan {
+    /// The placement version it was worked out for.
+    pub(crate) version: u64,
+    pub(crate) merge: bool,
+    forwards: Vec<RawForward>,
+}
+
+/// A forward at the wire: reply field `to`, request field number `from_number` and reply
+/// field number `to_number`; `sealed` when reply kernels run on the field.
+struct RawForward {
+    to: usize,
+    from_number: u32,
+    to_number: u32,
+    sealed: bool,
+}
+
+impl RawPlan {
+    pub(crate) fn new(schema: &SchemaSet, m: &MethodDt, placement: &PlacementTables) -> Self {
+        let (input, output) = (schema.message(m.input), schema.message(m.output));
+        let p = Some(placement);
+        let mut merge = m.kernels.on(Side::Reply).next().is_some();
+        let mut forwards = Vec::new();
+        // `m.forward` is in reply field-number order (`RecordService::forward` keeps it so).
+        for &(from, to) in &m.forward {
+            if !on_nic(p, m.output, to) {
+                continue;
+            }
+            if !on_nic(p, m.input, from) {
+                merge = true;
+                continue;
+            }
+            forwards.push(RawForward {
+                to,
+                from_number: input.fields[from].number,
+                to_number: output.fields[to].number,
+                sealed: m.kernels.on(Side::Reply).any(|(i, _)| i == to),
+            });
+        }
+        Self {
+            version: placement.version,
+            merge,
+            forwards,
+        }
+    }
+}
+
+/// Co-serialization at the wire: appends to `pieces`, in reply field-number order, the
+/// NIC-resident request fields `plan` forwards into NIC-resident reply fields the
+/// application left unset, found by their `spans` in `nic_wire`: as they came when the
+/// numbers agree and no kernel seals them, else re-tagged or sealed by the reply's kernels
+/// into `scratch`.
 ///
 /// # Errors
 /// A kernel that fails to seal.
 pub(crate) fn forward_raw(
     schema: &SchemaSet,
     m: &MethodDt,
+    plan: &RawPlan,
     reply: Record<'_>,
-    nic_wire: &[u8],
-    placement: Option<&PlacementTables>,
-    out: &mut Vec<u8>,
+    (nic_wire, spans): (&[u8], &[Span]),
+    scratch: &mut Vec<u8>,
+    pieces: &mut Vec<Piece>,
 ) -> Result<(), Failure> {
-    let (input, output) = (schema.message(m.input), schema.message(m.output));
-    let mut forwards: Vec<(usize, usize)> = m
-        .forward
-        .iter()
-        .copied()
-        .filter(|&(from, to)| {
-            on_nic(placement, m.output, to) && on_nic(placement, m.input, from) && !reply.has(to)
-        })
-        .collect();
-    if forwards.is_empty() {
-        return Ok(());
-    }
-    forwards.sort_by_key(|&(_, to)| output.fields[to].number);
-    let fields = super::wire::fields(nic_wire).unwrap_or_default();
-    for (from, to) in forwards {
-        let (fnum, tnum) = (input.fields[from].number, output.fields[to].number);
-        let chain = m
-            .kernels
-            .on(Side::Reply)
-            .find(|(i, _)| *i == to)
+    for fw in plan.forwards.iter().filter(|fw| !reply.has(fw.to)) {
+        let (fnum, tnum) = (fw.from_number, fw.to_number);
+        let chain = fw
+            .sealed
+            .then(|| m.kernels.on(Side::Reply).find(|(i, _)| *i == fw.to))
+            .flatten()
             .map(|(_, c)| c);
-        for f in fields.iter().filter(|f| f.number == fnum) {
+        for f in spans.iter().filter(|f| f.number == fnum) {
+            let value = &nic_wire[f.value_start..f.end];
+            let start = scratch.len();
             match chain {
-                Some(chain) if f.wire_type == super::wire::LEN => {
-                    let sealed = seal_chain(chain, f.value).map_err(|e| {
+                Some(chain) if f.wire_type == LEN => {
+                    let sealed = seal_chain(chain, value).map_err(|e| {
                         Failure::bad_request(format!(
                             "reply: {}: {e}",
-                            field_name(schema, m.output, to)
+                            field_name(schema, m.output, fw.to)
                         ))
                     })?;
-                    super::wire::put_field(out, tnum, super::wire::LEN, &sealed);
+                    put_field(scratch, tnum, LEN, &sealed);
                 }
-                _ if fnum == tnum => out.extend_from_slice(f.bytes),
-                _ => super::wire::put_field(out, tnum, f.wire_type, f.value),
+                _ if fnum == tnum => {
+                    pieces.push(Piece {
+                        number: tnum,
+                        in_scratch: false,
+                        range: f.start..f.end,
+                    });
+                    continue;
+                }
+                _ => put_field(scratch, tnum, f.wire_type, value),
             }
+            pieces.push(Piece {
+                number: tnum,
+                in_scratch: true,
+                range: start..scratch.len(),
+            });
         }
     }
     Ok(())

@@ -1,8 +1,10 @@
 //! Co-serialization at the wire: the top-level fields of a request that live in NIC memory
 //! and pass through are never decoded. [`split`] cuts a request's bytes into the host fields'
 //! (which the engine decodes for the app) and the NIC-resident fields' (kept as they came,
-//! kernels opened); [`merge_sorted`] merges the engine's encoding of a reply with the
-//! NIC-resident fields' bytes, both in field-number order, into one canonical message.
+//! kernels opened) and notes where each NIC-resident field lies ([`Span`]); [`merge_pieces`]
+//! merges the engine's encoding of a reply with the forwarded NIC-resident fields' bytes,
+//! both in field-number order, into one canonical message. Nothing here allocates:
+//! [`Fields`] walks bytes in place, and each byte of a request is scanned once.
 
 /// Wire type of a length-delimited field.
 pub(crate) const LEN: u8 = 2;
@@ -17,6 +19,7 @@ pub(crate) struct WireField<'a> {
     pub(crate) value: &'a [u8],
 }
 
+#[inline]
 fn varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
@@ -30,12 +33,24 @@ fn varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
-/// The top-level fields of `buf`, in order; `None` when the bytes are malformed or hold a
-/// group (whose end only a nested walk finds: such messages take the record path).
-pub(crate) fn fields(buf: &[u8]) -> Option<Vec<WireField<'_>>> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < buf.len() {
+/// The top-level fields of a buffer, in order, scanned in place: each item is a field, or
+/// `None` once, where the bytes are malformed or hold a group (whose end only a nested walk
+/// finds: such messages take the record path); nothing follows a `None`.
+#[derive(Clone)]
+pub(crate) struct Fields<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Fields<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        Self { buf, pos: 0 }
+    }
+
+    #[inline]
+    fn next_field(&mut self) -> Option<WireField<'a>> {
+        let buf = self.buf;
+        let mut pos = self.pos;
         let start = pos;
         let tag = varint(buf, &mut pos)?;
         let number = u32::try_from(tag >> 3).ok().filter(|&n| n != 0)?;
@@ -57,15 +72,42 @@ pub(crate) fn fields(buf: &[u8]) -> Option<Vec<WireField<'_>>> {
         } else {
             pos.checked_add(value_len).filter(|&e| e <= buf.len())?
         };
-        pos = end;
-        out.push(WireField {
+        self.pos = end;
+        Some(WireField {
             number,
             wire_type,
             bytes: &buf[start..end],
             value: &buf[value_start..end],
-        });
+        })
     }
-    Some(out)
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = Option<WireField<'a>>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        let f = self.next_field();
+        if f.is_none() {
+            self.pos = self.buf.len(); // malformed: stop here
+        }
+        Some(f)
+    }
+}
+
+/// Whether every byte of `buf` scans as top-level fields (see [`Fields`]).
+pub(crate) fn scans(buf: &[u8]) -> bool {
+    Fields::new(buf).all(|f| f.is_some())
+}
+
+/// The top-level fields of `buf`, in order; `None` when the bytes do not scan (see
+/// [`Fields`]).
+#[cfg(test)]
+pub(crate) fn fields(buf: &[u8]) -> Option<Vec<WireField<'_>>> {
+    Fields::new(buf).collect()
 }
 
 /// Appends a varint.
@@ -87,48 +129,232 @@ pub(crate) fn put_field(out: &mut Vec<u8>, number: u32, wire_type: u8, value: &[
     out.extend_from_slice(value);
 }
 
+/// Where one NIC-resident field lies in the bytes [`split`] wrote: its number and wire type,
+/// the field's bytes (tag included) at `start..end` and its value at `value_start..end`, so
+/// that co-serialization finds the forwarded fields without scanning the bytes again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) number: u32,
+    pub(crate) wire_type: u8,
+    pub(crate) start: usize,
+    pub(crate) value_start: usize,
+    pub(crate) end: usize,
+}
+
 /// Cuts `wire` into `host` (fields for which `is_nic` is false, and unknown ones) and `nic`
-/// (the others; `open` may replace a NIC-resident field's payload, for kernels). `None`:
-/// `wire` does not scan (malformed, or a group); `Some(Err)`: `open` failed.
+/// (the others; `open` may replace a NIC-resident field's payload, for kernels), noting
+/// where each field written to `nic` lies in `spans`, in one pass. `None`: `wire` does not
+/// scan (malformed, or a group; whatever `open` said); `Some(Err)`: `open` failed.
 pub(crate) fn split<E>(
     wire: &[u8],
     is_nic: impl Fn(u32) -> bool,
     mut open: impl FnMut(&WireField<'_>) -> Option<Result<Vec<u8>, E>>,
     host: &mut Vec<u8>,
     nic: &mut Vec<u8>,
+    spans: &mut Vec<Span>,
 ) -> Option<Result<(), E>> {
-    let fields = fields(wire)?;
-    for f in &fields {
+    let mut failed = None;
+    for f in Fields::new(wire) {
+        let f = f?;
+        if failed.is_some() {
+            continue; // only whether the rest scans matters now
+        }
         if !is_nic(f.number) {
             host.extend_from_slice(f.bytes);
             continue;
         }
-        match open(f) {
-            None => nic.extend_from_slice(f.bytes),
-            Some(Ok(v)) => put_field(nic, f.number, LEN, &v),
-            Some(Err(e)) => return Some(Err(e)),
+        let start = nic.len();
+        let value_start = match open(&f) {
+            None => {
+                nic.extend_from_slice(f.bytes);
+                start + (f.bytes.len() - f.value.len())
+            }
+            Some(Ok(v)) => {
+                put_varint(nic, u64::from(f.number) << 3 | u64::from(LEN));
+                put_varint(nic, v.len() as u64);
+                let at = nic.len();
+                nic.extend_from_slice(&v);
+                at
+            }
+            Some(Err(e)) => {
+                failed = Some(e);
+                continue;
+            }
+        };
+        spans.push(Span {
+            number: f.number,
+            wire_type: f.wire_type,
+            start,
+            value_start,
+            end: nic.len(),
+        });
+    }
+    Some(failed.map_or(Ok(()), Err))
+}
+
+/// A piece of a reply's NIC-resident fields, for [`merge_pieces`]: field `number`'s bytes,
+/// tag included, at `range` of the request's NIC bytes (`in_scratch` false: forwarded as
+/// they came) or of a scratch buffer (sealed by a kernel, or re-tagged).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Piece {
+    pub(crate) number: u32,
+    pub(crate) in_scratch: bool,
+    pub(crate) range: std::ops::Range<usize>,
+}
+
+/// Appends to `out` the fields of `encoded` (in field-number order) merged by number with
+/// `pieces` (in field-number order; their bytes in `nic` or `scratch`), `encoded`'s first
+/// among equals: [`merge_sorted`] without scanning the pieces' bytes. Bytes of `encoded`
+/// that do not scan are appended as they are, then the pieces.
+pub(crate) fn merge_pieces(
+    encoded: &[u8],
+    pieces: &[Piece],
+    nic: &[u8],
+    scratch: &[u8],
+    out: &mut Vec<u8>,
+) {
+    let bytes = |p: &Piece| {
+        if p.in_scratch {
+            &scratch[p.range.clone()]
+        } else {
+            &nic[p.range.clone()]
+        }
+    };
+    let mut rest = pieces.iter().peekable();
+    if scans(encoded) {
+        for f in Fields::new(encoded).flatten() {
+            while let Some(p) = rest.next_if(|p| p.number < f.number) {
+                out.extend_from_slice(bytes(p));
+            }
+            out.extend_from_slice(f.bytes);
+        }
+    } else {
+        out.extend_from_slice(encoded);
+    }
+    for p in rest {
+        out.extend_from_slice(bytes(p));
+    }
+}
+
+/// Most parts [`Parts`] gathers a reply into; a reply that needs more is merged into one
+/// buffer instead.
+pub(crate) const MAX_PARTS: usize = 8;
+
+/// Which buffer a part lies in.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Source {
+    Encoded,
+    Nic,
+    Scratch,
+}
+
+/// A reply as ranges of the buffers [`merge_pieces`] reads, in order, adjacent ranges of one
+/// buffer joined: written one after the other they are `merge_pieces`' bytes, without
+/// copying them into one buffer first (for a gateway's packet, two parts: the host fields
+/// the engine encoded and the NIC-resident headers and payload as they came).
+pub(crate) struct Parts {
+    parts: [(Source, usize, usize); MAX_PARTS],
+    len: usize,
+}
+
+impl Parts {
+    pub(crate) fn new() -> Self {
+        Self {
+            parts: [(Source::Encoded, 0, 0); MAX_PARTS],
+            len: 0,
         }
     }
-    Some(Ok(()))
+
+    fn push(&mut self, source: Source, start: usize, end: usize) -> bool {
+        if let Some(last) = self.len.checked_sub(1).map(|i| &mut self.parts[i]) {
+            if last.0 == source && last.2 == start {
+                last.2 = end;
+                return true;
+            }
+        }
+        if self.len == MAX_PARTS {
+            return false;
+        }
+        self.parts[self.len] = (source, start, end);
+        self.len += 1;
+        true
+    }
+
+    /// Gathers `encoded` merged with `pieces` as [`merge_pieces`] merges them; `false` when
+    /// `encoded` does not scan or the reply needs more than [`MAX_PARTS`] parts.
+    pub(crate) fn gather(&mut self, encoded: &[u8], pieces: &[Piece]) -> bool {
+        self.len = 0;
+        let mut rest = pieces.iter().peekable();
+        let piece = |parts: &mut Self, p: &Piece| {
+            let source = if p.in_scratch {
+                Source::Scratch
+            } else {
+                Source::Nic
+            };
+            parts.push(source, p.range.start, p.range.end)
+        };
+        let mut at = 0;
+        for f in Fields::new(encoded) {
+            let Some(f) = f else {
+                return false;
+            };
+            while let Some(p) = rest.next_if(|p| p.number < f.number) {
+                if !piece(self, p) {
+                    return false;
+                }
+            }
+            if !self.push(Source::Encoded, at, at + f.bytes.len()) {
+                return false;
+            }
+            at += f.bytes.len();
+        }
+        rest.all(|p| piece(self, p))
+    }
+
+    /// The parts as slices of the buffers [`gather`](Self::gather) was given.
+    pub(crate) fn slices<'a>(
+        &self,
+        encoded: &'a [u8],
+        nic: &'a [u8],
+        scratch: &'a [u8],
+    ) -> ([&'a [u8]; MAX_PARTS], usize) {
+        let mut out: [&[u8]; MAX_PARTS] = [&[]; MAX_PARTS];
+        for (o, &(source, start, end)) in out.iter_mut().zip(&self.parts[..self.len]) {
+            let buf = match source {
+                Source::Encoded => encoded,
+                Source::Nic => nic,
+                Source::Scratch => scratch,
+            };
+            *o = &buf[start..end];
+        }
+        (out, self.len)
+    }
 }
 
 /// Appends to `out` the fields of `a` and `b`, each in field-number order, merged by number
-/// (`a`'s first among equals). Bytes that do not scan are appended as they are.
+/// (`a`'s first among equals). Bytes that do not scan are appended as they are. The model
+/// [`merge_pieces`] is tested against.
+#[cfg(test)]
 pub(crate) fn merge_sorted(a: &[u8], b: &[u8], out: &mut Vec<u8>) {
-    let (Some(fa), Some(fb)) = (fields(a), fields(b)) else {
+    if !scans(a) || !scans(b) {
         out.extend_from_slice(a);
         out.extend_from_slice(b);
         return;
-    };
-    let (mut i, mut j) = (0, 0);
-    while i < fa.len() || j < fb.len() {
-        let take_a = j == fb.len() || (i < fa.len() && fa[i].number <= fb[j].number);
-        if take_a {
-            out.extend_from_slice(fa[i].bytes);
-            i += 1;
-        } else {
-            out.extend_from_slice(fb[j].bytes);
-            j += 1;
+    }
+    let (mut fa, mut fb) = (
+        Fields::new(a).flatten().peekable(),
+        Fields::new(b).flatten().peekable(),
+    );
+    loop {
+        let take_a = match (fa.peek(), fb.peek()) {
+            (None, None) => return,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(x), Some(y)) => x.number <= y.number,
+        };
+        let f = if take_a { fa.next() } else { fb.next() };
+        if let Some(f) = f {
+            out.extend_from_slice(f.bytes);
         }
     }
 }
@@ -171,13 +397,14 @@ mod tests {
     #[test]
     fn split_then_merge_gives_the_message_back_with_opened_fields_replaced() {
         let b = sample();
-        let (mut host, mut nic) = (Vec::new(), Vec::new());
+        let (mut host, mut nic, mut spans) = (Vec::new(), Vec::new(), Vec::new());
         let r: Option<Result<(), ()>> = split(
             &b,
             |n| n == 2 || n == 5,
             |f| (f.number == 2).then(|| Ok(b"HI!".to_vec())),
             &mut host,
             &mut nic,
+            &mut spans,
         );
         assert!(matches!(r, Some(Ok(()))));
         let host_numbers: Vec<u32> = fields(&host).unwrap().iter().map(|f| f.number).collect();
@@ -187,9 +414,67 @@ mod tests {
         let mut want = b.clone();
         want.splice(3..7, [0x12, 3, b'H', b'I', b'!']);
         assert_eq!(out, want);
-        let failed: Option<Result<(), &str>> =
-            split(&b, |n| n == 5, |_| Some(Err("bad")), &mut host, &mut nic);
+        // The spans find each NIC-resident field, the opened one with its new value.
+        let at: Vec<(u32, &[u8])> = spans
+            .iter()
+            .map(|s| (s.number, &nic[s.value_start..s.end]))
+            .collect();
+        assert_eq!(at, [(2, &b"HI!"[..]), (5, &[9; 200][..])]);
+        assert!(spans
+            .iter()
+            .all(|s| fields(&nic[s.start..s.end]).unwrap().len() == 1));
+        // Merging the pieces gives what merging the bytes gives.
+        let pieces: Vec<Piece> = spans
+            .iter()
+            .map(|s| Piece {
+                number: s.number,
+                in_scratch: false,
+                range: s.start..s.end,
+            })
+            .collect();
+        let mut merged = Vec::new();
+        merge_pieces(&host, &pieces, &nic, &[], &mut merged);
+        assert_eq!(merged, out);
+        // Gathered, the same bytes in few parts: host field 1, the NIC's field 2, host
+        // fields 3 and 4 (adjacent: one part), the NIC's field 5.
+        let mut parts = Parts::new();
+        assert!(parts.gather(&host, &pieces));
+        let (slices, n) = parts.slices(&host, &nic, &[]);
+        assert_eq!(n, 4);
+        assert_eq!(slices[..n].concat(), out);
+        // More parts than it holds, or bytes that do not scan: not gathered.
+        let many: Vec<Piece> = (0..MAX_PARTS)
+            .map(|i| Piece {
+                number: 1,
+                in_scratch: i % 2 == 0,
+                range: 0..1,
+            })
+            .collect();
+        assert!(!parts.gather(&host, &many));
+        assert!(!parts.gather(&[0x0b], &pieces));
+        let failed: Option<Result<(), &str>> = split(
+            &b,
+            |n| n == 5,
+            |_| Some(Err("bad")),
+            &mut host,
+            &mut nic,
+            &mut spans,
+        );
         assert_eq!(failed, Some(Err("bad")));
-        assert!(split::<()>(&[0x0b], |_| true, |_| None, &mut host, &mut nic).is_none());
+        // Bytes that do not scan are `None` even where `open` failed first.
+        let mut bad = b.clone();
+        bad.extend_from_slice(&[0x0b]);
+        let failed: Option<Result<(), &str>> = split(
+            &bad,
+            |n| n == 5,
+            |_| Some(Err("bad")),
+            &mut host,
+            &mut nic,
+            &mut spans,
+        );
+        assert_eq!(failed, None);
+        assert!(
+            split::<()>(&[0x0b], |_| true, |_| None, &mut host, &mut nic, &mut spans).is_none()
+        );
     }
 }
