@@ -43,16 +43,22 @@ pub(crate) fn read_varint(buf: &[u8], pos: &mut usize, end: usize) -> Result<u64
 /// which). Two values come back in registers, where a `Result` would go through memory.
 #[inline(never)]
 fn read_varint_slow(buf: &[u8], start: usize, end: usize) -> (u64, usize) {
-    // With eight bytes left, a varint of up to eight is read from one word: its last byte is
-    // the first without the continuation bit, and its seven-bit groups are packed together.
-    if let Some(bytes) = buf[..end].get(start..start + 8) {
+    // With eight bytes left in the input, a varint of up to eight is read from one word: its
+    // last byte is the first without the continuation bit, and its seven-bit groups are packed
+    // together. The word may reach past `end` (a sub-message's last field ends there): a
+    // varint whose last byte lies past `end` is cut off by it.
+    if let Some(bytes) = buf.get(start..start + 8) {
         let word = u64::from_le_bytes(bytes.try_into().expect("eight bytes"));
         let stops = !word & 0x8080_8080_8080_8080;
         if stops != 0 {
             let last_bit = stops & stops.wrapping_neg();
             let kept = word & (last_bit << 1).wrapping_sub(1) & 0x7f7f_7f7f_7f7f_7f7f;
             let next = start + (last_bit.trailing_zeros() as usize + 1) / 8;
-            return (pack_groups(kept), next);
+            return if next <= end {
+                (pack_groups(kept), next)
+            } else {
+                (0, 0)
+            };
         }
     }
     // With a whole varint's room left, the bytes are read without a bound check each.
@@ -273,6 +279,22 @@ mod tests {
                 "{len}: {e}"
             );
             assert_eq!(pos, 2, "the position stays at the varint");
+            // The same varint ending at a sub-message's end, the input going on past it: the
+            // end cuts it off all the same, and one that ends before it reads whole.
+            let end = bytes.len();
+            bytes.extend([0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c]);
+            let mut pos = 2;
+            let e = read_varint(&bytes, &mut pos, end).unwrap_err();
+            assert!(
+                matches!(e.kind, DecodeErrorKind::Truncated { .. }),
+                "{len}: {e}"
+            );
+            let mut pos = 2;
+            assert_eq!(
+                read_varint(&bytes, &mut pos, end + 1).unwrap(),
+                5 << (7 * len)
+            );
+            assert_eq!(pos, end + 1);
         }
     }
 
