@@ -84,17 +84,21 @@ pub(crate) fn facts(ty: &MessageType) -> Option<&ThriftStruct> {
 }
 
 impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
+    /// Takes `bytes` from the budget, or fails at the reader's position.
     #[inline]
     fn charge(&mut self, bytes: usize) -> R<()> {
+        self.charge_at(bytes, self.p.pos())
+    }
+
+    /// Takes `bytes` from the budget, or fails at offset `at`.
+    #[inline]
+    fn charge_at(&mut self, bytes: usize, at: usize) -> R<()> {
         match self.budget.checked_sub(bytes) {
             Some(rest) => {
                 self.budget = rest;
                 Ok(())
             }
-            None => Err(fail(
-                self.p.pos(),
-                DecodeErrorKind::MemoryLimit(self.memory_limit),
-            )),
+            None => Err(fail(at, DecodeErrorKind::MemoryLimit(self.memory_limit))),
         }
     }
 
@@ -339,7 +343,8 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
             return Err(fail(at, DecodeErrorKind::InvalidUtf8));
         }
         Ok(if COPY {
-            self.charge(bytes.len())?;
+            // At the reader's position, not `self`'s: the caller may hold the reader apart.
+            self.charge_at(bytes.len(), p.pos())?;
             self.arena.alloc_copy(bytes)
         } else {
             View::of(bytes)
