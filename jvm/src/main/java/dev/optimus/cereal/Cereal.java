@@ -267,7 +267,11 @@ public final class Cereal implements AutoCloseable {
     this.classLoader = loader;
   }
 
-  /** Threads fixing references of a large graph (default: the available processors). */
+  /**
+   * Threads reading a large graph, the calling one included: they allocate its objects while the
+   * calling thread scans the headers, then fix its references (default: the available
+   * processors).
+   */
   public void setDeserializationThreads(int threads) {
     if (threads < 1) throw new IllegalArgumentException("threads < 1");
     this.threads = threads;
@@ -277,7 +281,7 @@ public final class Cereal implements AutoCloseable {
     return threads;
   }
 
-  /** References from which a graph's references are fixed on several threads (default 65536). */
+  /** References from which a graph is read on several threads (default 65536). */
   public void setParallelThreshold(int references) {
     if (references < 1) throw new IllegalArgumentException("threshold < 1");
     this.parallelThreshold = references;
@@ -420,7 +424,7 @@ public final class Cereal implements AutoCloseable {
     return p;
   }
 
-  /** Stops the reference fix-up threads, if any were started. */
+  /** Stops the threads that read large graphs, if any were started. */
   @Override
   public synchronized void close() {
     if (pool != null) {
