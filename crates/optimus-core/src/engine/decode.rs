@@ -503,7 +503,9 @@ impl<const COPY: bool> Decoder<'_, COPY> {
     }
 
     /// Merges a singular sub-message (or group) into the record it already has, or a new one.
+    /// Inlined into the field loop: one call per sub-message (its fields' loop), not two.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn single_message(
         &mut self,
         rec: RecPtr,
