@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => {
             return Err(
                 "usage: records_loop flat|mixed|nested encode|decode|json-encode|json-decode|\\
-                 thrift-{binary,compact}-{encode,decode}|convert-to-thrift COUNT"
+                 thrift-{binary,compact}-{encode,decode,to-compact}|convert-to-thrift COUNT"
                     .into(),
             )
         }
@@ -104,7 +104,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The Thrift operations: `binary-encode`, `compact-decode`, ...
+/// The Thrift operations: `binary-encode`, `compact-decode`, `binary-to-compact` (the direct
+/// transcoder), ...
 fn thrift_loop(
     workload: &str,
     op: &str,
@@ -148,6 +149,19 @@ fn thrift_loop(
                     protocol,
                     &opts,
                 )?);
+            }
+            "to-compact" => {
+                out.clear();
+                thrift::transcode(
+                    &schema,
+                    id,
+                    black_box(&input),
+                    protocol,
+                    Protocol::Compact,
+                    &opts,
+                    &mut out,
+                )?;
+                black_box(&out);
             }
             other => return Err(format!("no operation thrift-{other}").into()),
         }

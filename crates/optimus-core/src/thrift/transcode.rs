@@ -46,7 +46,29 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
         Ok(depth + 1)
     }
 
+    /// Transcodes a struct of type `id` up to its stop byte.
     fn t_struct(&mut self, id: u32, depth: u32) -> R<()> {
+        // The reader is a local while the fields are read, as in the decoder: in `self`, every
+        // write to the output would send its position through memory. A call that reads
+        // through `self` gets it back around the call ([`Transcoder::settled`]).
+        let mut p = self.p;
+        let result = self.t_fields(&mut p, id, depth);
+        self.p = p;
+        result
+    }
+
+    /// Runs `f` with the local reader `p` given back to `self`, and takes it again after.
+    #[inline(always)]
+    fn settled<T>(&mut self, p: &mut P, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.p = *p;
+        let result = f(self);
+        *p = self.p;
+        result
+    }
+
+    /// [`Transcoder::t_struct`]'s loop, reading through the local reader `p`.
+    #[inline(always)]
+    fn t_fields(&mut self, p: &mut P, id: u32, depth: u32) -> R<()> {
         let schema = self.schema;
         let ty = schema.message(MessageId(id));
         let t: &ThriftStruct = facts(ty).ok_or(Stop)?;
@@ -61,13 +83,13 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
         let mut seen = 0u64;
         // The entry after the last one read: fields usually arrive in id order.
         let mut next = 0usize;
-        while let Some((wire, fid)) = self.p.field_begin(&mut last_in).map_err(|_| Stop)? {
+        while let Some((wire, fid)) = p.field_begin(&mut last_in).map_err(|_| Stop)? {
             let expected = ty.table.entries.get(next);
             let i = if fid > 0 && expected.is_some_and(|e| e.number == fid as u32) {
                 next
             } else {
                 let Some(i) = t.find(&ty.table, fid) else {
-                    self.skip(wire, depth)?;
+                    self.settled(p, |t| t.skip(wire, depth))?;
                     continue;
                 };
                 i
@@ -75,7 +97,7 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
             next = i + 1;
             let tf = &t.fields[i];
             if wire != tf.ty.wire() {
-                self.skip(wire, depth)?;
+                self.settled(p, |t| t.skip(wire, depth))?;
                 continue;
             }
             if written.is_some_and(|w| fid <= w) {
@@ -87,20 +109,20 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
             }
             let e = &ty.table.entries[i];
             if tf.ty == TType::Bool {
-                let v = self.p.bool().map_err(|_| Stop)?;
+                let v = p.bool().map_err(|_| Stop)?;
                 W::field_bool(self.out, fid, v, &mut last_out);
                 continue;
             }
             if tf.ty.is_container() || tf.ty == TType::Struct {
                 W::field_begin(self.out, tf.ty.wire(), fid, &mut last_out);
                 if tf.ty.is_container() {
-                    self.t_container(ty, i, depth)?;
+                    self.settled(p, |t| t.t_container(ty, i, depth))?;
                 } else {
-                    self.t_value(tf.ty, &ty.table, e, depth)?;
+                    self.settled(p, |t| t.t_value(tf.ty, &ty.table, e, depth))?;
                 }
                 continue;
             }
-            self.t_scalar_field(tf.ty, fid, &mut last_out)?;
+            self.t_scalar_field(p, tf.ty, fid, &mut last_out)?;
         }
         if need_required && ty.required_fields.iter().any(|&r| seen & 1 << r == 0) {
             return Err(Stop);
@@ -112,8 +134,7 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
     /// Reads one scalar, string or binary value of type `tt` and writes it whole as field
     /// `fid`, into room reserved once.
     #[inline(always)]
-    fn t_scalar_field(&mut self, tt: TType, fid: i16, last_out: &mut i16) -> R<()> {
-        let p = &mut self.p;
+    fn t_scalar_field(&mut self, p: &mut P, tt: TType, fid: i16, last_out: &mut i16) -> R<()> {
         let mut room = Room::of(self.out);
         room.reserve(self.out, FIELD_ROOM);
         let out = &mut room;
