@@ -118,7 +118,8 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
                 if tf.ty.is_container() {
                     self.settled(p, |t| t.t_container(ty, i, depth))?;
                 } else {
-                    self.settled(p, |t| t.t_value(tf.ty, &ty.table, e, depth))?;
+                    let (sub, depth) = (ty.table.sub_message(e), self.deeper(depth)?);
+                    self.settled(p, |t| t.t_struct(sub, depth))?;
                 }
                 continue;
             }
