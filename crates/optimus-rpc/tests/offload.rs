@@ -622,3 +622,91 @@ fn a_lossy_network_gives_each_offloaded_call_one_outcome_and_one_run_with_kernel
     assert!(ok > CALLS / 2, "lossy, not dead: {ok} ok");
     assert!(ss.duplicate_requests > 0, "{ss:?}");
 }
+
+/// Forwards at the wire into reply fields of other numbers, declared out of the reply's
+/// field order, one of them sealed by a reply kernel, beside a host field: re-tagged, sealed
+/// and merged by field number, the bytes DT on the app core writes.
+#[test]
+fn forwards_into_other_field_numbers_are_re_tagged_and_merged_in_reply_order() {
+    const SRC: &str = r#"
+        syntax = "proto3";
+        package rt;
+        import "optimus/placement.proto";
+        message In {
+          uint64 id = 1;
+          bytes a = 2 [(optimus.placement) = NIC];
+          repeated string b = 3 [(optimus.placement) = NIC];
+          bytes c = 6 [(optimus.placement) = NIC];
+        }
+        message Out {
+          uint64 id = 1;
+          repeated string y = 4 [(optimus.placement) = NIC];
+          bytes x = 5 [(optimus.placement) = NIC];
+          bytes z = 7 [(optimus.placement) = NIC];
+          string note = 9;
+        }
+        service Svc { rpc Go(In) returns (Out); }
+    "#;
+    let s = schema(SRC);
+    let svc = RecordService::new(s.clone(), "rt.Svc")
+        .unwrap()
+        .on("Go", |req, reply| {
+            reply.set(0, req.get(0).expect("id"))?;
+            reply.set(4, FieldRef::Str("host"))?;
+            Ok(())
+        })
+        .unwrap()
+        .forward("Go", "c", "z")
+        .unwrap()
+        .forward("Go", "a", "x")
+        .unwrap()
+        .forward("Go", "b", "y")
+        .unwrap()
+        .with_kernels("Go", Side::Reply, "z", vec![Kernel::Crc32c])
+        .unwrap()
+        .with_placement(Placement::from_proto_options(&s, SRC).unwrap());
+    let body = binary::encode(
+        &s,
+        &message(
+            &s,
+            "rt.In",
+            r#"{"id": "9", "a": "AAEC", "b": ["p", "q"], "c": "BAUG"}"#,
+        ),
+    );
+    let mut nic = Server::start(&svc, true, config(2));
+    let mut app = Server::start(&svc, false, config(2));
+    let (a, b) = (nic.call(&body).unwrap(), app.call(&body).unwrap());
+    assert_eq!(a, b, "the same reply bytes wherever DT runs");
+    let out = s.message_by_name("rt.Out").unwrap();
+    let reply = binary::decode(&s, out, &a, &DecodeOptions::default()).unwrap();
+    assert_eq!(
+        reply.get_by_name(&s, "x").unwrap(),
+        Value::Bytes(vec![0, 1, 2])
+    );
+    let crc = optimus_rpc::kernels::seal_chain(&[Kernel::Crc32c], &[4, 5, 6]).unwrap();
+    assert_eq!(reply.get_by_name(&s, "z").unwrap(), Value::Bytes(crc));
+    assert_eq!(
+        reply.get_by_name(&s, "note").unwrap(),
+        Value::String("host".into())
+    );
+    // Field numbers ascend through the reply: 1, 4, 4, 5, 7, 9.
+    let mut numbers = Vec::new();
+    let mut pos = 0;
+    while pos < a.len() {
+        let tag = a[pos];
+        numbers.push(tag >> 3);
+        pos += 1;
+        if tag & 7 == 0 {
+            while a[pos] & 0x80 != 0 {
+                pos += 1;
+            }
+            pos += 1;
+        } else {
+            let len = a[pos] as usize;
+            pos += 1 + len;
+        }
+    }
+    assert_eq!(numbers, [1, 4, 4, 5, 7, 9]);
+    nic.stop();
+    app.stop();
+}
