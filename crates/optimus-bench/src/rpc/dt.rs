@@ -307,6 +307,8 @@ const YIELD_ONLY: IdlePolicy = IdlePolicy {
 /// Latency is sampled on one call in `SAMPLE_EVERY`.
 const SAMPLE_EVERY: u64 = 8;
 const WARMUP: Duration = Duration::from_millis(200);
+/// Longest a measuring window waits for its first completed call.
+const MEASURE_LIMIT: Duration = Duration::from_secs(30);
 
 /// Runs one row: a NIC, one worker serving `svc` with DT at `site`, one client.
 fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Result<DtRow> {
@@ -348,6 +350,8 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
     let measuring = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
     let served = Arc::new(AtomicU64::new(0));
+    // Calls the client saw complete while measuring.
+    let completed = Arc::new(AtomicU64::new(0));
     let turns = Arc::new(AtomicU64::new(0));
 
     let mut w = h.worker()?;
@@ -396,6 +400,7 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
     })?;
     let client = {
         let (measuring, done, body) = (measuring.clone(), done.clone(), body.to_vec());
+        let completed = completed.clone();
         let depth = a.depth as usize;
         let mut nic = inline_nic.take();
         std::thread::spawn(move || -> (u64, Histogram<u64>, (u64, Option<String>)) {
@@ -437,8 +442,9 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
                         }
                     }
                 });
-                if on {
+                if on && n > 0 {
                     calls += n as u64;
+                    completed.fetch_add(n as u64, Ordering::Relaxed);
                 }
                 if n == 0 && nic.is_none() {
                     empty = empty.saturating_add(1);
@@ -455,6 +461,13 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
     measuring.store(true, Ordering::Release);
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(a.seconds));
+    // On a loaded machine the threads may not have run in a short window: it stays open (the
+    // rates count its real length) until a call has been served and seen complete.
+    while (served.load(Ordering::Relaxed) == 0 || completed.load(Ordering::Relaxed) == 0)
+        && t0.elapsed() < MEASURE_LIMIT
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     measuring.store(false, Ordering::Release);
     let seconds = t0.elapsed().as_secs_f64();
     done.store(true, Ordering::Release);
