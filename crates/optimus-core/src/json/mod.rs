@@ -17,10 +17,23 @@ pub(crate) mod wkt;
 
 use optimus_schema::{MessageId, SchemaSet};
 
+/// The bytes that end a plain run inside a JSON string: `"`, `\\` and the control characters
+/// (which a writer escapes and a reader stops at).
+const STRING_SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
 /// The end of the run of plain string bytes in `bytes` from `from`: the index of the first
-/// special byte (`"`, `\\` or a control character: what a writer escapes and a reader stops
-/// at), or `bytes.len()`. Sixteen bytes at a time while sixteen remain (SSE2, on x86-64), then
-/// eight, then the rest as one word.
+/// byte of [`STRING_SPECIAL`], or `bytes.len()`. Sixteen bytes at a time while sixteen remain
+/// (SSE2, on x86-64), then eight, then one.
 #[inline]
 fn plain_run(bytes: &[u8], from: usize) -> usize {
     let mut i = from;
@@ -40,40 +53,14 @@ fn plain_run(bytes: &[u8], from: usize) -> usize {
         }
         i += 8;
     }
-    plain_tail(bytes, i)
+    while i < bytes.len() && !STRING_SPECIAL[usize::from(bytes[i])] {
+        i += 1;
+    }
+    i
 }
 
-/// [`plain_run`]'s last step: the fewer than eight bytes from `i` to the end, checked as one
-/// word — the input's last eight bytes with those before `i` made spaces (so a special byte
-/// among them can neither match nor carry a borrow into the run), or the bytes themselves
-/// padded with spaces when the input is shorter than eight.
-#[inline(always)]
-fn plain_tail(bytes: &[u8], i: usize) -> usize {
-    const SPACES: u64 = 0x2020_2020_2020_2020;
-    let left = bytes.len() - i;
-    debug_assert!(left < 8);
-    if left == 0 {
-        return i;
-    }
-    let (word, start) = if bytes.len() >= 8 {
-        let start = bytes.len() - 8;
-        let last = u64::from_le_bytes(bytes[start..].try_into().expect("eight bytes"));
-        let before = (1u64 << (8 * (8 - left))) - 1;
-        ((last & !before) | (SPACES & before), start)
-    } else {
-        let mut padded = SPACES.to_le_bytes();
-        // SAFETY: `padded` takes eight bytes and `left` is below eight.
-        unsafe { crate::record::copy_short(&bytes[i..], padded.as_mut_ptr()) };
-        (u64::from_le_bytes(padded), i)
-    };
-    match special_bytes(word) {
-        0 => bytes.len(),
-        special => start + (special.trailing_zeros() / 8) as usize,
-    }
-}
-
-/// The bytes of `chunk` that are special, one bit each (the first lowest): sixteen compared at
-/// once.
+/// The bytes of `chunk` that are in [`STRING_SPECIAL`], one bit each (the first lowest):
+/// sixteen compared at once.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn special_bytes16(chunk: &[u8; 16]) -> u32 {
@@ -94,8 +81,9 @@ fn special_bytes16(chunk: &[u8; 16]) -> u32 {
     }
 }
 
-/// The bytes of `word` (eight string bytes, the first lowest) that are special, as their high
-/// bits. Bits above the first may be false (a borrow carries into them); the first is exact.
+/// The bytes of `word` (eight string bytes, the first lowest) that are in
+/// [`STRING_SPECIAL`], as their high bits. Bits above the first may be false (a borrow
+/// carries into them); the first is exact.
 #[inline(always)]
 fn special_bytes(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
@@ -194,24 +182,10 @@ fn conformance_schema() -> SchemaSet {
 
 #[cfg(test)]
 mod tests {
-    use super::plain_run;
-
-    /// The bytes that end a plain run inside a JSON string: `"`, `\\` and the control characters
-    /// (which a writer escapes and a reader stops at), one flag per byte.
-    const STRING_SPECIAL: [bool; 256] = {
-        let mut table = [false; 256];
-        let mut b = 0;
-        while b < 0x20 {
-            table[b] = true;
-            b += 1;
-        }
-        table[b'"' as usize] = true;
-        table[b'\\' as usize] = true;
-        table
-    };
+    use super::{plain_run, STRING_SPECIAL};
 
     /// Every length, every start, a special byte (or none) at every place: the run ends where
-    /// the byte-by-byte table says, whichever width (sixteen, eight, the last word) finds it.
+    /// the byte-by-byte table says, whichever width (sixteen, eight, one) finds it.
     #[test]
     fn plain_runs_end_at_the_first_special_byte() {
         let specials = [b'"', b'\\', 0x00, 0x1f, 0x0a];

@@ -283,11 +283,9 @@ pub(crate) fn write_f32(out: &mut String, v: f32) {
 /// number is dropped.
 #[inline]
 fn shortest(out: &mut String, text: &str) {
-    // An exponent is the text's end, a sign and one to three digits (`e-7`, `e+308`): its
-    // `e` is the third, fourth or fifth byte from the end.
-    let b = text.as_bytes();
-    let e_at = |back: usize| b.len() >= back && b[b.len() - back] == b'e';
-    if e_at(3) || e_at(4) || e_at(5) {
+    // An exponent is the text's end (`e-7`, `e+308`): only the last five bytes can hold it.
+    let tail = &text.as_bytes()[text.len().saturating_sub(5)..];
+    if tail.contains(&b'e') {
         layout(out, text);
     } else {
         crate::json::encode::push_short(out, text.strip_suffix(".0").unwrap_or(text));
