@@ -257,19 +257,7 @@ final class GraphWriter {
         header(ci, kind == ClassInfo.ENUM ? ((Enum<?>) o).ordinal() : 0);
         break;
       case ClassInfo.STRING: {
-        String s = (String) o;
-        int n = s.length();
-        if (isLatin1(s)) {
-          int w = (n + 7) >>> 3;
-          words = 1 + w;
-          ensureVal(8L * words);
-          header(ci, n << 1);
-          if (w > 0) UnsafeAccess.putLong(val, valPos + 8 * (w - 1), 0L);
-          latin1(s, n, val, valPos);
-          valPos += 8 * w;
-        } else {
-          words = writeUtf16(s, ci);
-        }
+        words = writeString((String) o, ci);
         break;
       }
       case ClassInfo.CLASS: {
@@ -283,19 +271,7 @@ final class GraphWriter {
           throw new CerealException("cannot serialize the hidden class " + c.getName()
               + ": it cannot be found by name");
         }
-        String s = c.getName();
-        if (isLatin1(s)) {
-          int n = s.length();
-          int w = (n + 7) >>> 3;
-          words = 1 + w;
-          ensureVal(8L * words);
-          header(ci, n << 1);
-          if (w > 0) UnsafeAccess.putLong(val, valPos + 8 * (w - 1), 0L);
-          latin1(s, n, val, valPos);
-          valPos += 8 * w;
-        } else {
-          words = writeUtf16(s, ci);
-        }
+        words = writeString(c.getName(), ci);
         break;
       }
       case ClassInfo.OBJ_ARRAY:
@@ -373,6 +349,22 @@ final class GraphWriter {
   }
 
   /** A string of chars past Latin-1 (or a Class's name): its header and UTF-16LE words. */
+  /**
+   * Writes string {@code s} (a String's chars, or a Class object's name) as an object of class
+   * {@code ci}: one byte a char when all are Latin-1, else two; returns the words written.
+   */
+  private long writeString(String s, ClassInfo ci) {
+    if (!isLatin1(s)) return writeUtf16(s, ci);
+    int n = s.length();
+    int w = (n + 7) >>> 3;
+    ensureVal(8L + 8L * w);
+    header(ci, n << 1);
+    if (w > 0) UnsafeAccess.putLong(val, valPos + 8 * (w - 1), 0L);
+    latin1(s, n, val, valPos);
+    valPos += 8 * w;
+    return 1L + w;
+  }
+
   private long writeUtf16(String s, ClassInfo ci) {
     int n = s.length();
     int w = (int) ((2L * n + 7) >>> 3);
