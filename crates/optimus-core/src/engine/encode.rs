@@ -9,7 +9,7 @@
 
 use optimus_schema::{Entry, MessageId, Scalar, SchemaSet, Shape, Table, WireType};
 
-use crate::binary::varint::{varint_len, zigzag32, zigzag64};
+use crate::binary::varint::{short_varint, spread_groups, varint_len, zigzag32, zigzag64};
 use crate::record::{copy_short, read_le, RecPtr, Seq, View};
 
 /// A buffer written from its end toward its front: the bytes written are `buf[pos..]`.
@@ -155,36 +155,31 @@ impl Cursor {
     /// [`MAX_VARINT`] bytes of room were reserved (eight for a varint of at most five bytes).
     #[inline(always)]
     unsafe fn varint(&mut self, v: u64) {
-        if v < 0x80 {
-            // SAFETY: the caller's duty.
-            return unsafe { self.byte(v as u8) };
+        // SAFETY: the varint's `n` bytes, and for the word store the eight bytes before
+        // `pos`, lie in the room the caller reserved; bytes of the word in front of the
+        // varint are room, rewritten later.
+        let end = unsafe { self.base.add(self.pos) };
+        let written = short_varint(v, |word, n| unsafe {
+            let word = word << (8 * (8 - n));
+            std::ptr::copy_nonoverlapping(word.to_le_bytes().as_ptr(), end.sub(8), 8);
+            self.pos -= n;
+        });
+        if written {
+            return;
         }
+        // Nine or ten bytes: the first eight groups, all continued, then the rest.
         let n = varint_len(v);
-        debug_assert!(self.pos >= n.max(8));
-        // SAFETY: (each arm) the varint's `n` bytes, and for the word store the eight bytes
-        // before `pos`, lie in the room the caller reserved; bytes of the word in front of
-        // the varint are room, rewritten later.
+        // SAFETY: as above, the `n` bytes before `pos`.
         unsafe {
-            let end = self.base.add(self.pos);
-            if n == 2 {
-                *end.sub(2) = v as u8 | 0x80;
-                *end.sub(1) = (v >> 7) as u8;
-            } else if n <= 8 {
-                let continuation = 0x8080_8080_8080_8080u64 & ((1u64 << (8 * (n - 1))) - 1);
-                let word = (spread_groups(v) | continuation) << (8 * (8 - n));
-                std::ptr::copy_nonoverlapping(word.to_le_bytes().as_ptr(), end.sub(8), 8);
+            let p = end.sub(n);
+            let word = spread_groups(v) | 0x8080_8080_8080_8080;
+            std::ptr::copy_nonoverlapping(word.to_le_bytes().as_ptr(), p, 8);
+            let high = v >> 56;
+            if n == 9 {
+                *p.add(8) = high as u8;
             } else {
-                // Nine or ten bytes: the first eight groups, all continued, then the rest.
-                let p = end.sub(n);
-                let word = spread_groups(v) | 0x8080_8080_8080_8080;
-                std::ptr::copy_nonoverlapping(word.to_le_bytes().as_ptr(), p, 8);
-                let high = v >> 56;
-                if n == 9 {
-                    *p.add(8) = high as u8;
-                } else {
-                    *p.add(8) = high as u8 | 0x80;
-                    *p.add(9) = (high >> 7) as u8;
-                }
+                *p.add(8) = high as u8 | 0x80;
+                *p.add(9) = (high >> 7) as u8;
             }
         }
         self.pos -= n;
@@ -209,20 +204,6 @@ impl Cursor {
         };
         self.pos -= usize::from(word as u8);
     }
-}
-
-/// The low 56 bits of `v` as eight seven-bit groups, one in each byte of a word (the first
-/// group in the lowest byte).
-#[inline(always)]
-fn spread_groups(v: u64) -> u64 {
-    (v & 0x7f)
-        | (v << 1 & 0x7f00)
-        | (v << 2 & 0x7f_0000)
-        | (v << 3 & 0x7f00_0000)
-        | (v << 4 & 0x7f_0000_0000)
-        | (v << 5 & 0x7f00_0000_0000)
-        | (v << 6 & 0x7f_0000_0000_0000)
-        | (v << 7 & 0x7f00_0000_0000_0000)
 }
 
 /// Longest varint.

@@ -7,6 +7,7 @@
 //! read. A struct's last field id (compact's delta base) is the struct walker's local, passed
 //! in, so no stack is kept here.
 
+use crate::binary::varint::{short_varint, spread_groups};
 use crate::binary::{fail, Fail};
 use crate::error::DecodeErrorKind;
 
@@ -202,31 +203,21 @@ unsafe fn put_word(out: &mut Room, word: u64, len: usize) {
 /// # Safety
 /// Eighteen bytes of spare capacity (a ten-byte varint, and an eight-byte store's slack).
 #[inline(always)]
-unsafe fn put_varint_unchecked(out: &mut Room, mut v: u64) {
-    if v < 0x80 {
-        // SAFETY: the caller's duty.
-        return unsafe { put_word(out, v, 1) };
+unsafe fn put_varint_unchecked(out: &mut Room, v: u64) {
+    // SAFETY: (both) the caller's duty: at most ten bytes, each eight-byte store's slack in
+    // the reserved room.
+    if short_varint(v, |word, n| unsafe { put_word(out, word, n) }) {
+        return;
     }
-    let mut word = 0u64;
-    let mut n = 0;
-    while v >= 0x80 && n < 8 {
-        word |= (v & 0x7f | 0x80) << (8 * n);
-        v >>= 7;
-        n += 1;
-    }
-    if n < 8 {
-        word |= v << (8 * n);
-        // SAFETY: the caller's duty.
-        return unsafe { put_word(out, word, n + 1) };
-    }
-    // SAFETY: the caller's duty: eight bytes now, at most two after.
+    // Nine or ten bytes: the first eight groups, all continued, then the rest.
+    let high = v >> 56;
     unsafe {
-        put_word(out, word, 8);
-        while v >= 0x80 {
-            put_word(out, v & 0x7f | 0x80, 1);
-            v >>= 7;
+        put_word(out, spread_groups(v) | 0x8080_8080_8080_8080, 8);
+        if high < 0x80 {
+            put_word(out, high, 1);
+        } else {
+            put_word(out, (high & 0x7f | 0x80) | (high >> 7) << 8, 2);
         }
-        put_word(out, v, 1);
     }
 }
 

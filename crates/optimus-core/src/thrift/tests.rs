@@ -183,6 +183,50 @@ fn known_bytes() {
 }
 
 #[test]
+fn compact_integers_of_every_length() {
+    let s =
+        SchemaSet::from_thrift_sources(&[("t.thrift", "struct S { 1: i64 v 2: i32 w }")]).unwrap();
+    let id = s.thrift_struct_by_name("S").unwrap();
+    let mut values = vec![0i64, -1, i64::MAX, i64::MIN, i64::MIN + 1];
+    for k in 1..=9 {
+        let b = 1i64 << (7 * k - 1);
+        values.extend([b - 1, b, -b, -b - 1]);
+    }
+    for v in values {
+        let arena = Arena::new();
+        let r = Record::new_in(&s, id, &arena);
+        r.set(0, FieldRef::I64(v)).unwrap();
+        r.set(1, FieldRef::I32(v as i32)).unwrap();
+        let mut c = Vec::new();
+        encode(r, Protocol::Compact, &mut c).unwrap();
+        let mut want = vec![0x16];
+        crate::binary::varint::write_varint(&mut want, ((v << 1) ^ (v >> 63)) as u64);
+        want.push(0x15);
+        let w = v as i32;
+        crate::binary::varint::write_varint(&mut want, u64::from(((w << 1) ^ (w >> 31)) as u32));
+        want.push(0);
+        assert_eq!(c, want, "{v}");
+        let back = decode(
+            &s,
+            id,
+            &c,
+            &arena,
+            Protocol::Compact,
+            &DecodeOptions::default(),
+        );
+        let back = back.unwrap();
+        assert!(
+            matches!(back.get(0), Some(FieldRef::I64(x)) if x == v),
+            "{v}"
+        );
+        assert!(
+            matches!(back.get(1), Some(FieldRef::I32(x)) if x == w),
+            "{v}"
+        );
+    }
+}
+
+#[test]
 fn errors_name_path_and_offset() {
     let s = load("zoo.thrift");
     let id = s.thrift_struct_by_name("Everything").unwrap();
