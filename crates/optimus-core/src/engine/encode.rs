@@ -280,15 +280,12 @@ pub(crate) fn message(schema: &SchemaSet, rec: RecPtr, id: u32, out: &mut Back) 
             let top = 63 - bits.leading_zeros() as usize;
             bits &= !(1u64 << top);
             let i = w * 64 + top;
-            field(
-                schema,
-                rec,
-                table,
-                &entries[i],
-                tag_words[i],
-                out,
-                &mut cursor,
-            );
+            debug_assert!(i < entries.len() && i < tag_words.len());
+            // SAFETY: a record's presence bit `i` is set for entry `i` of its table alone
+            // (its setters and the decoder set no other), and the table has a tag word per
+            // entry.
+            let (e, tag_word) = unsafe { (entries.get_unchecked(i), *tag_words.get_unchecked(i)) };
+            field(schema, rec, table, e, tag_word, out, &mut cursor);
         }
     }
     out.settle(&cursor);
