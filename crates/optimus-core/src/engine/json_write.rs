@@ -72,7 +72,11 @@ impl JsonWriter<'_, '_> {
                 while bits != 0 {
                     let index = w * 64 + bits.trailing_zeros() as usize;
                     bits &= bits - 1;
-                    let (field, e) = (&fields[index], &entries[index]);
+                    debug_assert!(index < fields.len() && index < entries.len());
+                    // SAFETY: a record's presence bit `index` is set for entry `index` of its
+                    // table alone, and the type has a field per entry.
+                    let (field, e) =
+                        unsafe { (fields.get_unchecked(index), entries.get_unchecked(index)) };
                     if is_scalar(e) {
                         // Written whole here, with no call: a scalar's form cannot fail.
                         write_member_name(self.out, self.opts, field, &mut first);

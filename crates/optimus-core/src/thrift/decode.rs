@@ -163,12 +163,14 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
                 }
             };
             next = i + 1;
-            let tf = &t.fields[i];
+            debug_assert!(i < t.fields.len() && i < ty.table.entries.len());
+            // SAFETY: `i` is an entry index (the one after the last, found there, or the
+            // table's look-up), and a Thrift struct has its facts per entry.
+            let (tf, e) = unsafe { (t.fields.get_unchecked(i), ty.table.entries.get_unchecked(i)) };
             if wire != tf.ty.wire() {
                 self.settled(p, |d| d.skip(wire, depth))?;
                 continue;
             }
-            let e = &ty.table.entries[i];
             let read = match tf.ty {
                 TType::I32 | TType::Enum => p.i32().map(|v| {
                     // SAFETY: `e` is a single entry of `rec`'s table; an i32 or enum is

@@ -109,7 +109,11 @@ impl<W: Writer> Encoder<'_, W> {
             while bits != 0 {
                 let i = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let (tf, e) = (&t.fields[i], &table.entries[i]);
+                debug_assert!(i < t.fields.len() && i < table.entries.len());
+                // SAFETY: a record's presence bit `i` is set for entry `i` of its table alone,
+                // and a Thrift struct has its facts per entry.
+                let (tf, e) =
+                    unsafe { (t.fields.get_unchecked(i), table.entries.get_unchecked(i)) };
                 room.reserve(self.out, FIELD_ROOM);
                 let out = &mut room;
                 // SAFETY: each arm reads entry `i`'s slot as the type its Thrift type is stored

@@ -95,7 +95,10 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
                 i
             };
             next = i + 1;
-            let tf = &t.fields[i];
+            debug_assert!(i < t.fields.len() && i < ty.table.entries.len());
+            // SAFETY: `i` is an entry index (the one after the last, found there, or the
+            // table's look-up), and a Thrift struct has its facts per entry.
+            let (tf, e) = unsafe { (t.fields.get_unchecked(i), ty.table.entries.get_unchecked(i)) };
             if wire != tf.ty.wire() {
                 self.settled(p, |t| t.skip(wire, depth))?;
                 continue;
@@ -107,7 +110,6 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
             if i < 64 {
                 seen |= 1 << i;
             }
-            let e = &ty.table.entries[i];
             if tf.ty == TType::Bool {
                 let v = p.bool().map_err(|_| Stop)?;
                 W::field_bool(self.out, fid, v, &mut last_out);
