@@ -230,6 +230,7 @@ public final class Cereal implements AutoCloseable {
     byId[id] = ci;
     registered.put(type, ci);
     infos.remove(type);
+    for (ClassInfo c : registered.values()) c.linkRefInfos(registered);
     registryVersion++;
   }
 

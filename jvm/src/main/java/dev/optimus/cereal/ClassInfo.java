@@ -75,6 +75,13 @@ final class ClassInfo {
   long[] refOffsets = new long[0];
   /** Declared type of each reference field; null where any object fits (Object). */
   Class<?>[] refTypes = new Class<?>[0];
+  /**
+   * The registered layout of each reference field's declared type, or null (not registered, or
+   * Object): the writer takes it for a target of exactly that class without looking the class
+   * up, as Kryo's field serializer does for final field types. Set by {@link #linkRefInfos}
+   * whenever the registry changes, so it never changes while graphs are written.
+   */
+  ClassInfo[] refInfos = new ClassInfo[0];
   String[] refNames = new String[0];
 
   /** OBJ_ARRAY: the component type, or null for Object[] (no store check needed). */
@@ -90,6 +97,18 @@ final class ClassInfo {
     this.type = type;
     this.kind = kind;
     this.id = id;
+  }
+
+  /** Sets {@link #refInfos} from the registry ({@code registered}: class to layout). */
+  void linkRefInfos(Map<Class<?>, ClassInfo> registered) {
+    if (kind != PLAIN || refCount == 0) return;
+    ClassInfo[] infos = new ClassInfo[refCount];
+    for (int i = 0; i < refCount; i++) {
+      Class<?> t = refTypes[i];
+      ClassInfo ci = t == null ? null : registered.get(t);
+      infos[i] = ci != null && ci.type == t ? ci : null;
+    }
+    refInfos = infos;
   }
 
   boolean isCollection() {
@@ -331,6 +350,7 @@ final class ClassInfo {
     }
     primWords = (pos + 7) >>> 3;
     refCount = refs.size();
+    refInfos = new ClassInfo[refCount]; // linked to the registry's layouts by linkRefInfos
     refOffsets = new long[refCount];
     refTypes = new Class<?>[refCount];
     refNames = new String[refCount];

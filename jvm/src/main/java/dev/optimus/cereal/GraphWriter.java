@@ -144,8 +144,9 @@ final class GraphWriter {
     this.trace = trace;
     try {
       if (root != null) {
+        // Callers try the direct path for leaves first (writeLeafTo, leafFrame); the walk
+        // writes the same bytes for them.
         ClassInfo ci = info(root.getClass());
-        if (trace == null && cereal.compactFrames() && writeLeaf(root, ci)) return;
         claim(root, ci.kind);
         discover(root, ci);
         for (int head = 0; head < queueSize; head++) {
@@ -608,22 +609,26 @@ final class GraphWriter {
 
   /** The reference word for {@code target} in layout word {@code slot}. */
   private void ref(Object target, int slot) {
-    int v;
     if (target == null) {
-      v = 0;
+      if (refCount == refs.length) refs = Arrays.copyOf(refs, refs.length * 2);
+      refs[refCount++] = 0;
     } else {
-      ClassInfo ci = info(target.getClass());
-      int kind = ci.kind;
-      int off;
-      if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.DOUBLE && !hashed && trace == null) {
-        off = box(target, ci); // the commonest leaf, kept small enough to inline here
-      } else {
-        // One probe: claims the next offset for the target if it is new.
-        off = claim(target, kind);
-        if (off < 0) off = discover(target, ci);
-      }
-      v = (int) Format.zigzag((long) off - slot);
+      ref(target, info(target.getClass()), slot);
     }
+  }
+
+  /** {@link #ref(Object, int)} of a target that is not null, of layout {@code ci}. */
+  private void ref(Object target, ClassInfo ci, int slot) {
+    int kind = ci.kind;
+    int off;
+    if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.DOUBLE && !hashed && trace == null) {
+      off = box(target, ci); // the commonest leaf, kept small enough to inline here
+    } else {
+      // One probe: claims the next offset for the target if it is new.
+      off = claim(target, kind);
+      if (off < 0) off = discover(target, ci);
+    }
+    int v = (int) Format.zigzag((long) off - slot);
     if (refCount == refs.length) refs = Arrays.copyOf(refs, refs.length * 2);
     refs[refCount++] = v;
   }
@@ -648,12 +653,21 @@ final class GraphWriter {
    * {@code slot}.
    */
   private void writeRefs(Object o, ClassInfo ci, int slot, int rc) {
-    ensureBitmap(slot + rc);
-    Packing.setRange(bitmap, slot, slot + rc);
     switch (ci.kind) {
       case ClassInfo.PLAIN: {
         long[] roffs = ci.refOffsets;
-        for (int r = 0; r < rc; r++) ref(U.getObject(o, roffs[r]), slot + r);
+        ClassInfo[] declared = ci.refInfos;
+        for (int r = 0; r < rc; r++) {
+          Object t = U.getObject(o, roffs[r]);
+          ClassInfo d = declared[r];
+          if (t == null) {
+            ref(null, slot + r);
+          } else if (d != null && t.getClass() == d.type) {
+            ref(t, d, slot + r); // the field's own class: no look-up
+          } else {
+            ref(t, info(t.getClass()), slot + r);
+          }
+        }
         return;
       }
       case ClassInfo.OBJ_ARRAY: {
@@ -801,6 +815,9 @@ final class GraphWriter {
     }
     int words = top;
     ensureBitmap(words);
+    // The bitmap of a full frame, from the objects queued for their references (their slots
+    // and counts stay after the walk): compact frames, most records, have none to make.
+    for (int q = 0; q < queueSize; q++) Packing.setRange(bitmap, queueSlot[q], queueSlot[q] + queueRefs[q]);
     byte[][] names = newNames.isEmpty() ? NO_NAMES : new byte[newNames.size()][];
     long namesBytes = Format.varintSize(names.length);
     for (int i = 0; i < names.length; i++) {
@@ -917,7 +934,6 @@ final class GraphWriter {
     }
     lastRefBytes = refBytes;
     lastBitmapBytes = 0;
-    Arrays.fill(bitmap, 0, (top + 63) >>> 6, 0L);
     resetPending = false;
   }
 
