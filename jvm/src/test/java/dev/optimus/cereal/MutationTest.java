@@ -144,7 +144,7 @@ class MutationTest {
   }
 
   /** How many objects of each class a graph reaches (fields, array elements, collections). */
-  private static Map<String, Integer> classCounts(Object root) {
+  static Map<String, Integer> classCounts(Object root) {
     Map<String, Integer> counts = new TreeMap<>();
     java.util.Set<Object> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
     java.util.ArrayDeque<Object> work = new java.util.ArrayDeque<>();
