@@ -27,7 +27,7 @@ public final class CerealOutput implements Closeable, Flushable {
 
   private final OutputStream out;
   private final GraphWriter writer;
-  private byte[] buf = new byte[BLOCK + GraphWriter.LEAF_MAX_BYTES];
+  private byte[] buf = new byte[BLOCK + GraphWriter.SMALL_MAX_BYTES];
   private int count;
   private long bytesWritten;
 
@@ -39,9 +39,10 @@ public final class CerealOutput implements Closeable, Flushable {
   /** Writes the graph of {@code root} (which may be null) as one frame. */
   public CerealOutput writeObject(Object root) throws IOException {
     GraphWriter w = writer;
-    if (count <= buf.length - GraphWriter.LEAF_MAX_BYTES) {
-      // A string, a box or an object of primitive fields, most records, straight into the buffer.
-      int end = w.writeLeafTo(root, buf, count);
+    if (count <= buf.length - GraphWriter.SMALL_MAX_BYTES) {
+      // A string, a box, an object of primitive fields or a small graph, most records, straight
+      // into the buffer.
+      int end = w.writeSmallTo(root, buf, count);
       if (end >= 0) {
         count = end;
         if (count >= BLOCK) drain();

@@ -450,10 +450,252 @@ final class GraphWriter {
     return writeLeaf(root, info(root.getClass()), f, start);
   }
 
-  /** {@link #writeLeafTo} as a frame of its own, or null (then {@link #write} writes it). */
+  /**
+   * {@link #writeLeafTo}, and for a root with references a small graph's frame by {@link
+   * #writeSmall}, into {@code f} at {@code start}, which has room for {@link #SMALL_MAX_BYTES}:
+   * the end of the frame written there, or -1 (then {@link #write} writes it).
+   */
+  int writeSmallTo(Object root, byte[] f, int start) {
+    if (root == null || !cereal.compactFrames() || CerealTrace.active() != null) return -1;
+    if (cacheVersion != cereal.registryVersion()) dropClassCache();
+    ClassInfo ci = info(root.getClass());
+    int end = writeLeaf(root, ci, f, start);
+    return end >= 0 ? end : writeSmall(root, ci, f, start);
+  }
+
+  /** {@link #writeSmallTo} as a frame of its own, or null (then {@link #write} writes it). */
   byte[] leafFrame(Object root) {
-    int end = writeLeafTo(root, frame, 0);
+    int end = writeSmallTo(root, frame, 0); // frame: at least 4096 bytes
     return end < 0 ? null : Arrays.copyOf(frame, end);
+  }
+
+  /** Value words and references {@link #writeSmall} writes at most: one varint byte each. */
+  private static final int SMALL_MAX = 127;
+
+  /** The longest frame {@link #writeSmall} writes: prefix, value array, packed references. */
+  static final int SMALL_MAX_BYTES = 8 + 8 * SMALL_MAX + Packing.maxRefBytes(SMALL_MAX);
+
+  /**
+   * The compact frame of a small graph, a record of a few objects, written into {@code f} at
+   * {@code start} by one method: the walk of {@link #write} with its position, word count and
+   * queue in locals, for graphs of at most {@link #SMALL_MAX} value words and references whose
+   * objects are registered classes, strings, boxes, enums, primitive and object arrays and
+   * {@code ArrayList}s, with at most {@link #SMALL_SEEN} objects of the identity scan and
+   * {@link #SMALL_VALUES} strings and boxes; the frame is assembled in place (no bitmap, no copy
+   * out of the value array). The same bytes as the walk ({@code SmallFrameTest}); -1, nothing
+   * written, for any other graph.
+   */
+  private int writeSmall(Object root, ClassInfo rci, byte[] f, int start) {
+    int kind0 = rci.kind;
+    if (rci.id < 0 || (kind0 != ClassInfo.PLAIN && kind0 != ClassInfo.OBJ_ARRAY
+        && kind0 != ClassInfo.ARRAY_LIST)) {
+      return -1;
+    }
+    final int base = start + 8; // after the longest prefix
+    final int vend = base + 8 * SMALL_MAX;
+    int vp = base;
+    int top;
+    int nref = 0;
+    int qn = 0;
+    int objects = 1;
+    int[] refs = this.refs; // at least 1024 long
+    Object[] queue = this.queue; // at least 256 long; a small graph has at most 127 objects
+    ClassInfo[] qInfo = this.queueInfo;
+    int[] qSlot = this.queueSlot;
+    int[] qRefs = this.queueRefs;
+    Object[] so = smallObjs;
+    int[] soff = smallOffs;
+    int sn = 0;
+    Object[] vk = valueKeys;
+    int[] voff = valueOffs;
+    int[] vused = valueUsed;
+    int vn = 0;
+    int end = -1;
+    try {
+      int rw0;
+      if (kind0 == ClassInfo.PLAIN) {
+        int pw = rci.primWords;
+        rw0 = rci.refCount;
+        if (pw >= SMALL_MAX) return -1;
+        UnsafeAccess.putLong(f, vp, rci.id);
+        writePrims(root, rci, f, vp + 8);
+        vp += 8 + 8 * pw;
+        top = 1 + pw + rw0;
+      } else {
+        rw0 = kind0 == ClassInfo.OBJ_ARRAY ? ((Object[]) root).length : ((List<?>) root).size();
+        UnsafeAccess.putLong(f, vp, rci.id | ((long) rw0 << 32));
+        vp += 8;
+        top = 1 + rw0;
+      }
+      if (rw0 > SMALL_MAX) return -1;
+      so[0] = root;
+      soff[0] = 0;
+      sn = 1;
+      if (rw0 > 0) {
+        queue[0] = root;
+        qInfo[0] = rci;
+        qSlot[0] = top - rw0;
+        qRefs[0] = rw0;
+        qn = 1;
+      }
+      for (int head = 0; head < qn; head++) {
+        Object o = queue[head];
+        queue[head] = null;
+        ClassInfo oc = qInfo[head];
+        int slot = qSlot[head];
+        int rc = qRefs[head];
+        int okind = oc.kind;
+        Object[] arr = okind == ClassInfo.OBJ_ARRAY ? (Object[]) o : null;
+        List<?> list = okind == ClassInfo.ARRAY_LIST ? (List<?>) o : null;
+        if (list != null && list.size() != rc) return -1; // the walk says it changed size
+        for (int r = 0; r < rc; r++, slot++) {
+          if (nref == SMALL_MAX) return -1;
+          Object t;
+          ClassInfo ci;
+          if (okind == ClassInfo.PLAIN) {
+            t = U.getObject(o, oc.refOffsets[r]);
+            ClassInfo d = oc.refInfos[r];
+            ci = t == null ? null : d != null && t.getClass() == d.type ? d : info(t.getClass());
+          } else {
+            t = arr != null ? arr[r] : list.get(r);
+            ci = t == null ? null : info(t.getClass());
+          }
+          if (t == null) {
+            refs[nref++] = 0;
+            continue;
+          }
+          int kind = ci.kind;
+          int off = -1;
+          if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.STRING) {
+            // Hashed by value and compared by identity, as claim() and box() find them.
+            long bits = kind == ClassInfo.STRING ? 0 : boxedBits(t, kind);
+            int mask = vk.length - 1;
+            int i = kind == ClassInfo.STRING ? (t.hashCode() * 0x9E3779B9) >>> VALUE_SHIFT : boxSlot(bits);
+            for (Object c; (c = vk[i]) != null; i = (i + 1) & mask) {
+              if (c == t) {
+                off = voff[i];
+                break;
+              }
+            }
+            if (off < 0) {
+              if (vn == SMALL_VALUES) return -1;
+              off = top;
+              if (kind == ClassInfo.STRING) {
+                String str = (String) t;
+                int n = str.length();
+                if (n > 8 * SMALL_MAX) return -1;
+                boolean utf16 = !isLatin1(str);
+                int w = utf16 ? (2 * n + 7) >>> 3 : (n + 7) >>> 3;
+                if (vp + 8 + 8 * w > vend) return -1;
+                UnsafeAccess.putLong(f, vp, ci.id | ((long) ((n << 1) | (utf16 ? 1 : 0)) << 32));
+                if (w > 0) UnsafeAccess.putLong(f, vp + 8 * w, 0L);
+                if (utf16) {
+                  for (int k = 0; k < n; k++) UnsafeAccess.putShort(f, vp + 8 + 2 * k, (short) str.charAt(k));
+                } else {
+                  latin1(str, n, f, vp + 8);
+                }
+                vp += 8 + 8 * w;
+                top += 1 + w;
+              } else {
+                if (vp + 16 > vend) return -1;
+                UnsafeAccess.putLong(f, vp, ci.id);
+                UnsafeAccess.putLong(f, vp + 8, bits);
+                vp += 16;
+                top += 2;
+              }
+              vk[i] = t;
+              voff[i] = off;
+              vused[vn++] = i;
+              objects++;
+            }
+          } else {
+            for (int k = 0; k < sn; k++) {
+              if (so[k] == t) {
+                off = soff[k];
+                break;
+              }
+            }
+            if (off < 0) {
+              if (sn == SMALL_SEEN || ci.id < 0) return -1;
+              off = top;
+              int vw;
+              int rw = 0;
+              if (kind == ClassInfo.PLAIN) {
+                vw = 1 + ci.primWords;
+                rw = ci.refCount;
+                if (vp + 8 * vw > vend) return -1;
+                UnsafeAccess.putLong(f, vp, ci.id);
+                writePrims(t, ci, f, vp + 8);
+              } else if (kind == ClassInfo.ARRAY_LIST || kind == ClassInfo.OBJ_ARRAY) {
+                vw = 1;
+                rw = kind == ClassInfo.OBJ_ARRAY ? ((Object[]) t).length : ((List<?>) t).size();
+                if (vp + 8 > vend || rw > SMALL_MAX) return -1;
+                UnsafeAccess.putLong(f, vp, ci.id | ((long) rw << 32));
+              } else if (kind == ClassInfo.ENUM) {
+                vw = 1;
+                if (vp + 8 > vend) return -1;
+                UnsafeAccess.putLong(f, vp, ci.id | ((long) ((Enum<?>) t).ordinal() << 32));
+              } else if (ClassInfo.isPrimitiveArray(kind)) {
+                int n = Array.getLength(t);
+                long w = ((long) n * ClassInfo.elementSize(kind) + 7) >>> 3;
+                if (w >= SMALL_MAX || vp + 8 + 8 * (int) w > vend) return -1;
+                vw = 1 + (int) w;
+                UnsafeAccess.putLong(f, vp, ci.id | ((long) n << 32));
+                if (w > 0) UnsafeAccess.putLong(f, vp + 8 * (int) w, 0L);
+                copyPrimitiveArray(t, kind, n, f, vp + 8);
+              } else {
+                return -1; // collections, maps, singletons, Class objects: the walk
+              }
+              so[sn] = t;
+              soff[sn] = off;
+              sn++;
+              objects++;
+              vp += 8 * vw;
+              top += vw + rw;
+              if (rw > 0) {
+                queue[qn] = t;
+                qInfo[qn] = ci;
+                qSlot[qn] = off + vw;
+                qRefs[qn] = rw;
+                qn++;
+              }
+            }
+          }
+          refs[nref++] = (int) Format.zigzag((long) off - slot);
+        }
+      }
+      // The frame: the references packed after the value array, the prefix before it (7
+      // bytes when the body's length is one varint byte: then the arrays move down by one).
+      int valueBytes = vp - base;
+      int p = nref == 0 ? vp : vp + Packing.packRefs(refs, nref, f, vp);
+      int body = 3 + (p - base);
+      int v0 = base;
+      if (body < 128) {
+        System.arraycopy(f, base, f, base - 1, p - base);
+        p--;
+        v0--;
+      }
+      f[start] = (byte) Format.MAGIC;
+      f[start + 1] = (byte) Format.VERSION;
+      f[start + 2] = (byte) (Format.FLAG_COMPACT | (resetPending ? Format.FLAG_RESET_CLASSES : 0));
+      Format.putVarint(f, start + 3, body);
+      f[v0 - 3] = 0; // no names
+      f[v0 - 2] = (byte) (valueBytes >>> 3);
+      f[v0 - 1] = (byte) nref;
+      this.top = top;
+      objectCount = objects;
+      lastRefBytes = p - vp - (v0 - base);
+      lastBitmapBytes = 0;
+      resetPending = false;
+      end = p;
+      return p;
+    } catch (RuntimeException e) {
+      return -1; // the walk meets it again and says what is wrong
+    } finally {
+      for (int k = 0; k < sn; k++) so[k] = null;
+      for (int k = 0; k < vn; k++) vk[vused[k]] = null;
+      if (end < 0) Arrays.fill(queue, 0, qn, null);
+    }
   }
 
   /**

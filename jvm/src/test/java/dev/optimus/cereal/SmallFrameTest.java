@@ -1,6 +1,7 @@
 package dev.optimus.cereal;
 
 import static dev.optimus.cereal.GraphAssert.assertSameGraph;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
@@ -92,6 +93,46 @@ class SmallFrameTest {
       assertSameGraph(readGeneral(frame), fast);
     }
     assertTrue(compact > 300, "compact frames: " + compact);
+  }
+
+  /** Serializes {@code root} by the walk: a trace recorder turns the direct paths off. */
+  private byte[] writeWalk(Object root) throws Exception {
+    try (CerealTrace t = CerealTrace.start(OutputStream.nullOutputStream(), "walk")) {
+      return cereal.serialize(root);
+    }
+  }
+
+  @Test
+  void smallGraphsWriteWhatTheWalkWrites() throws Exception {
+    List<Object> records = records();
+    // Past the small path's bounds: 127 value words and references, 32 strings and boxes, 32
+    // other objects, strings past 1,016 bytes.
+    for (int n : new int[] {30, 31, 32, 33, 62, 63, 64, 120, 126, 127, 128, 300}) {
+      List<Object> boxes = new ArrayList<>();
+      List<Object> nodes = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        boxes.add(i % 3 == 0 ? Integer.valueOf(1000 + i) : (Object) ("s" + i));
+        nodes.add(new Node(i));
+      }
+      records.add(new SparkRecords.Tuple2(boxes, null));
+      records.add(new SparkRecords.Tuple2(nodes, boxes));
+      records.add(new SparkRecords.Tuple2("x".repeat(8 * n), new long[n]));
+      records.add(new Object[] {new int[n], new String[] {"a", null}, Op.PLUS});
+    }
+    int small = 0;
+    for (Object r : records) {
+      byte[] walk = writeWalk(r);
+      byte[] direct = cereal.serialize(r);
+      assertArrayEquals(walk, direct, () -> "record " + r);
+      if ((walk[2] & Format.FLAG_COMPACT) != 0 && walk.length <= GraphWriter.SMALL_MAX_BYTES) small++;
+      // Through a stream: the frame written into its buffer is the same.
+      java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+      try (CerealOutput out = cereal.newOutput(bytes)) {
+        out.writeObject(r);
+      }
+      assertArrayEquals(walk, bytes.toByteArray());
+    }
+    assertTrue(small > 300, "small frames: " + small);
   }
 
   @Test
