@@ -283,10 +283,10 @@ final class GraphReader {
     tables(words, valueWords);
     busy = true; // a class initializer that allocateInstance runs could read again
     this.b = b; // primitiveArray reads it
-    this.words = words;
-    this.objectCount = valueWords; // bounds for release()
+    this.words = words; // bounds for release()
+    this.objectCount = 0;
     try {
-      return readSmallGraph(b, p, valueEnd, refs, end, words);
+      return readSmallGraph(b, p, valueEnd, refs, end);
     } catch (RuntimeException e) {
       return null; // the general path says what is wrong
     } finally {
@@ -296,13 +296,13 @@ final class GraphReader {
     }
   }
 
-  private Object readSmallGraph(byte[] b, int vpos, int valueEnd, int refs, int end, int words) {
+  private Object readSmallGraph(byte[] b, int vpos, int valueEnd, int refs, int end) {
     Object[] byWord = this.byWord;
     Object[] objs = this.objs;
     ClassInfo[] infos = this.infos;
     int[] starts = this.starts;
     int word = 0;
-    int n = 0;
+    int holders = 0;
     int refsSeen = 0;
     while (vpos < valueEnd) {
       long h = UnsafeAccess.getLong(b, vpos);
@@ -315,6 +315,7 @@ final class GraphReader {
       int vw;
       int rw = 0;
       Object obj;
+      Object holder = null; // what pass 2 stores the references into, if not obj
       int kind = ci.kind;
       if (kind == ClassInfo.PLAIN) {
         vw = 1 + ci.primWords;
@@ -344,7 +345,8 @@ final class GraphReader {
         rw = aux;
         // As pass 3 fills a list: the array made for its elements becomes its storage.
         ArrayList<Object> l = new ArrayList<>();
-        U.putObject(l, ARRAY_LIST_DATA, new Object[aux]);
+        holder = new Object[aux];
+        U.putObject(l, ARRAY_LIST_DATA, holder);
         U.putInt(l, ARRAY_LIST_SIZE, aux);
         obj = l;
       } else if (kind == ClassInfo.OBJ_ARRAY) {
@@ -367,79 +369,98 @@ final class GraphReader {
       }
       if (rw > refs - refsSeen) return null;
       byWord[word] = obj;
-      objs[n] = obj;
-      infos[n] = ci;
-      starts[n] = word;
-      n++;
+      if (rw > 0) {
+        // Only objects with references take part in pass 2: recorded with their first slot.
+        objs[holders] = holder != null ? holder : obj;
+        infos[holders] = ci;
+        starts[holders] = word + vw;
+        this.objectCount = ++holders; // what release() clears
+      }
       word += vw + rw;
       vpos += 8 * vw;
       refsSeen += rw;
     }
     if (refsSeen != refs) return null;
     this.words = word;
-    this.objectCount = n;
     // Pass 2: every reference decoded on its own, checked as fix() checks it.
-    int q = vpos; // the reference array
-    int width = 0;
-    int inBucket = 0;
-    int index = 0;
-    for (int i = 0; i < n; i++) {
-      ClassInfo ci = infos[i];
-      int rc;
-      int slot;
-      Object[] elems = null;
-      Class<?> component = null; // of an array whose stores are checked
+    rq = vpos; // the reference array
+    rLeft = 0;
+    rIndex = 0;
+    for (int h = 0; h < holders; h++) {
+      ClassInfo ci = infos[h];
+      Object o = objs[h];
+      int slot = starts[h];
       if (ci.kind == ClassInfo.PLAIN) {
-        rc = ci.refCount;
-        slot = starts[i] + 1 + ci.primWords;
-      } else if (ci.kind == ClassInfo.ARRAY_LIST) {
-        elems = (Object[]) U.getObject(objs[i], ARRAY_LIST_DATA);
-        rc = elems.length;
-        slot = starts[i] + 1;
-      } else if (ci.kind == ClassInfo.OBJ_ARRAY) {
-        elems = (Object[]) objs[i];
-        component = ci.component;
-        rc = elems.length;
-        slot = starts[i] + 1;
+        long[] offs = ci.refOffsets;
+        Class<?>[] types = ci.refTypes;
+        for (int r = 0; r < offs.length; r++, slot++) {
+          Object t = smallTarget(b, slot, word, refs, end);
+          if (t == BAD) return null;
+          Class<?> type = types[r];
+          if (type != null && t != null && t.getClass() != type && !type.isInstance(t)) return null;
+          U.putObject(o, offs[r], t);
+        }
       } else {
-        continue;
-      }
-      Object o = objs[i];
-      for (int r = 0; r < rc; r++, slot++) {
-        if (inBucket == 0) {
-          if (q >= end) return null;
-          width = b[q++];
-          inBucket = Math.min(Format.BUCKET, refs - index);
-          if (width < 0 || width > 4 || inBucket * width > end - q) return null;
-        }
-        inBucket--;
-        index++;
-        long v;
-        switch (width) {
-          case 0: v = 0; break;
-          case 1: v = b[q] & 0xFFL; break;
-          case 2: v = UnsafeAccess.getShort(b, q) & 0xFFFFL; break;
-          case 3: v = (UnsafeAccess.getShort(b, q) & 0xFFFFL) | (b[q + 2] & 0xFFL) << 16; break;
-          default: v = UnsafeAccess.getInt(b, q) & 0xFFFFFFFFL;
-        }
-        q += width;
-        Object t = null;
-        if (v != 0) {
-          long tw = slot + Format.unzigzag(v);
-          if (tw < 0 || tw >= word || (t = byWord[(int) tw]) == null) return null;
-        }
-        if (elems != null) {
+        Object[] elems = (Object[]) o; // an array, or a list's elements
+        Class<?> component = ci.component; // null for Object[] and lists: no store check
+        for (int r = 0; r < elems.length; r++, slot++) {
+          Object t = smallTarget(b, slot, word, refs, end);
+          if (t == BAD) return null;
           if (component != null && t != null && !component.isInstance(t)) return null;
           elems[r] = t;
-        } else {
-          Class<?> type = ci.refTypes[r];
-          if (type != null && t != null && t.getClass() != type && !type.isInstance(t)) return null;
-          U.putObject(o, ci.refOffsets[r], t);
         }
       }
     }
-    if (q != end) return null;
+    if (rq != end) return null;
     return byWord[0];
+  }
+
+  /** {@link #smallTarget}'s answer for a reference the general path would reject. */
+  private static final Object BAD = new Object();
+
+  // readSmall's reference cursor: the next byte, the bucket's width and references left in it,
+  // the next reference's index.
+  private int rq;
+  private int rWidth;
+  private int rLeft;
+  private int rIndex;
+
+  /**
+   * The target of the next reference, in layout word {@code slot} of a graph of {@code words}
+   * words and {@code refs} references whose reference array ends at {@code end}: null, an object,
+   * or {@link #BAD}.
+   */
+  private Object smallTarget(byte[] b, int slot, int words, int refs, int end) {
+    int q = rq;
+    int width = rWidth;
+    if (rLeft == 0) {
+      if (q >= end) return BAD;
+      width = b[q++];
+      int n = Math.min(Format.BUCKET, refs - rIndex);
+      if (width < 0 || width > 4 || n * width > end - q) return BAD;
+      rWidth = width;
+      rLeft = n;
+    }
+    rLeft--;
+    rIndex++;
+    long v;
+    if (width == 1) {
+      v = b[q] & 0xFFL; // most references of a record
+    } else if (width == 0) {
+      v = 0;
+    } else if (width == 2) {
+      v = UnsafeAccess.getShort(b, q) & 0xFFFFL;
+    } else if (width == 3) {
+      v = (UnsafeAccess.getShort(b, q) & 0xFFFFL) | (b[q + 2] & 0xFFL) << 16;
+    } else {
+      v = UnsafeAccess.getInt(b, q) & 0xFFFFFFFFL;
+    }
+    rq = q + width;
+    if (v == 0) return null;
+    long t = slot + Format.unzigzag(v);
+    Object o;
+    if (t < 0 || t >= words || (o = byWord[(int) t]) == null) return BAD;
+    return o;
   }
 
   /** Tables up to this many entries are kept from graph to graph; larger ones are dropped. */
