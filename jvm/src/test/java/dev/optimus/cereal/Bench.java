@@ -50,6 +50,9 @@ public final class Bench {
     w.put("Record: Long", () -> 42L);
     w.put("Record: Rating (3 fields)", BenchData::rating);
     w.put("Record: pair (String, Long)", BenchData::pair);
+    // One record of a Spark job's class alone: a frame for a graph of 3 and of 19 objects.
+    w.put("Record: TeraRecord", () -> SparkRecords.singleClassWorkloads().get("terasort-records").get().get(0));
+    w.put("Record: UserProfile", () -> SparkRecords.singleClassWorkloads().get("als-profiles").get().get(0));
     w.put("MediaContent", BenchData::mediaContent);
     w.put("Tree narrow 1k", () -> BenchData.tree(1_000, 2));
     w.put("Tree narrow 100k", () -> BenchData.tree(100_000, 2));
@@ -100,8 +103,14 @@ public final class Bench {
         Kryo kryo = new Kryo();
         kryo.setRegistrationRequired(true);
         kryo.setReferences(refs);
+        // As Spark's KryoSerializer: a no-argument constructor if there is one, else none
+        // (the Spark records have none).
+        kryo.setInstantiatorStrategy(new com.esotericsoftware.kryo.util.DefaultInstantiatorStrategy(
+            new org.objenesis.strategy.StdInstantiatorStrategy()));
         kryo.register(ArrayList.class);
         for (Class<?> c : BenchData.CLASSES) kryo.register(c);
+        kryo.register(byte[].class);
+        for (Class<?> c : SparkRecords.CLASSES) kryo.register(c);
         Output out = new Output(1 << 16, -1);
         Input in = new Input();
         return new Codec() {
@@ -124,6 +133,7 @@ public final class Bench {
       case "cereal": {
         Cereal cereal = new Cereal();
         for (Class<?> c : BenchData.CLASSES) cereal.register(c);
+        for (Class<?> c : SparkRecords.CLASSES) cereal.register(c);
         cereal.setDeserializationThreads(1);
         return new Codec() {
           public byte[] serialize(Object o) {

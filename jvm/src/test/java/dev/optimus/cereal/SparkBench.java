@@ -51,6 +51,13 @@ import java.util.Map;
  * taskset -c 0 java -cp ... dev.optimus.cereal.SparkBench [--forks 2] [--reps 5] [--warmup-ms 1500]
  *     [--only SUBSTRING] [--serializers java,kryo,cereal] [--clock wall|cpu]
  * </pre>
+ *
+ * <p>After the six jobs' streams come two of one record class alone ({@link
+ * SparkRecords#singleClassWorkloads}: terasort's TeraRecords, ALS's UserProfiles), left out of
+ * the JSON lines the accelerator model reads.
+ *
+ * <pre>
+ * </pre>
  */
 public final class SparkBench {
   private SparkBench() {}
@@ -194,9 +201,10 @@ public final class SparkBench {
     System.out.println("|---|---|---|---|---|---|");
     StringBuilder json = new StringBuilder();
     StringBuilder ratios = new StringBuilder();
-    for (String w : SparkRecords.workloads().keySet()) {
+    Map<String, java.util.function.Supplier<List<Object>>> all = allWorkloads();
+    for (String w : all.keySet()) {
       if (!w.contains(only)) continue;
-      int records = SparkRecords.workloads().get(w).get().size();
+      int records = all.get(w).get().size();
       Map<String, List<Double>> ser = new LinkedHashMap<>(), de = new LinkedHashMap<>();
       Map<String, String> bytes = new LinkedHashMap<>();
       for (String s : serializers) {
@@ -225,16 +233,23 @@ public final class SparkBench {
           if (p.waitFor() != 0) throw new IllegalStateException(w + " " + s + " failed");
         }
       }
-      json.append(String.format("    {\"name\": \"%s\", \"bench_name\": \"%s\", \"trace\": \"%s.crlt\",%n     ", w, w, w));
+      boolean traced = SparkRecords.workloads().containsKey(w); // the model's streams
+      if (traced) {
+        json.append(String.format("    {\"name\": \"%s\", \"bench_name\": \"%s\", \"trace\": \"%s.crlt\",%n     ", w, w, w));
+      }
       for (String s : serializers) {
         System.out.printf("| %s | %d | %s | %s | %s | %s |%n", w, records, s, stats(ser.get(s)),
             stats(de.get(s)), bytes.getOrDefault(s, "?"));
-        json.append(String.format(" \"%s\": {\"ser_us\": %.4g, \"deser_us\": %.4g},", s.equals("cereal") ? "cereal_sw" : s,
-            median(ser.get(s)), median(de.get(s))));
+        if (traced) {
+          json.append(String.format(" \"%s\": {\"ser_us\": %.4g, \"deser_us\": %.4g},", s.equals("cereal") ? "cereal_sw" : s,
+              median(ser.get(s)), median(de.get(s))));
+        }
       }
       System.out.flush();
-      json.setLength(json.length() - 1);
-      json.append("},\n");
+      if (traced) {
+        json.setLength(json.length() - 1);
+        json.append("},\n");
+      }
       if (serializers.contains("kryo") && serializers.contains("cereal")) {
         double sk = median(ser.get("kryo")), sc = median(ser.get("cereal"));
         double dk = median(de.get("kryo")), dc = median(de.get("cereal"));
@@ -253,6 +268,13 @@ public final class SparkBench {
     System.out.print(json);
   }
 
+  /** The jobs' streams, then the streams of one class alone. */
+  static Map<String, java.util.function.Supplier<List<Object>>> allWorkloads() {
+    Map<String, java.util.function.Supplier<List<Object>>> all = new LinkedHashMap<>(SparkRecords.workloads());
+    all.putAll(SparkRecords.singleClassWorkloads());
+    return all;
+  }
+
   private static double median(List<Double> v) {
     double[] a = v.stream().mapToDouble(Double::doubleValue).sorted().toArray();
     return a.length % 2 == 1 ? a[a.length / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
@@ -266,7 +288,7 @@ public final class SparkBench {
 
   /** One fork: round trip checked, warm-up, then S and D lines of µs per stream. */
   static void child(String workload, String serializer, int reps, long warmupMs) throws Exception {
-    List<Object> records = SparkRecords.workloads().get(workload).get();
+    List<Object> records = allWorkloads().get(workload).get();
     StreamCodec c = codec(serializer);
     byte[] bytes = c.write(records);
     List<Object> copy = c.read(bytes, records.size());

@@ -149,6 +149,25 @@ public final class SparkRecords {
     return w;
   }
 
+  /**
+   * Streams of one user class alone, the records that cost Cereal most for their size (a frame
+   * for a graph of 3 to 20 objects): the TeraRecords of {@code spark-terasort} without their keys
+   * and the UserProfiles of {@code spark-als}. Timed by {@link SparkBench} after the jobs' streams;
+   * no traces.
+   */
+  static Map<String, Supplier<List<Object>>> singleClassWorkloads() {
+    Map<String, Supplier<List<Object>>> w = new LinkedHashMap<>();
+    w.put("terasort-records", () -> only(teraSort(), TeraRecord.class));
+    w.put("als-profiles", () -> only(als(), UserProfile.class));
+    return w;
+  }
+
+  private static List<Object> only(List<Object> records, Class<?> type) {
+    List<Object> out = new ArrayList<>();
+    for (Object r : records) if (r.getClass() == type) out.add(r);
+    return out;
+  }
+
   // ------------------------------------------------------------------ the jobs' records
 
   /** {@code reduceByKey}'s map-side combined (word, count): a String key, an Integer value. */
