@@ -148,13 +148,15 @@ impl Cursor {
         unsafe { *self.base.add(self.pos) = b };
     }
 
-    /// Writes `v` as a varint in front: one byte, two, or all at once from its seven-bit
-    /// groups spread over a word (nine and ten bytes: the word, then one or two more).
+    /// Writes `v` as a varint in front: up to eight bytes with one store of a word, each
+    /// length on its own branch ([`short_varint`]); nine and ten bytes as the word, then one
+    /// or two more.
     ///
     /// # Safety
     /// [`MAX_VARINT`] bytes of room were reserved (eight for a varint of at most five bytes).
     #[inline(always)]
     unsafe fn varint(&mut self, v: u64) {
+        debug_assert!(self.pos >= 8);
         // SAFETY: the varint's `n` bytes, and for the word store the eight bytes before
         // `pos`, lie in the room the caller reserved; bytes of the word in front of the
         // varint are room, rewritten later.

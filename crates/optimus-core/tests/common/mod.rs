@@ -56,7 +56,7 @@ pub fn random_message(schema: &SchemaSet, id: MessageId, rng: &mut Rng, depth: u
                 let mut map = optimus_core::Map::new();
                 for _ in 0..rng.below(4) {
                     if let Some(k) = random_scalar(schema, kf, rng, depth).into_map_key() {
-                        map.insert(k, random_scalar(schema, vf, rng, depth - 1));
+                        map.insert(k, random_scalar(schema, vf, rng, depth.saturating_sub(1)));
                     }
                 }
                 Value::Map(map)
@@ -64,7 +64,7 @@ pub fn random_message(schema: &SchemaSet, id: MessageId, rng: &mut Rng, depth: u
             Cardinality::Repeated => {
                 let mut list = List::new(field.kind);
                 for _ in 0..rng.below(5) {
-                    let _ = list.push(random_scalar(schema, field, rng, depth - 1));
+                    let _ = list.push(random_scalar(schema, field, rng, depth.saturating_sub(1)));
                 }
                 Value::List(list)
             }
