@@ -477,13 +477,13 @@ final class GraphWriter {
 
   /**
    * The compact frame of a small graph, a record of a few objects, written into {@code f} at
-   * {@code start} by one method: the walk of {@link #write} with its position, word count and
-   * queue in locals, for graphs of at most {@link #SMALL_MAX} value words and references whose
-   * objects are registered classes, strings, boxes, enums, primitive and object arrays and
-   * {@code ArrayList}s, with at most {@link #SMALL_SEEN} objects of the identity scan and
-   * {@link #SMALL_VALUES} strings and boxes; the frame is assembled in place (no bitmap, no copy
-   * out of the value array). The same bytes as the walk ({@code SmallFrameTest}); -1, nothing
-   * written, for any other graph.
+   * {@code start}: the walk of {@link #write} in a few small methods (so that the JIT compiles
+   * them early and again quickly after a deoptimization), for graphs of at most {@link
+   * #SMALL_MAX} value words and references whose objects are registered classes, strings,
+   * boxes, enums, primitive and object arrays and {@code ArrayList}s, with at most {@link
+   * #SMALL_SEEN} objects of the identity scan and {@link #SMALL_VALUES} strings and boxes; the
+   * frame is assembled in place (no bitmap, no copy out of the value array). The same bytes as
+   * the walk ({@code SmallFrameTest}); -1, nothing written, for any other graph.
    */
   private int writeSmall(Object root, ClassInfo rci, byte[] f, int start) {
     int kind0 = rci.kind;
@@ -491,211 +491,268 @@ final class GraphWriter {
         && kind0 != ClassInfo.ARRAY_LIST)) {
       return -1;
     }
-    final int base = start + 8; // after the longest prefix
-    final int vend = base + 8 * SMALL_MAX;
-    int vp = base;
-    int top;
+    int base = start + 8; // after the longest prefix
+    sVp = base;
+    sEnd = base + 8 * SMALL_MAX;
+    sTop = 0;
+    sQueued = 0;
+    sObjects = 0;
     int nref = 0;
-    int qn = 0;
-    int objects = 1;
-    int[] refs = this.refs; // at least 1024 long
-    Object[] queue = this.queue; // at least 256 long; a small graph has at most 127 objects
-    ClassInfo[] qInfo = this.queueInfo;
-    int[] qSlot = this.queueSlot;
-    int[] qRefs = this.queueRefs;
-    Object[] so = smallObjs;
-    int[] soff = smallOffs;
-    int sn = 0;
-    Object[] vk = valueKeys;
-    int[] voff = valueOffs;
-    int[] vused = valueUsed;
-    int vn = 0;
     int end = -1;
     try {
-      int rw0;
-      if (kind0 == ClassInfo.PLAIN) {
-        int pw = rci.primWords;
-        rw0 = rci.refCount;
-        if (pw >= SMALL_MAX) return -1;
-        UnsafeAccess.putLong(f, vp, rci.id);
-        writePrims(root, rci, f, vp + 8);
-        vp += 8 + 8 * pw;
-        top = 1 + pw + rw0;
-      } else {
-        rw0 = kind0 == ClassInfo.OBJ_ARRAY ? ((Object[]) root).length : ((List<?>) root).size();
-        UnsafeAccess.putLong(f, vp, rci.id | ((long) rw0 << 32));
-        vp += 8;
-        top = 1 + rw0;
-      }
-      if (rw0 > SMALL_MAX) return -1;
-      so[0] = root;
-      soff[0] = 0;
-      sn = 1;
-      if (rw0 > 0) {
-        queue[0] = root;
-        qInfo[0] = rci;
-        qSlot[0] = top - rw0;
-        qRefs[0] = rw0;
-        qn = 1;
-      }
-      for (int head = 0; head < qn; head++) {
+      if (smallObject(root, rci, f) < 0) return -1;
+      smallObjs[0] = root; // at offset 0, for references back to it
+      smallOffs[0] = 0;
+      smallCount = 1;
+      int[] refs = this.refs; // at least 1024 long
+      Object[] queue = this.queue; // at least 256 long; a small graph has at most 127 objects
+      for (int head = 0; head < sQueued; head++) {
         Object o = queue[head];
         queue[head] = null;
-        ClassInfo oc = qInfo[head];
-        int slot = qSlot[head];
-        int rc = qRefs[head];
-        int okind = oc.kind;
-        Object[] arr = okind == ClassInfo.OBJ_ARRAY ? (Object[]) o : null;
-        List<?> list = okind == ClassInfo.ARRAY_LIST ? (List<?>) o : null;
-        if (list != null && list.size() != rc) return -1; // the walk says it changed size
-        for (int r = 0; r < rc; r++, slot++) {
-          if (nref == SMALL_MAX) return -1;
-          Object t;
-          ClassInfo ci;
-          if (okind == ClassInfo.PLAIN) {
-            t = U.getObject(o, oc.refOffsets[r]);
-            ClassInfo d = oc.refInfos[r];
-            ci = t == null ? null : d != null && t.getClass() == d.type ? d : info(t.getClass());
-          } else {
-            t = arr != null ? arr[r] : list.get(r);
-            ci = t == null ? null : info(t.getClass());
+        ClassInfo oc = queueInfo[head];
+        int slot = queueSlot[head];
+        int rc = queueRefs[head];
+        if (nref + rc > SMALL_MAX) return -1;
+        if (oc.kind == ClassInfo.PLAIN) {
+          long[] offs = oc.refOffsets;
+          ClassInfo[] declared = oc.refInfos;
+          for (int r = 0; r < rc; r++) {
+            Object t = U.getObject(o, offs[r]);
+            int off = 0;
+            if (t != null) {
+              ClassInfo d = declared[r];
+              off = smallOffset(t, d != null && t.getClass() == d.type ? d : info(t.getClass()), f);
+              if (off < 0) return -1;
+              off = (int) Format.zigzag((long) off - (slot + r));
+            }
+            refs[nref++] = off;
           }
-          if (t == null) {
-            refs[nref++] = 0;
-            continue;
+        } else {
+          Object[] arr = oc.kind == ClassInfo.OBJ_ARRAY ? (Object[]) o : null;
+          List<?> list = arr == null ? (List<?>) o : null;
+          if (list != null && list.size() != rc) return -1; // the walk says it changed size
+          for (int r = 0; r < rc; r++) {
+            Object t = arr != null ? arr[r] : list.get(r);
+            int off = 0;
+            if (t != null) {
+              off = smallOffset(t, info(t.getClass()), f);
+              if (off < 0) return -1;
+              off = (int) Format.zigzag((long) off - (slot + r));
+            }
+            refs[nref++] = off;
           }
-          int kind = ci.kind;
-          int off = -1;
-          if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.STRING) {
-            // Hashed by value and compared by identity, as claim() and box() find them.
-            long bits = kind == ClassInfo.STRING ? 0 : boxedBits(t, kind);
-            int mask = vk.length - 1;
-            int i = kind == ClassInfo.STRING ? (t.hashCode() * 0x9E3779B9) >>> VALUE_SHIFT : boxSlot(bits);
-            for (Object c; (c = vk[i]) != null; i = (i + 1) & mask) {
-              if (c == t) {
-                off = voff[i];
-                break;
-              }
-            }
-            if (off < 0) {
-              if (vn == SMALL_VALUES) return -1;
-              off = top;
-              if (kind == ClassInfo.STRING) {
-                String str = (String) t;
-                int n = str.length();
-                if (n > 8 * SMALL_MAX) return -1;
-                boolean utf16 = !isLatin1(str);
-                int w = utf16 ? (2 * n + 7) >>> 3 : (n + 7) >>> 3;
-                if (vp + 8 + 8 * w > vend) return -1;
-                UnsafeAccess.putLong(f, vp, ci.id | ((long) ((n << 1) | (utf16 ? 1 : 0)) << 32));
-                if (w > 0) UnsafeAccess.putLong(f, vp + 8 * w, 0L);
-                if (utf16) {
-                  for (int k = 0; k < n; k++) UnsafeAccess.putShort(f, vp + 8 + 2 * k, (short) str.charAt(k));
-                } else {
-                  latin1(str, n, f, vp + 8);
-                }
-                vp += 8 + 8 * w;
-                top += 1 + w;
-              } else {
-                if (vp + 16 > vend) return -1;
-                UnsafeAccess.putLong(f, vp, ci.id);
-                UnsafeAccess.putLong(f, vp + 8, bits);
-                vp += 16;
-                top += 2;
-              }
-              vk[i] = t;
-              voff[i] = off;
-              vused[vn++] = i;
-              objects++;
-            }
-          } else {
-            for (int k = 0; k < sn; k++) {
-              if (so[k] == t) {
-                off = soff[k];
-                break;
-              }
-            }
-            if (off < 0) {
-              if (sn == SMALL_SEEN || ci.id < 0) return -1;
-              off = top;
-              int vw;
-              int rw = 0;
-              if (kind == ClassInfo.PLAIN) {
-                vw = 1 + ci.primWords;
-                rw = ci.refCount;
-                if (vp + 8 * vw > vend) return -1;
-                UnsafeAccess.putLong(f, vp, ci.id);
-                writePrims(t, ci, f, vp + 8);
-              } else if (kind == ClassInfo.ARRAY_LIST || kind == ClassInfo.OBJ_ARRAY) {
-                vw = 1;
-                rw = kind == ClassInfo.OBJ_ARRAY ? ((Object[]) t).length : ((List<?>) t).size();
-                if (vp + 8 > vend || rw > SMALL_MAX) return -1;
-                UnsafeAccess.putLong(f, vp, ci.id | ((long) rw << 32));
-              } else if (kind == ClassInfo.ENUM) {
-                vw = 1;
-                if (vp + 8 > vend) return -1;
-                UnsafeAccess.putLong(f, vp, ci.id | ((long) ((Enum<?>) t).ordinal() << 32));
-              } else if (ClassInfo.isPrimitiveArray(kind)) {
-                int n = Array.getLength(t);
-                long w = ((long) n * ClassInfo.elementSize(kind) + 7) >>> 3;
-                if (w >= SMALL_MAX || vp + 8 + 8 * (int) w > vend) return -1;
-                vw = 1 + (int) w;
-                UnsafeAccess.putLong(f, vp, ci.id | ((long) n << 32));
-                if (w > 0) UnsafeAccess.putLong(f, vp + 8 * (int) w, 0L);
-                copyPrimitiveArray(t, kind, n, f, vp + 8);
-              } else {
-                return -1; // collections, maps, singletons, Class objects: the walk
-              }
-              so[sn] = t;
-              soff[sn] = off;
-              sn++;
-              objects++;
-              vp += 8 * vw;
-              top += vw + rw;
-              if (rw > 0) {
-                queue[qn] = t;
-                qInfo[qn] = ci;
-                qSlot[qn] = off + vw;
-                qRefs[qn] = rw;
-                qn++;
-              }
-            }
-          }
-          refs[nref++] = (int) Format.zigzag((long) off - slot);
         }
       }
-      // The frame: the references packed after the value array, the prefix before it (7
-      // bytes when the body's length is one varint byte: then the arrays move down by one).
-      int valueBytes = vp - base;
-      int p = nref == 0 ? vp : vp + Packing.packRefs(refs, nref, f, vp);
-      int body = 3 + (p - base);
-      int v0 = base;
-      if (body < 128) {
-        System.arraycopy(f, base, f, base - 1, p - base);
-        p--;
-        v0--;
-      }
-      f[start] = (byte) Format.MAGIC;
-      f[start + 1] = (byte) Format.VERSION;
-      f[start + 2] = (byte) (Format.FLAG_COMPACT | (resetPending ? Format.FLAG_RESET_CLASSES : 0));
-      Format.putVarint(f, start + 3, body);
-      f[v0 - 3] = 0; // no names
-      f[v0 - 2] = (byte) (valueBytes >>> 3);
-      f[v0 - 1] = (byte) nref;
-      this.top = top;
-      objectCount = objects;
-      lastRefBytes = p - vp - (v0 - base);
-      lastBitmapBytes = 0;
-      resetPending = false;
-      end = p;
-      return p;
+      end = smallFrame(f, start, base, nref);
+      return end;
     } catch (RuntimeException e) {
       return -1; // the walk meets it again and says what is wrong
     } finally {
-      for (int k = 0; k < sn; k++) so[k] = null;
-      for (int k = 0; k < vn; k++) vk[vused[k]] = null;
-      if (end < 0) Arrays.fill(queue, 0, qn, null);
+      smallDone(end < 0);
     }
+  }
+
+  // writeSmall's walk: the next value byte, the value array's limit, the layout words so far,
+  // the objects queued and written.
+  private int sVp;
+  private int sEnd;
+  private int sTop;
+  private int sQueued;
+  private int sObjects;
+
+  /**
+   * The offset of {@code t} (of layout {@code ci}) in the small graph, found as {@link #claim}
+   * and {@link #box} find it or written now (queued if it has references); -1 when the graph is
+   * past writeSmall's bounds or holds a kind it leaves to the walk.
+   */
+  private int smallOffset(Object t, ClassInfo ci, byte[] f) {
+    int kind = ci.kind;
+    if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.DOUBLE) return smallBox(t, ci, kind, f);
+    if (kind == ClassInfo.STRING) return smallString((String) t, ci, f);
+    Object[] so = smallObjs;
+    int n = smallCount;
+    for (int k = 0; k < n; k++) if (so[k] == t) return smallOffs[k];
+    if (n == SMALL_SEEN) return -1;
+    int off = smallObject(t, ci, f);
+    if (off >= 0) {
+      so[n] = t;
+      smallOffs[n] = off;
+      smallCount = n + 1;
+    }
+    return off;
+  }
+
+  /** {@link #smallOffset} of a box: hashed by value, compared by identity, as box() finds it. */
+  private int smallBox(Object t, ClassInfo ci, int kind, byte[] f) {
+    long bits = boxedBits(t, kind);
+    Object[] vk = valueKeys;
+    int mask = vk.length - 1;
+    int i = boxSlot(bits);
+    for (Object c; (c = vk[i]) != null; i = (i + 1) & mask) {
+      if (c == t) return valueOffs[i];
+    }
+    int n = valueCount;
+    int vp = sVp;
+    if (n == SMALL_VALUES || vp + 16 > sEnd) return -1;
+    UnsafeAccess.putLong(f, vp, ci.id);
+    UnsafeAccess.putLong(f, vp + 8, bits);
+    sVp = vp + 16;
+    int off = sTop;
+    sTop = off + 2;
+    sObjects++;
+    vk[i] = t;
+    valueOffs[i] = off;
+    valueUsed[n] = i;
+    valueCount = n + 1;
+    return off;
+  }
+
+  /**
+   * {@link #smallOffset} of a string: hashed by value, compared by identity, as claim() finds
+   * it, else written as writeString writes it.
+   */
+  private int smallString(String str, ClassInfo ci, byte[] f) {
+    Object[] vk = valueKeys;
+    int mask = vk.length - 1;
+    int i = (str.hashCode() * 0x9E3779B9) >>> VALUE_SHIFT;
+    for (Object c; (c = vk[i]) != null; i = (i + 1) & mask) {
+      if (c == str) return valueOffs[i];
+    }
+    int count = valueCount;
+    if (count == SMALL_VALUES) return -1;
+    int vp = sVp;
+    int n = str.length();
+    if (n > 8 * SMALL_MAX) return -1;
+    boolean utf16 = !isLatin1(str);
+    int w = utf16 ? (2 * n + 7) >>> 3 : (n + 7) >>> 3;
+    if (vp + 8 + 8 * w > sEnd) return -1;
+    UnsafeAccess.putLong(f, vp, ci.id | ((long) ((n << 1) | (utf16 ? 1 : 0)) << 32));
+    if (w > 0) UnsafeAccess.putLong(f, vp + 8 * w, 0L);
+    if (utf16) {
+      utf16(str, n, f, vp + 8);
+    } else {
+      latin1(str, n, f, vp + 8);
+    }
+    sVp = vp + 8 + 8 * w;
+    int off = sTop;
+    sTop = off + 1 + w;
+    sObjects++;
+    vk[i] = str;
+    valueOffs[i] = off;
+    valueUsed[count] = i;
+    valueCount = count + 1;
+    return off;
+  }
+
+  /**
+   * Writes object {@code t} (of layout {@code ci}, neither string nor box) at the next offset,
+   * as discover() does, and queues it if it has references: its offset, or -1.
+   */
+  private int smallObject(Object t, ClassInfo ci, byte[] f) {
+    if (ci.kind != ClassInfo.PLAIN) return smallOther(t, ci, f);
+    if (ci.id < 0) return -1; // a named class: the walk names it
+    int vp = sVp;
+    int vw = 1 + ci.primWords;
+    int rw = ci.refCount;
+    if (vp + 8 * vw > sEnd) return -1;
+    UnsafeAccess.putLong(f, vp, ci.id);
+    writePrims(t, ci, f, vp + 8);
+    return smallPlaced(t, ci, vp, vw, rw);
+  }
+
+  /** {@link #smallObject} of a kind other than a registered class. */
+  private int smallOther(Object t, ClassInfo ci, byte[] f) {
+    if (ci.id < 0) return -1; // a named class: the walk names it
+    int kind = ci.kind;
+    int vp = sVp;
+    int vw;
+    int rw = 0;
+    if (kind == ClassInfo.ARRAY_LIST || kind == ClassInfo.OBJ_ARRAY) {
+      vw = 1;
+      rw = kind == ClassInfo.OBJ_ARRAY ? ((Object[]) t).length : ((List<?>) t).size();
+      if (vp + 8 > sEnd || rw > SMALL_MAX) return -1;
+      UnsafeAccess.putLong(f, vp, ci.id | ((long) rw << 32));
+    } else if (kind == ClassInfo.ENUM) {
+      vw = 1;
+      if (vp + 8 > sEnd) return -1;
+      UnsafeAccess.putLong(f, vp, ci.id | ((long) ((Enum<?>) t).ordinal() << 32));
+    } else if (ClassInfo.isPrimitiveArray(kind)) {
+      int n = Array.getLength(t);
+      long w = ((long) n * ClassInfo.elementSize(kind) + 7) >>> 3;
+      if (w >= SMALL_MAX || vp + 8 + 8 * (int) w > sEnd) return -1;
+      vw = 1 + (int) w;
+      UnsafeAccess.putLong(f, vp, ci.id | ((long) n << 32));
+      if (w > 0) UnsafeAccess.putLong(f, vp + 8 * (int) w, 0L);
+      copyPrimitiveArray(t, kind, n, f, vp + 8);
+    } else {
+      return -1; // collections, maps, singletons, Class objects: the walk
+    }
+    return smallPlaced(t, ci, vp, vw, rw);
+  }
+
+  /**
+   * Ends {@link #smallObject}: the object written at {@code vp} takes {@code vw} value words and
+   * {@code rw} reference words (then it is queued); returns its offset.
+   */
+  private int smallPlaced(Object t, ClassInfo ci, int vp, int vw, int rw) {
+    int off = sTop;
+    sVp = vp + 8 * vw;
+    sTop = off + vw + rw;
+    sObjects++;
+    if (rw > 0) {
+      int q = sQueued;
+      queue[q] = t;
+      queueInfo[q] = ci;
+      queueSlot[q] = off + vw;
+      queueRefs[q] = rw;
+      sQueued = q + 1;
+    }
+    return off;
+  }
+
+  /**
+   * The small graph's frame: its {@code nref} references packed after the value array at
+   * {@code base}, the prefix before it (7 bytes when the body's length is one varint byte: then
+   * the arrays move down by one so that the frame starts at {@code start}). Returns its end.
+   */
+  private int smallFrame(byte[] f, int start, int base, int nref) {
+    int vp = sVp;
+    int valueBytes = vp - base;
+    int p = nref == 0 ? vp : vp + Packing.packRefs(refs, nref, f, vp);
+    int refBytes = p - vp;
+    int body = 3 + (p - base);
+    int v0 = base;
+    if (body < 128) {
+      System.arraycopy(f, base, f, base - 1, p - base);
+      p--;
+      v0--;
+    }
+    f[start] = (byte) Format.MAGIC;
+    f[start + 1] = (byte) Format.VERSION;
+    f[start + 2] = (byte) (Format.FLAG_COMPACT | (resetPending ? Format.FLAG_RESET_CLASSES : 0));
+    Format.putVarint(f, start + 3, body);
+    f[v0 - 3] = 0; // no names
+    f[v0 - 2] = (byte) (valueBytes >>> 3);
+    f[v0 - 1] = (byte) nref;
+    top = sTop;
+    objectCount = sObjects;
+    lastRefBytes = refBytes;
+    lastBitmapBytes = 0;
+    resetPending = false;
+    return p;
+  }
+
+  /** Forgets writeSmall's graph: the visited tables, and the queue if it stopped early. */
+  private void smallDone(boolean stopped) {
+    if (smallCount > 0) {
+      Arrays.fill(smallObjs, 0, smallCount, null);
+      smallCount = 0;
+    }
+    if (valueCount > 0) {
+      for (int i = 0; i < valueCount; i++) valueKeys[valueUsed[i]] = null;
+      valueCount = 0;
+    }
+    if (stopped) Arrays.fill(queue, 0, sQueued, null);
   }
 
   /**
@@ -1028,6 +1085,11 @@ final class GraphWriter {
     }
     for (int i = 0, n = s.length(); i < n; i++) if (s.charAt(i) > 0xFF) return false;
     return true;
+  }
+
+  /** The {@code n} chars of {@code s} as UTF-16LE at {@code dst[pos..]}. */
+  private static void utf16(String s, int n, byte[] dst, int pos) {
+    for (int i = 0; i < n; i++) UnsafeAccess.putShort(dst, pos + 2 * i, (short) s.charAt(i));
   }
 
   @SuppressWarnings("deprecation")
