@@ -58,7 +58,7 @@ final class GraphReader {
    * list the array of its elements (exactly its size) instead of copying it; -1 where the JDK's
    * ArrayList has no such fields (then the list is filled by {@code addAll}).
    */
-  private static final long ARRAY_LIST_DATA = arrayListField("elementData", Object[].class);
+  static final long ARRAY_LIST_DATA = arrayListField("elementData", Object[].class);
   private static final long ARRAY_LIST_SIZE = ARRAY_LIST_DATA < 0 ? -1 : arrayListField("size", int.class);
 
   private static long arrayListField(String name, Class<?> type) {

@@ -460,8 +460,28 @@ final class GraphWriter {
     if (cacheVersion != cereal.registryVersion()) dropClassCache();
     ClassInfo ci = info(root.getClass());
     int end = writeLeaf(root, ci, f, start);
-    return end >= 0 ? end : writeSmall(root, ci, f, start);
+    if (end >= 0) return end;
+    if (ci == smallSkipped && smallSkips > 0) {
+      smallSkips--; // its last graph was past writeSmall's bounds: the walk, without the try
+      return -1;
+    }
+    end = writeSmall(root, ci, f, start);
+    if (end < 0) {
+      smallSkipped = ci;
+      smallSkips = SMALL_SKIPS;
+    }
+    return end;
   }
+
+  /**
+   * Graphs of a root class whose last graph writeSmall gave up on go straight to the walk, this
+   * many in a row (a tree or list of a thousand objects would otherwise be walked up to
+   * writeSmall's bounds first, every time); then writeSmall tries again.
+   */
+  private static final int SMALL_SKIPS = 16;
+
+  private ClassInfo smallSkipped;
+  private int smallSkips;
 
   /** {@link #writeSmallTo} as a frame of its own, or null (then {@link #write} writes it). */
   byte[] leafFrame(Object root) {
@@ -528,11 +548,17 @@ final class GraphWriter {
             refs[nref++] = off;
           }
         } else {
-          Object[] arr = oc.kind == ClassInfo.OBJ_ARRAY ? (Object[]) o : null;
-          List<?> list = arr == null ? (List<?>) o : null;
-          if (list != null && list.size() != rc) return -1; // the walk says it changed size
+          Object[] arr;
+          if (oc.kind == ClassInfo.OBJ_ARRAY) {
+            arr = (Object[]) o;
+          } else {
+            if (((List<?>) o).size() != rc) return -1; // the walk says it changed size
+            // An ArrayList's own element array (its first size elements), where the JDK has one.
+            arr = GraphReader.ARRAY_LIST_DATA >= 0 ? (Object[]) U.getObject(o, GraphReader.ARRAY_LIST_DATA)
+                : ((List<?>) o).toArray();
+          }
           for (int r = 0; r < rc; r++) {
-            Object t = arr != null ? arr[r] : list.get(r);
+            Object t = arr[r];
             int off = 0;
             if (t != null) {
               off = smallOffset(t, info(t.getClass()), f);
