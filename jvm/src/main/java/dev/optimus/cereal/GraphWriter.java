@@ -73,6 +73,8 @@ final class GraphWriter {
   private int[] queueSlot = new int[256];
   private int[] queueRefs = new int[256];
   private int queueSize;
+  /** The first queued object whose bitmap bits the walk set (see {@link #write}). */
+  private int bitsFrom;
   private GraphTrace trace;
   private int objectCount;
   private int top;
@@ -149,11 +151,22 @@ final class GraphWriter {
         ClassInfo ci = info(root.getClass());
         claim(root, ci.kind);
         discover(root, ci);
+        // The bitmap is set as each object's references are written once the graph is past a
+        // compact frame's words (from bitsFrom on); assemble() sets the bits of the objects
+        // before, for a full frame only.
+        int from = cereal.compactFrames() ? Integer.MAX_VALUE : 0;
         for (int head = 0; head < queueSize; head++) {
           Object o = queue[head];
           queue[head] = null;
-          writeRefs(o, queueInfo[head], queueSlot[head], queueRefs[head]);
+          int slot = queueSlot[head];
+          int rc = queueRefs[head];
+          if (head >= from || (top > Format.COMPACT_MAX_WORDS && (from = head) >= 0)) {
+            ensureBitmap(slot + rc);
+            Packing.setRange(bitmap, slot, slot + rc);
+          }
+          writeRefs(o, queueInfo[head], slot, rc);
         }
+        bitsFrom = from;
       }
       assemble();
       if (trace != null) trace.finish(refs, refCount, valPos - VAL0, lastRefBytes, lastBitmapBytes, frameLength);
@@ -934,26 +947,22 @@ final class GraphWriter {
 
   /** The reference word for {@code target} in layout word {@code slot}. */
   private void ref(Object target, int slot) {
+    int v;
     if (target == null) {
-      if (refCount == refs.length) refs = Arrays.copyOf(refs, refs.length * 2);
-      refs[refCount++] = 0;
+      v = 0;
     } else {
-      ref(target, info(target.getClass()), slot);
+      ClassInfo ci = info(target.getClass());
+      int kind = ci.kind;
+      int off;
+      if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.DOUBLE && !hashed && trace == null) {
+        off = box(target, ci); // the commonest leaf, kept small enough to inline here
+      } else {
+        // One probe: claims the next offset for the target if it is new.
+        off = claim(target, kind);
+        if (off < 0) off = discover(target, ci);
+      }
+      v = (int) Format.zigzag((long) off - slot);
     }
-  }
-
-  /** {@link #ref(Object, int)} of a target that is not null, of layout {@code ci}. */
-  private void ref(Object target, ClassInfo ci, int slot) {
-    int kind = ci.kind;
-    int off;
-    if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.DOUBLE && !hashed && trace == null) {
-      off = box(target, ci); // the commonest leaf, kept small enough to inline here
-    } else {
-      // One probe: claims the next offset for the target if it is new.
-      off = claim(target, kind);
-      if (off < 0) off = discover(target, ci);
-    }
-    int v = (int) Format.zigzag((long) off - slot);
     if (refCount == refs.length) refs = Arrays.copyOf(refs, refs.length * 2);
     refs[refCount++] = v;
   }
@@ -981,18 +990,7 @@ final class GraphWriter {
     switch (ci.kind) {
       case ClassInfo.PLAIN: {
         long[] roffs = ci.refOffsets;
-        ClassInfo[] declared = ci.refInfos;
-        for (int r = 0; r < rc; r++) {
-          Object t = U.getObject(o, roffs[r]);
-          ClassInfo d = declared[r];
-          if (t == null) {
-            ref(null, slot + r);
-          } else if (d != null && t.getClass() == d.type) {
-            ref(t, d, slot + r); // the field's own class: no look-up
-          } else {
-            ref(t, info(t.getClass()), slot + r);
-          }
-        }
+        for (int r = 0; r < rc; r++) ref(U.getObject(o, roffs[r]), slot + r);
         return;
       }
       case ClassInfo.OBJ_ARRAY: {
@@ -1145,9 +1143,11 @@ final class GraphWriter {
     }
     int words = top;
     ensureBitmap(words);
-    // The bitmap of a full frame, from the objects queued for their references (their slots
-    // and counts stay after the walk): compact frames, most records, have none to make.
-    for (int q = 0; q < queueSize; q++) Packing.setRange(bitmap, queueSlot[q], queueSlot[q] + queueRefs[q]);
+    // The bits of the objects queued before the walk set them (their slots and counts stay
+    // after the walk): compact frames, most records, have no bitmap to make.
+    for (int q = 0, n = Math.min(bitsFrom, queueSize); q < n; q++) {
+      Packing.setRange(bitmap, queueSlot[q], queueSlot[q] + queueRefs[q]);
+    }
     byte[][] names = newNames.isEmpty() ? NO_NAMES : new byte[newNames.size()][];
     long namesBytes = Format.varintSize(names.length);
     for (int i = 0; i < names.length; i++) {
