@@ -295,6 +295,10 @@ pub struct RpcBenchArgs {
     /// default the client drives the NIC on the NIC core and the app has a core to itself).
     #[arg(long)]
     client_on_app_core: bool,
+    /// With --dt: DT on the NIC core hands one call's DT in N back to the app core while the
+    /// app core waits on the NIC core [default: never].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    hand_back: Option<u32>,
     /// Print one JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
@@ -649,6 +653,7 @@ fn rpc_bench_dt(args: &RpcBenchArgs, w: DtWorkloadKind) -> Result<()> {
         rounds: args.rounds,
         nic_core: args.nic_core,
         client_on_nic_core: !args.client_on_app_core,
+        hand_back: args.hand_back,
         app_work_ns: args.app_work_ns,
     };
     let rows = optimus_bench::rpc::dt::run(&a)?;
@@ -684,11 +689,15 @@ fn write_dt_rows(
         if json {
             writeln!(
                 out,
-                "{{\"workload\":\"{}\",\"dt\":\"{}\",\"kernels\":{},\"app_work_ns\":{},\"batch\":{},\"depth\":{},\"rounds\":{},\"app_ns_per_rpc\":{:.1},\"app_ns_per_rpc_min\":{:.1},\"app_ns_per_rpc_max\":{:.1},\"app_all_ns_per_rpc\":{:.1},\"requests_per_turn\":{:.2},\"mrps\":{:.4},\"mrps_min\":{:.4},\"mrps_max\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2}}}",
+                "{{\"workload\":\"{}\",\"dt\":\"{}\",\"kernels\":{},\"app_work_ns\":{},\"hand_back\":{},\"batch\":{},\"depth\":{},\"rounds\":{},\"app_ns_per_rpc\":{:.1},\"app_ns_per_rpc_min\":{:.1},\"app_ns_per_rpc_max\":{:.1},\"app_all_ns_per_rpc\":{:.1},\"requests_per_turn\":{:.2},\"mrps\":{:.4},\"mrps_min\":{:.4},\"mrps_max\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2}}}",
                 r.workload,
                 r.site,
                 r.kernels,
                 r.app_work_ns,
+                match (r.site, a.hand_back) {
+                    ("nic-core", Some(n)) => n.to_string(),
+                    _ => "null".to_string(),
+                },
                 a.batch,
                 a.depth,
                 a.rounds,
@@ -870,6 +879,7 @@ service Geometry {
             rounds: 1,
             nic_core: 0,
             client_on_nic_core: true,
+            hand_back: None,
             app_work_ns: 0,
         };
         let rows = optimus_bench::rpc::dt::run(&a).unwrap();

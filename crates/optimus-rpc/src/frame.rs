@@ -94,8 +94,13 @@ impl Status {
 pub const FLAG_CHECKSUM: u16 = 1 << 0;
 /// Header flag: this request is a retransmission of an earlier one with the same id.
 pub const FLAG_RETRY: u16 = 1 << 1;
+/// Header flag, on a request a NIC hands its worker with DT on the NIC core: the NIC core
+/// handed this call's data transformation back, so the payload is the request's wire bytes
+/// (not a decoded record's token) and the response must be the reply's wire bytes
+/// ([`crate::Handler::handle_wire`]).
+pub const FLAG_WIRE_DT: u16 = 1 << 2;
 /// Every flag this version knows; a frame with any other bit set is malformed.
-pub const KNOWN_FLAGS: u16 = FLAG_CHECKSUM | FLAG_RETRY;
+pub const KNOWN_FLAGS: u16 = FLAG_CHECKSUM | FLAG_RETRY | FLAG_WIRE_DT;
 
 /// The fixed 32-byte frame header (little-endian on the wire and in rings).
 ///

@@ -52,7 +52,7 @@ pub use nic::{
     Balance, Handler, Nic, NicConfig, NicHandle, NicStats, NicThread, PollMode, LOCAL_CONN,
     RX_BATCH, TX_BATCH,
 };
-pub use offload::{Placement, RecordService};
+pub use offload::{HandBack, Placement, RecordService};
 pub use shm::{RegionAccess, RegionLayout, ShmRegion};
 pub use transport::{
     loopback::LoopbackNet,

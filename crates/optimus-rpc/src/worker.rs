@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::frame::{FrameHeader, FrameKind, Status};
+use crate::frame::{FrameHeader, FrameKind, Status, FLAG_WIRE_DT};
 use crate::nic::{Handler, NicHandle};
 use crate::ring::{Consumer, Producer, PushError};
 use crate::shm::{ShmRegion, MODE_DOORBELL, QP_WORKER};
@@ -110,7 +110,12 @@ impl Worker {
                 None => break,
                 Some(Ok(p)) if p.kind == FrameKind::Request => {
                     self.out.clear();
-                    let st = handler.handle(p.header.method_id, p.payload, &mut self.out);
+                    let (method, request) = (p.header.method_id, p.payload);
+                    let st = if p.header.flags & FLAG_WIRE_DT != 0 {
+                        handler.handle_wire(method, request, &mut self.out)
+                    } else {
+                        handler.handle(method, request, &mut self.out)
+                    };
                     (p.header, st)
                 }
                 Some(_) => {

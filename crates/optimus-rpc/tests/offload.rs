@@ -15,7 +15,7 @@ use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::{self, JsonOptions};
 use optimus_core::{FieldRef, Message, Value};
 use optimus_rpc::kernels::{Kernel, Side};
-use optimus_rpc::offload::{FieldUpdating, Placement, RecordService, PLACEMENT_PROTO};
+use optimus_rpc::offload::{FieldUpdating, HandBack, Placement, RecordService, PLACEMENT_PROTO};
 use optimus_rpc::transport::lossy::Lossy;
 use optimus_rpc::transport::NoTransport;
 use optimus_rpc::{
@@ -208,6 +208,46 @@ fn dt_on_the_nic_core_gives_the_bytes_dt_on_the_app_core_gives() {
     assert_eq!(seen_nic.lock().unwrap()[0], [0, 1]);
     assert_eq!(seen_app.lock().unwrap()[0], [0, 1, 2, 3, 4, 5]);
     nic.stop();
+    app.stop();
+}
+
+#[test]
+fn calls_handed_back_to_the_app_core_give_the_same_bytes() {
+    let s = schema(GATEWAY_PROTO);
+    let packet = message(&s, "gw.Packet", PACKET_JSON);
+    let body = seal(&s, packet);
+    let seen_nic: Seen = Arc::default();
+    let handing =
+        with_payload_kernels(gateway(seen_nic.clone(), true)).with_hand_back(HandBack { every: 2 });
+    let mut nic = Server::start(&handing, true, config(2));
+    let mut app = Server::start(
+        &with_payload_kernels(gateway(Arc::default(), true)),
+        false,
+        config(2),
+    );
+    // One call at a time: the worker has always taken every earlier request, so every
+    // second call's DT goes back to it.
+    for i in 0..10 {
+        let (a, b) = (nic.call(&body).unwrap(), app.call(&body).unwrap());
+        assert_eq!(a, b, "call {i}: the same reply bytes wherever DT runs");
+    }
+    // Errors of a handed-back call come from the app core's DT, with one outcome each.
+    for _ in 0..2 {
+        match nic.call(&[0xff, 0xff, 0xff]) {
+            Err(RpcError::Status {
+                status: Status::HandlerError,
+                detail,
+            }) => assert!(detail.contains("bad request"), "{detail}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Decoded on the NIC core, the app's record held the host fields alone; handed back,
+    // it held them all.
+    let seen = seen_nic.lock().unwrap().clone();
+    assert_eq!(seen.len(), 10);
+    assert_eq!(seen.iter().filter(|f| f.len() == 6).count(), 5, "{seen:?}");
+    let nic = nic.stop();
+    assert_eq!(nic.offload().unwrap().handed_back(), 6);
     app.stop();
 }
 

@@ -26,6 +26,7 @@ use optimus_core::binary;
 use optimus_core::json::{self, JsonOptions};
 use optimus_core::{FieldRef, Message, Value};
 use optimus_rpc::kernels::{seal_chain, Kernel, Side};
+use optimus_rpc::offload::HandBack;
 use optimus_rpc::offload::{Placement, RecordService, PLACEMENT_PROTO};
 use optimus_rpc::transport::NoTransport;
 use optimus_rpc::{
@@ -106,6 +107,9 @@ pub struct DtConfig {
     /// core of its own; otherwise the NIC has its thread and the client shares the worker's
     /// core, both yielding when idle.
     pub client_on_nic_core: bool,
+    /// With DT on the NIC core, the NIC core hands one call's DT in this many back to the
+    /// app core while the app core waits on it ([`optimus_rpc::offload::HandBack`]).
+    pub hand_back: Option<u32>,
 }
 
 /// One row over all rounds.
@@ -534,9 +538,12 @@ pub fn run(a: &DtConfig) -> Result<Vec<DtSummary>> {
             continue;
         }
         let (svc, body) = workload(a.workload, kernels, work_iters)?;
-        for site in [DtSite::AppCore, DtSite::NicCore] {
-            setups.push((svc.clone(), body.clone(), site, kernels));
-        }
+        setups.push((svc.clone(), body.clone(), DtSite::AppCore, kernels));
+        let offloaded = match a.hand_back {
+            Some(every) => svc.with_hand_back(HandBack { every }),
+            None => svc,
+        };
+        setups.push((offloaded, body, DtSite::NicCore, kernels));
     }
     let mut rows: Vec<Vec<DtRow>> = setups.iter().map(|_| Vec::new()).collect();
     for _ in 0..a.rounds {
@@ -641,6 +648,7 @@ mod tests {
             nic_core: 0,
             app_work_ns: 0,
             client_on_nic_core: false,
+            hand_back: None,
         };
         let rows = run(&a).unwrap();
         assert_eq!(rows.len(), 4);
@@ -660,6 +668,7 @@ mod tests {
         );
         let inline = run(&DtConfig {
             client_on_nic_core: true,
+            hand_back: None,
             kernels: false,
             app_work_ns: 500,
             ..a.clone()

@@ -157,10 +157,11 @@ impl Cursor {
     #[inline(always)]
     unsafe fn varint(&mut self, v: u64) {
         debug_assert!(self.pos >= 8);
+        // SAFETY: `pos` lies inside the buffer.
+        let end = unsafe { self.base.add(self.pos) };
         // SAFETY: the varint's `n` bytes, and for the word store the eight bytes before
         // `pos`, lie in the room the caller reserved; bytes of the word in front of the
         // varint are room, rewritten later.
-        let end = unsafe { self.base.add(self.pos) };
         let written = short_varint(v, |word, n| unsafe {
             let word = word << (8 * (8 - n));
             std::ptr::copy_nonoverlapping(word.to_le_bytes().as_ptr(), end.sub(8), 8);

@@ -204,13 +204,14 @@ unsafe fn put_word(out: &mut Room, word: u64, len: usize) {
 /// Eighteen bytes of spare capacity (a ten-byte varint, and an eight-byte store's slack).
 #[inline(always)]
 unsafe fn put_varint_unchecked(out: &mut Room, v: u64) {
-    // SAFETY: (both) the caller's duty: at most ten bytes, each eight-byte store's slack in
-    // the reserved room.
+    // SAFETY: the caller's duty: at most eight bytes, with the store's slack, in the
+    // reserved room.
     if short_varint(v, |word, n| unsafe { put_word(out, word, n) }) {
         return;
     }
     // Nine or ten bytes: the first eight groups, all continued, then the rest.
     let high = v >> 56;
+    // SAFETY: as above: eight bytes, then one or two with their store's slack.
     unsafe {
         put_word(out, spread_groups(v) | 0x8080_8080_8080_8080, 8);
         if high < 0x80 {

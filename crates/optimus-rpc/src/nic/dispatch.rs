@@ -3,7 +3,7 @@
 //! room for.
 
 use super::{Balance, Core, MAX_PENDING};
-use crate::frame::{FrameHeader, FrameKind, Status};
+use crate::frame::{FrameHeader, FrameKind, Status, FLAG_WIRE_DT};
 use crate::ring::PushError;
 
 /// Where a request came from, so its response can go back.
@@ -87,11 +87,20 @@ impl Core {
                 self.pending.len() - 1
             }
         };
-        // DT on this core: the worker gets the slot's token instead of the wire bytes.
+        // DT on this core: the worker gets the slot's token instead of the wire bytes, unless
+        // this call's DT goes back to the app core (its worker waiting on this core).
+        let hand_back = match self.offload.as_mut() {
+            Some(dt) if dt.hands_back_any() => {
+                let idle = self.qps[self.workers[first] as usize].rx.is_drained();
+                dt.hands_back(idle)
+            }
+            _ => false,
+        };
         let token;
         let payload = match self
             .offload
             .as_mut()
+            .filter(|_| !hand_back)
             .map(|dt| dt.decode_into(k, method, payload))
         {
             None => payload,
@@ -109,6 +118,7 @@ impl Core {
         let h = FrameHeader {
             method_id: method,
             request_id: token,
+            flags: if hand_back { FLAG_WIRE_DT } else { 0 },
             ..FrameHeader::new(FrameKind::Request)
         };
         let mut corrupt = None;
@@ -128,7 +138,7 @@ impl Core {
                     p.origin = origin;
                     p.worker = w;
                     p.live = true;
-                    p.offloaded = self.offload.is_some();
+                    p.offloaded = self.offload.is_some() && !hand_back;
                     return true;
                 }
                 Err(PushError::TooLarge) => {

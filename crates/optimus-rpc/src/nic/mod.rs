@@ -224,6 +224,14 @@ pub struct NicStats {
 pub trait Handler: Send {
     /// Runs one call and says how it went; on an error status `response` may carry a message.
     fn handle(&mut self, method: u16, request: &[u8], response: &mut Vec<u8>) -> Status;
+
+    /// Runs one call whose data transformation the NIC core handed back to this core (DT on
+    /// the NIC core, [`crate::offload`]): `request` is the request's wire bytes and
+    /// `response` takes the reply's. Handlers that never take offloaded calls need not
+    /// tell the two apart: by default this is [`Handler::handle`].
+    fn handle_wire(&mut self, method: u16, request: &[u8], response: &mut Vec<u8>) -> Status {
+        self.handle(method, request, response)
+    }
 }
 
 impl<F: FnMut(u16, &[u8], &mut Vec<u8>) -> Status + Send> Handler for F {

@@ -24,11 +24,16 @@ fn fail(f: Failure, out: &mut Vec<u8>) -> Status {
 #[derive(Clone)]
 pub struct AppDt {
     ex: Arc<Exchange>,
+    /// The calls whose DT the NIC core handed back: decoded, run and encoded here.
+    wire: AppCoreDt,
 }
 
 impl AppDt {
     pub(crate) fn new(ex: Arc<Exchange>) -> Self {
-        Self { ex }
+        Self {
+            wire: AppCoreDt::new(ex.clone()),
+            ex,
+        }
     }
 
     fn run(&self, token: &[u8]) -> Result<(), Failure> {
@@ -117,6 +122,10 @@ impl Handler for AppDt {
             Ok(()) => Status::Ok,
             Err(f) => fail(f, response),
         }
+    }
+
+    fn handle_wire(&mut self, method: u16, request: &[u8], response: &mut Vec<u8>) -> Status {
+        self.wire.handle(method, request, response)
     }
 }
 

@@ -85,8 +85,20 @@ pub struct RecordService {
     methods: Vec<MethodDt>,
     placement: Placement,
     updating: Option<FieldUpdating>,
+    hand_back: Option<HandBack>,
     decode: DecodeOptions,
     kernel_limit: usize,
+}
+
+/// When the NIC core hands a call's DT back to the app core (DT on the NIC core, where the
+/// NIC core, which also carries the network's frames, can become the bottleneck): one call
+/// in `every` of those that find their worker with nothing left to take, its core waiting
+/// on the NIC's. The app core then decodes, runs and encodes that call itself, as with DT on
+/// the app core; a share of at most `1 / every` of the calls bounds the time it gives back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandBack {
+    /// One call in this many (at least 1: every such call).
+    pub every: u32,
 }
 
 impl RecordService {
@@ -117,6 +129,7 @@ impl RecordService {
             methods,
             placement: Placement::new(),
             updating: None,
+            hand_back: None,
             decode: DecodeOptions::default(),
             kernel_limit: DEFAULT_KERNEL_LIMIT,
         })
@@ -247,6 +260,15 @@ impl RecordService {
         self
     }
 
+    /// Lets the NIC core hand calls' DT back to the app core ([`HandBack`]; off by default:
+    /// with DT on the NIC core, every call's DT runs there).
+    pub fn with_hand_back(mut self, policy: HandBack) -> Self {
+        self.hand_back = Some(HandBack {
+            every: policy.every.max(1),
+        });
+        self
+    }
+
     /// DT on the app core: a [`crate::Handler`] that decodes, runs the record handler and
     /// encodes, all on the thread that serves it (a worker). Placement plays no part.
     pub fn app_core(&self) -> AppCoreDt {
@@ -265,7 +287,7 @@ impl RecordService {
             .collect();
         let tables = Arc::new(PlacementTables::new(&self.schema, &types, &self.placement));
         (
-            NicDt::new(shared.clone(), tables, self.updating),
+            NicDt::new(shared.clone(), tables, self.updating, self.hand_back),
             AppDt::new(shared),
         )
     }

@@ -9,7 +9,7 @@ use super::placement::PlacementTables;
 use super::slots::{token, Kept, TOKEN_BYTES};
 use super::split::{decode_request, forward_raw, merge_reply, RawPlan};
 use super::updating::{FieldUpdating, Updater};
-use super::{Exchange, UpdatingStats};
+use super::{Exchange, HandBack, UpdatingStats};
 use crate::frame::Status;
 use crate::kernels::{open_chain, Side};
 use crate::typed::Failure;
@@ -30,6 +30,11 @@ pub struct NicDt {
     flat: Vec<u8>,
     /// Per method, its co-serialization plan under the last placement version it ran with.
     plans: Vec<Option<RawPlan>>,
+    /// When calls' DT goes back to the app core, calls counted towards the next, and the
+    /// calls handed back so far.
+    hand_back: Option<HandBack>,
+    since_hand_back: u32,
+    handed_back: u64,
 }
 
 impl NicDt {
@@ -37,9 +42,13 @@ impl NicDt {
         ex: Arc<Exchange>,
         current: Arc<PlacementTables>,
         policy: Option<FieldUpdating>,
+        hand_back: Option<HandBack>,
     ) -> Self {
         let updater = Updater::new(ex.schema(), policy);
         Self {
+            hand_back,
+            since_hand_back: 0,
+            handed_back: 0,
             ex,
             current,
             updater,
@@ -63,6 +72,34 @@ impl NicDt {
             moves_to_host: c.moves_to_host.load(Ordering::Relaxed),
             moves_to_nic: c.moves_to_nic.load(Ordering::Relaxed),
         }
+    }
+
+    /// Whether calls' DT may go back to the app core at all ([`HandBack`]).
+    pub(crate) fn hands_back_any(&self) -> bool {
+        self.hand_back.is_some()
+    }
+
+    /// Whether this call's DT goes back to the app core, given whether its worker has taken
+    /// every request handed to it.
+    pub(crate) fn hands_back(&mut self, worker_idle: bool) -> bool {
+        let Some(h) = self.hand_back else {
+            return false;
+        };
+        if !worker_idle {
+            return false;
+        }
+        self.since_hand_back += 1;
+        if self.since_hand_back < h.every {
+            return false;
+        }
+        self.since_hand_back = 0;
+        self.handed_back += 1;
+        true
+    }
+
+    /// Calls whose DT the NIC core handed back to the app core so far.
+    pub fn handed_back(&self) -> u64 {
+        self.handed_back
     }
 
     /// Decodes request `payload` of `method` into slot `k` and returns the token the worker's
