@@ -639,11 +639,18 @@ final class GraphWriter {
     int off = sTop;
     sTop = off + 2;
     sObjects++;
-    vk[i] = t;
-    valueOffs[i] = off;
-    valueUsed[n] = i;
-    valueCount = n + 1;
+    rememberValue(i, t, off);
     return off;
+  }
+
+  /**
+   * Records value {@code key} (a box or string) in slot {@code i} of the value table, found
+   * empty by its probe, at offset {@code off}; the caller checked the table has room.
+   */
+  private void rememberValue(int i, Object key, int off) {
+    valueKeys[i] = key;
+    valueOffs[i] = off;
+    valueUsed[valueCount++] = i;
   }
 
   /**
@@ -676,10 +683,7 @@ final class GraphWriter {
     int off = sTop;
     sTop = off + 1 + w;
     sObjects++;
-    vk[i] = str;
-    valueOffs[i] = off;
-    valueUsed[count] = i;
-    valueCount = count + 1;
+    rememberValue(i, str, off);
     return off;
   }
 
@@ -874,10 +878,7 @@ final class GraphWriter {
         }
         int n = valueCount;
         if (n < SMALL_VALUES) {
-          ks[i] = target;
-          valueOffs[i] = top;
-          valueUsed[n] = i;
-          valueCount = n + 1;
+          rememberValue(i, target, top);
           return -1;
         }
       } else {
@@ -917,10 +918,7 @@ final class GraphWriter {
       return off >= 0 ? off : discover(target, ci);
     }
     int off = top;
-    ks[i] = target;
-    valueOffs[i] = off;
-    valueUsed[n] = i;
-    valueCount = n + 1;
+    rememberValue(i, target, off);
     if (valPos + 16 > val.length) growVal(valPos + 16L);
     UnsafeAccess.putLong(val, valPos, ci.id & 0xFFFFFFFFL); // built-in: registered
     UnsafeAccess.putLong(val, valPos + 8, bits);
