@@ -328,6 +328,28 @@ pub(crate) fn write_bytes(out: &mut String, b: &[u8]) {
 /// `\u00XX` escapes, everything else as is, in runs between the bytes that need escaping.
 pub(crate) fn write_str(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
+    if super::is_plain(bytes) {
+        out.reserve(bytes.len() + 2);
+        // SAFETY: `s` is UTF-8, appended whole between two quotes after the bytes `out`
+        // holds, into the room just reserved; the length then covers exactly what was written.
+        unsafe {
+            let v = out.as_mut_vec();
+            let len = v.len();
+            let at = v.as_mut_ptr().add(len);
+            *at = b'"';
+            crate::record::copy_short(bytes, at.add(1));
+            *at.add(1 + bytes.len()) = b'"';
+            v.set_len(len + bytes.len() + 2);
+        }
+        return;
+    }
+    write_escaped(out, s);
+}
+
+/// Appends `s`, which has bytes to escape, as a JSON string.
+#[inline(never)]
+fn write_escaped(out: &mut String, s: &str) {
+    let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push('"');
     let mut run = 0;

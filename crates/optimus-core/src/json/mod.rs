@@ -59,6 +59,54 @@ fn plain_run(bytes: &[u8], from: usize) -> usize {
     i
 }
 
+/// Whether `bytes` holds no byte of [`STRING_SPECIAL`]: sixteen at a time (SSE2, on x86-64)
+/// or eight, the last sixteen or eight read overlapping the ones before; shorter strings as
+/// one word of their first and last four bytes, or of their bytes padded with plain ones.
+#[inline]
+fn is_plain(bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    #[cfg(target_arch = "x86_64")]
+    if n >= 16 {
+        let chunk = |at: usize| -> &[u8; 16] { bytes[at..at + 16].try_into().expect("sixteen") };
+        let mut i = 0;
+        while i + 16 < n {
+            if special_bytes16(chunk(i)) != 0 {
+                return false;
+            }
+            i += 16;
+        }
+        return special_bytes16(chunk(n - 16)) == 0;
+    }
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight"));
+    if n >= 8 {
+        let mut i = 0;
+        while i + 8 < n {
+            if special_bytes(word(i)) != 0 {
+                return false;
+            }
+            i += 8;
+        }
+        return special_bytes(word(n - 8)) == 0;
+    }
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            bytes[at..at + 4].try_into().expect("four"),
+        ))
+    };
+    let packed = match n {
+        4.. => half(0) | half(n - 4) << 32,
+        1.. => {
+            // The first, middle and last bytes (all of them), the rest `a`s.
+            0x6161_6161_6100_0000
+                | u64::from(bytes[0])
+                | u64::from(bytes[n / 2]) << 8
+                | u64::from(bytes[n - 1]) << 16
+        }
+        0 => return true,
+    };
+    special_bytes(packed) == 0
+}
+
 /// The bytes of `chunk` that are in [`STRING_SPECIAL`], one bit each (the first lowest):
 /// sixteen compared at once.
 #[cfg(target_arch = "x86_64")]
@@ -182,7 +230,7 @@ fn conformance_schema() -> SchemaSet {
 
 #[cfg(test)]
 mod tests {
-    use super::{plain_run, STRING_SPECIAL};
+    use super::{is_plain, plain_run, STRING_SPECIAL};
 
     /// Every length, every start, a special byte (or none) at every place: the run ends where
     /// the byte-by-byte table says, whichever width (sixteen, eight, one) finds it.
@@ -203,6 +251,32 @@ mod tests {
                             .find(|&i| STRING_SPECIAL[usize::from(bytes[i])])
                             .unwrap_or(len);
                         assert_eq!(plain_run(&bytes, from), want, "{bytes:?} from {from}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every length, a special byte (or two, or none) at every place: a string is plain
+    /// exactly when the byte-by-byte table finds no special byte in it.
+    #[test]
+    fn plain_strings_have_no_special_byte() {
+        let specials = [b'"', b'\\', 0x00, 0x1f, 0x0a];
+        let plains = [b'a', b' ', 0x20, 0x7f, 0x80, 0xff, b'/', 0xe9, 0x21, 0x5d];
+        for len in 0..72 {
+            for at in 0..=len {
+                for (k, &special) in specials.iter().enumerate() {
+                    let mut bytes: Vec<u8> = (0..len)
+                        .map(|i| plains[(i * 7 + k) % plains.len()])
+                        .collect();
+                    if at < len {
+                        bytes[at] = special;
+                    }
+                    let want = !bytes.iter().any(|&b| STRING_SPECIAL[usize::from(b)]);
+                    assert_eq!(is_plain(&bytes), want, "{bytes:?}");
+                    if at < len {
+                        bytes[(at * 5 + k) % len] = specials[(k + 1) % specials.len()];
+                        assert!(!is_plain(&bytes), "{bytes:?}");
                     }
                 }
             }
