@@ -109,11 +109,18 @@ impl<W: Writer> Encoder<'_, W> {
             while bits != 0 {
                 let i = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                debug_assert!(i < t.fields.len() && i < table.entries.len());
+                debug_assert!(
+                    i < t.fields.len() && i < table.entries.len() && i < t.binary_headers.len()
+                );
                 // SAFETY: a record's presence bit `i` is set for entry `i` of its table alone,
                 // and a Thrift struct has its facts per entry.
-                let (tf, e) =
-                    unsafe { (t.fields.get_unchecked(i), table.entries.get_unchecked(i)) };
+                let (tf, e, header) = unsafe {
+                    (
+                        t.fields.get_unchecked(i),
+                        table.entries.get_unchecked(i),
+                        *t.binary_headers.get_unchecked(i),
+                    )
+                };
                 room.reserve(self.out, FIELD_ROOM);
                 let out = &mut room;
                 // SAFETY: each arm reads entry `i`'s slot as the type its Thrift type is stored
@@ -125,36 +132,37 @@ impl<W: Writer> Encoder<'_, W> {
                     let off = e.offset;
                     match tf.ty {
                         TType::Bool => {
-                            W::field_bool_unchecked(out, tf.id, rec.read::<u8>(off) != 0, &mut last)
+                            let v = rec.read::<u8>(off) != 0;
+                            W::field_bool_unchecked(out, header, tf.id, v, &mut last)
                         }
                         TType::Byte | TType::I16 | TType::I32 | TType::Enum => {
                             let c = tf.ty.wire();
-                            W::field_begin_unchecked(out, c, tf.id, &mut last);
+                            W::field_header_unchecked(out, header, c, tf.id, &mut last);
                             W::int_unchecked(out, c, rec.read::<i32>(off));
                         }
                         TType::I64 => {
-                            W::field_begin_unchecked(out, code::I64, tf.id, &mut last);
+                            W::field_header_unchecked(out, header, code::I64, tf.id, &mut last);
                             W::i64_unchecked(out, rec.read::<i64>(off));
                         }
                         TType::Double => {
-                            W::field_begin_unchecked(out, code::DOUBLE, tf.id, &mut last);
+                            W::field_header_unchecked(out, header, code::DOUBLE, tf.id, &mut last);
                             W::double_unchecked(out, rec.read::<f64>(off));
                         }
                         TType::String | TType::Binary => {
                             let bytes = rec.read::<View>(off).bytes();
                             out.reserve(self.out, bytes.len() + FIELD_ROOM);
-                            W::field_begin_unchecked(out, code::STRING, tf.id, &mut last);
+                            W::field_header_unchecked(out, header, code::STRING, tf.id, &mut last);
                             W::binary_unchecked(out, bytes);
                         }
                         TType::Struct => {
-                            W::field_begin_unchecked(out, code::STRUCT, tf.id, &mut last);
+                            W::field_header_unchecked(out, header, code::STRUCT, tf.id, &mut last);
                             out.settle(self.out);
                             let sub = RecPtr::from_slot(rec.read::<*mut u8>(off));
                             self.write_struct(sub, table.sub_message(e))?;
                             room = Room::of(self.out);
                         }
                         TType::List | TType::Set | TType::Map => {
-                            W::field_begin_unchecked(out, tf.ty.wire(), tf.id, &mut last);
+                            W::field_header_unchecked(out, header, tf.ty.wire(), tf.id, &mut last);
                             out.settle(self.out);
                             self.write_container(Some(rec), id, i)?;
                             room = Room::of(self.out);

@@ -97,11 +97,34 @@ pub(crate) trait Writer {
     /// # Safety
     /// [`FIELD_ROOM`] bytes of room reserved in `out`.
     unsafe fn field_begin_unchecked(out: &mut Room, code: u8, id: i16, last_id: &mut i16);
-    /// A bool field, header and value.
+    /// A field header, given also as its precomputed TBinaryProtocol form
+    /// ([`ThriftStruct::binary_headers`](optimus_schema::thrift::ThriftStruct)).
     ///
     /// # Safety
     /// As [`Writer::field_begin_unchecked`].
-    unsafe fn field_bool_unchecked(out: &mut Room, id: i16, value: bool, last_id: &mut i16);
+    #[inline(always)]
+    unsafe fn field_header_unchecked(
+        out: &mut Room,
+        _binary: u32,
+        code: u8,
+        id: i16,
+        last_id: &mut i16,
+    ) {
+        // SAFETY: the caller's duty.
+        unsafe { Self::field_begin_unchecked(out, code, id, last_id) }
+    }
+    /// A bool field, header (given also as its TBinaryProtocol form, as to
+    /// [`Writer::field_header_unchecked`]) and value.
+    ///
+    /// # Safety
+    /// As [`Writer::field_begin_unchecked`].
+    unsafe fn field_bool_unchecked(
+        out: &mut Room,
+        binary: u32,
+        id: i16,
+        value: bool,
+        last_id: &mut i16,
+    );
     /// An i8, i16 or i32 value as the field's type `code` writes it.
     ///
     /// # Safety
@@ -407,10 +430,15 @@ impl Writer for BinaryWriter {
     }
 
     #[inline(always)]
-    unsafe fn field_bool_unchecked(out: &mut Room, id: i16, value: bool, _: &mut i16) {
-        let header = u64::from(code::BOOL) | u64::from((id as u16).swap_bytes()) << 8;
+    unsafe fn field_header_unchecked(out: &mut Room, binary: u32, _: u8, _: i16, _: &mut i16) {
         // SAFETY: the caller's duty.
-        unsafe { put_word(out, header | u64::from(value) << 24, 4) }
+        unsafe { put_word(out, u64::from(binary), 3) }
+    }
+
+    #[inline(always)]
+    unsafe fn field_bool_unchecked(out: &mut Room, binary: u32, _: i16, value: bool, _: &mut i16) {
+        // SAFETY: the caller's duty.
+        unsafe { put_word(out, u64::from(binary) | u64::from(value) << 24, 4) }
     }
 
     #[inline(always)]
@@ -730,7 +758,7 @@ impl Writer for CompactWriter {
     }
 
     #[inline(always)]
-    unsafe fn field_bool_unchecked(out: &mut Room, id: i16, value: bool, last: &mut i16) {
+    unsafe fn field_bool_unchecked(out: &mut Room, _: u32, id: i16, value: bool, last: &mut i16) {
         let c = if value { ct::TRUE } else { ct::FALSE };
         // SAFETY: the caller's duty.
         unsafe { Self::header_unchecked(out, c, id, last) }

@@ -161,6 +161,9 @@ pub struct ThriftStruct {
     pub in_id_order: bool,
     /// Per presence word of the record, the bits of its `required` fields.
     pub required: Vec<u64>,
+    /// Per field, its TBinaryProtocol header in the low three bytes of a little-endian
+    /// word: the type code, then the id big-endian.
+    pub binary_headers: Vec<u32>,
 }
 
 impl ThriftStruct {
@@ -697,12 +700,17 @@ impl<'p> Lowering<'p> {
                     required[i / 64] |= 1 << (i % 64);
                 }
             }
+            let binary_headers = fields
+                .iter()
+                .map(|f| u32::from(f.ty.wire()) | u32::from((f.id as u16).swap_bytes()) << 8)
+                .collect();
             m.thrift = Some(Box::new(ThriftStruct {
                 kind: pending.kind,
                 fields,
                 order,
                 in_id_order,
                 required,
+                binary_headers,
             }));
         }
         let enums = &schema.enums;
