@@ -159,7 +159,8 @@ pub struct ThriftStruct {
     /// Whether that order is the fields' own (no id ≤ 0): the encoder then walks the
     /// presence bits instead of `order`.
     pub in_id_order: bool,
-    /// Per presence word of the record, the bits of its `required` fields.
+    /// Per presence word of the record, the bits of its `required` fields; empty when it has
+    /// none.
     pub required: Vec<u64>,
     /// Per field, its TBinaryProtocol header in the low three bytes of a little-endian
     /// word: the type code, then the id big-endian.
@@ -699,6 +700,9 @@ impl<'p> Lowering<'p> {
                 if f.requiredness == Requiredness::Required {
                     required[i / 64] |= 1 << (i % 64);
                 }
+            }
+            if required.iter().all(|&w| w == 0) {
+                required.clear();
             }
             let binary_headers = fields
                 .iter()
