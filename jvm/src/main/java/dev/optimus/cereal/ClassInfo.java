@@ -61,6 +61,9 @@ final class ClassInfo {
   static final byte F_LONG = 0, F_DOUBLE = 1, F_INT = 2, F_FLOAT = 3, F_SHORT = 4, F_CHAR = 5,
       F_BYTE = 6, F_BOOLEAN = 7;
 
+  /** Word kinds, as in {@link #wordKinds}. */
+  static final byte W_LONG = 0, W_INT2 = 1, W_INT = 2, W_MIXED = 3;
+
   final Class<?> type;
   final int kind;
   /** Registered class ID, or -1 for a class named in the stream (registration optional). */
@@ -71,6 +74,16 @@ final class ClassInfo {
   long[] primOffsets = new long[0];
   byte[] primKinds = new byte[0];
   int[] primPos = new int[0];
+  /**
+   * How the writer builds each of the {@link #primWords} words: {@link #W_LONG} (one 8-byte field
+   * at {@code wordOffsets[2w]}), {@link #W_INT2} (4-byte fields at {@code wordOffsets[2w]} and
+   * {@code [2w + 1]}), {@link #W_INT} (one 4-byte field, the high half zero) or {@link #W_MIXED}
+   * (fields {@code wordFields[w]} to {@code wordFields[w + 1]} of the prim arrays, narrower ones
+   * among them). One load per field and one store per word, without a pass of zeroes first.
+   */
+  byte[] wordKinds = new byte[0];
+  long[] wordOffsets = new long[0];
+  int[] wordFields = new int[1];
   int refCount;
   long[] refOffsets = new long[0];
   /** Declared type of each reference field; null where any object fits (Object). */
@@ -349,6 +362,28 @@ final class ClassInfo {
       pos += prims.get(i).size();
     }
     primWords = (pos + 7) >>> 3;
+    wordKinds = new byte[primWords];
+    wordOffsets = new long[2 * primWords];
+    wordFields = new int[primWords + 1];
+    for (int w = 0, k = 0; w < primWords; w++) {
+      wordFields[w] = k;
+      int from = k;
+      while (k < n && primPos[k] < 8 * (w + 1)) k++;
+      int count = k - from;
+      int size = prims.get(from).size(); // the first is the widest: sizes descend
+      if (count == 1 && size == 8) {
+        wordKinds[w] = W_LONG;
+      } else if (count == 2 && size == 4 && prims.get(from + 1).size() == 4) {
+        wordKinds[w] = W_INT2;
+        wordOffsets[2 * w + 1] = primOffsets[from + 1];
+      } else if (count == 1 && size == 4) {
+        wordKinds[w] = W_INT;
+      } else {
+        wordKinds[w] = W_MIXED;
+      }
+      wordOffsets[2 * w] = primOffsets[from];
+      wordFields[w + 1] = k;
+    }
     refCount = refs.size();
     refInfos = new ClassInfo[refCount]; // linked to the registry's layouts by linkRefInfos
     refOffsets = new long[refCount];

@@ -1003,27 +1003,50 @@ final class GraphWriter {
 
   /** The primitive fields of {@code o} into its {@code ci.primWords} words at {@code base}. */
   private static void writePrims(Object o, ClassInfo ci, byte[] dst, int base) {
-    for (int w = 0; w < ci.primWords; w++) UnsafeAccess.putLong(dst, base + 8 * w, 0L);
+    byte[] kinds = ci.wordKinds;
+    long[] offs = ci.wordOffsets;
+    for (int w = 0; w < kinds.length; w++) {
+      long a = offs[2 * w];
+      long v;
+      switch (kinds[w]) {
+        case ClassInfo.W_LONG:
+          v = U.getLong(o, a);
+          break;
+        case ClassInfo.W_INT2:
+          v = (U.getInt(o, a) & 0xFFFFFFFFL) | ((long) U.getInt(o, offs[2 * w + 1]) << 32);
+          break;
+        case ClassInfo.W_INT:
+          v = U.getInt(o, a) & 0xFFFFFFFFL;
+          break;
+        default:
+          v = mixedWord(o, ci, w);
+      }
+      UnsafeAccess.putLong(dst, base + 8 * w, v);
+    }
+  }
+
+  /** Word {@code w} of {@code o}'s primitive fields, of fields of 4 bytes or fewer. */
+  private static long mixedWord(Object o, ClassInfo ci, int w) {
+    long v = 0;
     long[] offs = ci.primOffsets;
     byte[] kinds = ci.primKinds;
     int[] pos = ci.primPos;
-    for (int k = 0; k < offs.length; k++) {
-      int p = base + pos[k];
+    for (int k = ci.wordFields[w], end = ci.wordFields[w + 1]; k < end; k++) {
       long off = offs[k];
+      long x;
       switch (kinds[k]) {
-        case ClassInfo.F_LONG: case ClassInfo.F_DOUBLE:
-          UnsafeAccess.putLong(dst, p, U.getLong(o, off));
-          break;
         case ClassInfo.F_INT: case ClassInfo.F_FLOAT:
-          UnsafeAccess.putInt(dst, p, U.getInt(o, off));
+          x = U.getInt(o, off) & 0xFFFFFFFFL;
           break;
         case ClassInfo.F_SHORT: case ClassInfo.F_CHAR:
-          UnsafeAccess.putShort(dst, p, U.getShort(o, off));
+          x = U.getShort(o, off) & 0xFFFFL;
           break;
         default:
-          dst[p] = U.getByte(o, off);
+          x = U.getByte(o, off) & 0xFFL;
       }
+      v |= x << (8 * (pos[k] - 8 * w));
     }
+    return v;
   }
 
   private void writeContainer(Object o, ClassInfo ci, int slot, int words) {
