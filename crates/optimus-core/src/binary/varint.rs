@@ -136,18 +136,23 @@ pub(crate) fn spread_groups(v: u64) -> u64 {
 #[inline(always)]
 pub(crate) fn short_varint(v: u64, put: impl FnOnce(u64, usize)) -> bool {
     let groups = || spread_groups(v);
+    // One byte first (most values), then the rest as a search: at most five compares.
     if v < 1 << 7 {
         put(v, 1)
-    } else if v < 1 << 14 {
-        put(v & 0x7f | 0x80 | (v << 1 & 0x7f00), 2)
-    } else if v < 1 << 21 {
-        put(groups() | 0x8080, 3)
     } else if v < 1 << 28 {
-        put(groups() | 0x80_8080, 4)
-    } else if v < 1 << 35 {
-        put(groups() | 0x8080_8080, 5)
+        if v < 1 << 14 {
+            put(v & 0x7f | 0x80 | (v << 1 & 0x7f00), 2)
+        } else if v < 1 << 21 {
+            put(groups() | 0x8080, 3)
+        } else {
+            put(groups() | 0x80_8080, 4)
+        }
     } else if v < 1 << 42 {
-        put(groups() | 0x80_8080_8080, 6)
+        if v < 1 << 35 {
+            put(groups() | 0x8080_8080, 5)
+        } else {
+            put(groups() | 0x80_8080_8080, 6)
+        }
     } else if v < 1 << 49 {
         put(groups() | 0x8080_8080_8080, 7)
     } else if v < 1 << 56 {
