@@ -56,10 +56,11 @@ final class GraphWriter {
   private boolean resetPending;
 
   /**
-   * Bytes kept free at the start of {@link #val}: a compact frame without names has its prefix
-   * (magic to the reference count, at most 13 bytes) written there, before its value array.
+   * Bytes kept free at the start of {@link #val}: a frame without names has its prefix written
+   * there, before its value array (magic to the reference count, at most 13 bytes, in a compact
+   * frame; magic to the bitmap's length, at most 34, in a full one).
    */
-  private static final int VAL0 = 16;
+  private static final int VAL0 = 40;
 
   // The graph being written.
   private byte[] val = new byte[4096];
@@ -1177,10 +1178,13 @@ final class GraphWriter {
     }
     int valueBytes = valPos - VAL0;
     int valueWords = valueBytes >>> 3;
-    byte[] refOut = refScratch(Packing.maxRefBytes(refCount));
-    int refBytes = Packing.packRefs(refs, refCount, refOut, 0);
-    byte[] bitOut = bitmapScratch(words);
-    int bitmapBytes = Packing.packBitmap(bitmap, words, bitOut);
+    // The references and the bitmap are packed after the value array, and the prefix is written
+    // before it when it fits the room VAL0 keeps (it does without names): the frame is then
+    // where the values were written, not copied.
+    ensureVal((long) Packing.maxRefBytes(refCount) + Packing.maxBitmapBytes(words));
+    byte[] v = val;
+    int refBytes = Packing.packRefs(refs, refCount, v, valPos);
+    int bitmapBytes = Packing.packBitmap(bitmap, words, v, valPos + refBytes);
     lastBitmapBytes = bitmapBytes;
     lastRefBytes = refBytes;
     Arrays.fill(bitmap, 0, (words + 63) >>> 6, 0L);
@@ -1189,32 +1193,37 @@ final class GraphWriter {
         + Format.varintSize(bitmapBytes) + valueBytes + refBytes + bitmapBytes;
     if (body > Integer.MAX_VALUE - 32) throw new CerealException("graph too large for one frame");
     int total = 3 + Format.varintSize((int) body) + (int) body;
-    if (frame.length < total) frame = new byte[Math.max(total, (int) Math.min(Integer.MAX_VALUE - 32, frame.length * 2L))];
-    int p = 0;
-    frame[p++] = (byte) Format.MAGIC;
-    frame[p++] = (byte) Format.VERSION;
-    frame[p++] = (byte) (resetPending ? Format.FLAG_RESET_CLASSES : 0);
-    p = Format.putVarint(frame, p, (int) body);
-    p = Format.putVarint(frame, p, names.length);
+    int prefix = total - valueBytes - refBytes - bitmapBytes;
+    byte[] f;
+    int p;
+    if (prefix <= VAL0) {
+      f = v;
+      p = VAL0 - prefix;
+    } else {
+      if (frame.length < total) frame = new byte[Math.max(total, (int) Math.min(Integer.MAX_VALUE - 32, frame.length * 2L))];
+      f = frame;
+      p = 0;
+    }
+    int start = p;
+    f[p++] = (byte) Format.MAGIC;
+    f[p++] = (byte) Format.VERSION;
+    f[p++] = (byte) (resetPending ? Format.FLAG_RESET_CLASSES : 0);
+    p = Format.putVarint(f, p, (int) body);
+    p = Format.putVarint(f, p, names.length);
     for (byte[] nm : names) {
-      p = Format.putVarint(frame, p, nm.length);
-      System.arraycopy(nm, 0, frame, p, nm.length);
+      p = Format.putVarint(f, p, nm.length);
+      System.arraycopy(nm, 0, f, p, nm.length);
       p += nm.length;
     }
-    p = Format.putVarint(frame, p, objectCount);
-    p = Format.putVarint(frame, p, valueWords);
-    p = Format.putVarint(frame, p, refCount);
-    p = Format.putVarint(frame, p, refBytes);
-    p = Format.putVarint(frame, p, bitmapBytes);
-    System.arraycopy(val, VAL0, frame, p, valueBytes);
-    p += valueBytes;
-    System.arraycopy(refOut, 0, frame, p, refBytes);
-    p += refBytes;
-    System.arraycopy(bitOut, 0, frame, p, bitmapBytes);
-    p += bitmapBytes;
-    frameBuf = frame;
-    frameStart = 0;
-    frameLength = p;
+    p = Format.putVarint(f, p, objectCount);
+    p = Format.putVarint(f, p, valueWords);
+    p = Format.putVarint(f, p, refCount);
+    p = Format.putVarint(f, p, refBytes);
+    p = Format.putVarint(f, p, bitmapBytes);
+    if (f != v) System.arraycopy(v, VAL0, f, p, valueBytes + refBytes + bitmapBytes);
+    frameBuf = f;
+    frameStart = start;
+    frameLength = total;
     resetPending = false;
   }
 
@@ -1288,22 +1297,12 @@ final class GraphWriter {
     resetPending = false;
   }
 
-  /** The array holding the last frame: {@link #frame}, or {@link #val} for a compact one. */
+  /**
+   * The array holding the last frame: {@link #val}, or {@link #frame} for a leaf's, a compact
+   * frame with names and a full frame whose prefix did not fit before its values.
+   */
   private byte[] frameBuf = frame;
   private int frameStart;
   private int lastBitmapBytes;
   private int lastRefBytes;
-  private byte[] refOut = new byte[1024];
-  private byte[] bitmapOut = new byte[1024];
-
-  private byte[] refScratch(int n) {
-    if (refOut.length < n) refOut = new byte[Math.max(n, refOut.length * 2)];
-    return refOut;
-  }
-
-  private byte[] bitmapScratch(int words) {
-    int n = Packing.maxBitmapBytes(words);
-    if (bitmapOut.length < n) bitmapOut = new byte[Math.max(n, bitmapOut.length * 2)];
-    return bitmapOut;
-  }
 }

@@ -89,8 +89,13 @@ public final class Packing {
    * little-endian each.
    */
   static int packBitmap(long[] bits, int words, byte[] out) {
+    return packBitmap(bits, words, out, 0);
+  }
+
+  /** {@link #packBitmap(long[], int, byte[])} into {@code out} from {@code start}. */
+  static int packBitmap(long[] bits, int words, byte[] out, int start) {
     int groups = (words + 63) >>> 6;
-    int pos = 0;
+    int pos = start;
     for (int g0 = 0; g0 < groups; g0 += 8) {
       int maskPos = pos++;
       int mask = 0;
@@ -104,7 +109,7 @@ public final class Packing {
       }
       out[maskPos] = (byte) mask;
     }
-    return pos;
+    return pos - start;
   }
 
   /**
