@@ -283,9 +283,11 @@ pub(crate) fn write_f32(out: &mut String, v: f32) {
 /// number is dropped.
 #[inline]
 fn shortest(out: &mut String, text: &str) {
-    // An exponent is the text's end (`e-7`, `e+308`): only the last five bytes can hold it.
-    let tail = &text.as_bytes()[text.len().saturating_sub(5)..];
-    if tail.contains(&b'e') {
+    // An exponent is the text's end (`e-7`, `e+308`): its `e` is one of the last five bytes,
+    // never the last one.
+    let (b, n) = (text.as_bytes(), text.len());
+    let e_at = |k: usize| n >= k && b[n - k] == b'e';
+    if e_at(2) | e_at(3) | e_at(4) | e_at(5) {
         layout(out, text);
     } else {
         crate::json::encode::push_short(out, text.strip_suffix(".0").unwrap_or(text));
