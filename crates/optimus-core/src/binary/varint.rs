@@ -60,6 +60,18 @@ fn read_varint_slow(buf: &[u8], start: usize, end: usize) -> (u64, usize) {
                 (0, 0)
             };
         }
+        // All eight continued: the word's groups, then a ninth byte and maybe a tenth (of
+        // which only the lowest bit fits in 64).
+        let low = pack_groups(word & 0x7f7f_7f7f_7f7f_7f7f);
+        let within = &buf[..end];
+        return match (within.get(start + 8), within.get(start + 9)) {
+            (Some(&b8), _) if b8 < 0x80 => (low | u64::from(b8) << 56, start + 9),
+            (Some(&b8), Some(&b9)) if b9 < 0x80 => (
+                low | u64::from(b8 & 0x7f) << 56 | u64::from(b9) << 63,
+                start + 10,
+            ),
+            _ => (0, 0),
+        };
     }
     // With a whole varint's room left, the bytes are read without a bound check each.
     if let Some(bytes) = buf[..end].get(start..start + MAX_VARINT_BYTES) {
