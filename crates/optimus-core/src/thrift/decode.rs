@@ -149,28 +149,44 @@ impl<'a, P: Reader<'a>, const COPY: bool> Decoder<'_, 'a, P, COPY> {
         let mut last = 0i16;
         // The entry after the last one read: fields usually arrive in id order.
         let mut next = 0usize;
-        while let Some((wire, fid)) = p.field_begin(&mut last)? {
-            let expected = ty.table.entries.get(next);
-            let i = if fid > 0 && expected.is_some_and(|e| e.number == fid as u32) {
+        loop {
+            // The expected field's whole header, where the framing has one to compare.
+            let guessed = t
+                .binary_headers
+                .get(next)
+                .is_some_and(|&h| p.take_header(h));
+            let i = if guessed {
                 next
             } else {
-                match t.find(&ty.table, fid) {
-                    Some(i) => i,
-                    None => {
-                        self.settled(p, |d| d.skip(wire, depth))?;
-                        continue;
+                let Some((wire, fid)) = p.field_begin(&mut last)? else {
+                    break;
+                };
+                let expected = ty.table.entries.get(next);
+                let i = if fid > 0 && expected.is_some_and(|e| e.number == fid as u32) {
+                    next
+                } else {
+                    match t.find(&ty.table, fid) {
+                        Some(i) => i,
+                        None => {
+                            self.settled(p, |d| d.skip(wire, depth))?;
+                            continue;
+                        }
                     }
+                };
+                debug_assert!(i < t.fields.len());
+                // SAFETY: `i` is an entry index (the one after the last, found there, or the
+                // table's look-up), and a Thrift struct has its facts per entry.
+                if wire != unsafe { t.fields.get_unchecked(i) }.ty.wire() {
+                    self.settled(p, |d| d.skip(wire, depth))?;
+                    continue;
                 }
+                i
             };
             next = i + 1;
             debug_assert!(i < t.fields.len() && i < ty.table.entries.len());
-            // SAFETY: `i` is an entry index (the one after the last, found there, or the
-            // table's look-up), and a Thrift struct has its facts per entry.
+            // SAFETY: as above, and a header taken whole is entry `next`'s, its type the
+            // field's.
             let (tf, e) = unsafe { (t.fields.get_unchecked(i), ty.table.entries.get_unchecked(i)) };
-            if wire != tf.ty.wire() {
-                self.settled(p, |d| d.skip(wire, depth))?;
-                continue;
-            }
             let read = match tf.ty {
                 TType::I32 | TType::Enum => p.i32().map(|v| {
                     // SAFETY: `e` is a single entry of `rec`'s table; an i32 or enum is

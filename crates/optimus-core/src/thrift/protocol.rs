@@ -36,6 +36,16 @@ pub(crate) trait Reader<'a>: Copy {
     fn pos(&self) -> usize;
     /// The next field's type code and id, or `None` at the struct's stop byte.
     fn field_begin(&mut self, last_id: &mut i16) -> R<Option<(u8, i16)>>;
+    /// Whether the next field's header is `binary`, a field's TBinaryProtocol header (as
+    /// [`ThriftStruct::binary_headers`] holds it), taken if so: the decoder's guess that
+    /// fields arrive in id order, checked with one comparison. Readers of other framings
+    /// answer false and take nothing (compact's one-byte headers gained nothing from it).
+    ///
+    /// [`ThriftStruct::binary_headers`]: optimus_schema::thrift::ThriftStruct::binary_headers
+    #[inline(always)]
+    fn take_header(&mut self, _binary: u32) -> bool {
+        false
+    }
     /// A bool (a compact bool field's value comes from its header).
     fn bool(&mut self) -> R<bool>;
     /// An i8.
@@ -346,6 +356,18 @@ impl<'a> Reader<'a> for BinaryReader<'a> {
     #[inline(always)]
     fn pos(&self) -> usize {
         self.c.pos
+    }
+
+    #[inline(always)]
+    fn take_header(&mut self, binary: u32) -> bool {
+        let c = &mut self.c;
+        match c.buf.get(c.pos..c.pos + 3) {
+            Some(&[code, hi, lo]) if u32::from_le_bytes([code, hi, lo, 0]) == binary => {
+                c.pos += 3;
+                true
+            }
+            _ => false,
+        }
     }
 
     #[inline(always)]
