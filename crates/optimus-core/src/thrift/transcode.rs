@@ -83,26 +83,43 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
         let mut seen = 0u64;
         // The entry after the last one read: fields usually arrive in id order.
         let mut next = 0usize;
-        while let Some((wire, fid)) = p.field_begin(&mut last_in).map_err(|_| Stop)? {
-            let expected = ty.table.entries.get(next);
-            let i = if fid > 0 && expected.is_some_and(|e| e.number == fid as u32) {
+        loop {
+            // The expected field's whole header, where the framing has one to compare.
+            let guessed = t
+                .binary_headers
+                .get(next)
+                .is_some_and(|&h| p.take_header(h));
+            let i = if guessed {
                 next
             } else {
-                let Some(i) = t.find(&ty.table, fid) else {
+                let Some((wire, fid)) = p.field_begin(&mut last_in).map_err(|_| Stop)? else {
+                    break;
+                };
+                let expected = ty.table.entries.get(next);
+                let i = if fid > 0 && expected.is_some_and(|e| e.number == fid as u32) {
+                    next
+                } else {
+                    let Some(i) = t.find(&ty.table, fid) else {
+                        self.settled(p, |t| t.skip(wire, depth))?;
+                        continue;
+                    };
+                    i
+                };
+                debug_assert!(i < t.fields.len());
+                // SAFETY: `i` is an entry index (the one after the last, found there, or the
+                // table's look-up), and a Thrift struct has its facts per entry.
+                if wire != unsafe { t.fields.get_unchecked(i) }.ty.wire() {
                     self.settled(p, |t| t.skip(wire, depth))?;
                     continue;
-                };
+                }
                 i
             };
             next = i + 1;
             debug_assert!(i < t.fields.len() && i < ty.table.entries.len());
-            // SAFETY: `i` is an entry index (the one after the last, found there, or the
-            // table's look-up), and a Thrift struct has its facts per entry.
+            // SAFETY: as above, and a header taken whole is entry `next`'s, its type and id
+            // the field's.
             let (tf, e) = unsafe { (t.fields.get_unchecked(i), ty.table.entries.get_unchecked(i)) };
-            if wire != tf.ty.wire() {
-                self.settled(p, |t| t.skip(wire, depth))?;
-                continue;
-            }
+            let fid = tf.id;
             if written.is_some_and(|w| fid <= w) {
                 return Err(Stop); // out of id order, or a repeat: the record path reorders
             }
