@@ -689,7 +689,7 @@ fn write_dt_rows(
         if json {
             writeln!(
                 out,
-                "{{\"workload\":\"{}\",\"dt\":\"{}\",\"kernels\":{},\"app_work_ns\":{},\"hand_back\":{},\"batch\":{},\"depth\":{},\"rounds\":{},\"app_ns_per_rpc\":{:.1},\"app_ns_per_rpc_min\":{:.1},\"app_ns_per_rpc_max\":{:.1},\"app_all_ns_per_rpc\":{:.1},\"requests_per_turn\":{:.2},\"mrps\":{:.4},\"mrps_min\":{:.4},\"mrps_max\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2}}}",
+                "{{\"workload\":\"{}\",\"dt\":\"{}\",\"kernels\":{},\"app_work_ns\":{},\"hand_back\":{},\"batch\":{},\"depth\":{},\"rounds\":{},\"app_ns_per_rpc\":{:.1},\"app_ns_per_rpc_min\":{:.1},\"app_ns_per_rpc_max\":{:.1},\"app_all_ns_per_rpc\":{:.1},\"requests_per_turn\":{:.2},\"handed_back_share\":{:.3},\"mrps\":{:.4},\"mrps_min\":{:.4},\"mrps_max\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2}}}",
                 r.workload,
                 r.site,
                 r.kernels,
@@ -706,6 +706,7 @@ fn write_dt_rows(
                 r.app_ns.max,
                 r.app_all_ns.median,
                 r.per_turn.median,
+                r.handed_back.median,
                 r.mrps.median,
                 r.mrps.min,
                 r.mrps.max,

@@ -126,6 +126,9 @@ pub struct DtSummary {
     pub app_all_ns: Spread,
     /// Requests per worker turn that served any (the app's batch).
     pub per_turn: Spread,
+    /// The share of the calls whose DT the NIC core handed back to the app core
+    /// ([`HandBack`]; counted where the client thread drives the NIC, else 0).
+    pub handed_back: Spread,
     pub hist: Histogram<u64>,
 }
 
@@ -295,6 +298,8 @@ struct DtRow {
     app_all_ns: u64,
     /// Requests per worker turn that served any.
     per_turn: f64,
+    /// Calls whose DT was handed back to the app core while measuring.
+    handed_back: u64,
     hist: Histogram<u64>,
 }
 
@@ -407,58 +412,72 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
         let completed = completed.clone();
         let depth = a.depth as usize;
         let mut nic = inline_nic.take();
-        std::thread::spawn(move || -> (u64, Histogram<u64>, (u64, Option<String>)) {
-            if let Some(core) = client_core {
-                let _ = optimus_rpc::pin_current_thread(core);
-            }
-            let mut hist = new_hist();
-            let mut started: VecDeque<(u64, Option<Instant>)> = VecDeque::new();
-            let (mut calls, mut errors, mut seq, mut empty) = (0u64, 0u64, 0u64, 0u32);
-            let mut first_error: Option<String> = None;
-            while !done.load(Ordering::Relaxed) {
-                while started.len() < depth {
-                    match c.submit(LOCAL_CONN, 0, &body) {
-                        Ok(id) => {
-                            seq += 1;
-                            let t = (seq % SAMPLE_EVERY == 0).then(Instant::now);
-                            started.push_back((id, t));
-                        }
-                        Err(_) => break,
-                    }
+        std::thread::spawn(
+            move || -> (u64, u64, Histogram<u64>, (u64, Option<String>)) {
+                if let Some(core) = client_core {
+                    let _ = optimus_rpc::pin_current_thread(core);
                 }
-                c.flush();
-                if let Some(nic) = nic.as_mut() {
-                    nic.poll_once();
-                }
-                let on = measuring.load(Ordering::Relaxed);
-                let n = c.poll(|id, r| {
-                    // Only while measuring: at the end the worker may leave first, and the
-                    // NIC then answers what it held `Unavailable`.
-                    if let (true, Err(e)) = (on, r) {
-                        errors += 1;
-                        first_error.get_or_insert_with(|| e.to_string());
-                    }
-                    // Completions of one connection come back in call order.
-                    if let Some(k) = started.iter().position(|(i, _)| *i == id) {
-                        let (_, t) = started.remove(k).expect("found");
-                        if let (true, Some(t)) = (on, t) {
-                            let _ = hist.record(t.elapsed().as_nanos() as u64);
+                let mut hist = new_hist();
+                let mut started: VecDeque<(u64, Option<Instant>)> = VecDeque::new();
+                let (mut calls, mut errors, mut seq, mut empty) = (0u64, 0u64, 0u64, 0u32);
+                let mut first_error: Option<String> = None;
+                // Calls handed back (by the NIC this thread drives) when measuring began, and now.
+                let handed = |nic: &Option<Nic<NoTransport>>| {
+                    nic.as_ref()
+                        .and_then(|n| n.offload())
+                        .map_or(0, |o| o.handed_back())
+                };
+                let (mut handed_from, mut handed_to) = (None, 0);
+                while !done.load(Ordering::Relaxed) {
+                    while started.len() < depth {
+                        match c.submit(LOCAL_CONN, 0, &body) {
+                            Ok(id) => {
+                                seq += 1;
+                                let t = (seq % SAMPLE_EVERY == 0).then(Instant::now);
+                                started.push_back((id, t));
+                            }
+                            Err(_) => break,
                         }
                     }
-                });
-                if on && n > 0 {
-                    calls += n as u64;
-                    completed.fetch_add(n as u64, Ordering::Relaxed);
+                    c.flush();
+                    if let Some(nic) = nic.as_mut() {
+                        nic.poll_once();
+                    }
+                    let on = measuring.load(Ordering::Relaxed);
+                    if on {
+                        handed_to = handed(&nic);
+                        handed_from.get_or_insert(handed_to);
+                    }
+                    let n = c.poll(|id, r| {
+                        // Only while measuring: at the end the worker may leave first, and the
+                        // NIC then answers what it held `Unavailable`.
+                        if let (true, Err(e)) = (on, r) {
+                            errors += 1;
+                            first_error.get_or_insert_with(|| e.to_string());
+                        }
+                        // Completions of one connection come back in call order.
+                        if let Some(k) = started.iter().position(|(i, _)| *i == id) {
+                            let (_, t) = started.remove(k).expect("found");
+                            if let (true, Some(t)) = (on, t) {
+                                let _ = hist.record(t.elapsed().as_nanos() as u64);
+                            }
+                        }
+                    });
+                    if on && n > 0 {
+                        calls += n as u64;
+                        completed.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                    if n == 0 && nic.is_none() {
+                        empty = empty.saturating_add(1);
+                        YIELD_ONLY.wait(empty);
+                    } else {
+                        empty = 0;
+                    }
                 }
-                if n == 0 && nic.is_none() {
-                    empty = empty.saturating_add(1);
-                    YIELD_ONLY.wait(empty);
-                } else {
-                    empty = 0;
-                }
-            }
-            (calls, hist, (errors, first_error))
-        })
+                let handed_back = handed_to - handed_from.unwrap_or(handed_to);
+                (calls, handed_back, hist, (errors, first_error))
+            },
+        )
     };
 
     std::thread::sleep(WARMUP);
@@ -475,7 +494,7 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
     measuring.store(false, Ordering::Release);
     let seconds = t0.elapsed().as_secs_f64();
     done.store(true, Ordering::Release);
-    let (calls, hist, (errors, first_error)) = client
+    let (calls, handed_back, hist, (errors, first_error)) = client
         .join()
         .map_err(|_| anyhow!("the client thread panicked"))?;
     let (busy, all) = worker
@@ -500,6 +519,7 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
         app_busy_ns: busy * calls / served.max(1),
         app_all_ns: all,
         per_turn: served as f64 / turns.load(Ordering::Relaxed).max(1) as f64,
+        handed_back,
         hist,
     })
 }
@@ -579,6 +599,7 @@ fn summarize(w: DtWorkload, site: DtSite, kernels: bool, rounds: &[DtRow]) -> Dt
         app_ns: spread(&|r| r.app_busy_ns as f64 / r.calls as f64),
         app_all_ns: spread(&|r| r.app_all_ns as f64 / r.calls as f64),
         per_turn: spread(&|r| r.per_turn),
+        handed_back: spread(&|r| r.handed_back as f64 / r.calls as f64),
         hist,
     }
 }
