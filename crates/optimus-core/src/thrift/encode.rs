@@ -35,6 +35,13 @@ unsafe fn slot<'a>(rec: RecPtr, e: &Entry) -> &'a [u8] {
     }
 }
 
+/// Room for the fields of presence word `w` of a struct of `fields` fields, whichever are
+/// set: [`FIELD_ROOM`] each (a string's bytes apart).
+#[inline(always)]
+fn word_room(fields: usize, w: usize) -> usize {
+    fields.saturating_sub(w * 64).min(64) * FIELD_ROOM
+}
+
 impl<W: Writer> Encoder<'_, W> {
     /// Writes the struct `rec` of type `id` (or a bare stop byte for a null record).
     pub(crate) fn write_struct(&mut self, rec: Option<RecPtr>, id: u32) -> Result<(), Error> {
@@ -106,6 +113,11 @@ impl<W: Writer> Encoder<'_, W> {
         for w in 0..table.presence_words as usize {
             // SAFETY: `w` is below the table's presence word count.
             let mut bits = unsafe { rec.presence_word(w) };
+            // Room for every field of the word at once: the fields keep it so (a string
+            // reserves its bytes with the room of the fields after it, and a struct or
+            // container, written by `self.out`, the room of those after it).
+            let word_room = word_room(t.fields.len(), w);
+            room.reserve(self.out, word_room);
             while bits != 0 {
                 let i = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
@@ -121,13 +133,13 @@ impl<W: Writer> Encoder<'_, W> {
                         *t.binary_headers.get_unchecked(i),
                     )
                 };
-                room.reserve(self.out, FIELD_ROOM);
                 let out = &mut room;
                 // SAFETY: each arm reads entry `i`'s slot as the type its Thrift type is stored
                 // as (`i32` for byte, i16, i32 and enum; `i64`; `f64`; `u8` bool; a view; a
                 // record pointer), and writes at most FIELD_ROOM bytes (a string's reserved
-                // with its length) before the next reserve; a struct or container is written
-                // by `self.out` itself, the room settled before and taken again after.
+                // with its length) of the room reserved for this field and those after it; a
+                // struct or container is written by `self.out` itself, the room settled
+                // before and taken again (with the room of the fields after it) after.
                 unsafe {
                     let off = e.offset;
                     match tf.ty {
@@ -150,7 +162,7 @@ impl<W: Writer> Encoder<'_, W> {
                         }
                         TType::String | TType::Binary => {
                             let bytes = rec.read::<View>(off).bytes();
-                            out.reserve(self.out, bytes.len() + FIELD_ROOM);
+                            out.reserve(self.out, bytes.len() + word_room);
                             W::field_header_unchecked(out, header, code::STRING, tf.id, &mut last);
                             W::binary_unchecked(out, bytes);
                         }
@@ -160,12 +172,14 @@ impl<W: Writer> Encoder<'_, W> {
                             let sub = RecPtr::from_slot(rec.read::<*mut u8>(off));
                             self.write_struct(sub, table.sub_message(e))?;
                             room = Room::of(self.out);
+                            room.reserve(self.out, word_room);
                         }
                         TType::List | TType::Set | TType::Map => {
                             W::field_header_unchecked(out, header, tf.ty.wire(), tf.id, &mut last);
                             out.settle(self.out);
                             self.write_container(Some(rec), id, i)?;
                             room = Room::of(self.out);
+                            room.reserve(self.out, word_room);
                         }
                     }
                 }

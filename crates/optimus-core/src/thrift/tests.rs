@@ -659,3 +659,61 @@ fn transcode_is_decode_then_encode() {
         }
     }
 }
+
+/// A struct of 150 fields (three presence words), every third one set, strings of growing
+/// length among them, written into a buffer too small to start with: the binary bytes are
+/// the fields in id order, each header, value and the stop byte as TBinaryProtocol writes
+/// them, and both protocols read back to the same bytes.
+#[test]
+fn wide_structs_write_every_presence_word() {
+    let fields: String = (1..=150)
+        .map(|k| match k % 2 {
+            0 => format!("{k}: string s{k} "),
+            _ => format!("{k}: i64 v{k} "),
+        })
+        .collect();
+    let s = SchemaSet::from_thrift_sources(&[("t.thrift", &format!("struct W {{ {fields} }}"))])
+        .unwrap();
+    let id = s.thrift_struct_by_name("W").unwrap();
+    let arena = Arena::new();
+    let r = Record::new_in(&s, id, &arena);
+    let text: String = "x".repeat(200);
+    let mut want = Vec::new();
+    for k in (1..=150usize).step_by(3) {
+        let i = k - 1;
+        if k % 2 == 0 {
+            let v = &text[..k];
+            r.set(i, FieldRef::Str(v)).unwrap();
+            want.push(11);
+            want.extend((k as i16).to_be_bytes());
+            want.extend((v.len() as i32).to_be_bytes());
+            want.extend(v.as_bytes());
+        } else {
+            let v = -(k as i64) << 40;
+            r.set(i, FieldRef::I64(v)).unwrap();
+            want.push(10);
+            want.extend((k as i16).to_be_bytes());
+            want.extend(v.to_be_bytes());
+        }
+    }
+    want.push(0);
+    let mut b = Vec::with_capacity(4);
+    encode(r, Protocol::Binary, &mut b).unwrap();
+    assert_eq!(b, want);
+    assert_eq!(round_trip(&s, id, &b, Protocol::Binary), b);
+    let mut c = Vec::new();
+    encode(r, Protocol::Compact, &mut c).unwrap();
+    assert_eq!(round_trip(&s, id, &c, Protocol::Compact), c);
+    let mut converted = Vec::new();
+    transcode(
+        &s,
+        id,
+        &b,
+        Protocol::Binary,
+        Protocol::Compact,
+        &DecodeOptions::default(),
+        &mut converted,
+    )
+    .unwrap();
+    assert_eq!(converted, c);
+}
