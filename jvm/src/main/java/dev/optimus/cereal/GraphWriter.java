@@ -73,7 +73,17 @@ final class GraphWriter {
   private ClassInfo[] queueInfo = new ClassInfo[256];
   private int[] queueSlot = new int[256];
   private int[] queueRefs = new int[256];
+  /**
+   * The null references to write before each queued object's: those of the objects placed
+   * between it and the queued object before it whose references were all null ({@link
+   * #discover}), which are not queued.
+   */
+  private int[] queueNulls = new int[256];
   private int queueSize;
+  /** Null references placed since the last object queued, not yet written. */
+  private int pendingNulls;
+  /** Whether the graph may still become a compact frame ({@link Cereal#compactFrames}). */
+  private boolean compactGraph;
   /** The first queued object whose bitmap bits the walk set (see {@link #write}). */
   private int bitsFrom;
   private GraphTrace trace;
@@ -135,6 +145,8 @@ final class GraphWriter {
   /** Serializes {@code root} into the frame buffer; see {@link #frameBuffer()} and {@link #writeTo}. */
   void write(Object root) {
     valPos = VAL0;
+    pendingNulls = 0;
+    compactGraph = cereal.compactFrames();
     refCount = 0;
     queueSize = 0;
     objectCount = 0;
@@ -165,8 +177,11 @@ final class GraphWriter {
             ensureBitmap(slot + rc);
             Packing.setRange(bitmap, slot, slot + rc);
           }
+          int nulls = queueNulls[head];
+          if (nulls != 0) nullRefs(nulls);
           writeRefs(o, queueInfo[head], slot, rc);
         }
+        if (pendingNulls != 0) nullRefs(pendingNulls);
         bitsFrom = from;
       }
       assemble();
@@ -255,7 +270,46 @@ final class GraphWriter {
     header(ci, 0);
     writePrims(o, ci, val, valPos);
     valPos += 8 * pw;
-    return placed(o, ci, off, 1L + pw + rw, rw);
+    long words = 1L + pw + rw;
+    if (rw > 0 && (off + words > Format.COMPACT_MAX_WORDS || !compactGraph) && refsNull(o, ci)) {
+      return placedNulls(o, ci, off, words, rw);
+    }
+    return placed(o, ci, off, words, rw);
+  }
+
+  /** Whether every reference field of {@code o} (of {@code PLAIN} layout {@code ci}) is null. */
+  private static boolean refsNull(Object o, ClassInfo ci) {
+    long[] roffs = ci.refOffsets;
+    for (long r : roffs) if (U.getObject(o, r) != null) return false;
+    return true;
+  }
+
+  /**
+   * {@link #placed} for an object whose {@code rw} references are all null (a tree's leaf) in a
+   * graph that is a full frame (past a compact frame's words, or full frames only): it is not
+   * queued. Its reference words' bitmap bits are set now, and its null references are written
+   * before the next queued object's ({@link #queueNulls}) or after the last.
+   */
+  private int placedNulls(Object o, ClassInfo ci, int off, long words, int rw) {
+    if (words > Format.MAX_WORDS - (long) off) {
+      throw new CerealException("graph too large: more than " + Format.MAX_WORDS + " words");
+    }
+    int end = off + (int) words;
+    top = end;
+    objectCount++;
+    ensureBitmap(end);
+    Packing.setRange(bitmap, end - rw, end);
+    pendingNulls += rw;
+    if (trace != null) trace.object(classId(ci), (int) words - rw, rw);
+    return off;
+  }
+
+  /** Appends {@code n} null references. */
+  private void nullRefs(int n) {
+    int c = refCount;
+    if (c + n > refs.length) refs = Arrays.copyOf(refs, Math.max(c + n, refs.length * 2));
+    Arrays.fill(refs, c, c + n, 0);
+    refCount = c + n;
   }
 
   /** {@link #discover} for every kind but {@code PLAIN}. */
@@ -357,6 +411,8 @@ final class GraphWriter {
       queueInfo[q] = ci;
       queueSlot[q] = off + (int) words - rw;
       queueRefs[q] = rw;
+      queueNulls[q] = pendingNulls;
+      pendingNulls = 0;
       queueSize = q + 1;
     }
     if (trace != null) trace.object(classId(ci), (int) words - rw, rw);
@@ -986,19 +1042,54 @@ final class GraphWriter {
    * {@code slot}.
    */
   private void writeRefs(Object o, ClassInfo ci, int slot, int rc) {
-    switch (ci.kind) {
-      case ClassInfo.PLAIN: {
-        long[] roffs = ci.refOffsets;
-        for (int r = 0; r < rc; r++) ref(U.getObject(o, roffs[r]), slot + r);
-        return;
+    int kind = ci.kind;
+    if (kind != ClassInfo.PLAIN && kind != ClassInfo.OBJ_ARRAY) {
+      writeContainer(o, ci, slot, rc);
+      return;
+    }
+    long[] roffs = ci.refOffsets;
+    Object[] arr = kind == ClassInfo.OBJ_ARRAY ? (Object[]) o : null;
+    for (int r = 0; r < rc; r++) {
+      Object t = arr != null ? arr[r] : U.getObject(o, roffs[r]);
+      if (t == null || !hashed) {
+        ref(t, slot + r);
+        continue;
       }
-      case ClassInfo.OBJ_ARRAY: {
-        Object[] a = (Object[]) o;
-        for (int i = 0; i < rc; i++) ref(a[i], slot + i);
-        return;
+      // ref() once the graph is in seen, where most of a large graph's references are written:
+      // one probe of the map, which claims the next offset if the target is new, and a new
+      // object of a class's fields placed as discover() places it. Written out here rather than
+      // called: the JIT compiles a method called this often on its own first, at times, and
+      // then does not compile it into this one (a call per reference; Tree narrow 1k's S up to
+      // 10% slower in such runs).
+      ClassInfo tc = info(t.getClass());
+      int tk = tc.kind;
+      int off;
+      if (tk == ClassInfo.PLAIN) {
+        off = seen.putIfAbsentObject(t, top);
+        if (off < 0) {
+          off = top;
+          int pw = tc.primWords;
+          int rw = tc.refCount;
+          ensureVal(8L * (1 + pw));
+          header(tc, 0);
+          writePrims(t, tc, val, valPos);
+          valPos += 8 * pw;
+          long words = 1L + pw + rw;
+          if (rw > 0 && (off + words > Format.COMPACT_MAX_WORDS || !compactGraph)
+              && refsNull(t, tc)) {
+            placedNulls(t, tc, off, words, rw);
+          } else {
+            placed(t, tc, off, words, rw);
+          }
+        }
+      } else {
+        off = tk >= ClassInfo.BOOLEAN && tk <= ClassInfo.STRING
+            ? seen.putIfAbsent(t, top) : seen.putIfAbsentObject(t, top);
+        if (off < 0) off = discoverOther(t, tc);
       }
-      default:
-        writeContainer(o, ci, slot, rc);
+      int v = (int) Format.zigzag((long) off - (slot + r));
+      if (refCount == refs.length) refs = Arrays.copyOf(refs, refs.length * 2);
+      refs[refCount++] = v;
     }
   }
 
@@ -1156,6 +1247,7 @@ final class GraphWriter {
     queueInfo = Arrays.copyOf(queueInfo, n);
     queueSlot = Arrays.copyOf(queueSlot, n);
     queueRefs = Arrays.copyOf(queueRefs, n);
+    queueNulls = Arrays.copyOf(queueNulls, n);
   }
 
   private void assemble() {
