@@ -28,14 +28,17 @@ import dev.optimus.cereal.trace.GraphTrace;
  * value words are appended to the value array then and there, since the value array is in
  * layout order too. Only objects with reference words are queued, to have their references
  * written when dequeued: strings, boxes, primitive arrays and objects of primitive fields (most
- * of a record's objects) are done when reached. Each reference is the target's offset minus the
- * reference word's own, available at once whether the target was written already (a shared
- * object, a cycle) or just reached. The visited set, for a graph's first objects, is a scan of
- * up to {@link #SMALL_SEEN} objects and a small table of strings and boxes hashed by value
- * ({@link #SMALL_VALUES}), then an {@link IdentityIntMap}. The layout bitmap is made from the
- * queue, for full frames only. A graph of at most {@link Format#COMPACT_MAX_WORDS} words becomes
- * a compact frame, assembled in place after its value array; a root that is a string, a box or an
- * object of primitive fields is written directly ({@code writeLeaf}).
+ * of a record's objects) are done when reached, and so, once a graph is past a compact frame's
+ * words, are objects whose references are all null (a tree's leaves: their null references are
+ * written in their place in layout order, {@link #queueNulls}). Each reference is the target's
+ * offset minus the reference word's own, available at once whether the target was written
+ * already (a shared object, a cycle) or just reached. The visited set, for a graph's first
+ * objects, is a scan of up to {@link #SMALL_SEEN} objects and a small table of strings and boxes
+ * hashed by value ({@link #SMALL_VALUES}), then an {@link IdentityIntMap}. The layout bitmap is
+ * made from the queue (and the leaves left out of it), for full frames only. A graph of at most
+ * {@link Format#COMPACT_MAX_WORDS} words becomes a compact frame, assembled in place after its
+ * value array, as is a full frame without names; a root that is a string, a box or an object of
+ * primitive fields is written directly ({@code writeLeaf}).
  *
  * <p>Not thread-safe: one per thread ({@link Cereal#serialize}) or per {@link CerealOutput}.
  * Buffers are kept between graphs. Named classes (registration optional) are numbered per
