@@ -79,10 +79,14 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
             return Err(Stop);
         }
         let (mut last_in, mut last_out) = (0i16, 0i16);
-        let mut written: Option<i16> = None;
+        // The id of the field written last (below every id at first).
+        let mut written = i32::MIN;
         let mut seen = 0u64;
         // The entry after the last one read: fields usually arrive in id order.
         let mut next = 0usize;
+        // The output's end in locals while the struct's fields are written (see `Room`);
+        // `self.out` takes it back around a struct or container and at the end.
+        let mut room = Room::of(self.out);
         loop {
             // The expected field's whole header, where the framing has one to compare.
             let guessed = t
@@ -120,19 +124,15 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
             // the field's.
             let (tf, e) = unsafe { (t.fields.get_unchecked(i), ty.table.entries.get_unchecked(i)) };
             let fid = tf.id;
-            if written.is_some_and(|w| fid <= w) {
+            if i32::from(fid) <= written {
                 return Err(Stop); // out of id order, or a repeat: the record path reorders
             }
-            written = Some(fid);
+            written = i32::from(fid);
             if i < 64 {
                 seen |= 1 << i;
             }
-            if tf.ty == TType::Bool {
-                let v = p.bool().map_err(|_| Stop)?;
-                W::field_bool(self.out, fid, v, &mut last_out);
-                continue;
-            }
             if tf.ty.is_container() || tf.ty == TType::Struct {
+                room.settle(self.out);
                 W::field_begin(self.out, tf.ty.wire(), fid, &mut last_out);
                 if tf.ty.is_container() {
                     self.settled(p, |t| t.t_container(ty, i, depth))?;
@@ -140,10 +140,14 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
                     let (sub, depth) = (ty.table.sub_message(e), self.deeper(depth)?);
                     self.settled(p, |t| t.t_struct(sub, depth))?;
                 }
+                room = Room::of(self.out);
                 continue;
             }
-            self.t_scalar_field(p, tf.ty, fid, &mut last_out)?;
+            // SAFETY: `i` is an entry index, and a Thrift struct has a header per entry.
+            let header = unsafe { *t.binary_headers.get_unchecked(i) };
+            self.t_scalar_field(p, &mut room, tf.ty, fid, header, &mut last_out)?;
         }
+        room.settle(self.out);
         if need_required && ty.required_fields.iter().any(|&r| seen & 1 << r == 0) {
             return Err(Stop);
         }
@@ -151,35 +155,47 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
         Ok(())
     }
 
-    /// Reads one scalar, string or binary value of type `tt` and writes it whole as field
-    /// `fid`, into room reserved once.
+    /// Reads one bool, scalar, string or binary value of type `tt` and writes it whole as
+    /// field `fid` (its TBinaryProtocol header `header`) through `room` (the room after
+    /// `self.out`'s bytes), into room reserved once.
     #[inline(always)]
-    fn t_scalar_field(&mut self, p: &mut P, tt: TType, fid: i16, last_out: &mut i16) -> R<()> {
-        let mut room = Room::of(self.out);
+    fn t_scalar_field(
+        &mut self,
+        p: &mut P,
+        room: &mut Room,
+        tt: TType,
+        fid: i16,
+        header: u32,
+        last_out: &mut i16,
+    ) -> R<()> {
         room.reserve(self.out, FIELD_ROOM);
-        let out = &mut room;
+        let out = room;
         let c = tt.wire();
         // SAFETY: FIELD_ROOM bytes are reserved for the header and a scalar value; a string's
         // bytes are reserved with them before its header is written.
         unsafe {
             match tt {
+                TType::Bool => {
+                    let v = p.bool().map_err(|_| Stop)?;
+                    W::field_bool_unchecked(out, header, fid, v, last_out);
+                }
                 TType::Byte | TType::I16 | TType::I32 | TType::Enum => {
                     let v = match tt {
                         TType::Byte => i32::from(p.byte().map_err(|_| Stop)?),
                         TType::I16 => i32::from(p.i16().map_err(|_| Stop)?),
                         _ => p.i32().map_err(|_| Stop)?,
                     };
-                    W::field_begin_unchecked(out, c, fid, last_out);
+                    W::field_header_unchecked(out, header, c, fid, last_out);
                     W::int_unchecked(out, c, v);
                 }
                 TType::I64 => {
                     let v = p.i64().map_err(|_| Stop)?;
-                    W::field_begin_unchecked(out, c, fid, last_out);
+                    W::field_header_unchecked(out, header, c, fid, last_out);
                     W::i64_unchecked(out, v);
                 }
                 TType::Double => {
                     let v = p.double().map_err(|_| Stop)?;
-                    W::field_begin_unchecked(out, c, fid, last_out);
+                    W::field_header_unchecked(out, header, c, fid, last_out);
                     W::double_unchecked(out, v);
                 }
                 _ => {
@@ -188,12 +204,11 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
                         return Err(Stop);
                     }
                     out.reserve(self.out, bytes.len() + FIELD_ROOM);
-                    W::field_begin_unchecked(out, c, fid, last_out);
+                    W::field_header_unchecked(out, header, c, fid, last_out);
                     W::binary_unchecked(out, bytes);
                 }
             }
         }
-        room.settle(self.out);
         Ok(())
     }
 
