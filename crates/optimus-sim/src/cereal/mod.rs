@@ -93,6 +93,37 @@ pub(crate) struct Layout {
 
 const GIB: u64 = 1 << 30;
 
+/// Where the graphs of a trace go so far: each graph is its own objects in the source heap,
+/// its own frame and its own copy in the destination heap, one after the other, as the
+/// records of a stream are (so records in flight together share no line or header word).
+#[derive(Clone, Copy, Debug, Default)]
+struct Placed {
+    heap_words: u64,
+    out_bytes: u64,
+    in_bytes: u64,
+    dest_bytes: u64,
+}
+
+impl Placed {
+    /// The layout of graph `g` after the graphs placed so far, which it then joins.
+    fn next(&mut self, base: &Layout, g: &trace::SerGraph) -> Layout {
+        let line = |b: u64| b.div_ceil(64) * 64;
+        let at = Layout {
+            heap_base: base.heap_base + 8 * self.heap_words,
+            klass_base: base.klass_base,
+            out_base: base.out_base + self.out_bytes,
+            in_base: base.in_base + self.in_bytes,
+            dest_base: base.dest_base + self.dest_bytes,
+        };
+        self.heap_words += g.layout_words;
+        self.out_bytes += line(g.frame_bytes);
+        self.in_bytes += line(g.frame_bytes);
+        // The copy: every layout word and a 16-byte heap header an object.
+        self.dest_bytes += line(8 * g.layout_words + 16 * g.objects.len() as u64);
+        at
+    }
+}
+
 impl Layout {
     fn new() -> Self {
         // 8 GB of physical memory (§V): heap in the first 4, metadata, buffers and the
@@ -272,13 +303,14 @@ pub fn run(cfg: &CerealConfig, t: &Trace) -> Result<CerealReport> {
     let mut ss = SerStats::default();
     let mut free = vec![0.0f64; cfg.ser.units as usize];
     let mut ser_end = 0.0f64;
+    let mut placed = Placed::default();
     for (i, g) in t.ser.iter().enumerate() {
         let u = i % free.len();
         let start = free[u];
         let end = ser::serialize(
             &cfg.ser,
             cfg.clock_ghz,
-            &layout,
+            &placed.next(&layout, g),
             g,
             &mut mai,
             start + cfg.command_ns,
@@ -297,13 +329,14 @@ pub fn run(cfg: &CerealConfig, t: &Trace) -> Result<CerealReport> {
     // As many deserialization units as serialization units.
     let mut free = vec![0.0f64; cfg.ser.units as usize];
     let mut deser_end = 0.0f64;
+    let mut placed = Placed::default();
     for (i, g) in t.ser.iter().enumerate() {
         let u = i % free.len();
         let start = free[u];
         let end = deser::deserialize(
             &cfg.deser,
             cfg.clock_ghz,
-            &layout,
+            &placed.next(&layout, g),
             g,
             &mut mai,
             start + cfg.command_ns,

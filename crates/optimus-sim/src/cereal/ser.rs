@@ -20,7 +20,8 @@ use crate::stats::counters;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SerConfig {
-    /// Serialization units: graphs of one trace run on them round-robin. Default 1.
+    /// Serialization units: graphs of one trace run on them round-robin (and as many
+    /// deserialization units). Default 8.
     pub units: u32,
     /// Header-manager cycles per reference (issue of its RMW). Default 1.
     pub header_cycles_per_ref: f64,
@@ -42,7 +43,7 @@ pub struct SerConfig {
 impl Default for SerConfig {
     fn default() -> Self {
         Self {
-            units: 1,
+            units: 8,
             header_cycles_per_ref: 1.0,
             metadata_cache_entries: 32,
             metadata_cycles: 1.0,
