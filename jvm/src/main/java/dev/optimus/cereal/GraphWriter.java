@@ -684,12 +684,9 @@ final class GraphWriter {
   /** {@link #smallOffset} of a box: hashed by value, compared by identity, as box() finds it. */
   private int smallBox(Object t, ClassInfo ci, int kind, byte[] f) {
     long bits = boxedBits(t, kind);
-    Object[] vk = valueKeys;
-    int mask = vk.length - 1;
-    int i = boxSlot(bits);
-    for (Object c; (c = vk[i]) != null; i = (i + 1) & mask) {
-      if (c == t) return valueOffs[i];
-    }
+    int i = probeValue(t, boxSlot(bits));
+    if (i >= 0) return i;
+    i = ~i;
     int n = valueCount;
     int vp = sVp;
     if (n == SMALL_VALUES || vp + 16 > sEnd) return -1;
@@ -718,12 +715,9 @@ final class GraphWriter {
    * it, else written as writeString writes it.
    */
   private int smallString(String str, ClassInfo ci, byte[] f) {
-    Object[] vk = valueKeys;
-    int mask = vk.length - 1;
-    int i = (str.hashCode() * 0x9E3779B9) >>> VALUE_SHIFT;
-    for (Object c; (c = vk[i]) != null; i = (i + 1) & mask) {
-      if (c == str) return valueOffs[i];
-    }
+    int i = probeValue(str, stringSlot(str));
+    if (i >= 0) return i;
+    i = ~i;
     int count = valueCount;
     if (count == SMALL_VALUES) return -1;
     int vp = sVp;
@@ -928,14 +922,11 @@ final class GraphWriter {
   private int claim(Object target, int kind) {
     if (!hashed) {
       if (kind >= ClassInfo.BOOLEAN && kind <= ClassInfo.STRING) {
-        Object[] ks = valueKeys;
-        int mask = ks.length - 1;
-        int i = kind == ClassInfo.STRING
-            ? (target.hashCode() * 0x9E3779B9) >>> VALUE_SHIFT
-            : boxSlot(boxedBits(target, kind)); // as box() finds them
-        for (Object c; (c = ks[i]) != null; i = (i + 1) & mask) {
-          if (c == target) return valueOffs[i];
-        }
+        int i = probeValue(target, kind == ClassInfo.STRING
+            ? stringSlot(target)
+            : boxSlot(boxedBits(target, kind))); // as box() finds them
+        if (i >= 0) return i;
+        i = ~i;
         int n = valueCount;
         if (n < SMALL_VALUES) {
           rememberValue(i, target, top);
@@ -965,12 +956,9 @@ final class GraphWriter {
    */
   private int box(Object target, ClassInfo ci) {
     long bits = boxedBits(target, ci.kind);
-    Object[] ks = valueKeys;
-    int mask = ks.length - 1;
-    int i = boxSlot(bits);
-    for (Object c; (c = ks[i]) != null; i = (i + 1) & mask) {
-      if (c == target) return valueOffs[i];
-    }
+    int i = probeValue(target, boxSlot(bits));
+    if (i >= 0) return i;
+    i = ~i;
     int n = valueCount;
     if (n == SMALL_VALUES) {
       toSeen();
@@ -991,6 +979,24 @@ final class GraphWriter {
   /** A boxed value's slot in {@link #valueKeys}, from its bits (for boxes the value's hash). */
   private static int boxSlot(long bits) {
     return ((int) (bits ^ (bits >>> 32)) * 0x9E3779B9) >>> VALUE_SHIFT;
+  }
+
+  /** A string's slot in {@link #valueKeys}, from its hash. */
+  private static int stringSlot(Object str) {
+    return (str.hashCode() * 0x9E3779B9) >>> VALUE_SHIFT;
+  }
+
+  /**
+   * Probes {@link #valueKeys} from slot {@code i} (the value's own slot) for {@code key}, by
+   * identity: its offset if it is there, else {@code ~slot} of the empty slot it would take.
+   */
+  private int probeValue(Object key, int i) {
+    Object[] vk = valueKeys;
+    int mask = vk.length - 1;
+    for (Object c; (c = vk[i]) != null; i = (i + 1) & mask) {
+      if (c == key) return valueOffs[i];
+    }
+    return ~i;
   }
 
   /** Moves the graph's objects met so far into {@link #seen}, which takes over from here. */
