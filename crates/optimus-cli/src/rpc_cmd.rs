@@ -22,6 +22,7 @@ use clap::{Args, ValueEnum};
 use optimus_bench::rpc::{RpcConfig, RpcTransport};
 use optimus_core::binary::{self, DecodeOptions};
 use optimus_core::json::{self, JsonOptions};
+use optimus_rpc::offload::{AutoHandBack, HandBack};
 use optimus_rpc::transport::NoTransport;
 use optimus_rpc::{
     ClientOptions, Handler, IdlePolicy, MethodTable, Nic, NicConfig, NicStats, Psk, RegionAccess,
@@ -295,10 +296,13 @@ pub struct RpcBenchArgs {
     /// default the client drives the NIC on the NIC core and the app has a core to itself).
     #[arg(long)]
     client_on_app_core: bool,
-    /// With --dt: DT on the NIC core hands one call's DT in N back to the app core while the
-    /// app core waits on the NIC core [default: never].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    hand_back: Option<u32>,
+    /// With --dt: DT on the NIC core hands calls' DT back to the app core while the app core
+    /// waits on the NIC core: `auto` (a share worked out from the NIC core's load and both
+    /// cores' DT cost), `auto:K` (the same, the app core keeping K times less time per call
+    /// than with all DT on it) or N (one call in N of those that find their worker idle)
+    /// [default: never].
+    #[arg(long, value_name = "auto|auto:K|N", value_parser = parse_hand_back)]
+    hand_back: Option<HandBack>,
     /// Print one JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
@@ -328,6 +332,30 @@ impl RpcBenchArgs {
 
 /// Installs `handler`, says where the server listens, runs the NIC until `stop` is set or
 /// `stop_after` has passed (or forever) and returns its counters.
+/// `--hand-back`: `auto`, `auto:K` (keeping K times the saving) or one call in N (at
+/// least 1).
+fn parse_hand_back(s: &str) -> Result<HandBack, String> {
+    let auto = AutoHandBack::default();
+    if s == "auto" {
+        return Ok(HandBack::Auto(auto));
+    }
+    if let Some(k) = s.strip_prefix("auto:") {
+        return match k.parse::<f64>() {
+            Ok(k) if k >= 1.0 => Ok(HandBack::Auto(AutoHandBack {
+                min_saving: k,
+                ..auto
+            })),
+            _ => Err(format!("`{s}`: expected `auto:K` with K at least 1")),
+        };
+    }
+    match s.parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(HandBack::Every(n)),
+        _ => Err(format!(
+            "`{s}`: expected `auto`, `auto:K` or a whole number of at least 1"
+        )),
+    }
+}
+
 fn serve_nic<T: Transport>(
     mut nic: Nic<T>,
     handler: impl Handler + 'static,
@@ -689,13 +717,14 @@ fn write_dt_rows(
         if json {
             writeln!(
                 out,
-                "{{\"workload\":\"{}\",\"dt\":\"{}\",\"kernels\":{},\"app_work_ns\":{},\"hand_back\":{},\"batch\":{},\"depth\":{},\"rounds\":{},\"app_ns_per_rpc\":{:.1},\"app_ns_per_rpc_min\":{:.1},\"app_ns_per_rpc_max\":{:.1},\"app_all_ns_per_rpc\":{:.1},\"requests_per_turn\":{:.2},\"handed_back_share\":{:.3},\"mrps\":{:.4},\"mrps_min\":{:.4},\"mrps_max\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2}}}",
+                "{{\"workload\":\"{}\",\"dt\":\"{}\",\"kernels\":{},\"app_work_ns\":{},\"hand_back\":{},\"batch\":{},\"depth\":{},\"rounds\":{},\"app_ns_per_rpc\":{:.1},\"app_ns_per_rpc_min\":{:.1},\"app_ns_per_rpc_max\":{:.1},\"app_all_ns_per_rpc\":{:.1},\"requests_per_turn\":{:.2},\"handed_back_share\":{:.3},\"hand_back_estimates\":{},\"mrps\":{:.4},\"mrps_min\":{:.4},\"mrps_max\":{:.4},\"p50_us\":{:.2},\"p99_us\":{:.2}}}",
                 r.workload,
                 r.site,
                 r.kernels,
                 r.app_work_ns,
                 match (r.site, a.hand_back) {
-                    ("nic-core", Some(n)) => n.to_string(),
+                    ("nic-core", Some(HandBack::Every(n))) => n.to_string(),
+                    ("nic-core", Some(HandBack::Auto(h))) => format!("\"auto:{}\"", h.min_saving),
                     _ => "null".to_string(),
                 },
                 a.batch,
@@ -707,6 +736,10 @@ fn write_dt_rows(
                 r.app_all_ns.median,
                 r.per_turn.median,
                 r.handed_back.median,
+                r.hand_back_estimates.map_or("null".to_string(), |e| format!(
+                    "{{\"cap\":{:.3},\"nic_dt_ns\":{:.0},\"app_record_ns\":{:.0},\"app_wire_ns\":{:.0},\"nic_busy\":{:.3}}}",
+                    e.cap, e.nic_dt_ns, e.app_record_ns, e.app_wire_ns, e.nic_busy
+                )),
                 r.mrps.median,
                 r.mrps.min,
                 r.mrps.max,

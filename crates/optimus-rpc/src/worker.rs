@@ -105,6 +105,7 @@ impl Worker {
     ) -> Result<usize, RpcError> {
         let mut n = 0;
         let mut outcome = Ok(());
+        handler.turn_begins();
         while n < WORKER_BATCH {
             let (h, st) = match self.rx.peek(usize::MAX) {
                 None => break,
@@ -151,6 +152,7 @@ impl Worker {
             self.rx.release();
             self.publish();
         }
+        handler.turn_ends(n);
         outcome.map(|()| n)
     }
 

@@ -218,7 +218,7 @@ fn calls_handed_back_to_the_app_core_give_the_same_bytes() {
     let body = seal(&s, packet);
     let seen_nic: Seen = Arc::default();
     let handing =
-        with_payload_kernels(gateway(seen_nic.clone(), true)).with_hand_back(HandBack { every: 2 });
+        with_payload_kernels(gateway(seen_nic.clone(), true)).with_hand_back(HandBack::Every(2));
     let mut nic = Server::start(&handing, true, config(2));
     let mut app = Server::start(
         &with_payload_kernels(gateway(Arc::default(), true)),

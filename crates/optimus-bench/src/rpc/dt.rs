@@ -26,7 +26,7 @@ use optimus_core::binary;
 use optimus_core::json::{self, JsonOptions};
 use optimus_core::{FieldRef, Message, Value};
 use optimus_rpc::kernels::{seal_chain, Kernel, Side};
-use optimus_rpc::offload::HandBack;
+use optimus_rpc::offload::{HandBack, HandBackEstimates};
 use optimus_rpc::offload::{Placement, RecordService, PLACEMENT_PROTO};
 use optimus_rpc::transport::NoTransport;
 use optimus_rpc::{
@@ -107,9 +107,9 @@ pub struct DtConfig {
     /// core of its own; otherwise the NIC has its thread and the client shares the worker's
     /// core, both yielding when idle.
     pub client_on_nic_core: bool,
-    /// With DT on the NIC core, the NIC core hands one call's DT in this many back to the
-    /// app core while the app core waits on it ([`optimus_rpc::offload::HandBack`]).
-    pub hand_back: Option<u32>,
+    /// With DT on the NIC core, when the NIC core hands calls' DT back to the app core
+    /// ([`optimus_rpc::offload::HandBack`]; `None`: never).
+    pub hand_back: Option<HandBack>,
 }
 
 /// One row over all rounds.
@@ -129,6 +129,8 @@ pub struct DtSummary {
     /// The share of the calls whose DT the NIC core handed back to the app core
     /// ([`HandBack`]; counted where the client thread drives the NIC, else 0).
     pub handed_back: Spread,
+    /// What the automatic hand-back rule worked from at the end of the last round.
+    pub hand_back_estimates: Option<HandBackEstimates>,
     pub hist: Histogram<u64>,
 }
 
@@ -300,7 +302,21 @@ struct DtRow {
     per_turn: f64,
     /// Calls whose DT was handed back to the app core while measuring.
     handed_back: u64,
+    /// What the automatic hand-back rule worked from at the end.
+    estimates: Option<HandBackEstimates>,
     hist: Histogram<u64>,
+}
+
+/// What the client thread counted while measuring.
+struct ClientTally {
+    calls: u64,
+    /// Calls handed back to the app core by the NIC this thread drove.
+    handed_back: u64,
+    hist: Histogram<u64>,
+    errors: u64,
+    first_error: Option<String>,
+    /// The automatic hand-back rule's at the end.
+    estimates: Option<HandBackEstimates>,
 }
 
 fn new_hist() -> Histogram<u64> {
@@ -412,72 +428,81 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
         let completed = completed.clone();
         let depth = a.depth as usize;
         let mut nic = inline_nic.take();
-        std::thread::spawn(
-            move || -> (u64, u64, Histogram<u64>, (u64, Option<String>)) {
-                if let Some(core) = client_core {
-                    let _ = optimus_rpc::pin_current_thread(core);
-                }
-                let mut hist = new_hist();
-                let mut started: VecDeque<(u64, Option<Instant>)> = VecDeque::new();
-                let (mut calls, mut errors, mut seq, mut empty) = (0u64, 0u64, 0u64, 0u32);
-                let mut first_error: Option<String> = None;
-                // Calls handed back (by the NIC this thread drives) when measuring began, and now.
-                let handed = |nic: &Option<Nic<NoTransport>>| {
-                    nic.as_ref()
-                        .and_then(|n| n.offload())
-                        .map_or(0, |o| o.handed_back())
-                };
-                let (mut handed_from, mut handed_to) = (None, 0);
-                while !done.load(Ordering::Relaxed) {
-                    while started.len() < depth {
-                        match c.submit(LOCAL_CONN, 0, &body) {
-                            Ok(id) => {
-                                seq += 1;
-                                let t = (seq % SAMPLE_EVERY == 0).then(Instant::now);
-                                started.push_back((id, t));
-                            }
-                            Err(_) => break,
+        std::thread::spawn(move || -> ClientTally {
+            if let Some(core) = client_core {
+                let _ = optimus_rpc::pin_current_thread(core);
+            }
+            let mut hist = new_hist();
+            let mut started: VecDeque<(u64, Option<Instant>)> = VecDeque::new();
+            let (mut calls, mut errors, mut seq, mut empty) = (0u64, 0u64, 0u64, 0u32);
+            let mut first_error: Option<String> = None;
+            // Calls handed back (by the NIC this thread drives) when measuring began, and now.
+            let handed = |nic: &Option<Nic<NoTransport>>| {
+                nic.as_ref()
+                    .and_then(|n| n.offload())
+                    .map_or(0, |o| o.handed_back())
+            };
+            let (mut handed_from, mut handed_to) = (None, 0);
+            while !done.load(Ordering::Relaxed) {
+                while started.len() < depth {
+                    match c.submit(LOCAL_CONN, 0, &body) {
+                        Ok(id) => {
+                            seq += 1;
+                            let t = (seq % SAMPLE_EVERY == 0).then(Instant::now);
+                            started.push_back((id, t));
                         }
-                    }
-                    c.flush();
-                    if let Some(nic) = nic.as_mut() {
-                        nic.poll_once();
-                    }
-                    let on = measuring.load(Ordering::Relaxed);
-                    if on {
-                        handed_to = handed(&nic);
-                        handed_from.get_or_insert(handed_to);
-                    }
-                    let n = c.poll(|id, r| {
-                        // Only while measuring: at the end the worker may leave first, and the
-                        // NIC then answers what it held `Unavailable`.
-                        if let (true, Err(e)) = (on, r) {
-                            errors += 1;
-                            first_error.get_or_insert_with(|| e.to_string());
-                        }
-                        // Completions of one connection come back in call order.
-                        if let Some(k) = started.iter().position(|(i, _)| *i == id) {
-                            let (_, t) = started.remove(k).expect("found");
-                            if let (true, Some(t)) = (on, t) {
-                                let _ = hist.record(t.elapsed().as_nanos() as u64);
-                            }
-                        }
-                    });
-                    if on && n > 0 {
-                        calls += n as u64;
-                        completed.fetch_add(n as u64, Ordering::Relaxed);
-                    }
-                    if n == 0 && nic.is_none() {
-                        empty = empty.saturating_add(1);
-                        YIELD_ONLY.wait(empty);
-                    } else {
-                        empty = 0;
+                        Err(_) => break,
                     }
                 }
-                let handed_back = handed_to - handed_from.unwrap_or(handed_to);
-                (calls, handed_back, hist, (errors, first_error))
-            },
-        )
+                c.flush();
+                if let Some(nic) = nic.as_mut() {
+                    nic.poll_once();
+                }
+                let on = measuring.load(Ordering::Relaxed);
+                if on {
+                    handed_to = handed(&nic);
+                    handed_from.get_or_insert(handed_to);
+                }
+                let n = c.poll(|id, r| {
+                    // Only while measuring: at the end the worker may leave first, and the
+                    // NIC then answers what it held `Unavailable`.
+                    if let (true, Err(e)) = (on, r) {
+                        errors += 1;
+                        first_error.get_or_insert_with(|| e.to_string());
+                    }
+                    // Completions of one connection come back in call order.
+                    if let Some(k) = started.iter().position(|(i, _)| *i == id) {
+                        let (_, t) = started.remove(k).expect("found");
+                        if let (true, Some(t)) = (on, t) {
+                            let _ = hist.record(t.elapsed().as_nanos() as u64);
+                        }
+                    }
+                });
+                if on && n > 0 {
+                    calls += n as u64;
+                    completed.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                if n == 0 && nic.is_none() {
+                    empty = empty.saturating_add(1);
+                    YIELD_ONLY.wait(empty);
+                } else {
+                    empty = 0;
+                }
+            }
+            let handed_back = handed_to - handed_from.unwrap_or(handed_to);
+            let estimates = nic
+                .as_ref()
+                .and_then(|n| n.offload())
+                .and_then(|o| o.hand_back_estimates());
+            ClientTally {
+                calls,
+                handed_back,
+                hist,
+                errors,
+                first_error,
+                estimates,
+            }
+        })
     };
 
     std::thread::sleep(WARMUP);
@@ -494,7 +519,14 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
     measuring.store(false, Ordering::Release);
     let seconds = t0.elapsed().as_secs_f64();
     done.store(true, Ordering::Release);
-    let (calls, handed_back, hist, (errors, first_error)) = client
+    let ClientTally {
+        calls,
+        handed_back,
+        hist,
+        errors,
+        first_error,
+        estimates,
+    } = client
         .join()
         .map_err(|_| anyhow!("the client thread panicked"))?;
     let (busy, all) = worker
@@ -520,6 +552,7 @@ fn measure(svc: &RecordService, body: &[u8], site: DtSite, a: &DtConfig) -> Resu
         app_all_ns: all,
         per_turn: served as f64 / turns.load(Ordering::Relaxed).max(1) as f64,
         handed_back,
+        estimates,
         hist,
     })
 }
@@ -560,7 +593,7 @@ pub fn run(a: &DtConfig) -> Result<Vec<DtSummary>> {
         let (svc, body) = workload(a.workload, kernels, work_iters)?;
         setups.push((svc.clone(), body.clone(), DtSite::AppCore, kernels));
         let offloaded = match a.hand_back {
-            Some(every) => svc.with_hand_back(HandBack { every }),
+            Some(rule) => svc.with_hand_back(rule),
             None => svc,
         };
         setups.push((offloaded, body, DtSite::NicCore, kernels));
@@ -600,6 +633,7 @@ fn summarize(w: DtWorkload, site: DtSite, kernels: bool, rounds: &[DtRow]) -> Dt
         app_all_ns: spread(&|r| r.app_all_ns as f64 / r.calls as f64),
         per_turn: spread(&|r| r.per_turn),
         handed_back: spread(&|r| r.handed_back as f64 / r.calls as f64),
+        hand_back_estimates: rounds.last().and_then(|r| r.estimates),
         hist,
     }
 }
@@ -703,6 +737,19 @@ mod tests {
             inline.iter().all(|r| r.app_ns.median > 250.0),
             "500 ns of app work"
         );
+        // Under the automatic hand-back rule every call is answered (`run` fails otherwise)
+        // and the NIC core has both cores' costs to work from.
+        let auto = run(&DtConfig {
+            client_on_nic_core: true,
+            hand_back: Some(HandBack::Auto(Default::default())),
+            kernels: false,
+            ..a.clone()
+        })
+        .unwrap();
+        let e = auto[1].hand_back_estimates.expect("the automatic rule's estimates");
+        assert!(e.nic_dt_ns > 0.0 && e.app_record_ns > 0.0, "{e:?}");
+        assert!((0.0..=1.0).contains(&e.cap) && (0.0..=1.0).contains(&e.nic_busy));
+        assert!(auto[0].hand_back_estimates.is_none(), "DT on the app core");
     }
 
     #[test]

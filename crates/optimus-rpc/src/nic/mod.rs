@@ -232,6 +232,14 @@ pub trait Handler: Send {
     fn handle_wire(&mut self, method: u16, request: &[u8], response: &mut Vec<u8>) -> Status {
         self.handle(method, request, response)
     }
+
+    /// A worker's turn over its ring begins: it is about to take the requests there (if
+    /// any).
+    fn turn_begins(&mut self) {}
+
+    /// The turn ends, having served `calls` requests (none: it found the ring empty) and
+    /// handed their replies to the NIC.
+    fn turn_ends(&mut self, _calls: usize) {}
 }
 
 impl<F: FnMut(u16, &[u8], &mut Vec<u8>) -> Status + Send> Handler for F {
@@ -491,6 +499,9 @@ impl<T: Transport> Nic<T> {
             c.txq.consume(n);
         }
         c.publish_rx();
+        if let Some(dt) = c.offload.as_mut() {
+            dt.on_poll(work > 0);
+        }
         work
     }
 

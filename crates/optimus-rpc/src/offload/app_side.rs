@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use optimus_core::{Arena, Record};
 
+use super::hand_back::AppTimer;
 use super::slots::{parse_token, Kept};
 use super::split::{decode_request, merge_reply, on_nic};
 use super::{Exchange, Reply, Request};
@@ -26,6 +27,8 @@ pub struct AppDt {
     ex: Arc<Exchange>,
     /// The calls whose DT the NIC core handed back: decoded, run and encoded here.
     wire: AppCoreDt,
+    /// Under the automatic hand-back rule, this core's timings for the NIC core to weigh.
+    timer: AppTimer,
 }
 
 impl AppDt {
@@ -33,6 +36,7 @@ impl AppDt {
         Self {
             wire: AppCoreDt::new(ex.clone()),
             ex,
+            timer: AppTimer::default(),
         }
     }
 
@@ -118,14 +122,40 @@ impl AppDt {
 
 impl Handler for AppDt {
     fn handle(&mut self, _method: u16, request: &[u8], response: &mut Vec<u8>) -> Status {
-        match self.run(request) {
+        let started = self
+            .ex
+            .timing
+            .then(|| self.timer.call_begins(false))
+            .flatten();
+        let r = self.run(request);
+        self.timer.call_ends(started, false);
+        match r {
             Ok(()) => Status::Ok,
             Err(f) => fail(f, response),
         }
     }
 
     fn handle_wire(&mut self, method: u16, request: &[u8], response: &mut Vec<u8>) -> Status {
-        self.wire.handle(method, request, response)
+        let started = self
+            .ex
+            .timing
+            .then(|| self.timer.call_begins(true))
+            .flatten();
+        let st = self.wire.handle(method, request, response);
+        self.timer.call_ends(started, true);
+        st
+    }
+
+    fn turn_begins(&mut self) {
+        if self.ex.timing {
+            self.timer.turn_begins();
+        }
+    }
+
+    fn turn_ends(&mut self, _calls: usize) {
+        if self.ex.timing {
+            self.timer.turn_ends(&self.ex.app_costs);
+        }
     }
 }
 

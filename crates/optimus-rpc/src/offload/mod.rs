@@ -34,6 +34,7 @@
 //! ```
 
 mod app_side;
+mod hand_back;
 mod nic_side;
 pub mod placement;
 pub(crate) mod slots;
@@ -48,6 +49,7 @@ use optimus_core::{Arena, FieldRef, Record};
 use optimus_schema::{Cardinality, MessageId, SchemaSet};
 
 pub use app_side::{AppCoreDt, AppDt};
+pub use hand_back::{AutoHandBack, HandBack, HandBackEstimates, PROBE_EVERY};
 pub use nic_side::NicDt;
 pub use placement::{Placement, PlacementTables, PLACEMENT_PROTO};
 pub use updating::FieldUpdating;
@@ -88,17 +90,6 @@ pub struct RecordService {
     hand_back: Option<HandBack>,
     decode: DecodeOptions,
     kernel_limit: usize,
-}
-
-/// When the NIC core hands a call's DT back to the app core (DT on the NIC core, where the
-/// NIC core, which also carries the network's frames, can become the bottleneck): one call
-/// in `every` of those that find their worker with nothing left to take, its core waiting
-/// on the NIC's. The app core then decodes, runs and encodes that call itself, as with DT on
-/// the app core; a share of at most `1 / every` of the calls bounds the time it gives back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HandBack {
-    /// One call in this many (at least 1: every such call).
-    pub every: u32,
 }
 
 impl RecordService {
@@ -260,11 +251,15 @@ impl RecordService {
         self
     }
 
-    /// Lets the NIC core hand calls' DT back to the app core ([`HandBack`]; off by default:
-    /// with DT on the NIC core, every call's DT runs there).
+    /// Lets the NIC core hand calls' DT back to the app core when it is the bottleneck
+    /// ([`HandBack`]; off by default: with DT on the NIC core, every call's DT runs there).
     pub fn with_hand_back(mut self, policy: HandBack) -> Self {
-        self.hand_back = Some(HandBack {
-            every: policy.every.max(1),
+        self.hand_back = Some(match policy {
+            HandBack::Every(every) => HandBack::Every(every.max(1)),
+            HandBack::Auto(auto) => HandBack::Auto(AutoHandBack {
+                min_saving: auto.min_saving.max(1.0),
+                max_cost_ratio: auto.max_cost_ratio.max(0.0),
+            }),
         });
         self
     }
@@ -299,6 +294,8 @@ impl RecordService {
             methods: self.methods.clone().into(),
             counters: AccessCounters::new(&self.schema, &self.placement),
             counting: self.updating.is_some(),
+            timing: matches!(self.hand_back, Some(HandBack::Auto(_))),
+            app_costs: hand_back::AppCosts::default(),
             decode: self.decode.clone(),
             kernel_limit: self.kernel_limit,
         })
@@ -313,6 +310,10 @@ pub(crate) struct Exchange {
     pub(crate) counters: AccessCounters,
     /// Field updating is on: the app counts its accesses (off, it counts nothing).
     pub(crate) counting: bool,
+    /// The automatic hand-back rule is on: the app times a sample of its calls into
+    /// `app_costs`.
+    pub(crate) timing: bool,
+    pub(crate) app_costs: hand_back::AppCosts,
     pub(crate) decode: DecodeOptions,
     pub(crate) kernel_limit: usize,
 }

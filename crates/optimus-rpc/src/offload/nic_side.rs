@@ -5,11 +5,12 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::hand_back::{HandBack, HandBackEstimates, HandBackState};
 use super::placement::PlacementTables;
 use super::slots::{token, Kept, TOKEN_BYTES};
 use super::split::{decode_request, forward_raw, merge_reply, RawPlan};
 use super::updating::{FieldUpdating, Updater};
-use super::{Exchange, HandBack, UpdatingStats};
+use super::{Exchange, UpdatingStats};
 use crate::frame::Status;
 use crate::kernels::{open_chain, Side};
 use crate::typed::Failure;
@@ -30,11 +31,8 @@ pub struct NicDt {
     flat: Vec<u8>,
     /// Per method, its co-serialization plan under the last placement version it ran with.
     plans: Vec<Option<RawPlan>>,
-    /// When calls' DT goes back to the app core, calls counted towards the next, and the
-    /// calls handed back so far.
-    hand_back: Option<HandBack>,
-    since_hand_back: u32,
-    handed_back: u64,
+    /// When calls' DT goes back to the app core, and what that rule counts and times.
+    hand_back: Option<HandBackState>,
 }
 
 impl NicDt {
@@ -46,9 +44,7 @@ impl NicDt {
     ) -> Self {
         let updater = Updater::new(ex.schema(), policy);
         Self {
-            hand_back,
-            since_hand_back: 0,
-            handed_back: 0,
+            hand_back: hand_back.map(HandBackState::new),
             ex,
             current,
             updater,
@@ -79,32 +75,64 @@ impl NicDt {
         self.hand_back.is_some()
     }
 
+    /// Counts one poll of the NIC core, which found work or not (the automatic hand-back
+    /// rule's measure of its load).
+    #[inline]
+    pub(crate) fn on_poll(&mut self, busy: bool) {
+        if let Some(h) = self.hand_back.as_mut() {
+            h.on_poll(busy);
+        }
+    }
+
     /// Whether this call's DT goes back to the app core, given whether its worker has taken
     /// every request handed to it.
     pub(crate) fn hands_back(&mut self, worker_idle: bool) -> bool {
-        let Some(h) = self.hand_back else {
-            return false;
-        };
-        if !worker_idle {
-            return false;
+        match self.hand_back.as_mut() {
+            Some(h) => h.decide(worker_idle, &self.ex.app_costs),
+            None => false,
         }
-        self.since_hand_back += 1;
-        if self.since_hand_back < h.every {
-            return false;
-        }
-        self.since_hand_back = 0;
-        self.handed_back += 1;
-        true
     }
 
     /// Calls whose DT the NIC core handed back to the app core so far.
     pub fn handed_back(&self) -> u64 {
-        self.handed_back
+        self.hand_back
+            .as_ref()
+            .map_or(0, HandBackState::handed_back)
+    }
+
+    /// What the automatic hand-back rule works from now (`None` under another rule).
+    pub fn hand_back_estimates(&self) -> Option<HandBackEstimates> {
+        let h = self.hand_back.as_ref()?;
+        match h.rule() {
+            HandBack::Auto(auto) => Some(h.estimates(&self.ex.app_costs, auto)),
+            HandBack::Every(_) => None,
+        }
+    }
+
+    /// The hand-back rule's sampler for this NIC core's decodes or encodes, when it times
+    /// them.
+    fn sampler(&mut self, encode: bool) -> Option<&mut super::hand_back::Sampler> {
+        let h = self.hand_back.as_mut().filter(|h| h.timing())?;
+        Some(if encode { &mut h.encode } else { &mut h.decode })
     }
 
     /// Decodes request `payload` of `method` into slot `k` and returns the token the worker's
     /// frame carries.
     pub(crate) fn decode_into(
+        &mut self,
+        k: usize,
+        method: u16,
+        payload: &[u8],
+    ) -> Result<[u8; TOKEN_BYTES], Failure> {
+        let started = self.sampler(false).and_then(|s| s.start());
+        let r = self.decode_slot(k, method, payload);
+        if let Some(s) = self.sampler(false) {
+            s.stop(started);
+        }
+        r
+    }
+
+    fn decode_slot(
         &mut self,
         k: usize,
         method: u16,
@@ -193,6 +221,15 @@ impl NicDt {
         k: usize,
         emit: impl FnOnce(&[&[u8]]) -> R,
     ) -> Result<R, Failure> {
+        let started = self.sampler(true).and_then(|s| s.start());
+        let r = self.encode_slot(k, emit);
+        if let Some(s) = self.sampler(true) {
+            s.stop(started);
+        }
+        r
+    }
+
+    fn encode_slot<R>(&mut self, k: usize, emit: impl FnOnce(&[&[u8]]) -> R) -> Result<R, Failure> {
         let ex = &*self.ex;
         let mut slot = ex
             .slots
