@@ -737,8 +737,8 @@ fn write_dt_rows(
                 r.per_turn.median,
                 r.handed_back.median,
                 r.hand_back_estimates.map_or("null".to_string(), |e| format!(
-                    "{{\"cap\":{:.3},\"nic_dt_ns\":{:.0},\"app_record_ns\":{:.0},\"app_wire_ns\":{:.0},\"nic_busy\":{:.3}}}",
-                    e.cap, e.nic_dt_ns, e.app_record_ns, e.app_wire_ns, e.nic_busy
+                    "{{\"cap\":{:.3},\"nic_dt_ns\":{:.0},\"app_record_ns\":{:.0},\"app_wire_ns\":{:.0},\"app_all_ns\":{:.0},\"nic_busy\":{:.3}}}",
+                    e.cap, e.nic_dt_ns, e.app_record_ns, e.app_wire_ns, e.app_all_ns, e.nic_busy
                 )),
                 r.mrps.median,
                 r.mrps.min,

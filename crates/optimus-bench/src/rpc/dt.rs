@@ -746,7 +746,9 @@ mod tests {
             ..a.clone()
         })
         .unwrap();
-        let e = auto[1].hand_back_estimates.expect("the automatic rule's estimates");
+        let e = auto[1]
+            .hand_back_estimates
+            .expect("the automatic rule's estimates");
         assert!(e.nic_dt_ns > 0.0 && e.app_record_ns > 0.0, "{e:?}");
         assert!((0.0..=1.0).contains(&e.cap) && (0.0..=1.0).contains(&e.nic_busy));
         assert!(auto[0].hand_back_estimates.is_none(), "DT on the app core");
