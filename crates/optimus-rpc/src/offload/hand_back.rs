@@ -9,18 +9,21 @@
 //! automatic rule ([`AutoHandBack`]) hands calls back only while all of these hold:
 //!
 //! - the call's worker has taken every request given to it (the app core is waiting);
-//! - the NIC core is saturated: nearly every one of its recent polls found work;
+//! - the NIC core is saturated: it spent at least 90% of its recent time in polls that found
+//!   work;
 //! - the app core does a call's DT at most [`AutoHandBack::max_cost_ratio`] times as slowly as
 //!   the NIC core (a call whose DT the NIC core does cheaply, as one whose fields stay in NIC
 //!   memory, is worth little to it and costs the app core much);
 //! - the share of the calls handed back stays below the one at which the app core's time per
 //!   call, the handler on records plus that share of the calls' whole DT, would exceed
-//!   `1 / min_saving` of what a call with its DT costs it.
+//!   `1 / min_saving` of what a call with its DT costs it; that share is scaled down while
+//!   the app core's measured time per call, over calls of both kinds as they come, is above
+//!   the bound (mixed, they cost more than each timed apart).
 //!
-//! The first eligible call, and then one every [`PROBE_EVERY`] calls while none went back,
-//! goes back as a probe, so the app core's cost of a whole call stays measured. Each side
-//! times a sample of its own calls (the app core also the work of its turns around them, and
-//! every call handed back); the NIC core reads the app core's through atomics.
+//! A call whose worker is idle goes back as a probe, whatever the rest, when none went back
+//! in the last [`PROBE_EVERY`] calls, so the app core's cost of a whole call stays measured.
+//! Each side times a sample of its own calls (the app core also whole turns, and every call
+//! handed back); the NIC core reads the app core's through atomics.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
@@ -89,36 +92,19 @@ impl Ewma {
     }
 }
 
-/// Times one call in `period` into a moving average (the NIC core's DT).
-#[derive(Clone, Debug)]
+/// Times one call in [`SAMPLE_EVERY`] into a moving average (the NIC core's DT).
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Sampler {
-    period: u32,
     count: u32,
     pub(crate) avg: Ewma,
 }
 
-impl Default for Sampler {
-    /// One call in [`SAMPLE_EVERY`].
-    fn default() -> Self {
-        Self::every(SAMPLE_EVERY)
-    }
-}
-
 impl Sampler {
-    /// Times one call in `period` (at least 1).
-    pub(crate) fn every(period: u32) -> Self {
-        Self {
-            period: period.max(1),
-            count: 0,
-            avg: Ewma::default(),
-        }
-    }
-
     /// The start of a call to time, if this one is timed.
     #[inline]
     pub(crate) fn start(&mut self) -> Option<Instant> {
         self.count += 1;
-        if self.count < self.period {
+        if self.count < SAMPLE_EVERY {
             return None;
         }
         self.count = 0;
