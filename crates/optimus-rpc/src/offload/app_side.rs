@@ -40,6 +40,19 @@ impl AppDt {
         }
     }
 
+    /// Runs one call (`wire`: handed back), timed for the automatic hand-back rule when it is
+    /// on and the call is one its timer takes.
+    fn timed<R>(&mut self, wire: bool, call: impl FnOnce(&mut Self) -> R) -> R {
+        let started = self
+            .ex
+            .timing
+            .then(|| self.timer.call_begins(wire))
+            .flatten();
+        let r = call(self);
+        self.timer.call_ends(started, wire);
+        r
+    }
+
     fn run(&self, token: &[u8]) -> Result<(), Failure> {
         let ex = &*self.ex;
         let (k, gen) = parse_token(token)
@@ -122,28 +135,14 @@ impl AppDt {
 
 impl Handler for AppDt {
     fn handle(&mut self, _method: u16, request: &[u8], response: &mut Vec<u8>) -> Status {
-        let started = self
-            .ex
-            .timing
-            .then(|| self.timer.call_begins(false))
-            .flatten();
-        let r = self.run(request);
-        self.timer.call_ends(started, false);
-        match r {
+        match self.timed(false, |dt| dt.run(request)) {
             Ok(()) => Status::Ok,
             Err(f) => fail(f, response),
         }
     }
 
     fn handle_wire(&mut self, method: u16, request: &[u8], response: &mut Vec<u8>) -> Status {
-        let started = self
-            .ex
-            .timing
-            .then(|| self.timer.call_begins(true))
-            .flatten();
-        let st = self.wire.handle(method, request, response);
-        self.timer.call_ends(started, true);
-        st
+        self.timed(true, |dt| dt.wire.handle(method, request, response))
     }
 
     fn turn_begins(&mut self) {
