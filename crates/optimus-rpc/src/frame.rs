@@ -196,7 +196,7 @@ impl FrameHeader {
         let b: &[u8; HEADER_BYTES] = b
             .get(..HEADER_BYTES)
             .and_then(|s| s.try_into().ok())
-            .ok_or(RpcError::Truncated {
+            .ok_or_else(|| RpcError::Truncated {
                 needed: HEADER_BYTES,
                 got: b.len(),
             })?;
@@ -235,7 +235,9 @@ impl FrameHeader {
         if self.flags & FLAG_CHECKSUM == 0 && self.checksum != 0 {
             return Err(RpcError::Malformed("checksum without FLAG_CHECKSUM"));
         }
-        let kind = self.frame_kind().ok_or(RpcError::Malformed("kind"))?;
+        let kind = self
+            .frame_kind()
+            .ok_or_else(|| RpcError::Malformed("kind"))?;
         if self.payload_len as usize > max_payload {
             return Err(RpcError::TooLarge {
                 len: self.payload_len as usize,

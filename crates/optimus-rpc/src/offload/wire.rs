@@ -19,7 +19,39 @@ pub(crate) struct WireField<'a> {
     pub(crate) value: &'a [u8],
 }
 
-#[inline]
+/// A varint at `pos`: one of one or two bytes here, longer ones by [`varint`] (tags and
+/// lengths are mostly that short).
+#[inline(always)]
+fn short_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    match *buf.get(*pos..)? {
+        [b, ..] if b < 0x80 => {
+            *pos += 1;
+            Some(u64::from(b))
+        }
+        [b, c, ..] if c < 0x80 => {
+            *pos += 2;
+            Some(u64::from(b & 0x7f) | u64::from(c) << 7)
+        }
+        _ => varint(buf, pos),
+    }
+}
+
+/// Moves `pos` past a varint whose value is not needed: its end found in one word where
+/// eight bytes remain.
+#[inline(always)]
+fn skip_varint(buf: &[u8], pos: &mut usize) -> Option<()> {
+    if let Some(w) = buf.get(*pos..*pos + 8) {
+        let word = u64::from_le_bytes(w.try_into().ok()?);
+        let ends = !word & 0x8080_8080_8080_8080;
+        if ends != 0 {
+            *pos += ends.trailing_zeros() as usize / 8 + 1;
+            return Some(());
+        }
+    }
+    varint(buf, pos).map(|_| ())
+}
+
+#[inline(never)]
 fn varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
@@ -47,22 +79,22 @@ impl<'a> Fields<'a> {
         Self { buf, pos: 0 }
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_field(&mut self) -> Option<WireField<'a>> {
         let buf = self.buf;
         let mut pos = self.pos;
         let start = pos;
-        let tag = varint(buf, &mut pos)?;
+        let tag = short_varint(buf, &mut pos)?;
         let number = u32::try_from(tag >> 3).ok().filter(|&n| n != 0)?;
         let wire_type = (tag & 7) as u8;
         let value_start = pos;
         let value_len = match wire_type {
             0 => {
-                varint(buf, &mut pos)?;
+                skip_varint(buf, &mut pos)?;
                 0
             }
             1 => 8,
-            LEN => usize::try_from(varint(buf, &mut pos)?).ok()?,
+            LEN => usize::try_from(short_varint(buf, &mut pos)?).ok()?,
             5 => 4,
             _ => return None,
         };
@@ -369,6 +401,42 @@ mod tests {
         b.extend_from_slice(&[0x21, 1, 2, 3, 4, 5, 6, 7, 8]);
         put_field(&mut b, 5, LEN, &[9; 200]);
         b
+    }
+
+    #[test]
+    fn the_short_and_skipping_varint_readers_agree_with_the_loop() {
+        // Every buffer of up to two bytes, and of 3 to 12 bytes built from continued and
+        // final bytes, at every start.
+        let mut bufs: Vec<Vec<u8>> = Vec::new();
+        for a in 0..=255u8 {
+            bufs.push(vec![a]);
+            for b in 0..=255u8 {
+                bufs.push(vec![a, b]);
+            }
+        }
+        for len in 3..=12 {
+            for end in 0..len {
+                let mut b: Vec<u8> = (0..len).map(|i| 0x81 + i as u8).collect();
+                b[end] = 0x05;
+                bufs.push(b);
+            }
+            bufs.push(vec![0xff; len]);
+        }
+        for b in &bufs {
+            for start in 0..=b.len() {
+                let (mut p0, mut p1, mut p2) = (start, start, start);
+                let want = varint(b, &mut p0);
+                assert_eq!(short_varint(b, &mut p1), want, "{b:x?} at {start}");
+                assert_eq!(
+                    skip_varint(b, &mut p2),
+                    want.map(|_| ()),
+                    "{b:x?} at {start}"
+                );
+                if want.is_some() {
+                    assert_eq!((p1, p2), (p0, p0), "{b:x?} at {start}");
+                }
+            }
+        }
     }
 
     #[test]
