@@ -193,13 +193,17 @@ impl FrameHeader {
     /// [`RpcError::Truncated`] if `b` is shorter than a header.
     #[inline]
     pub fn decode(b: &[u8]) -> Result<Self, RpcError> {
-        let b: &[u8; HEADER_BYTES] = b
+        // The error built only when returned (as an `ok_or` argument it was built, then
+        // dropped, on every ring peek).
+        let Some(b) = b
             .get(..HEADER_BYTES)
-            .and_then(|s| s.try_into().ok())
-            .ok_or_else(|| RpcError::Truncated {
+            .and_then(|s| <&[u8; HEADER_BYTES]>::try_from(s).ok())
+        else {
+            return Err(RpcError::Truncated {
                 needed: HEADER_BYTES,
                 got: b.len(),
-            })?;
+            });
+        };
         Ok(Self {
             magic: u16::from_le_bytes([b[0], b[1]]),
             version: b[2],
@@ -235,9 +239,9 @@ impl FrameHeader {
         if self.flags & FLAG_CHECKSUM == 0 && self.checksum != 0 {
             return Err(RpcError::Malformed("checksum without FLAG_CHECKSUM"));
         }
-        let kind = self
-            .frame_kind()
-            .ok_or_else(|| RpcError::Malformed("kind"))?;
+        let Some(kind) = self.frame_kind() else {
+            return Err(RpcError::Malformed("kind"));
+        };
         if self.payload_len as usize > max_payload {
             return Err(RpcError::TooLarge {
                 len: self.payload_len as usize,
