@@ -144,14 +144,14 @@ impl AppCosts {
     }
 }
 
-/// The app core's timings under the automatic rule. One turn in [`WHOLE_TIMED_TURNS`], if its
-/// calls are all ones the NIC decoded, is timed whole, from its start to its replies' release;
-/// its time per call is what such a call costs the app core. A handed-back call is timed
-/// alone, and one turn in [`CALL_TIMED_TURNS`] times each of its calls alone (such a turn's whole time counts for
-/// nothing), which gives the handler's part of a call on records: a handed-back call costs the
-/// app core its own time plus what a call on records costs outside its handler. (Taking the
-/// handed-back calls' cost from the time of the turns they share with the others would
-/// multiply any error in the others' cost by their number.)
+/// The app core's timings under the automatic rule. One turn in [`WHOLE_TIMED_TURNS`] is timed
+/// whole, from its start to its replies' release: its time per call is what a call costs the
+/// app core as the calls come and, if its calls are all ones the NIC decoded, what such a
+/// call costs. A handed-back call is timed alone, and one turn in [`CALL_TIMED_TURNS`] (never
+/// one timed whole) times each of its calls alone, which gives the handler's part of a call on
+/// records: a handed-back call costs the app core its own time plus what a call on records
+/// costs outside its handler. (Taking the handed-back calls' cost from the time of the turns
+/// they share with the others would multiply any error in the others' cost by their number.)
 #[derive(Clone, Debug, Default)]
 pub(crate) struct AppTimer {
     /// Turns that served calls, towards the next whose calls are timed alone.
