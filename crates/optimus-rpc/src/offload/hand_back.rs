@@ -92,6 +92,29 @@ impl Ewma {
     }
 }
 
+/// Where the timers read the time: the monotonic clock, or a test's own.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Clock(fn() -> Instant);
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self(Instant::now)
+    }
+}
+
+impl Clock {
+    #[inline]
+    fn now(self) -> Instant {
+        (self.0)()
+    }
+
+    /// Nanoseconds from `since` to now.
+    #[inline]
+    fn ns_since(self, since: Instant) -> f64 {
+        self.now().duration_since(since).as_nanos() as f64
+    }
+}
+
 /// Times one call in [`SAMPLE_EVERY`] into a moving average (the NIC core's DT).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Sampler {
@@ -168,6 +191,7 @@ pub(crate) struct AppTimer {
     wire_call: Ewma,
     /// A call of either kind in the turn's time.
     all: Ewma,
+    clock: Clock,
 }
 
 /// One turn in this many is timed whole, and one (another) times its calls alone.
@@ -177,7 +201,7 @@ const CALL_TIMED_TURNS: u32 = 64;
 impl AppTimer {
     pub(crate) fn turn_begins(&mut self) {
         if self.turns % WHOLE_TIMED_TURNS == 0 {
-            self.turn_start = Some(Instant::now());
+            self.turn_start = Some(self.clock.now());
         }
     }
 
@@ -189,13 +213,13 @@ impl AppTimer {
         } else {
             self.records += 1;
         }
-        (wire || self.timing_calls).then(Instant::now)
+        (wire || self.timing_calls).then(|| self.clock.now())
     }
 
     #[inline]
     pub(crate) fn call_ends(&mut self, started: Option<Instant>, wire: bool) {
         if let Some(t) = started {
-            let ns = t.elapsed().as_nanos() as f64;
+            let ns = self.clock.ns_since(t);
             if wire {
                 self.wire_call.add(ns);
             } else {
@@ -213,7 +237,7 @@ impl AppTimer {
         }
         if let Some(t) = self.turn_start.take() {
             if !self.timing_calls {
-                let ns = t.elapsed().as_nanos() as f64;
+                let ns = self.clock.ns_since(t);
                 self.all.add(ns / f64::from(records + wires));
                 if wires == 0 {
                     self.record_turn.add(ns / f64::from(records));
@@ -290,6 +314,7 @@ pub(crate) struct HandBackState {
     look_in: u32,
     pub(crate) decode: Sampler,
     pub(crate) encode: Sampler,
+    clock: Clock,
 }
 
 impl HandBackState {
@@ -312,6 +337,7 @@ impl HandBackState {
             look_in: 0,
             decode: Sampler::default(),
             encode: Sampler::default(),
+            clock: Clock::default(),
         }
     }
 
@@ -331,7 +357,7 @@ impl HandBackState {
         if busy == self.last_busy || !self.watching {
             return;
         }
-        let now = Instant::now();
+        let now = self.clock.now();
         self.close_period(now);
         self.last_busy = busy;
     }
@@ -366,7 +392,7 @@ impl HandBackState {
     fn saturated(&mut self) -> bool {
         if self.look_in == 0 {
             self.look_in = LOOK_EVERY;
-            self.close_period(Instant::now());
+            self.close_period(self.clock.now());
             self.was_saturated = self.busy_share() >= SATURATED;
         }
         self.look_in -= 1;
@@ -467,6 +493,23 @@ impl HandBackState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    thread_local! {
+        /// This test thread's clock: a start, and the time it has been moved on by.
+        static TEST_START: Instant = Instant::now();
+        static TEST_ELAPSED: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+    }
+
+    fn test_now() -> Instant {
+        TEST_START.with(|start| *start) + TEST_ELAPSED.with(Cell::get)
+    }
+
+    /// Moves this thread's test clock on by `ms` milliseconds.
+    fn pass(ms: u64) {
+        TEST_ELAPSED.with(|e| e.set(e.get() + Duration::from_millis(ms)));
+    }
 
     fn costs(record: u32, wire: u32) -> AppCosts {
         let c = AppCosts::default();
@@ -557,22 +600,23 @@ mod tests {
     #[test]
     fn the_nic_cores_busy_time_is_that_of_polls_that_found_work() {
         let mut s = HandBackState::new(HandBack::Auto(AutoHandBack::default()));
-        s.watching = true;
+        (s.watching, s.clock) = (true, Clock(test_now));
         s.on_poll(true);
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        pass(2);
         s.on_poll(false);
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        pass(2);
         s.on_poll(true);
-        // Two windows' worth, halved once: half of it busy either way.
-        let share = s.busy_share();
-        assert!((0.3..0.7).contains(&share), "busy share {share}");
+        // 2 ms busy, over the window and halved to 1; then 2 ms idle, and halved again: the
+        // recent idle time weighs twice the busy time before it.
+        assert_eq!(s.busy_share(), 1.0 / 3.0);
         assert!(!s.saturated());
     }
 
     #[test]
     fn the_app_cores_turns_give_each_kind_of_calls_cost() {
         let (mut t, costs) = (AppTimer::default(), AppCosts::default());
-        let sleep = |ms| std::thread::sleep(std::time::Duration::from_millis(ms));
+        t.clock = Clock(test_now);
+        let sleep = pass;
         // Turns of four calls on records, 1 ms each in the handler and 1 ms outside; every
         // CALL_TIMED_TURNS-th times its calls alone.
         for _ in 0..CALL_TIMED_TURNS + WHOLE_TIMED_TURNS {
@@ -597,9 +641,9 @@ mod tests {
         sleep(2);
         t.turn_ends(&costs);
         let (record, wire) = costs.get();
-        assert!((2.0e6..2.6e6).contains(&record), "record {record}");
+        assert_eq!(record, 2.0e6);
         // 3 ms, and 1 ms outside the handler.
-        assert!((4.0e6..4.8e6).contains(&wire), "wire {wire}");
+        assert_eq!(wire, 4.0e6);
     }
 
     #[test]
