@@ -234,17 +234,19 @@ fn decode_parallel(
         return decode_rows(schema, id, rows, 0, opts);
     }
     let per = rows.len().div_ceil(threads);
-    let parts: Vec<Result<StructArray, RowError>> = rows
-        .par_chunks(per)
-        .enumerate()
-        .map(|(k, part)| decode_rows(schema, id, part, k * per, opts))
-        .collect();
-    let mut arrays = Vec::with_capacity(parts.len());
-    for p in parts {
-        // Parts are in row order: the first error is the earliest row's.
-        arrays.push(p?);
-    }
-    Ok(crate::join::join_parts(&arrays, threads))
+    crate::pool::pool().install(|| {
+        let parts: Vec<Result<StructArray, RowError>> = rows
+            .par_chunks(per)
+            .enumerate()
+            .map(|(k, part)| decode_rows(schema, id, part, k * per, opts))
+            .collect();
+        let mut arrays = Vec::with_capacity(parts.len());
+        for p in parts {
+            // Parts are in row order: the first error is the earliest row's.
+            arrays.push(p?);
+        }
+        Ok(crate::join::join_parts(&arrays, threads))
+    })
 }
 
 /// An Arrow array exported by pyarrow through the C data interface.

@@ -13,6 +13,7 @@ mod arrow;
 mod dict;
 mod formats;
 mod join;
+mod pool;
 
 use std::path::PathBuf;
 use std::sync::Arc;
