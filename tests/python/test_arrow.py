@@ -136,8 +136,15 @@ def test_inputs(peers):
     assert peers.decode_batch("bench.Flat", []).num_rows == 0
     with pytest.raises(TypeError):
         peers.decode_batch("bench.Flat", pa.array([1, 2]))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="messages must be bytes"):
         peers.decode_batch("bench.Flat", ["not bytes"])
+    with pytest.raises(TypeError, match="messages must be bytes"):
+        peers.decode_batch("bench.Flat", tuple(data) + (bytearray(data[0]),))
+    # A bytes subclass is bytes; a tuple is a list.
+    class Wire(bytes):
+        pass
+
+    assert peers.decode_batch("bench.Flat", (Wire(data[0]),) * 2).equals(peers.decode_batch("bench.Flat", [data[0]] * 2))
 
 
 def test_recursion_depth(kitchen, kitchen_pb2):
@@ -232,6 +239,32 @@ def test_threads_split_one_batch(kitchen, pools):
     with pytest.raises(optimus.DecodeError) as e:
         kitchen.decode_batch("kitchen.Sink", data, threads=2)
     assert e.value.row == 100
+
+
+def test_decode_table_keeps_each_threads_part_as_a_chunk(kitchen, pools):
+    """decode_table: the rows decode_batch gives, as a Table of one chunk per thread's part
+    (in row order, none copied into one batch); errors name the row across the parts."""
+    import msggen
+
+    gen = msggen.MessageGenerator(pools["kitchen"], random.Random(6))
+    data = [m.SerializeToString() for m in gen.messages("kitchen.Sink", 300)] * 14
+    data[3000] = b"\xff"
+    for enums in ("dictionary", "string", "int"):
+        one = kitchen.decode_batch("kitchen.Sink", data, enums=enums, mode="permissive", threads=1)
+        for n, chunks in ((1, 1), (2, 2), (64, 2)):
+            table = kitchen.decode_table("kitchen.Sink", data, enums=enums, mode="permissive", threads=n)
+            assert isinstance(table, pa.Table)
+            assert table.schema == one.schema
+            assert table.num_rows == len(data)
+            assert [b.num_rows for b in table.to_batches()] == (
+                [len(data)] if chunks == 1 else [len(data) // 2, len(data) // 2]
+            )
+            assert normalize(plain_rows(table)) == normalize(plain_rows(one))
+    with pytest.raises(optimus.DecodeError) as e:
+        kitchen.decode_table("kitchen.Sink", data, threads=2)
+    assert e.value.row == 3000
+    empty = kitchen.decode_table("kitchen.Sink", [])
+    assert empty.num_rows == 0 and empty.schema == kitchen.arrow_schema("kitchen.Sink")
 
 
 def test_time_unit_microseconds(kitchen, kitchen_pb2):

@@ -220,33 +220,27 @@ fn decode_rows(
     })
 }
 
-/// Decodes `rows` on up to `threads` threads of rayon's pool, each a contiguous part, and
-/// joins the parts.
-fn decode_parallel(
+/// Decodes `rows` on up to `opts.threads` threads of the batch pool, each a contiguous part
+/// of at least [`MIN_ROWS_PER_THREAD`] rows, into a struct array per part, in row order.
+fn decode_parts(
     schema: &SchemaSet,
     id: MessageId,
     rows: &[Row<'_>],
     opts: &BatchOptions,
-    threads: usize,
-) -> Result<StructArray, RowError> {
-    let threads = threads.min(rows.len() / MIN_ROWS_PER_THREAD).max(1);
+) -> Result<Vec<StructArray>, RowError> {
+    let threads = opts.threads.min(rows.len() / MIN_ROWS_PER_THREAD).max(1);
     if threads == 1 {
-        return decode_rows(schema, id, rows, 0, opts);
+        return Ok(vec![decode_rows(schema, id, rows, 0, opts)?]);
     }
     let per = rows.len().div_ceil(threads);
-    crate::pool::pool().install(|| {
-        let parts: Vec<Result<StructArray, RowError>> = rows
-            .par_chunks(per)
+    let parts: Vec<Result<StructArray, RowError>> = crate::pool::pool().install(|| {
+        rows.par_chunks(per)
             .enumerate()
             .map(|(k, part)| decode_rows(schema, id, part, k * per, opts))
-            .collect();
-        let mut arrays = Vec::with_capacity(parts.len());
-        for p in parts {
-            // Parts are in row order: the first error is the earliest row's.
-            arrays.push(p?);
-        }
-        Ok(crate::join::join_parts(&arrays, threads))
-    })
+            .collect()
+    });
+    // Parts are in row order: the first error is the earliest row's.
+    parts.into_iter().collect()
 }
 
 /// An Arrow array exported by pyarrow through the C data interface.
@@ -266,6 +260,72 @@ fn import_arrow(obj: &Bound<'_, PyAny>) -> PyResult<arrow_data::ArrayData> {
     unsafe { from_ffi(*array, &schema) }.map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// How many items ahead of the one read [`sequence_rows`] prefetches.
+const PREFETCH_AHEAD: usize = 32;
+
+/// The rows of a list or tuple of `len` bytes objects (`item(i)`: the borrowed item `i`), in
+/// one pass with the GIL held: each object is kept by a reference in `held` and its bytes are
+/// read where they lie. A large batch's objects are seldom in cache and each is touched
+/// first here, on one thread, so the object some items ahead is prefetched.
+fn sequence_rows<'h, 'py>(
+    py: Python<'py>,
+    len: usize,
+    held: &'h mut Vec<Bound<'py, PyBytes>>,
+    item: impl Fn(usize) -> *mut pyo3::ffi::PyObject,
+) -> PyResult<Vec<Row<'h>>> {
+    held.reserve(len);
+    let mut spans = Vec::with_capacity(len);
+    for i in 0..len {
+        if i + PREFETCH_AHEAD < len {
+            prefetch(item(i + PREFETCH_AHEAD));
+        }
+        // SAFETY: `item(i)` is a live object borrowed from the sequence; the new reference
+        // keeps it alive.
+        let object = unsafe { Bound::from_borrowed_ptr(py, item(i)) };
+        let bytes = object.downcast_into::<PyBytes>().map_err(|e| {
+            pyo3::exceptions::PyTypeError::new_err(format!("messages must be bytes: {e}"))
+        })?;
+        let b = bytes.as_bytes();
+        spans.push((b.as_ptr(), b.len()));
+        held.push(bytes);
+    }
+    Ok(spans
+        .into_iter()
+        // SAFETY: each span is the contents of a bytes object `held` keeps alive for `'h`;
+        // a bytes object's contents never change.
+        .map(|(p, n)| Row::Msg(unsafe { std::slice::from_raw_parts(p, n) }))
+        .collect())
+}
+
+/// Drops the references `sequence_rows` took, prefetching the objects ahead of each.
+fn release(held: Vec<Bound<'_, PyBytes>>) {
+    let ahead: Vec<*mut pyo3::ffi::PyObject> = held
+        .iter()
+        .skip(PREFETCH_AHEAD)
+        .map(|b| b.as_ptr())
+        .collect();
+    for (i, object) in held.into_iter().enumerate() {
+        if let Some(&p) = ahead.get(i) {
+            prefetch(p);
+        }
+        drop(object);
+    }
+}
+
+/// Asks for the cache line at `p` (an object's header and first bytes) ahead of its use.
+#[inline(always)]
+fn prefetch(p: *const pyo3::ffi::PyObject) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Decodes `messages` into one pyarrow.RecordBatch: the parts decoded on several threads are
+/// joined, column by column on the same threads.
 pub(crate) fn decode_batch<'py>(
     py: Python<'py>,
     schema: &SchemaSet,
@@ -273,14 +333,71 @@ pub(crate) fn decode_batch<'py>(
     messages: &Bound<'py, PyAny>,
     opts: &BatchOptions,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let pyarrow = py.import("pyarrow")?;
+    let parts = decode_messages(py, schema, id, messages, opts)?;
+    let batch = match <[StructArray; 1]>::try_from(parts) {
+        Ok([one]) => one,
+        Err(parts) => py.allow_threads(|| {
+            crate::pool::pool().install(|| crate::join::join_parts(&parts, parts.len()))
+        }),
+    };
+    export_batch(py, &batch)
+}
+
+/// Decodes `messages` into a pyarrow.Table whose chunks are the parts decoded on each thread,
+/// in row order: nothing is copied to join them.
+pub(crate) fn decode_table<'py>(
+    py: Python<'py>,
+    schema: &SchemaSet,
+    id: MessageId,
+    messages: &Bound<'py, PyAny>,
+    opts: &BatchOptions,
+) -> PyResult<Bound<'py, PyAny>> {
+    let parts = decode_messages(py, schema, id, messages, opts)?;
+    let batches = parts
+        .iter()
+        .map(|p| export_batch(py, p))
+        .collect::<PyResult<Vec<_>>>()?;
+    py.import("pyarrow")?
+        .getattr("Table")?
+        .call_method1("from_batches", (batches,))
+}
+
+/// Hands `batch` to pyarrow as a RecordBatch through the C data interface (no copy).
+fn export_batch<'py>(py: Python<'py>, batch: &StructArray) -> PyResult<Bound<'py, PyAny>> {
+    let (array, schema_c) =
+        to_ffi(&batch.to_data()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let array = Box::new(array);
+    let schema_c = Box::new(schema_c);
+    let pa = &*array as *const FFI_ArrowArray as usize;
+    let ps = &*schema_c as *const FFI_ArrowSchema as usize;
+    // pyarrow moves both structs out (their release callbacks become null), so dropping the
+    // boxes afterwards frees only the boxes.
+    let rb = py
+        .import("pyarrow")?
+        .getattr("RecordBatch")?
+        .call_method1("_import_from_c", (pa, ps))?;
+    drop(array);
+    drop(schema_c);
+    Ok(rb)
+}
+
+/// Decodes the rows of `messages` (a list or tuple of bytes, a pyarrow binary array, or a
+/// varint-delimited buffer) into a struct array per thread's part, in row order. The GIL is
+/// released while they decode.
+fn decode_messages(
+    py: Python<'_>,
+    schema: &SchemaSet,
+    id: MessageId,
+    messages: &Bound<'_, PyAny>,
+    opts: &BatchOptions,
+) -> PyResult<Vec<StructArray>> {
     // The Arrow schema is checked (recursion) before any row is decoded.
     Ctx::new(schema, opts, id, 0)
         .struct_col(id)
         .map_err(SchemaError::new_err)?;
 
     // Keep what the rows borrow alive for the decode.
-    let mut held: Vec<Bound<'py, PyBytes>> = Vec::new();
+    let mut held: Vec<Bound<'_, PyBytes>> = Vec::new();
     let imported: ArrayRef;
     let buffer;
     fn stream_rows(s: &[u8]) -> Vec<Row<'_>> {
@@ -303,14 +420,16 @@ pub(crate) fn decode_batch<'py>(
     } else if let Ok(b) = messages.downcast::<PyByteArray>() {
         buffer = b.to_vec();
         stream_rows(&buffer)
-    } else if messages.is_instance_of::<PyList>() || messages.is_instance_of::<PyTuple>() {
-        for item in messages.try_iter()? {
-            let item = item?;
-            held.push(item.downcast_into::<PyBytes>().map_err(|e| {
-                pyo3::exceptions::PyTypeError::new_err(format!("messages must be bytes: {e}"))
-            })?);
-        }
-        held.iter().map(|b| Row::Msg(b.as_bytes())).collect()
+    } else if let Ok(list) = messages.downcast::<PyList>() {
+        // SAFETY: `list` is a list; an index below its length names an item.
+        sequence_rows(list.py(), list.len(), &mut held, |i| unsafe {
+            pyo3::ffi::PyList_GetItem(list.as_ptr(), i as pyo3::ffi::Py_ssize_t)
+        })?
+    } else if let Ok(tuple) = messages.downcast::<PyTuple>() {
+        // SAFETY: as above, for a tuple.
+        sequence_rows(tuple.py(), tuple.len(), &mut held, |i| unsafe {
+            pyo3::ffi::PyTuple_GetItem(tuple.as_ptr(), i as pyo3::ffi::Py_ssize_t)
+        })?
     } else if messages.hasattr("_export_to_c")? || messages.hasattr("combine_chunks")? {
         imported = arrow_array::make_array(import_arrow(messages)?);
         match imported.data_type() {
@@ -339,24 +458,12 @@ pub(crate) fn decode_batch<'py>(
         ));
     };
 
-    let threads = opts.threads;
-    let batch = py
-        .allow_threads(|| decode_parallel(schema, id, &rows, opts, threads))
-        .map_err(|RowError { row, err }| to_py_err(py, &err, Some(row)))?;
-    let (array, schema_c) =
-        to_ffi(&batch.to_data()).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let array = Box::new(array);
-    let schema_c = Box::new(schema_c);
-    let pa = &*array as *const FFI_ArrowArray as usize;
-    let ps = &*schema_c as *const FFI_ArrowSchema as usize;
-    // pyarrow moves both structs out (their release callbacks become null), so dropping the
-    // boxes afterwards frees only the boxes.
-    let rb = pyarrow
-        .getattr("RecordBatch")?
-        .call_method1("_import_from_c", (pa, ps))?;
-    drop(array);
-    drop(schema_c);
-    Ok(rb)
+    let parts = py
+        .allow_threads(|| decode_parts(schema, id, &rows, opts))
+        .map_err(|RowError { row, err }| to_py_err(py, &err, Some(row)));
+    drop(rows);
+    release(held);
+    parts
 }
 
 // ------------------------------------------------------------------ encode

@@ -211,6 +211,28 @@ class Schema:
         batches stay on one thread. With dictionary enums each part brings its own
         dictionary, so the joined column's dictionary may repeat names.
         """
+    def decode_table(
+        self,
+        type_name: str,
+        messages: Messages,
+        *,
+        enums: Literal["dictionary", "string", "int"] = "dictionary",
+        emit_defaults: bool = False,
+        recursion_depth: int = -1,
+        mode: Literal["failfast", "permissive"] = "failfast",
+        error_column: str = "_error",
+        threads: int | None = None,
+        time_unit: Literal["ns", "us"] = "ns",
+        format: Literal["protobuf", "thrift-binary", "thrift-compact"] = "protobuf",
+    ) -> pyarrow.Table:
+        """Decode many messages as :meth:`decode_batch` does, with the same options and
+        columns, into a Table whose chunks are the parts decoded on each thread, in row order.
+
+        The parts are handed over as they are, where ``decode_batch`` copies them into one
+        batch, so a large batch gains more from a second core (as pyarrow's own readers
+        return a chunked Table). One thread, or a batch under 4096 rows, gives one chunk.
+        ``table.to_batches()`` gives the parts, ``table.combine_chunks()`` one chunk.
+        """
     def encode_batch(
         self,
         type_name: str,
