@@ -251,18 +251,22 @@ def test_decode_table_keeps_each_threads_part_as_a_chunk(kitchen, pools):
     data[3000] = b"\xff"
     for enums in ("dictionary", "string", "int"):
         one = kitchen.decode_batch("kitchen.Sink", data, enums=enums, mode="permissive", threads=1)
-        for n, chunks in ((1, 1), (2, 2), (64, 2)):
+        # Two parts a thread, of at least 2048 rows a thread: 4200 rows make two threads' worth.
+        for n, chunks in ((1, 1), (2, 4), (64, 4)):
             table = kitchen.decode_table("kitchen.Sink", data, enums=enums, mode="permissive", threads=n)
             assert isinstance(table, pa.Table)
             assert table.schema == one.schema
             assert table.num_rows == len(data)
-            assert [b.num_rows for b in table.to_batches()] == (
-                [len(data)] if chunks == 1 else [len(data) // 2, len(data) // 2]
-            )
+            assert [b.num_rows for b in table.to_batches()] == [len(data) // chunks] * chunks
             assert normalize(plain_rows(table)) == normalize(plain_rows(one))
     with pytest.raises(optimus.DecodeError) as e:
         kitchen.decode_table("kitchen.Sink", data, threads=2)
     assert e.value.row == 3000
+    # An item that is not bytes in a later part: the parts read before it are decoded and
+    # dropped, then the error.
+    for call in (kitchen.decode_table, kitchen.decode_batch):
+        with pytest.raises(TypeError, match="messages must be bytes"):
+            call("kitchen.Sink", data[:4000] + [7] + data[4000:], threads=2)
     empty = kitchen.decode_table("kitchen.Sink", [])
     assert empty.num_rows == 0 and empty.schema == kitchen.arrow_schema("kitchen.Sink")
 

@@ -16,24 +16,22 @@ use std::sync::Arc;
 
 use arrow_array::builder::StringBuilder;
 use arrow_array::cast::AsArray;
-use arrow_array::ffi::{from_ffi, to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use arrow_array::ffi::{to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::types::Int32Type;
 use arrow_array::{Array, ArrayRef, StructArray};
 use arrow_schema::{DataType, Field as AField, Fields, TimeUnit};
-use optimus_core::binary::delimited;
 use optimus_core::thrift::{self, Protocol};
 use optimus_core::{engine, Arena, Error, FieldRef, Record};
 use optimus_schema::{Cardinality, Field, Kind, MessageId, SchemaSet, WellKnown};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
-use rayon::prelude::*;
-
-use crate::{to_py_err, SchemaError};
+use pyo3::types::{PyBytes, PyList};
 
 mod columns;
+mod parts;
 
 use columns::{Ctx, BLOCK};
+use parts::{decode_messages, import_arrow, Row, RowError};
 
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) enum Enums {
@@ -132,22 +130,6 @@ impl BatchOptions {
 
 // ------------------------------------------------------------------ batch
 
-/// One message of a batch: its bytes, a null, or a framing error of a delimited buffer.
-enum Row<'p> {
-    Msg(&'p [u8]),
-    Null,
-    Bad(Error),
-}
-
-/// A decode failure in a batch: the row and the engine's error.
-struct RowError {
-    row: usize,
-    err: Error,
-}
-
-/// Batches smaller than this per thread are decoded on one thread.
-const MIN_ROWS_PER_THREAD: usize = 2048;
-
 /// Decodes `rows` (the batch's rows from `first`) into a struct array of the batch's columns
 /// (and the error column in permissive mode). Runs without the GIL.
 fn decode_rows(
@@ -220,110 +202,6 @@ fn decode_rows(
     })
 }
 
-/// Decodes `rows` on up to `opts.threads` threads of the batch pool, each a contiguous part
-/// of at least [`MIN_ROWS_PER_THREAD`] rows, into a struct array per part, in row order.
-fn decode_parts(
-    schema: &SchemaSet,
-    id: MessageId,
-    rows: &[Row<'_>],
-    opts: &BatchOptions,
-) -> Result<Vec<StructArray>, RowError> {
-    let threads = opts.threads.min(rows.len() / MIN_ROWS_PER_THREAD).max(1);
-    if threads == 1 {
-        return Ok(vec![decode_rows(schema, id, rows, 0, opts)?]);
-    }
-    let per = rows.len().div_ceil(threads);
-    let parts: Vec<Result<StructArray, RowError>> = crate::pool::pool().install(|| {
-        rows.par_chunks(per)
-            .enumerate()
-            .map(|(k, part)| decode_rows(schema, id, part, k * per, opts))
-            .collect()
-    });
-    // Parts are in row order: the first error is the earliest row's.
-    parts.into_iter().collect()
-}
-
-/// An Arrow array exported by pyarrow through the C data interface.
-fn import_arrow(obj: &Bound<'_, PyAny>) -> PyResult<arrow_data::ArrayData> {
-    let obj = if obj.hasattr("combine_chunks")? {
-        obj.call_method0("combine_chunks")?
-    } else {
-        obj.clone()
-    };
-    let mut array = Box::new(FFI_ArrowArray::empty());
-    let mut schema = Box::new(FFI_ArrowSchema::empty());
-    let pa = &mut *array as *mut FFI_ArrowArray as usize;
-    let ps = &mut *schema as *mut FFI_ArrowSchema as usize;
-    obj.call_method1("_export_to_c", (pa, ps))?;
-    // SAFETY: pyarrow filled both structs as the C data interface specifies; `from_ffi` takes
-    // the array (and releases it when the data is dropped), `schema` is released on drop.
-    unsafe { from_ffi(*array, &schema) }.map_err(|e| PyValueError::new_err(e.to_string()))
-}
-
-/// How many items ahead of the one read [`sequence_rows`] prefetches.
-const PREFETCH_AHEAD: usize = 32;
-
-/// The rows of a list or tuple of `len` bytes objects (`item(i)`: the borrowed item `i`), in
-/// one pass with the GIL held: each object is kept by a reference in `held` and its bytes are
-/// read where they lie. A large batch's objects are seldom in cache and each is touched
-/// first here, on one thread, so the object some items ahead is prefetched.
-fn sequence_rows<'h, 'py>(
-    py: Python<'py>,
-    len: usize,
-    held: &'h mut Vec<Bound<'py, PyBytes>>,
-    item: impl Fn(usize) -> *mut pyo3::ffi::PyObject,
-) -> PyResult<Vec<Row<'h>>> {
-    held.reserve(len);
-    let mut spans = Vec::with_capacity(len);
-    for i in 0..len {
-        if i + PREFETCH_AHEAD < len {
-            prefetch(item(i + PREFETCH_AHEAD));
-        }
-        // SAFETY: `item(i)` is a live object borrowed from the sequence; the new reference
-        // keeps it alive.
-        let object = unsafe { Bound::from_borrowed_ptr(py, item(i)) };
-        let bytes = object.downcast_into::<PyBytes>().map_err(|e| {
-            pyo3::exceptions::PyTypeError::new_err(format!("messages must be bytes: {e}"))
-        })?;
-        let b = bytes.as_bytes();
-        spans.push((b.as_ptr(), b.len()));
-        held.push(bytes);
-    }
-    Ok(spans
-        .into_iter()
-        // SAFETY: each span is the contents of a bytes object `held` keeps alive for `'h`;
-        // a bytes object's contents never change.
-        .map(|(p, n)| Row::Msg(unsafe { std::slice::from_raw_parts(p, n) }))
-        .collect())
-}
-
-/// Drops the references `sequence_rows` took, prefetching the objects ahead of each.
-fn release(held: Vec<Bound<'_, PyBytes>>) {
-    let ahead: Vec<*mut pyo3::ffi::PyObject> = held
-        .iter()
-        .skip(PREFETCH_AHEAD)
-        .map(|b| b.as_ptr())
-        .collect();
-    for (i, object) in held.into_iter().enumerate() {
-        if let Some(&p) = ahead.get(i) {
-            prefetch(p);
-        }
-        drop(object);
-    }
-}
-
-/// Asks for the cache line at `p` (an object's header and first bytes) ahead of its use.
-#[inline(always)]
-fn prefetch(p: *const pyo3::ffi::PyObject) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 /// Decodes `messages` into one pyarrow.RecordBatch: the parts decoded on several threads are
 /// joined, column by column on the same threads.
 pub(crate) fn decode_batch<'py>(
@@ -343,7 +221,7 @@ pub(crate) fn decode_batch<'py>(
     export_batch(py, &batch)
 }
 
-/// Decodes `messages` into a pyarrow.Table whose chunks are the parts decoded on each thread,
+/// Decodes `messages` into a pyarrow.Table whose chunks are the parts decoded on the threads,
 /// in row order: nothing is copied to join them.
 pub(crate) fn decode_table<'py>(
     py: Python<'py>,
@@ -379,91 +257,6 @@ fn export_batch<'py>(py: Python<'py>, batch: &StructArray) -> PyResult<Bound<'py
     drop(array);
     drop(schema_c);
     Ok(rb)
-}
-
-/// Decodes the rows of `messages` (a list or tuple of bytes, a pyarrow binary array, or a
-/// varint-delimited buffer) into a struct array per thread's part, in row order. The GIL is
-/// released while they decode.
-fn decode_messages(
-    py: Python<'_>,
-    schema: &SchemaSet,
-    id: MessageId,
-    messages: &Bound<'_, PyAny>,
-    opts: &BatchOptions,
-) -> PyResult<Vec<StructArray>> {
-    // The Arrow schema is checked (recursion) before any row is decoded.
-    Ctx::new(schema, opts, id, 0)
-        .struct_col(id)
-        .map_err(SchemaError::new_err)?;
-
-    // Keep what the rows borrow alive for the decode.
-    let mut held: Vec<Bound<'_, PyBytes>> = Vec::new();
-    let imported: ArrayRef;
-    let buffer;
-    fn stream_rows(s: &[u8]) -> Vec<Row<'_>> {
-        delimited(s)
-            .map(|m| match m {
-                Ok((_, b)) => Row::Msg(b),
-                Err(e) => Row::Bad(e),
-            })
-            .collect()
-    }
-    fn at(valid: bool, v: &[u8]) -> Row<'_> {
-        if valid {
-            Row::Msg(v)
-        } else {
-            Row::Null
-        }
-    }
-    let rows: Vec<Row<'_>> = if let Ok(b) = messages.downcast::<PyBytes>() {
-        stream_rows(b.as_bytes())
-    } else if let Ok(b) = messages.downcast::<PyByteArray>() {
-        buffer = b.to_vec();
-        stream_rows(&buffer)
-    } else if let Ok(list) = messages.downcast::<PyList>() {
-        // SAFETY: `list` is a list; an index below its length names an item.
-        sequence_rows(list.py(), list.len(), &mut held, |i| unsafe {
-            pyo3::ffi::PyList_GetItem(list.as_ptr(), i as pyo3::ffi::Py_ssize_t)
-        })?
-    } else if let Ok(tuple) = messages.downcast::<PyTuple>() {
-        // SAFETY: as above, for a tuple.
-        sequence_rows(tuple.py(), tuple.len(), &mut held, |i| unsafe {
-            pyo3::ffi::PyTuple_GetItem(tuple.as_ptr(), i as pyo3::ffi::Py_ssize_t)
-        })?
-    } else if messages.hasattr("_export_to_c")? || messages.hasattr("combine_chunks")? {
-        imported = arrow_array::make_array(import_arrow(messages)?);
-        match imported.data_type() {
-            DataType::Binary => {
-                let a = imported.as_binary::<i32>();
-                (0..a.len())
-                    .map(|i| at(a.is_valid(i), a.value(i)))
-                    .collect()
-            }
-            DataType::LargeBinary => {
-                let a = imported.as_binary::<i64>();
-                (0..a.len())
-                    .map(|i| at(a.is_valid(i), a.value(i)))
-                    .collect()
-            }
-            t => {
-                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                    "messages must be a binary or large_binary array, not {t}"
-                )))
-            }
-        }
-    } else {
-        return Err(pyo3::exceptions::PyTypeError::new_err(
-            "messages must be a list of bytes, a pyarrow binary array, or a varint-delimited \
-             bytes buffer",
-        ));
-    };
-
-    let parts = py
-        .allow_threads(|| decode_parts(schema, id, &rows, opts))
-        .map_err(|RowError { row, err }| to_py_err(py, &err, Some(row)));
-    drop(rows);
-    release(held);
-    parts
 }
 
 // ------------------------------------------------------------------ encode

@@ -505,7 +505,7 @@ impl Schema {
     }
 
     /// Decodes many messages as `decode_batch` does, with the same options, into a
-    /// pyarrow.Table whose chunks are the parts decoded on each thread, in row order: the
+    /// pyarrow.Table whose chunks are the parts decoded on the threads, in row order: the
     /// parts are not copied into one batch, so a large batch gains more from a second core.
     #[pyo3(signature = (type_name, messages, *, enums = "dictionary", emit_defaults = false,
                         recursion_depth = -1, mode = "failfast", error_column = "_error",

@@ -206,9 +206,9 @@ class Schema:
         message a row of nulls and adds a string column ``error_column`` with the error
         (null for good rows). The GIL is released while the batch decodes.
 
-        ``threads``: most threads for this batch (default: every core); a batch is split
-        into contiguous parts of at least 2048 rows, decoded at once and joined, so small
-        batches stay on one thread. With dictionary enums each part brings its own
+        ``threads``: most threads for this batch (default: every core); a batch of at least
+        2048 rows a thread is split into two contiguous parts a thread, decoded at once and
+        joined, so small batches stay on one thread. With dictionary enums each part brings its own
         dictionary, so the joined column's dictionary may repeat names.
         """
     def decode_table(
@@ -226,7 +226,8 @@ class Schema:
         format: Literal["protobuf", "thrift-binary", "thrift-compact"] = "protobuf",
     ) -> pyarrow.Table:
         """Decode many messages as :meth:`decode_batch` does, with the same options and
-        columns, into a Table whose chunks are the parts decoded on each thread, in row order.
+        columns, into a Table whose chunks are the parts decoded on the threads (two a
+        thread), in row order.
 
         The parts are handed over as they are, where ``decode_batch`` copies them into one
         batch, so a large batch gains more from a second core (as pyarrow's own readers
