@@ -2,9 +2,11 @@
 decode_table (parts kept as the Table's chunks), on the workloads.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/python/bench_scaling.py [--count N] [--repeat R]
+        [--input list|arrow]
 
 For each Optimus Prime workload (testdata/flat.bin, mixed.bin, nested.bin: one message each,
-copied --count times into a list of distinct bytes objects), each repetition times, one after
+copied --count times into a list of distinct bytes objects, or with --input arrow into a
+pyarrow binary array), each repetition times, one after
 the other, decode_batch(threads=1), decode_batch(threads=2) and decode_table(threads=2)
 (enums as strings). It prints the milliseconds per call (median, min-max of the repetitions)
 and each two-thread call's speed-up over the one-thread call of the same repetition (median,
@@ -17,6 +19,8 @@ import argparse
 import statistics
 import time
 from pathlib import Path
+
+import pyarrow as pa
 
 import optimus
 
@@ -34,6 +38,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--count", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--input", choices=("list", "arrow"), default="list")
     args = ap.parse_args()
     schema = optimus.Schema.from_proto([str(TESTDATA / "peers.proto")], include=[str(TESTDATA)])
     print(
@@ -44,6 +49,8 @@ def main() -> None:
     for name, file in WORKLOADS:
         one = (TESTDATA / file).read_bytes()
         msgs = [bytes(bytearray(one)) for _ in range(args.count)]
+        if args.input == "arrow":
+            msgs = pa.array(msgs, pa.binary())
         type_name = f"bench.{name}"
         calls = {
             "batch1": lambda: schema.decode_batch(type_name, msgs, enums="string", threads=1),
