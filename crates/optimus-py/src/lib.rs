@@ -9,6 +9,7 @@
 //! is reset per message (per block of rows in a batch); errors become `optimus.DecodeError` (with `.path` and `.offset`),
 //! `optimus.EncodeError` or `optimus.SchemaError`, carrying the engine's text.
 
+mod alloc;
 mod arrow;
 mod dict;
 mod formats;
@@ -33,10 +34,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use formats::{Format, Options};
-
-/// Every allocation of the extension, the record batches' buffers among them (see Cargo.toml).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 create_exception!(
     _optimus,
@@ -595,6 +592,7 @@ impl Schema {
 /// optimus's engine for Python.
 #[pymodule]
 fn _optimus(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    alloc::configure();
     let py = m.py();
     m.add_class::<Schema>()?;
     m.add_class::<formats::Converter>()?;
