@@ -717,11 +717,22 @@ impl VCol {
         // and bytes, a sub-record of the struct's type.
         match self {
             VCol::Bool(b) => {
-                for row in rows {
+                let (mut values, mut valid, mut all_valid) = ([false; BLOCK], [false; BLOCK], true);
+                for (i, row) in rows.iter().enumerate() {
                     match present.record(row) {
-                        Some(rec) => b.append_value(unsafe { rec.read_slot::<u8>(offset) } != 0),
-                        None => b.append_null(),
+                        Some(rec) => {
+                            values[i] = unsafe { rec.read_slot::<u8>(offset) } != 0;
+                            valid[i] = true;
+                        }
+                        None => all_valid = false,
                     }
+                }
+                let n = rows.len();
+                if all_valid {
+                    b.append_slice(&values[..n]);
+                } else {
+                    b.append_values(&values[..n], &valid[..n])
+                        .expect("values and validity of one length");
                 }
             }
             VCol::I32(b) => fill_numbers(b, rows, &present, offset),
