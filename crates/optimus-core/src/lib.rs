@@ -31,7 +31,7 @@ mod view;
 pub use error::{DecodeError, DecodeErrorKind, Error, JsonError};
 pub use message::{Message, SetFields};
 pub use optimus_schema as schema;
-pub use record::Arena;
+pub use record::{copy_short, Arena};
 pub use value::{List, Map, MapKey, Value};
 pub use view::{FieldRef, Record};
 

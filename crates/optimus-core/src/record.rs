@@ -386,12 +386,13 @@ pub(crate) fn layout_is_sound(table: &Table) -> bool {
 
 /// Copies `src` to `dst`: up to 32 bytes as two overlapping loads and stores of the widest
 /// width that fits (no call: most strings and bytes in messages are short), longer ones with
-/// `memcpy`.
+/// `memcpy`. Public for code that copies field values elsewhere (the Arrow columns of the
+/// Python binding).
 ///
 /// # Safety
 /// `dst` is valid for `src.len()` bytes of writes and does not overlap `src`.
 #[inline(always)]
-pub(crate) unsafe fn copy_short(src: &[u8], dst: *mut u8) {
+pub unsafe fn copy_short(src: &[u8], dst: *mut u8) {
     let n = src.len();
     let s = src.as_ptr();
     // SAFETY: every arm reads inside `src` (the second load of a pair ends at its end, the

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use arrow_array::builder::PrimitiveBuilder;
 use arrow_array::builder::{
-    BinaryBuilder, BooleanBuilder, Float32Builder, Float64Builder, Int32Builder, Int64Builder,
-    StringBuilder, StringDictionaryBuilder, UInt32Builder, UInt64Builder,
+    BooleanBuilder, Float32Builder, Float64Builder, Int32Builder, Int64Builder,
+    StringDictionaryBuilder, UInt32Builder, UInt64Builder,
 };
 use arrow_array::types::Int32Type;
 use arrow_array::ArrowPrimitiveType;
@@ -20,6 +20,7 @@ use arrow_schema::{DataType, Field as AField, Fields, TimeUnit};
 use optimus_core::{FieldRef, Record};
 use optimus_schema::{Cardinality, EnumId, Field, Kind, MessageId, SchemaSet, WellKnown};
 
+use super::bytes_col::{BinCol, StrCol};
 use super::{BatchOptions, Enums};
 
 /// A column of single values of one kind.
@@ -31,10 +32,10 @@ pub(super) enum VCol {
     U64(UInt64Builder),
     F32(Float32Builder),
     F64(Float64Builder),
-    Str(StringBuilder),
-    Bin(BinaryBuilder),
-    EnumDict(StringDictionaryBuilder<Int32Type>, Option<EnumId>),
-    EnumStr(StringBuilder, Option<EnumId>),
+    Str(StrCol),
+    Bin(BinCol),
+    EnumDict(Box<StringDictionaryBuilder<Int32Type>>, Option<EnumId>),
+    EnumStr(StrCol, Option<EnumId>),
     EnumInt(Int32Builder, i32),
     /// Ticks of `time_unit` since the epoch, typed as a UTC timestamp when finished.
     Timestamp(Int64Builder, TimeUnit),
@@ -117,13 +118,11 @@ impl<'s> Ctx<'s> {
             Kind::Uint64 | Kind::Fixed64 => VCol::U64(UInt64Builder::with_capacity(rows)),
             Kind::Float => VCol::F32(Float32Builder::with_capacity(rows)),
             Kind::Double => VCol::F64(Float64Builder::with_capacity(rows)),
-            Kind::String => VCol::Str(StringBuilder::with_capacity(rows, rows * 16)),
-            Kind::Bytes => VCol::Bin(BinaryBuilder::with_capacity(rows, rows * 16)),
+            Kind::String => VCol::Str(StrCol::with_capacity(rows, rows * 16)),
+            Kind::Bytes => VCol::Bin(BinCol::with_capacity(rows, rows * 16)),
             Kind::Enum => match self.opts.enums {
-                Enums::Dictionary => {
-                    VCol::EnumDict(StringDictionaryBuilder::new(), field.enum_type)
-                }
-                Enums::String => VCol::EnumStr(StringBuilder::new(), field.enum_type),
+                Enums::Dictionary => VCol::EnumDict(Box::default(), field.enum_type),
+                Enums::String => VCol::EnumStr(StrCol::new(), field.enum_type),
                 Enums::Int => VCol::EnumInt(
                     Int32Builder::new(),
                     field
