@@ -170,32 +170,38 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
     ) -> R<()> {
         room.reserve(self.out, FIELD_ROOM);
         let out = room;
-        let c = tt.wire();
         // SAFETY: FIELD_ROOM bytes are reserved for the header and a scalar value; a string's
-        // bytes are reserved with them before its header is written.
+        // bytes are reserved with them before its header is written. Each arm names its type
+        // code, a constant the writer's code for it folds into.
         unsafe {
             match tt {
                 TType::Bool => {
                     let v = p.bool().map_err(|_| Stop)?;
                     W::field_bool_unchecked(out, header, fid, v, last_out);
                 }
-                TType::Byte | TType::I16 | TType::I32 | TType::Enum => {
-                    let v = match tt {
-                        TType::Byte => i32::from(p.byte().map_err(|_| Stop)?),
-                        TType::I16 => i32::from(p.i16().map_err(|_| Stop)?),
-                        _ => p.i32().map_err(|_| Stop)?,
-                    };
-                    W::field_header_unchecked(out, header, c, fid, last_out);
-                    W::int_unchecked(out, c, v);
+                TType::Byte => {
+                    let v = i32::from(p.byte().map_err(|_| Stop)?);
+                    W::field_header_unchecked(out, header, code::BYTE, fid, last_out);
+                    W::int_unchecked(out, code::BYTE, v);
+                }
+                TType::I16 => {
+                    let v = i32::from(p.i16().map_err(|_| Stop)?);
+                    W::field_header_unchecked(out, header, code::I16, fid, last_out);
+                    W::int_unchecked(out, code::I16, v);
+                }
+                TType::I32 | TType::Enum => {
+                    let v = p.i32().map_err(|_| Stop)?;
+                    W::field_header_unchecked(out, header, code::I32, fid, last_out);
+                    W::int_unchecked(out, code::I32, v);
                 }
                 TType::I64 => {
                     let v = p.i64().map_err(|_| Stop)?;
-                    W::field_header_unchecked(out, header, c, fid, last_out);
+                    W::field_header_unchecked(out, header, code::I64, fid, last_out);
                     W::i64_unchecked(out, v);
                 }
                 TType::Double => {
                     let v = p.double().map_err(|_| Stop)?;
-                    W::field_header_unchecked(out, header, c, fid, last_out);
+                    W::field_header_unchecked(out, header, code::DOUBLE, fid, last_out);
                     W::double_unchecked(out, v);
                 }
                 _ => {
@@ -204,7 +210,7 @@ impl<'a, P: Reader<'a>, W: Writer> Transcoder<'_, '_, P, W> {
                         return Err(Stop);
                     }
                     out.reserve(self.out, bytes.len() + FIELD_ROOM);
-                    W::field_header_unchecked(out, header, c, fid, last_out);
+                    W::field_header_unchecked(out, header, code::STRING, fid, last_out);
                     W::binary_unchecked(out, bytes);
                 }
             }
