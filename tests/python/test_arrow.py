@@ -111,6 +111,16 @@ def test_map_last_entry_wins(kitchen):
     b = kitchen.decode_batch("kitchen.Sink", [data])
     assert b.column("counts").to_pylist() == [[("a", 3), ("b", 2)]]
     assert kitchen.decode("kitchen.Sink", data)["counts"] == {"a": 3, "b": 2}
+    # Maps of a few entries and of many (keys compared, or hashed), the empty key as unset.
+    for n in (5, 16, 17, 40):
+        keys = [b"k%d" % (i % (n // 2 + 1)) if i % 7 else b"" for i in range(n)]
+        data = b"".join(entry(k, i) for i, k in enumerate(keys))
+        want = {}
+        for i, k in enumerate(keys):
+            want[k.decode()] = i
+        got = kitchen.decode_batch("kitchen.Sink", [data]).column("counts").to_pylist()[0]
+        assert got == list(want.items()), n
+        assert kitchen.decode("kitchen.Sink", data)["counts"] == want
 
 
 def test_inputs(peers):

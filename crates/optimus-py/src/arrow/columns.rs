@@ -546,7 +546,7 @@ impl FCol {
 /// For each map entry, the entry whose value it shows (the last with its key), or None when
 /// an earlier entry has the same key.
 fn dedupe<'a>(entries: &[Record<'a>]) -> Vec<Option<usize>> {
-    #[derive(PartialEq, Eq, Hash)]
+    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
     enum K<'a> {
         I(i64),
         U(u64),
@@ -565,18 +565,35 @@ fn dedupe<'a>(entries: &[Record<'a>]) -> Vec<Option<usize>> {
             _ => K::None,
         }
     };
+    // Keys equal to the default and absent keys are the same key.
+    let key = |r: &Record<'a>| match key(r) {
+        K::I(0) | K::U(0) | K::B(false) | K::S("") => K::None,
+        k => k,
+    };
     if entries.len() <= 1 {
         return (0..entries.len()).map(Some).collect();
     }
-    let mut first: HashMap<K<'a>, usize> = HashMap::with_capacity(entries.len());
     let mut out = vec![None; entries.len()];
+    if entries.len() <= SMALL_MAP {
+        // A few keys: compared with each first one kept, no hashing and no table.
+        let mut first = [(K::None, 0usize); SMALL_MAP];
+        let mut kept = 0;
+        for (i, e) in entries.iter().enumerate() {
+            let k = key(e);
+            match first[..kept].iter().find(|(fk, _)| *fk == k) {
+                Some(&(_, f)) => out[f] = Some(i),
+                None => {
+                    first[kept] = (k, i);
+                    kept += 1;
+                    out[i] = Some(i);
+                }
+            }
+        }
+        return out;
+    }
+    let mut first: HashMap<K<'a>, usize> = HashMap::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
-        // Keys equal to the default and absent keys are the same key.
-        let k = match key(e) {
-            K::None => K::None,
-            K::I(0) | K::U(0) | K::B(false) | K::S("") => K::None,
-            k => k,
-        };
+        let k = key(e);
         match first.get(&k) {
             Some(&f) => out[f] = Some(i),
             None => {
@@ -587,6 +604,9 @@ fn dedupe<'a>(entries: &[Record<'a>]) -> Vec<Option<usize>> {
     }
     out
 }
+
+/// Maps of at most this many entries are deduplicated by comparing keys, larger ones by hash.
+const SMALL_MAP: usize = 16;
 
 impl StructCol {
     fn append(&mut self, schema: &SchemaSet, rec: Record<'_>) {
