@@ -17,7 +17,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use bumpalo::Bump;
-use optimus_schema::Table;
+use optimus_schema::{MessageType, Table};
 
 /// The memory a message tree lives in: records, sequences and copied strings.
 ///
@@ -382,6 +382,18 @@ pub(crate) fn layout_is_sound(table: &Table) -> bool {
         && table.unknown_offset == header
         && table.unknown_offset + optimus_schema::table::SEQUENCE_BYTES <= table.size
         && table.entries.iter().all(in_bounds)
+}
+
+/// The message type that entry `e` of `table` names: read through the address its set
+/// resolved ([`Table::sub_type_address`]), one load where its id went through the aux list and
+/// the set's type list.
+#[inline(always)]
+pub(crate) fn sub_type<'t>(table: &'t Table, e: &optimus_schema::Entry) -> &'t MessageType {
+    let addr = table.sub_type_address(e);
+    // SAFETY: the address is that of a type in the type list of the set that holds `table` (a
+    // copy of a table outside its set has none, and `sub_type_address` panics); that list is
+    // final once the set is built and lives as long as the set, so as long as `'t`.
+    unsafe { &*(addr as *const MessageType) }
 }
 
 /// Copies `src` to `dst`: up to 32 bytes as two overlapping loads and stores of the widest

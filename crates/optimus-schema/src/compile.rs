@@ -261,6 +261,7 @@ pub(crate) fn compile_with(
     }
 
     mark_required_reachability(&mut schema);
+    schema.resolve_sub_types();
 
     for file in &set.file {
         let package = file.package.clone().unwrap_or_default();

@@ -390,6 +390,8 @@ pub struct Table {
     pub entries: Vec<Entry>,
     /// The types that entries' `aux` indices name.
     pub aux: Vec<Aux>,
+    /// Where those message types lie, for [`Table::sub_type_address`].
+    pub(crate) sub_types: SubTypes,
     /// Record size in bytes (a multiple of 8).
     pub size: u32,
     /// Number of 64-bit presence words at the record's start.
@@ -405,6 +407,27 @@ pub struct Table {
     dense: Vec<u32>,
     /// Entry *i*'s tag in the form a backward writer stores it: see [`Table::tag_words`].
     tag_words: Vec<u64>,
+}
+
+/// The addresses of the message types a table's aux list names (0 for an enum), set by the
+/// [`SchemaSet`](crate::SchemaSet) that holds the table once its type list is final: a walker
+/// reaches a sub-message's type and table in one load, where the type's id went through the
+/// aux list and the set's type list (an index, a multiply and two dependent loads, on the
+/// path of every sub-message). A copy of a table starts with none: the addresses belong to
+/// the set the table was built in.
+#[derive(Default)]
+pub(crate) struct SubTypes(pub(crate) Vec<usize>);
+
+impl Clone for SubTypes {
+    fn clone(&self) -> Self {
+        SubTypes(Vec::new())
+    }
+}
+
+impl std::fmt::Debug for SubTypes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SubTypes({} resolved)", self.0.len())
+    }
 }
 
 /// An entry index that names no field.
@@ -452,6 +475,21 @@ impl Table {
             Aux::Message(id) => id,
             Aux::Enum(_) => panic!("entry {} names an enum, not a message", e.number),
         }
+    }
+
+    /// The address of the [`MessageType`](crate::MessageType) an entry's aux names, in the
+    /// set that holds this table: valid, and never 0, as long as that set lives (its type
+    /// list is final once the set is built, and every way of building one, a clone included,
+    /// resolves the addresses after). The engine reads a sub-message's type through it.
+    ///
+    /// # Panics
+    /// If the entry's op takes no message type, or this table is a copy held outside its set
+    /// (a copy has no addresses).
+    #[inline(always)]
+    pub fn sub_type_address(&self, e: &Entry) -> usize {
+        let addr = self.sub_types.0[e.aux as usize];
+        assert!(addr != 0, "entry {} names an enum, not a message", e.number);
+        addr
     }
 
     /// The enum type an entry's aux names.
@@ -574,6 +612,7 @@ pub(crate) fn build(ty: &MessageType, closed_enum: impl Fn(u32) -> bool) -> Tabl
     Table {
         entries,
         aux,
+        sub_types: SubTypes::default(),
         size,
         presence_words,
         unknown_offset,
@@ -617,6 +656,43 @@ fn op_of(f: &Field, closed_enum: &impl Fn(u32) -> bool) -> Op {
 mod tests {
     use super::*;
     use crate::SchemaSet;
+
+    /// Every message aux of every table names the address of that type in the set holding
+    /// the table: after building, and in a clone (whose original is gone).
+    #[test]
+    fn sub_type_addresses_point_into_their_own_set() {
+        let check = |set: &SchemaSet| {
+            let mut seen = 0;
+            for m in &set.messages {
+                for e in &m.table.entries {
+                    if let Some(Aux::Message(id)) = m.table.aux.get(e.aux as usize) {
+                        if !e.op.scalar().is_message() {
+                            continue;
+                        }
+                        let want = &set.messages[*id as usize] as *const _ as usize;
+                        assert_eq!(m.table.sub_type_address(e), want, "{}", m.full_name);
+                        seen += 1;
+                    }
+                }
+            }
+            assert!(seen > 3, "the schema has sub-messages: {seen}");
+        };
+        let source = "syntax = \"proto3\"; package t; message A { B b = 1; repeated B bs = 2; \
+                      map<string, B> m = 3; } message B { A a = 1; int32 x = 2; }";
+        let set = SchemaSet::from_source(source).unwrap();
+        check(&set);
+        let copy = set.clone();
+        drop(set);
+        check(&copy);
+        // A table copied out of its set has no addresses.
+        let table = copy.messages[0].table.clone();
+        let e = table
+            .entries
+            .iter()
+            .find(|e| e.op.scalar().is_message())
+            .unwrap();
+        assert!(std::panic::catch_unwind(|| table.sub_type_address(e)).is_err());
+    }
 
     #[test]
     fn ops_round_trip_through_their_byte() {

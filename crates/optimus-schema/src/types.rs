@@ -397,7 +397,7 @@ pub struct Service {
 }
 
 /// Every type of a set of `.proto` files, compiled for the engine.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct SchemaSet {
     pub(crate) messages: Vec<MessageType>,
     pub(crate) enums: Vec<EnumType>,
@@ -407,7 +407,46 @@ pub struct SchemaSet {
     pub(crate) thrift: Option<Box<crate::thrift::ThriftInfo>>,
 }
 
+impl Clone for SchemaSet {
+    /// A copy whose tables name their sub-messages' types in the copy.
+    fn clone(&self) -> Self {
+        let mut copy = SchemaSet {
+            messages: self.messages.clone(),
+            enums: self.enums.clone(),
+            services: self.services.clone(),
+            message_names: self.message_names.clone(),
+            enum_names: self.enum_names.clone(),
+            thrift: self.thrift.clone(),
+        };
+        copy.resolve_sub_types();
+        copy
+    }
+}
+
 impl SchemaSet {
+    /// Points every table's sub-message addresses ([`Table::sub_type_address`]) at this
+    /// set's types. Called once the type list is final, by each way a set is built (and a
+    /// clone): no type is added, removed or moved after.
+    pub(crate) fn resolve_sub_types(&mut self) {
+        let addrs: Vec<usize> = self
+            .messages
+            .iter()
+            .map(|m| m as *const MessageType as usize)
+            .collect();
+        for m in &mut self.messages {
+            m.table.sub_types = crate::table::SubTypes(
+                m.table
+                    .aux
+                    .iter()
+                    .map(|a| match *a {
+                        crate::table::Aux::Message(id) => addrs[id as usize],
+                        crate::table::Aux::Enum(_) => 0,
+                    })
+                    .collect(),
+            );
+        }
+    }
+
     /// The message type with this id.
     ///
     /// # Panics

@@ -1,12 +1,12 @@
 //! The decode walker: protobuf wire bytes into arena records, one `match` on each field's
 //! op per value. Unknown fields and wire-type mismatches are kept as unknown bytes.
 
-use optimus_schema::{Entry, MessageId, Scalar, SchemaSet, Shape, Table, WireType};
+use optimus_schema::{Entry, MessageId, MessageType, Scalar, SchemaSet, Shape, Table, WireType};
 
 use crate::binary::decode::{skip_field, split_tag};
 use crate::binary::varint::{read_fixed, read_length, read_varint, unzigzag32, unzigzag64};
 use crate::binary::{element_segment, fail, key_segment, within, Fail};
-use crate::record::{bytes_of, Arena, RecPtr, Seq, View};
+use crate::record::{bytes_of, sub_type, Arena, RecPtr, Seq, View};
 use crate::view::Record;
 use crate::DecodeErrorKind;
 
@@ -36,20 +36,20 @@ impl<const COPY: bool> Decoder<'_, COPY> {
         }
     }
 
-    /// A new zeroed record of type `id`, charged to the budget.
+    /// A new zeroed record of type `ty`, charged to the budget.
     #[inline]
-    pub(crate) fn new_record(&mut self, id: u32, at: usize) -> Result<RecPtr, Fail> {
-        let table = &self.schema.message(MessageId(id)).table;
+    pub(crate) fn new_record(&mut self, ty: &MessageType, at: usize) -> Result<RecPtr, Fail> {
+        let table = &ty.table;
         self.charge(table.size as usize, at)?;
         Ok(RecPtr::new(self.arena, table))
     }
 
-    /// Merges the fields in `buf[*pos..end]` into `rec`, a record of type `id`. With
+    /// Merges the fields in `buf[*pos..end]` into `rec`, a record of type `ty`. With
     /// `group = Some(n)` the input is group `n`'s body and ends at its end-group tag.
     pub(crate) fn merge(
         &mut self,
         rec: RecPtr,
-        id: u32,
+        ty: &MessageType,
         pos: &mut usize,
         end: usize,
         depth: u32,
@@ -59,7 +59,7 @@ impl<const COPY: bool> Decoder<'_, COPY> {
         // the record could alias it, so it would be stored and loaded again for each field.
         // Calls that are not inlined get a copy ([`through`]), so its address never escapes.
         let mut at = *pos;
-        let result = self.merge_fields(rec, id, &mut at, end, depth, group);
+        let result = self.merge_fields(rec, ty, &mut at, end, depth, group);
         *pos = at;
         result
     }
@@ -69,13 +69,12 @@ impl<const COPY: bool> Decoder<'_, COPY> {
     fn merge_fields(
         &mut self,
         rec: RecPtr,
-        id: u32,
+        ty: &MessageType,
         pos: &mut usize,
         end: usize,
         depth: u32,
         group: Option<u32>,
     ) -> Result<(), Fail> {
-        let ty = self.schema.message(MessageId(id));
         let table = &ty.table;
         let mut guess = 0;
         while *pos < end {
@@ -298,9 +297,9 @@ impl<const COPY: bool> Decoder<'_, COPY> {
                 {
                     self.packed(rec, table, index, e, pos, end)?;
                 } else if scalar.is_message() {
-                    let sub_id = table.sub_message(e);
-                    let sub = self.new_record(sub_id, *pos)?;
-                    self.message_body(sub, sub_id, scalar, e.number, pos, end, depth)
+                    let sub_ty = sub_type(table, e);
+                    let sub = self.new_record(sub_ty, *pos)?;
+                    self.message_body(sub, sub_ty, scalar, e.number, pos, end, depth)
                         .map_err(|err| {
                             // SAFETY: entry `index` is a sequence of record pointers.
                             let i = unsafe { rec.read::<Seq>(e.offset).len() };
@@ -516,7 +515,7 @@ impl<const COPY: bool> Decoder<'_, COPY> {
         end: usize,
         depth: u32,
     ) -> Result<(), Fail> {
-        let sub_id = table.sub_message(e);
+        let sub_ty = sub_type(table, e);
         // SAFETY: entry `index` is a single message: an 8-byte record pointer slot.
         let existing = unsafe { rec.has(index) }
             .then(|| RecPtr::from_slot(unsafe { rec.read::<*mut u8>(e.offset) }))
@@ -524,7 +523,7 @@ impl<const COPY: bool> Decoder<'_, COPY> {
         let sub = match existing {
             Some(sub) => sub,
             None => {
-                let sub = self.new_record(sub_id, *pos)?;
+                let sub = self.new_record(sub_ty, *pos)?;
                 // SAFETY: as above.
                 unsafe {
                     rec.write(e.offset, sub.as_slot());
@@ -533,7 +532,7 @@ impl<const COPY: bool> Decoder<'_, COPY> {
                 sub
             }
         };
-        self.message_body(sub, sub_id, e.op.scalar(), e.number, pos, end, depth)
+        self.message_body(sub, sub_ty, e.op.scalar(), e.number, pos, end, depth)
     }
 
     /// Decodes a message value: a length-delimited body, or a group's fields up to its
@@ -543,7 +542,7 @@ impl<const COPY: bool> Decoder<'_, COPY> {
     fn message_body(
         &mut self,
         sub: RecPtr,
-        sub_id: u32,
+        sub_ty: &MessageType,
         scalar: Scalar,
         number: u32,
         pos: &mut usize,
@@ -554,10 +553,10 @@ impl<const COPY: bool> Decoder<'_, COPY> {
             return Err(fail(*pos, DecodeErrorKind::TooDeep(self.depth_limit)));
         }
         if scalar == Scalar::Group {
-            return self.merge(sub, sub_id, pos, end, depth + 1, Some(number));
+            return self.merge(sub, sub_ty, pos, end, depth + 1, Some(number));
         }
         let body_end = read_length(self.buf, pos, end)?;
-        self.merge(sub, sub_id, pos, body_end, depth + 1, None)?;
+        self.merge(sub, sub_ty, pos, body_end, depth + 1, None)?;
         *pos = body_end;
         Ok(())
     }
@@ -654,17 +653,17 @@ impl<const COPY: bool> Decoder<'_, COPY> {
         end: usize,
         depth: u32,
     ) -> Result<(), Fail> {
-        let entry_id = table.sub_message(e);
-        let entry = self.new_record(entry_id, *pos)?;
-        self.message_body(entry, entry_id, Scalar::Message, e.number, pos, end, depth)
+        let entry_ty = sub_type(table, e);
+        let entry = self.new_record(entry_ty, *pos)?;
+        self.message_body(entry, entry_ty, Scalar::Message, e.number, pos, end, depth)
             .map_err(|err| {
-                let read = Record::new(self.schema, MessageId(entry_id), entry);
+                let read = Record::new(self.schema, MessageId(table.sub_message(e)), entry);
                 match key_segment(read.get(0).map(crate::view::to_value)) {
                     Some(segment) => within(err, &segment),
                     None => err,
                 }
             })?;
-        let entry_table = &self.schema.message(MessageId(entry_id)).table;
+        let entry_table = &entry_ty.table;
         if let Some(v) = entry_table.entries.get(1) {
             // SAFETY: entry 1 of the entry record is its value; a closed enum's slot is 4 bytes.
             let undeclared = v.op.scalar() == Scalar::ClosedEnum && unsafe { entry.has(1) } && {

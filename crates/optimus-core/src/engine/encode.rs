@@ -10,7 +10,7 @@
 use optimus_schema::{Entry, MessageId, Scalar, SchemaSet, Shape, Table, WireType};
 
 use crate::binary::varint::{short_varint, spread_groups, varint_len, zigzag32, zigzag64};
-use crate::record::{copy_short, read_le, RecPtr, Seq, View};
+use crate::record::{copy_short, read_le, sub_type, RecPtr, Seq, View};
 
 /// A buffer written from its end toward its front: the bytes written are `buf[pos..]`.
 #[derive(Default)]
@@ -267,7 +267,11 @@ fn element(out: &mut Back, scalar: Scalar, raw: &[u8]) {
 /// Writes record `rec` of type `id`: unknown bytes last, set fields before them in number
 /// order (so, backwards: unknown bytes first, then fields from the highest set bit down).
 pub(crate) fn message(schema: &SchemaSet, rec: RecPtr, id: u32, out: &mut Back) {
-    let table = &schema.message(MessageId(id)).table;
+    message_in(schema, rec, &schema.message(MessageId(id)).table, out);
+}
+
+/// Writes record `rec` laid out by `table` (its type's), as [`message`] does.
+fn message_in(schema: &SchemaSet, rec: RecPtr, table: &Table, out: &mut Back) {
     // SAFETY: `unknown_offset` holds the record's unknown bytes.
     let unknown = unsafe { rec.read::<Seq>(table.unknown_offset) };
     if unknown.len() > 0 {
@@ -334,7 +338,7 @@ fn field(
                 if let Some(sub) = RecPtr::from_slot(rec.read::<*mut u8>(off)) {
                     out.settle(c);
                     let before = out.written();
-                    message(schema, sub, table.sub_message(e), out);
+                    message_in(schema, sub, &sub_type(table, e).table, out);
                     let len = out.written() - before;
                     *c = out.cursor();
                     c.reserve(out, FIELD_ROOM);
@@ -346,7 +350,7 @@ fn field(
             GROUP => {
                 out.settle(c);
                 let sub = RecPtr::from_slot(rec.read::<*mut u8>(off));
-                message_value(schema, sub, table.sub_message(e), e, tag_word, out);
+                message_value(schema, sub, &sub_type(table, e).table, e, tag_word, out);
                 *c = out.cursor();
                 return;
             }
@@ -379,10 +383,10 @@ fn sequence_field(
             // SAFETY: a sequence entry's slot holds its sequence of `width`-byte values.
             let raw = unsafe { rec.read::<Seq>(e.offset).raw(width) };
             if scalar.is_message() {
-                let sub_id = table.sub_message(e);
+                let elem_table = &sub_type(table, e).table;
                 for p in raw.rchunks_exact(8) {
                     let sub = RecPtr::from_slot(read_le(p));
-                    message_value(schema, sub, sub_id, e, tag_word, out);
+                    message_value(schema, sub, elem_table, e, tag_word, out);
                 }
             } else if e.op.shape() == Shape::Packed {
                 if raw.is_empty() {
@@ -409,7 +413,7 @@ fn sequence_field(
 fn message_value(
     schema: &SchemaSet,
     sub: Option<RecPtr>,
-    sub_id: u32,
+    sub_table: &Table,
     e: &Entry,
     tag_word: u64,
     out: &mut Back,
@@ -417,14 +421,14 @@ fn message_value(
     if e.op.scalar() == Scalar::Group {
         out.varint(u64::from(e.number << 3 | WireType::EndGroup as u32));
         if let Some(s) = sub {
-            message(schema, s, sub_id, out);
+            message_in(schema, s, sub_table, out);
         }
         out.tag_word(tag_word);
         return;
     }
     let end = out.written();
     if let Some(s) = sub {
-        message(schema, s, sub_id, out);
+        message_in(schema, s, sub_table, out);
     }
     out.varint((out.written() - end) as u64);
     out.tag_word(tag_word);
@@ -434,7 +438,7 @@ fn message_value(
 /// Google protobuf does).
 #[inline(never)]
 fn map(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, tag_word: u64, out: &mut Back) {
-    let entry_table = &schema.message(MessageId(table.sub_message(e))).table;
+    let entry_table = &sub_type(table, e).table;
     let start = sorted_entries(rec, e, entry_table, &mut out.map_entries);
     // Last to first; a map in an entry's value appends its own after these and takes them
     // off again before the next is read.
@@ -452,7 +456,7 @@ fn map(schema: &SchemaSet, rec: RecPtr, table: &Table, e: &Entry, tag_word: u64,
                 message_value(
                     schema,
                     sub,
-                    entry_table.sub_message(part),
+                    &sub_type(entry_table, part).table,
                     part,
                     part_tag,
                     out,

@@ -108,11 +108,12 @@ fn decode_into<const COPY: bool>(
         memory_limit: budget,
     };
     let root = || schema.message(id).full_name.clone();
+    let ty = schema.message(id);
     let rec = d
-        .new_record(id.0, 0)
+        .new_record(ty, 0)
         .map_err(|e| Error::Decode(e).within(root()))?;
     let mut pos = 0;
-    d.merge(rec, id.0, &mut pos, input.len(), 0, None)
+    d.merge(rec, ty, &mut pos, input.len(), 0, None)
         .map_err(|e| Error::Decode(e).within(root()))?;
     Ok(rec)
 }

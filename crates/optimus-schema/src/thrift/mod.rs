@@ -721,6 +721,7 @@ impl<'p> Lowering<'p> {
         for m in &mut schema.messages {
             m.table = crate::table::build(m, |e| enums[e as usize].is_closed);
         }
+        schema.resolve_sub_types();
         schema.thrift = Some(Box::new(info));
         Ok(schema)
     }
