@@ -143,6 +143,31 @@ impl Schema {
         formats::find_type(&self.set, type_name)
     }
 
+    /// `decode_batch`'s and `decode_table`'s keyword options, checked.
+    #[allow(clippy::too_many_arguments)]
+    fn batch_options(
+        &self,
+        enums: &str,
+        emit_defaults: bool,
+        recursion_depth: i32,
+        mode: &str,
+        error_column: &str,
+        threads: Option<usize>,
+        time_unit: &str,
+        format: &str,
+    ) -> PyResult<arrow::BatchOptions> {
+        Ok(arrow::BatchOptions::parse(
+            enums,
+            emit_defaults,
+            recursion_depth,
+            mode,
+            error_column,
+            threads,
+            time_unit,
+        )?
+        .with_rows(arrow::row_format(format, &self.set)?))
+    }
+
     fn is_thrift(&self) -> bool {
         self.set.thrift().is_some()
     }
@@ -487,8 +512,7 @@ impl Schema {
         time_unit: &str,
         format: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let id = self.id(&type_name)?;
-        let opts = arrow::BatchOptions::parse(
+        let opts = self.batch_options(
             enums,
             emit_defaults,
             recursion_depth,
@@ -496,9 +520,9 @@ impl Schema {
             error_column,
             threads,
             time_unit,
-        )?
-        .with_rows(arrow::row_format(format, &self.set)?);
-        arrow::decode_batch(py, &self.set, id, messages, &opts)
+            format,
+        )?;
+        arrow::decode_batch(py, &self.set, self.id(&type_name)?, messages, &opts)
     }
 
     /// Decodes many messages as `decode_batch` does, with the same options, into a
@@ -522,8 +546,7 @@ impl Schema {
         time_unit: &str,
         format: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let id = self.id(&type_name)?;
-        let opts = arrow::BatchOptions::parse(
+        let opts = self.batch_options(
             enums,
             emit_defaults,
             recursion_depth,
@@ -531,9 +554,9 @@ impl Schema {
             error_column,
             threads,
             time_unit,
-        )?
-        .with_rows(arrow::row_format(format, &self.set)?);
-        arrow::decode_table(py, &self.set, id, messages, &opts)
+            format,
+        )?;
+        arrow::decode_table(py, &self.set, self.id(&type_name)?, messages, &opts)
     }
 
     /// Encodes each row of a pyarrow.RecordBatch (columns named as fields, typed as

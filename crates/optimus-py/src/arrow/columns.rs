@@ -736,22 +736,17 @@ impl VCol {
         // and bytes, a sub-record of the struct's type.
         match self {
             VCol::Bool(b) => {
-                let (mut values, mut valid, mut all_valid) = ([false; BLOCK], [false; BLOCK], true);
-                for (i, row) in rows.iter().enumerate() {
-                    match present.record(row) {
-                        Some(rec) => {
-                            values[i] = unsafe { rec.read_slot::<u8>(offset) } != 0;
-                            valid[i] = true;
-                        }
-                        None => all_valid = false,
-                    }
-                }
                 let n = rows.len();
-                if all_valid {
-                    b.append_slice(&values[..n]);
-                } else {
-                    b.append_values(&values[..n], &valid[..n])
-                        .expect("values and validity of one length");
+                let g = gather(
+                    rows,
+                    &present,
+                    |rec| unsafe { rec.read_slot::<u8>(offset) } != 0,
+                );
+                match g.valid {
+                    None => b.append_slice(&g.values[..n]),
+                    Some(valid) => b
+                        .append_values(&g.values[..n], &valid[..n])
+                        .expect("values and validity of one length"),
                 }
             }
             VCol::I32(b) => fill_numbers(b, rows, &present, offset),
@@ -917,23 +912,43 @@ fn fill_numbers<T: ArrowPrimitiveType>(
     present: &Present,
     offset: u32,
 ) {
-    let mut values = [T::Native::default(); BLOCK];
+    let n = rows.len();
+    // SAFETY: the caller's: `offset` is a slot of this column's number type.
+    let g = gather(rows, present, |rec| unsafe { rec.read_slot(offset) });
+    match g.valid {
+        None => b.append_slice(&g.values[..n]),
+        Some(valid) => b.append_values(&g.values[..n], &valid[..n]),
+    }
+}
+
+/// A block's values of one column, and which rows have one (`None`: every row).
+struct Gathered<T> {
+    values: [T; BLOCK],
+    valid: Option<[bool; BLOCK]>,
+}
+
+/// Reads each present row's value with `read` into one array (a default where a row has
+/// none), for the column to append at once.
+#[inline(always)]
+fn gather<T: Copy + Default>(
+    rows: &[Option<Record<'_>>],
+    present: &Present,
+    read: impl Fn(Record<'_>) -> T,
+) -> Gathered<T> {
+    let mut values = [T::default(); BLOCK];
     let mut valid = [false; BLOCK];
     let mut all_valid = true;
     for (i, row) in rows.iter().enumerate() {
         match present.record(row) {
             Some(rec) => {
-                // SAFETY: the caller's: `offset` is a slot of this column's number type.
-                values[i] = unsafe { rec.read_slot(offset) };
+                values[i] = read(rec);
                 valid[i] = true;
             }
             None => all_valid = false,
         }
     }
-    let n = rows.len();
-    if all_valid {
-        b.append_slice(&values[..n]);
-    } else {
-        b.append_values(&values[..n], &valid[..n]);
+    Gathered {
+        values,
+        valid: (!all_valid).then_some(valid),
     }
 }
