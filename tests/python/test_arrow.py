@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import threading
+import time
 
 import pyarrow as pa
 import pytest
@@ -311,3 +314,26 @@ def test_time_unit_microseconds(kitchen, kitchen_pb2):
         assert kitchen_pb2.Sink.FromString(kitchen.encode_batch("kitchen.Sink", t)[3]).at.seconds == 1700000000
     with pytest.raises(ValueError, match="time_unit"):
         kitchen.decode_batch("kitchen.Sink", data, time_unit="ms")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_decodes_on_threads_of_its_own(peers):
+    """The parent's batch pool has no workers in a child made by fork: the child builds its
+    own instead of handing its parts to threads that do not exist there (which hung)."""
+    data = [workload("mixed.bin")] * 9000
+    want = peers.decode_table("bench.Mixed", data, threads=2).to_pylist()
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only with the same rows
+        ok = peers.decode_table("bench.Mixed", data, threads=2).to_pylist() == want
+        os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's decode did not finish")
+        time.sleep(0.05)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

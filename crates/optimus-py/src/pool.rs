@@ -6,28 +6,59 @@
 //! milliseconds later: a batch of 100,000 messages on two threads then took as long as on one
 //! in about a third of the calls. A worker pinned to its own CPU runs as soon as it is woken.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
-/// The pool, built on first use.
+/// A pool and the process that built it.
+struct PoolOf {
+    pid: u32,
+    pool: rayon::ThreadPool,
+}
+
+/// The pool of this process, built on first use, and again in a child made by `fork` (the
+/// parent's workers do not exist there, and work handed to them would wait forever).
 pub(crate) fn pool() -> &'static rayon::ThreadPool {
-    static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let cpus = allowed_cpus();
-        let threads = cpus.as_ref().map_or_else(
-            || std::thread::available_parallelism().map_or(1, usize::from),
-            Vec::len,
-        );
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
-            .thread_name(|i| format!("optimus-batch-{i}"))
-            .start_handler(move |i| {
-                if let Some(cpu) = cpus.as_ref().and_then(|c| c.get(i)) {
-                    pin_to(*cpu);
-                }
-            })
-            .build()
-            .expect("the batch pool's threads start")
-    })
+    // Never freed: a pool is built once per process (a parent's, left behind in a child, is
+    // never touched again), so a reference to it lives as long as the process.
+    static CURRENT: AtomicPtr<PoolOf> = AtomicPtr::new(std::ptr::null_mut());
+    let pid = std::process::id();
+    let seen = CURRENT.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer in CURRENT is a leaked box, never freed.
+    if let Some(current) = unsafe { seen.as_ref() } {
+        if current.pid == pid {
+            return &current.pool;
+        }
+    }
+    let fresh = Box::into_raw(Box::new(PoolOf { pid, pool: build() }));
+    match CURRENT.compare_exchange(seen, fresh, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: `fresh` is now CURRENT's: leaked, never freed.
+        Ok(_) => unsafe { &(*fresh).pool },
+        Err(winner) => {
+            // Another thread of this process built one first: this one goes, its threads with it.
+            // SAFETY: `fresh` was never shared.
+            drop(unsafe { Box::from_raw(fresh) });
+            // SAFETY: as above, for the winner's box (of this process: built after the fork).
+            unsafe { &(*winner).pool }
+        }
+    }
+}
+
+/// A pool of one worker per allowed CPU, each pinned to its own.
+fn build() -> rayon::ThreadPool {
+    let cpus = allowed_cpus();
+    let threads = cpus.as_ref().map_or_else(
+        || std::thread::available_parallelism().map_or(1, usize::from),
+        Vec::len,
+    );
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .thread_name(|i| format!("optimus-batch-{i}"))
+        .start_handler(move |i| {
+            if let Some(cpu) = cpus.as_ref().and_then(|c| c.get(i)) {
+                pin_to(*cpu);
+            }
+        })
+        .build()
+        .expect("the batch pool's threads start")
 }
 
 /// The CPUs this process may run on, in order (`None` where they cannot be read).
